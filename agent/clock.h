@@ -1,0 +1,27 @@
+// The agent's one clock: CLOCK_MONOTONIC in nanoseconds. Host events, CUPTI
+// records (through the timestamp callback or a mapping) and step spans are
+// all expressed on it; WindowMeta::epoch_offset_ns converts to Unix time.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+namespace prof {
+
+inline uint64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // vDSO: no system call
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Unix epoch ns minus agent ns, sampled back to back (error: one clock read).
+inline int64_t EpochOffsetNs() {
+  timespec rt;
+  uint64_t before = NowNs();
+  clock_gettime(CLOCK_REALTIME, &rt);
+  uint64_t after = NowNs();
+  int64_t real_ns = static_cast<int64_t>(rt.tv_sec) * 1'000'000'000ll + rt.tv_nsec;
+  return real_ns - static_cast<int64_t>(before + (after - before) / 2);
+}
+
+}  // namespace prof

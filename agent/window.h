@@ -1,0 +1,85 @@
+// A sealed, immutable window: everything an exporter needs, nothing live.
+// The session builds one at the end of each active window and hands it to
+// the writer thread; exporters are pure functions of it, so tests hand-build
+// Windows.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "agent/events.h"
+
+namespace prof {
+
+// Static properties of one GPU, as Kineto's deviceProperties lists them.
+struct DeviceProps {
+  int id = 0;
+  std::string name;
+  uint64_t total_global_mem = 0;
+  int compute_major = 0;
+  int compute_minor = 0;
+  int sm_count = 0;
+  int warp_size = 32;
+  int max_threads_per_block = 0;
+  int max_threads_per_sm = 0;
+  int max_blocks_per_sm = 0;
+  int max_regs_per_block = 0;
+  int max_regs_per_sm = 0;
+  int max_shared_per_block = 0;
+  int max_shared_per_sm = 0;
+};
+
+// Counts of what was lost, written into the trace and summary.
+struct LossCounts {
+  uint64_t host_events_dropped = 0;      // per-thread buffers full (PROF_BUFFER_MB)
+  uint64_t device_records_dropped = 0;   // our CUPTI buffer pool exhausted
+  uint64_t cupti_records_dropped = 0;    // cuptiActivityGetNumDroppedRecords
+  uint64_t device_records_missing = 0;   // launched in window, never delivered by the deadline
+  uint64_t unknown_activity_kinds = 0;   // CUPTI records of kinds we do not decode
+  uint64_t alloc_samples_dropped = 0;
+};
+
+struct WindowMeta {
+  uint64_t first_step = 0;  // files are named by this
+  uint64_t last_step = 0;
+  bool partial = false;          // ended by exit/signal before its last step
+  std::string partial_reason;    // "exit", "SIGTERM", ...
+  uint64_t start_ns = 0;         // agent clock: first active step began
+  uint64_t end_ns = 0;           // agent clock: last active step ended
+  int64_t epoch_offset_ns = 0;   // agent clock + this = Unix epoch ns
+  int rank = 0;
+  int world_size = 1;
+  int pid = 0;
+  std::string name;              // PROF_NAME or <host>_<pid>
+  std::string hostname;
+  std::string cupti_mode;        // "activity" or "interception-only (<cause>)"
+  bool has_gpu_timings = false;  // false in interception-only mode
+  std::string libprof_version;
+  int cuda_runtime_version = 0;
+  int cuda_driver_version = 0;
+  uint32_t cupti_api_version = 0;
+  std::vector<std::pair<std::string, std::string>> config;  // PROF_* as applied
+  LossCounts losses;
+};
+
+struct Window {
+  WindowMeta meta;
+  std::vector<HostEvent> host_events;        // sorted by start_ns
+  std::vector<DeviceRecord> device_records;  // sorted by start_ns
+  std::vector<StepSpan> steps;               // ascending step numbers
+  std::vector<NvtxRange> nvtx_ranges;
+  std::vector<AllocSample> alloc_samples;    // in time order
+  std::vector<LiveAllocation> live_at_end;   // allocations live when the window ended
+  std::vector<DeviceProps> devices;
+  std::vector<std::pair<uint32_t, std::string>> thread_names;  // tid -> name
+  std::vector<std::string> strings;          // interned: id -> text; id 0 is ""
+
+  const std::string& String(uint32_t id) const {
+    static const std::string kEmpty;
+    return id < strings.size() ? strings[id] : kEmpty;
+  }
+};
+
+}  // namespace prof

@@ -1,0 +1,1 @@
+// Replaced by the chrome trace and summary exporters.

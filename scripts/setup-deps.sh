@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages libprof builds and tests with. Idempotent: it
+# runs apt-get only when something is missing. The CUDA toolkit is expected at
+# $CUDA_HOME (default /usr/local/cuda); it is not an apt package here.
+set -euo pipefail
+
+packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev python3 binutils)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup-deps: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+if [ ! -x "$cuda_home/bin/nvcc" ]; then
+  echo "setup-deps: no CUDA toolkit at $cuda_home (set CUDA_HOME)" >&2
+  exit 1
+fi

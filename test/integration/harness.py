@@ -1,0 +1,38 @@
+"""Shared helpers for integration tests: paths from CTest's environment,
+running a process under libprof, and reading what it wrote."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+LIBPROF_SO = os.environ.get("LIBPROF_SO", "")
+PROF_TOOL = os.environ.get("PROF_TOOL", "")
+SIM_LIB_DIR = os.environ.get("SIM_LIB_DIR", "")
+WORKLOAD_DIR = os.environ.get("WORKLOAD_DIR", "")
+CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+KINETO_TRACES = os.environ.get("KINETO_TRACES", "")
+
+
+def clean_env(**extra):
+    """The caller's environment without any PROF_*/SIM_* leaking in, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("PROF_") or k.startswith("SIM_"))
+           and k not in ("LD_PRELOAD", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH")}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def sim_env(**extra):
+    """Environment that makes a process load the simulated CUDA stack."""
+    env = clean_env(**extra)
+    env["LD_LIBRARY_PATH"] = SIM_LIB_DIR + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+def run(cmd, env, timeout=120, **kw):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def main():
+    unittest.main(verbosity=2)
