@@ -1,0 +1,60 @@
+// The seam between the session (agent/) and whatever delivers GPU records
+// (collectors/cupti implements it; tests hand a fake). The session owns the
+// schedule and tells the collector what phase it is in; the collector owns
+// CUPTI and decides which records belong to a window.
+//
+// Threads: Attach/BeginRecord/Pause/Finish are called from the application
+// thread that crossed a step boundary, and must be quick (no waiting on
+// CUPTI's buffers). CollectWindow is called from the writer thread and may
+// wait up to its deadline. OnExit is called once from the exit path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "agent/config.h"
+#include "agent/window.h"
+
+namespace prof {
+
+// The correlation id of the CUDA API call running on this thread, set by the
+// collector's API-enter callback, read by interposed wrappers after the real
+// call returns (they reset it to 0 before calling). 0: unknown.
+inline thread_local uint32_t tls_correlation_id = 0;
+
+class DeviceCollector {
+ public:
+  virtual ~DeviceCollector() = default;
+
+  // Warmup of a window begins: load/subscribe if needed, enable callbacks
+  // and the configured activity kinds. On failure the collector switches to
+  // interception-only for good and says why once (Mode()).
+  virtual void Attach(const Config& config) = 0;
+
+  // The first active step begins at start_ns; everything launched earlier
+  // (warmup) is discarded.
+  virtual void BeginRecord(uint64_t start_ns) = 0;
+
+  // Between windows: stop activity collection (records of windows already
+  // ended still arrive and are kept for CollectWindow).
+  virtual void Pause() = 0;
+
+  // The schedule is finished: disable everything and release the subscriber
+  // (cuptiFinalize from an API-exit callback) so no CUPTI cost lingers.
+  virtual void Finish() = 0;
+
+  // Fill out->device_records with exactly the records of calls launched in
+  // [start_ns, end_ns) (by API-enter time), waiting until deadline_ns for
+  // outstanding ones; add loss counts and cupti_mode/has_gpu_timings to
+  // out->meta. Writer thread.
+  virtual void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) = 0;
+
+  // Process exit or fatal signal during a window: forced flush, no waiting
+  // beyond a short bound.
+  virtual void OnExit() = 0;
+
+  // "activity" or "interception-only (<cause>)".
+  virtual std::string Mode() const = 0;
+};
+
+}  // namespace prof
