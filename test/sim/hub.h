@@ -1,0 +1,102 @@
+// The simulated driver's hub: state shared by the three simulated libraries.
+// It lives in the simulated libcuda.so.1; the simulated libcudart.so.13 and
+// libcupti.so.13 link against it and reach it through these C functions
+// (prefix simhub_, so they never collide with a CUDA name). This mirrors the
+// real stack, where CUPTI hooks into the driver and the runtime sits on it.
+//
+// Clock: the hub's device timeline runs on CLOCK_MONOTONIC_RAW ns
+// ("sim clock"), deliberately not the agent's CLOCK_MONOTONIC, so the
+// agent's clock mapping is exercised. CUPTI timestamps are reported on the
+// sim clock unless a timestamp callback was registered with CUPTI.
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ---- API calls (what CUPTI callbacks and RUNTIME/DRIVER records see) ----
+
+// One runtime or driver API call, as the hub tells CUPTI about it.
+typedef struct SimApiSite {
+  int domain;                  // CUpti_CallbackDomain: 1 driver, 2 runtime
+  uint32_t cbid;               // CUpti_runtime_api_trace_cbid / CUpti_driver_api_trace_cbid
+  const char* function_name;   // "cudaMalloc", "cuMemAlloc_v2", ...
+  const char* symbol_name;     // kernel device name on launches, else NULL
+  const void* params;          // the <function>_params struct from generated_*_meta.h
+  void* return_value;          // cudaError_t* / CUresult*; valid at exit
+  uint32_t correlation_id;     // one counter for runtime and driver calls
+  uint32_t context_uid;
+  void* context;               // CUcontext (opaque)
+  uint32_t thread_id;          // gettid()
+  uint32_t process_id;
+  uint64_t start_ns;           // sim clock, API enter
+  uint64_t end_ns;             // sim clock, API exit (0 at enter)
+} SimApiSite;
+
+// Called at every API enter (is_exit=0) and exit (is_exit=1) while a hook is
+// set. The runtime brackets its calls with these; nested driver calls made by
+// the runtime are bracketed too, with their own correlation ids.
+typedef void (*SimApiHook)(const SimApiSite* site, int is_exit);
+void simhub_set_api_hook(SimApiHook hook);
+
+// Runtime/driver side: start and finish an API call. simhub_api_enter fills
+// correlation_id, thread/process ids, context and start_ns, and calls the hook.
+void simhub_api_enter(SimApiSite* site);
+void simhub_api_exit(SimApiSite* site);
+
+// ---- Device work (what activity records describe) ----
+
+enum SimOpKind {
+  SIM_OP_KERNEL = 1,
+  SIM_OP_MEMCPY = 2,
+  SIM_OP_MEMSET = 3,
+  SIM_OP_SYNC = 4,       // a synchronize call (stream/device/event)
+  SIM_OP_MEM_ALLOC = 5,  // memory allocated (MEMORY2 semantics)
+  SIM_OP_MEM_FREE = 6,
+};
+
+typedef struct SimOp {
+  int kind;                 // SimOpKind
+  uint32_t correlation_id;  // of the API call that launched it
+  uint32_t device_id;
+  uint32_t context_id;
+  uint32_t stream_id;
+  uint64_t launch_ns;       // sim clock: the API call that enqueued it
+  uint64_t start_ns;        // sim clock: never before launch, never before the previous op on its stream ended
+  uint64_t end_ns;
+  uint64_t bytes;
+  uint64_t address;
+  int copy_kind;            // CUpti_ActivityMemcpyKind
+  int src_kind;             // CUpti_ActivityMemoryKind
+  int dst_kind;
+  int sync_type;            // CUpti_ActivitySynchronizationType for SIM_OP_SYNC
+  const char* name;         // kernel device (mangled) name; static storage
+  int grid[3];
+  int block[3];
+  uint32_t registers_per_thread;
+  uint32_t static_shared_bytes;
+  uint32_t dynamic_shared_bytes;
+  uint32_t graph_id;
+} SimOp;
+
+// Called once per op when it is enqueued (its times are already decided by
+// the timing model). CUPTI turns ops into activity records.
+typedef void (*SimOpHook)(const SimOp* op);
+void simhub_set_op_hook(SimOpHook hook);
+
+// The sim clock (CLOCK_MONOTONIC_RAW ns).
+uint64_t simhub_now_ns(void);
+
+// Resource events (context created/destroyed) for CUPTI resource callbacks.
+typedef void (*SimResourceHook)(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id);
+void simhub_set_resource_hook(SimResourceHook hook);
+
+// Fault switches (SIM_* environment variables) read once by the hub.
+// Returns the value of SIM_<name> or NULL; e.g. simhub_fault("NO_DRIVER").
+const char* simhub_fault(const char* name);
+
+#ifdef __cplusplus
+}
+#endif
