@@ -49,7 +49,8 @@ struct WindowMeta {
   uint64_t start_ns = 0;         // agent clock: first active step began
   uint64_t end_ns = 0;           // agent clock: last active step ended
   int64_t epoch_offset_ns = 0;   // agent clock + this = Unix epoch ns
-  int rank = 0;
+  int rank = 0;                  // 0 when the job has no rank
+  bool rank_known = false;       // PROF_RANK or a launcher variable was set: files get _rank<R>
   int world_size = 1;
   int pid = 0;
   std::string name;              // PROF_NAME or <host>_<pid>

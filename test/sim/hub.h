@@ -89,6 +89,18 @@ void simhub_set_op_hook(SimOpHook hook);
 // The sim clock (CLOCK_MONOTONIC_RAW ns).
 uint64_t simhub_now_ns(void);
 
+// The clock CUPTI reports on. Without a source it is the sim clock; the
+// simulated CUPTI sets the client's cuptiActivityRegisterTimestampCallback
+// function here, and every sim-clock time is then reported as
+// source() - simhub_now_ns() + sim_ns (offset sampled when set). The truth
+// log writes both clocks so tests can compare exactly.
+void simhub_set_timestamp_source(uint64_t (*source)(void));
+uint64_t simhub_to_reported_ns(uint64_t sim_ns);
+
+// Appends one line (a JSON object, no newline) to SIM_TRUTH_FILE, if set.
+// Thread-safe; lines from one process never interleave.
+void simhub_truth_line(const char* json_object);
+
 // Resource events (context created/destroyed) for CUPTI resource callbacks.
 typedef void (*SimResourceHook)(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id);
 void simhub_set_resource_hook(SimResourceHook hook);
