@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job in one command: installs what is missing, builds libprof, runs
+# a training-like workload under the agent (on the real GPU when there is
+# one, otherwise on the simulated CUDA stack in test/sim) and says where the
+# trace and summary are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+scripts/setup-deps.sh
+scripts/build.sh >/dev/null
+build=$root/${BUILD_DIR:-build}
+
+out=${PROF_OUTPUT_DIR:-$root/prof-traces/demo}
+rm -rf "$out"
+mkdir -p "$out"
+
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  where="the real GPU ($(nvidia-smi -L | head -1))"
+  stack_env=()
+else
+  where="the simulated CUDA stack (no GPU found)"
+  stack_env=(LD_LIBRARY_PATH="$build/test/sim/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+fi
+echo "demo: profiling test/workloads/train_loop on $where"
+
+# Each cudaDeviceSynchronize ends a step: skip 5 steps, warm up 2, record 5.
+env "${stack_env[@]}" "$build/tools/prof/prof" run --step sync --wait 5 --warmup 2 --active 5 \
+  --out "$out" -- "$build/test/workloads/train_loop" --steps 20 >/dev/null
+
+echo "demo: files written to $out:"
+ls -l "$out"
+summary=$(ls "$out"/*.summary.txt 2>/dev/null | head -1)
+if [ -z "$summary" ]; then
+  echo "demo: no window was written; see the agent's log above" >&2
+  exit 1
+fi
+echo
+echo "demo: findings from $(basename "$summary"):"
+sed -n '/^Findings/,$p' "$summary" | head -30
+echo
+echo "demo: open the .pt.trace.json in https://ui.perfetto.dev or chrome://tracing; 'prof summary <trace>' recomputes the summary."
