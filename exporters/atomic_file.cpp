@@ -1,0 +1,105 @@
+#include "exporters/atomic_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace prof {
+
+std::string ErrnoText(int err) {
+  const char* desc = strerrordesc_np(err);
+  const char* name = strerrorname_np(err);
+  std::string text = desc ? desc : "errno " + std::to_string(err);
+  if (name) text += std::string(" (") + name + ")";
+  return text;
+}
+
+AtomicFile::AtomicFile(FileSystem& fs, std::string final_path) : fs_(fs), final_path_(std::move(final_path)) {
+  // Hidden (leading dot) and unique per process, in the same directory so the
+  // rename stays on one file system and is atomic.
+  size_t slash = final_path_.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : final_path_.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? final_path_ : final_path_.substr(slash + 1);
+  temp_path_ = dir + "." + base + ".tmp" + std::to_string(::getpid());
+}
+
+AtomicFile::~AtomicFile() {
+  if (!done_) Abort();
+}
+
+void AtomicFile::Fail(const char* call, const std::string& path, int err) {
+  if (error_.empty()) error_ = std::string(call) + " " + path + ": " + ErrnoText(err);
+}
+
+bool AtomicFile::Open() {
+  do {
+    fd_ = fs_.Open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  } while (fd_ < 0 && errno == EINTR);
+  if (fd_ < 0) {
+    Fail("open", temp_path_, errno);
+    return false;
+  }
+  return true;
+}
+
+bool AtomicFile::Append(const char* data, size_t size) {
+  if (!ok() || fd_ < 0) return false;
+  while (size > 0) {
+    ssize_t n = fs_.Write(fd_, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      Fail("write", temp_path_, errno);
+      Abort();
+      return false;
+    }
+    if (n == 0) {  // a zero-byte write never makes progress: treat as full
+      Fail("write", temp_path_, ENOSPC);
+      Abort();
+      return false;
+    }
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool AtomicFile::Commit() {
+  if (!ok() || fd_ < 0) {
+    Abort();
+    return false;
+  }
+  // close() can report a deferred write error (NFS, quota): check it. No
+  // retry on EINTR: on Linux the descriptor is released either way.
+  int rc = fs_.Close(fd_);
+  fd_ = -1;
+  if (rc != 0) {
+    Fail("close", temp_path_, errno);
+    Abort();
+    return false;
+  }
+  if (fs_.Rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
+    Fail("rename", final_path_, errno);
+    Abort();
+    return false;
+  }
+  done_ = true;
+  return true;
+}
+
+void AtomicFile::Abort() {
+  if (done_) return;
+  if (fd_ >= 0) {
+    fs_.Close(fd_);
+    fd_ = -1;
+  }
+  if (!temp_path_.empty()) {
+    int saved = errno;
+    fs_.Unlink(temp_path_.c_str());
+    errno = saved;
+  }
+  done_ = true;
+}
+
+}  // namespace prof

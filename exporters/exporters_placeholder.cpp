@@ -1,1 +1,0 @@
-// Replaced by the chrome trace and summary exporters.

@@ -1,0 +1,29 @@
+#include "exporters/file_system.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace prof {
+namespace {
+
+class Posix final : public FileSystem {
+ public:
+  int Open(const char* path, int flags, mode_t mode) override { return ::open(path, flags, mode); }
+  ssize_t Write(int fd, const void* data, size_t size) override { return ::write(fd, data, size); }
+  int Close(int fd) override { return ::close(fd); }
+  int Rename(const char* from, const char* to) override { return ::rename(from, to); }
+  int Unlink(const char* path) override { return ::unlink(path); }
+  int MakeDir(const char* path, mode_t mode) override { return ::mkdir(path, mode); }
+};
+
+}  // namespace
+
+FileSystem& PosixFileSystem() {
+  static Posix posix;  // no state: shared safely
+  return posix;
+}
+
+}  // namespace prof

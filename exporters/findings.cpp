@@ -1,0 +1,297 @@
+#include "exporters/findings.h"
+
+#include <algorithm>
+#include <map>
+
+#include "exporters/cuda_names.h"
+#include "exporters/format.h"
+#include "exporters/summary.h"
+#include "exporters/window_index.h"
+
+namespace prof {
+namespace {
+
+constexpr uint8_t kCudaMemcpyDeviceToHost = 2;  // cudaMemcpyKind
+
+uint64_t Duration(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
+
+std::string ConfigValue(const WindowMeta& meta, const std::string& key) {
+  for (const auto& [k, v] : meta.config) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
+bool IsBlockingSync(ApiId id) {
+  return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent && id != ApiId::cudaStreamWaitEvent_ptsz;
+}
+
+// Allocation calls that go to the driver each time (the *Async and pool
+// allocators are stream-ordered and cheap by design).
+bool IsSynchronousAllocatorCall(ApiId id) {
+  ApiKind kind = ApiKindOf(id);
+  if (kind != ApiKind::kAlloc && kind != ApiKind::kFree) return false;
+  switch (id) {
+    case ApiId::cudaMallocAsync: case ApiId::cudaMallocAsync_ptsz: case ApiId::cudaFreeAsync:
+    case ApiId::cudaFreeAsync_ptsz: case ApiId::cudaMallocFromPoolAsync: case ApiId::cudaMallocFromPoolAsync_ptsz:
+    case ApiId::cuMemAllocAsync: case ApiId::cuMemFreeAsync:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Counts of calls of some sort inside steps, by API, with their host time.
+struct CallTally {
+  uint64_t count = 0;
+  uint64_t time_ns = 0;
+  uint64_t bytes = 0;
+  size_t steps_with = 0;
+  std::map<std::string, uint64_t> by_api;
+
+  std::string Describe(size_t steps) const {
+    std::string apis;
+    for (const auto& [name, n] : by_api) apis += (apis.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+    return Printf("%llu calls in %zu of %zu steps (%.1f per step), %s blocked on the host: %s",
+                  static_cast<unsigned long long>(count), steps_with, steps, steps ? double(count) / double(steps) : 0.0,
+                  FormatDuration(static_cast<double>(time_ns)).c_str(), apis.c_str());
+  }
+};
+
+class FindingsBuilder {
+ public:
+  FindingsBuilder(const Window& w, const Summary& s) : w_(w), s_(s) {}
+
+  std::vector<Finding> Build() {
+    InterceptionOnly();
+    DataLoss();
+    Partial();
+    BoundBy();
+    SyncsInSteps();
+    DeviceToHostCopies();
+    PageableCopies();
+    AllocatorChurn();
+    LaunchLatency();
+    IdleGaps();
+    return std::move(out_);
+  }
+
+ private:
+  void Add(std::string id, std::string title, std::string evidence, std::string advice) {
+    out_.push_back({std::move(id), std::move(title), std::move(evidence), std::move(advice)});
+  }
+
+  // Index of the step whose span holds t, or -1.
+  int64_t StepOf(uint64_t t) const {
+    auto it = std::upper_bound(w_.steps.begin(), w_.steps.end(), t,
+                               [](uint64_t v, const StepSpan& st) { return v < st.start_ns; });
+    if (it == w_.steps.begin()) return -1;
+    --it;
+    return t < it->end_ns ? it - w_.steps.begin() : -1;
+  }
+
+  // Tallies host calls matching `pick` that start inside a step. `skip`
+  // excludes calls (the step markers themselves).
+  template <typename Pick>
+  CallTally Tally(Pick pick, const std::vector<bool>* skip = nullptr) const {
+    CallTally t;
+    std::vector<bool> seen(w_.steps.size());
+    for (size_t i = 0; i < w_.host_events.size(); ++i) {
+      const HostEvent& e = w_.host_events[i];
+      if ((skip && (*skip)[i]) || !pick(e)) continue;
+      int64_t k = StepOf(e.start_ns);
+      if (k < 0) continue;
+      ++t.count;
+      t.time_ns += Duration(e.start_ns, e.end_ns);
+      t.bytes += e.bytes;
+      ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
+      if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
+    }
+    return t;
+  }
+
+  void InterceptionOnly() {
+    if (w_.meta.has_gpu_timings) return;
+    Add("interception-only", "No GPU timings: CUPTI activity was not available",
+        "CUPTI mode: " + (w_.meta.cupti_mode.empty() ? std::string("unknown") : w_.meta.cupti_mode) +
+            "; only host-side CUDA calls were recorded, so GPU busy, kernel times and launch latency are unknown",
+        "check PROF_CUPTI_LIB and that no other profiler holds CUPTI (one subscriber only)");
+  }
+
+  void DataLoss() {
+    const LossCounts& l = w_.meta.losses;
+    std::string parts;
+    auto part = [&parts](const char* what, uint64_t n) {
+      if (n) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    part("host events dropped (buffer full)", l.host_events_dropped);
+    part("device records dropped (buffer pool exhausted)", l.device_records_dropped);
+    part("records dropped by CUPTI", l.cupti_records_dropped);
+    part("device records never delivered", l.device_records_missing);
+    part("records of unknown kinds", l.unknown_activity_kinds);
+    part("allocation samples dropped", l.alloc_samples_dropped);
+    if (parts.empty()) return;
+    Add("data-loss", "Some data was lost: tables and findings undercount", parts,
+        "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
+  }
+
+  void Partial() {
+    if (!w_.meta.partial) return;
+    Add("partial-window", "The window ended early (" + w_.meta.partial_reason + ")",
+        Printf("steps %llu-%llu recorded", static_cast<unsigned long long>(w_.meta.first_step),
+               static_cast<unsigned long long>(w_.meta.last_step)),
+        "the process ended during the window; the last step may be incomplete");
+  }
+
+  void BoundBy() {
+    if (!s_.has_gpu_work) return;
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    uint64_t launches = 0;
+    for (const StepRow& r : s_.steps) launches += r.launches;
+    if (s_.gpu_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
+      Add("overhead-bound", "Overhead-bound: the GPU mostly waits for the host to launch short kernels",
+          Printf("GPU busy %.1f%% of %s (threshold < %.0f%%); median kernel %s (threshold < %s); median idle "
+                 "between kernels on a stream %s; %llu launches in %zu steps",
+                 s_.gpu_busy_percent, FormatDuration(static_cast<double>(span)).c_str(), kOverheadBusyPercent,
+                 FormatDuration(s_.median_kernel_ns).c_str(), FormatDuration(kShortKernelNs).c_str(),
+                 FormatDuration(s_.median_kernel_gap_ns).c_str(), static_cast<unsigned long long>(launches),
+                 s_.steps.size()),
+          "launch fewer, larger kernels: fuse operations (torch.compile), capture the step in a CUDA graph, "
+          "or raise the batch size");
+    } else if (s_.gpu_busy_percent >= kComputeBusyPercent) {
+      std::string top;
+      for (size_t i = 0; i < s_.kernels.size() && i < 3; ++i) {
+        top += Printf("%s%s %.1f%%", i ? "; " : "", s_.kernels[i].name.c_str(), s_.kernels[i].percent);
+      }
+      Add("compute-bound", "Compute-bound: the GPU is busy; speed comes from the kernels themselves",
+          Printf("GPU busy %.1f%% of %s (threshold >= %.0f%%); top kernels by GPU time: %s", s_.gpu_busy_percent,
+                 FormatDuration(static_cast<double>(span)).c_str(), kComputeBusyPercent, top.c_str()),
+          "optimize the top kernels (Nsight Compute), use mixed precision or tensor cores");
+    }
+  }
+
+  // With PROF_STEP=sync (or api:<a sync call>) the call that ends each step
+  // is the marker, not a problem: skip the last one in each step.
+  std::vector<bool> StepMarkers() const {
+    std::vector<bool> skip(w_.host_events.size());
+    std::string step = ConfigValue(w_.meta, "PROF_STEP");
+    ApiId marker_api = ApiId::kCount;
+    bool any_sync = step == "sync";
+    if (step.rfind("api:", 0) == 0 && !ApiFromName(step.substr(4), &marker_api)) return skip;
+    if (!any_sync && marker_api == ApiId::kCount) return skip;
+    std::vector<int64_t> last(w_.steps.size(), -1);
+    for (size_t i = 0; i < w_.host_events.size(); ++i) {
+      auto id = static_cast<ApiId>(w_.host_events[i].api);
+      if (any_sync ? !IsBlockingSync(id) : id != marker_api) continue;
+      int64_t k = StepOf(w_.host_events[i].start_ns);
+      if (k >= 0) last[static_cast<size_t>(k)] = static_cast<int64_t>(i);
+    }
+    for (int64_t i : last) {
+      if (i >= 0) skip[static_cast<size_t>(i)] = true;
+    }
+    return skip;
+  }
+
+  void SyncsInSteps() {
+    std::vector<bool> markers = StepMarkers();
+    CallTally t = Tally([](const HostEvent& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
+    if (t.count == 0) return;
+    Add("sync-in-step", "Synchronization inside steps: the host waits for the GPU and the launch queue drains",
+        t.Describe(s_.steps.size()),
+        "remove the synchronize (or move it out of the step); read results back asynchronously "
+        "(non_blocking copies, events) and check values less often");
+  }
+
+  void DeviceToHostCopies() {
+    CallTally t = Tally([](const HostEvent& e) {
+      return ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kMemcpy && e.copy_kind == kCudaMemcpyDeviceToHost;
+    });
+    if (t.count == 0) return;
+    Add("d2h-copy-in-step", "Device-to-host copies inside steps: each one waits for the GPU to catch up",
+        t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied",
+        "avoid .item()/.cpu()/printing tensors inside the step; copy into pinned memory with "
+        "non_blocking=True and read it a step later");
+  }
+
+  void PageableCopies() {
+    WindowIndex index(w_);
+    uint64_t count = 0, bytes = 0, time_ns = 0;
+    for (const DeviceRecord& r : w_.device_records) {
+      if (KindOf(r) != DeviceKind::kMemcpy) continue;
+      if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
+      // Attribute to the step of the issuing call when known, else GPU start.
+      int64_t call = index.HostCall(r.correlation_id);
+      uint64_t t = call != WindowIndex::kNone && r.correlation_id ? w_.host_events[static_cast<size_t>(call)].start_ns
+                                                                  : r.start_ns;
+      if (StepOf(t) < 0) continue;
+      ++count;
+      bytes += r.bytes;
+      time_ns += Duration(r.start_ns, r.end_ns);
+    }
+    if (count == 0) return;
+    Add("pageable-copy", "Copies from/to pageable host memory inside steps: staged and synchronous",
+        Printf("%llu copies, %s, %s of GPU copy time", static_cast<unsigned long long>(count),
+               FormatBytes(static_cast<double>(bytes)).c_str(), FormatDuration(static_cast<double>(time_ns)).c_str()),
+        "use pinned host memory (pin_memory=True, cudaMallocHost) so copies can be asynchronous");
+  }
+
+  void AllocatorChurn() {
+    // Steady state: every step of the window but its first (which may still
+    // be warming caches), or the only step.
+    std::vector<bool> skip(w_.host_events.size());
+    if (w_.steps.size() > 1) {
+      for (size_t i = 0; i < w_.host_events.size(); ++i) skip[i] = StepOf(w_.host_events[i].start_ns) == 0;
+    }
+    CallTally t = Tally([](const HostEvent& e) { return IsSynchronousAllocatorCall(static_cast<ApiId>(e.api)); }, &skip);
+    if (t.count == 0) return;
+    size_t steady = w_.steps.size() > 1 ? w_.steps.size() - 1 : w_.steps.size();
+    Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
+        t.Describe(steady) + " (first step of the window not counted)",
+        "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
+  }
+
+  void LaunchLatency() {
+    const LatencyStats& l = s_.launch_latency;
+    if (l.count == 0 || !s_.has_gpu_work) return;
+    if (l.median_ns <= kLaunchLatencyNs || s_.gpu_busy_percent >= kLaunchLatencyBusyPercent) return;
+    Add("launch-latency", "Slow launches: work reaches an idle GPU long after it was launched",
+        Printf("launch call -> GPU start: median %s, p99 %s, max %s over %llu launches (threshold: median > %s "
+               "while GPU busy < %.0f%%; busy %.1f%%)",
+               FormatDuration(l.median_ns).c_str(), FormatDuration(l.p99_ns).c_str(),
+               FormatDuration(static_cast<double>(l.max_ns)).c_str(), static_cast<unsigned long long>(l.count),
+               FormatDuration(kLaunchLatencyNs).c_str(), kLaunchLatencyBusyPercent, s_.gpu_busy_percent),
+        "look for stream waits on events, other processes sharing the GPU, or a slow driver path");
+  }
+
+  void IdleGaps() {
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    if (span == 0 || s_.idle_gaps.empty()) return;
+    double percent = 100.0 * static_cast<double>(s_.idle_gap_total_ns) / static_cast<double>(span);
+    if (percent < kIdleGapWindowPercent) return;
+    std::string largest;
+    for (size_t i = 0; i < s_.idle_gaps.size() && i < 3; ++i) {
+      const IdleGap& g = s_.idle_gaps[i];
+      largest += Printf("%s%s at +%s (host: %s)", i ? "; " : "", FormatDuration(double(g.end_ns - g.start_ns)).c_str(),
+                        FormatDuration(double(g.start_ns - s_.span_start_ns)).c_str(),
+                        g.host_activity.empty() ? "no CUDA call" : g.host_activity.c_str());
+    }
+    Add("idle-gaps", "The GPU sits idle for long stretches",
+        Printf("%zu gaps of >= %s add up to %s (%.1f%% of the window; threshold %.0f%%); largest: %s",
+               s_.idle_gaps.size(), FormatDuration(double(kIdleGapMinNs)).c_str(),
+               FormatDuration(double(s_.idle_gap_total_ns)).c_str(), percent, kIdleGapWindowPercent, largest.c_str()),
+        "'no CUDA call' means the host was busy elsewhere (data loading, Python, I/O): overlap it with GPU work "
+        "(DataLoader workers, prefetching)");
+  }
+
+  const Window& w_;
+  const Summary& s_;
+  std::vector<Finding> out_;
+};
+
+}  // namespace
+
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary) {
+  return FindingsBuilder(window, summary).Build();
+}
+
+}  // namespace prof

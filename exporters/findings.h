@@ -1,0 +1,34 @@
+// Findings: what is wrong with a window, each with the numbers that
+// triggered it. The thresholds are documented in README.md ("Reading the
+// summary"); change both together.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/window.h"
+
+namespace prof {
+
+struct Summary;
+
+// Thresholds (see README.md, "Reading the summary").
+inline constexpr double kOverheadBusyPercent = 50.0;     // GPU busy below this ...
+inline constexpr double kShortKernelNs = 20'000;         // ... and median kernel below 20 µs
+inline constexpr double kComputeBusyPercent = 80.0;      // GPU busy at or above this
+inline constexpr uint64_t kIdleGapMinNs = 1'000'000;     // idle gaps of 1 ms or more ...
+inline constexpr double kIdleGapWindowPercent = 10.0;    // ... adding up to 10% of the window
+inline constexpr double kLaunchLatencyNs = 50'000;       // median launch->GPU start above 50 µs ...
+inline constexpr double kLaunchLatencyBusyPercent = 50.0;  // ... while the GPU is mostly idle
+
+struct Finding {
+  std::string id;        // stable: "overhead-bound", "sync-in-step", ...
+  std::string title;     // one line saying what is wrong
+  std::string evidence;  // the numbers behind it
+  std::string advice;    // what to try
+};
+
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary);
+
+}  // namespace prof

@@ -1,0 +1,108 @@
+// The per-window summary: nsys-stats-style tables, memory, a per-step table
+// and findings. ComputeSummary() does the arithmetic (tests check its
+// numbers); RenderSummary() turns it into the .summary.txt text. `prof
+// summary` runs the same two functions on windows read back from traces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/window.h"
+#include "exporters/findings.h"
+
+namespace prof {
+
+// One row of cuda_gpu_kern_sum / cuda_api_sum / cuda_gpu_mem_time_sum.
+struct TimeRow {
+  std::string name;
+  double percent = 0;  // of the table's total time
+  uint64_t total_ns = 0;
+  uint64_t count = 0;
+  double avg_ns = 0;
+  double median_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  double stddev_ns = 0;  // sample standard deviation, 0 for one instance
+};
+
+// One row of cuda_gpu_mem_size_sum (bytes; rendered in MB = 10^6 bytes).
+struct SizeRow {
+  std::string name;
+  uint64_t total_bytes = 0;
+  uint64_t count = 0;
+  double avg_bytes = 0;
+  double median_bytes = 0;
+  uint64_t min_bytes = 0;
+  uint64_t max_bytes = 0;
+  double stddev_bytes = 0;
+};
+
+// Allocator activity on one device and memory kind (AllocSample).
+struct MemoryRow {
+  int device = -1;  // -1: host memory
+  uint8_t mem_kind = 0;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t bytes_freed = 0;
+  uint64_t peak_bytes = 0;  // highest live total seen in the window
+};
+
+struct StepRow {
+  uint64_t step = 0;
+  uint64_t wall_ns = 0;
+  uint64_t gpu_busy_ns = 0;  // union of GPU work intersected with the step
+  double gpu_busy_percent = 0;
+  uint64_t kernels = 0;      // kernels that started on the GPU in the step
+  uint64_t launches = 0;     // launch calls made in the step
+  uint64_t syncs = 0;        // synchronizing calls made in the step
+  uint64_t copies = 0;       // memcpy calls made in the step
+  uint64_t allocs = 0;       // allocation and free calls made in the step
+};
+
+// Launch call entry -> GPU start of its work.
+struct LatencyStats {
+  uint64_t count = 0;
+  double median_ns = 0;
+  double p99_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+struct IdleGap {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string host_activity;  // the CUDA call that covers most of the gap, or ""
+};
+
+struct Summary {
+  WindowMeta meta;
+  uint64_t span_start_ns = 0;  // what busy % is measured against
+  uint64_t span_end_ns = 0;
+  uint64_t gpu_busy_ns = 0;
+  double gpu_busy_percent = 0;
+  bool has_gpu_work = false;
+
+  std::vector<TimeRow> kernels;    // by total time, descending
+  std::vector<TimeRow> api_calls;
+  std::vector<TimeRow> mem_time;
+  std::vector<SizeRow> mem_size;   // by total bytes, descending
+  bool mem_size_from_host = false; // no GPU copy records: sizes from the calls
+
+  std::vector<MemoryRow> memory;
+  std::vector<LiveAllocation> live;  // largest first
+  std::vector<StepRow> steps;
+  LatencyStats launch_latency;
+  double median_kernel_ns = 0;
+  double median_kernel_gap_ns = 0;  // GPU idle between consecutive kernels on a stream
+  std::vector<IdleGap> idle_gaps;   // ≥ kIdleGapMinNs, longest first
+  uint64_t idle_gap_total_ns = 0;
+
+  std::vector<Finding> findings;
+};
+
+Summary ComputeSummary(const Window& window);
+std::string RenderSummary(const Summary& summary);
+std::string RenderSummary(const Window& window);
+
+}  // namespace prof

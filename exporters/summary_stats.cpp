@@ -1,0 +1,341 @@
+// ComputeSummary: the numbers of the summary, from a sealed Window.
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "exporters/demangle.h"
+#include "exporters/stats.h"
+#include "exporters/summary.h"
+#include "exporters/window_index.h"
+
+namespace prof {
+namespace {
+
+using Interval = std::pair<uint64_t, uint64_t>;
+
+TimeRow MakeTimeRow(std::string name, std::vector<uint64_t>* durations) {
+  Distribution d = Describe(durations);
+  TimeRow row;
+  row.name = std::move(name);
+  row.total_ns = d.total;
+  row.count = d.count;
+  row.avg_ns = d.mean;
+  row.median_ns = d.median;
+  row.min_ns = d.min;
+  row.max_ns = d.max;
+  row.stddev_ns = d.stddev;
+  return row;
+}
+
+SizeRow MakeSizeRow(std::string name, std::vector<uint64_t>* sizes) {
+  Distribution d = Describe(sizes);
+  SizeRow row;
+  row.name = std::move(name);
+  row.total_bytes = d.total;
+  row.count = d.count;
+  row.avg_bytes = d.mean;
+  row.median_bytes = d.median;
+  row.min_bytes = d.min;
+  row.max_bytes = d.max;
+  row.stddev_bytes = d.stddev;
+  return row;
+}
+
+// Percent of the table's total, then descending by total time (nsys order).
+void FinishTimeTable(std::vector<TimeRow>* rows) {
+  uint64_t total = 0;
+  for (const TimeRow& r : *rows) total += r.total_ns;
+  for (TimeRow& r : *rows) r.percent = total ? 100.0 * static_cast<double>(r.total_ns) / static_cast<double>(total) : 0;
+  std::stable_sort(rows->begin(), rows->end(), [](const TimeRow& a, const TimeRow& b) {
+    return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.name < b.name;
+  });
+}
+
+uint64_t Duration(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
+
+// nsys's operation names for CUPTI copy kinds.
+std::string CopyOperation(uint8_t cupti_copy_kind) {
+  static constexpr const char* kNames[] = {"Unknown",          "Host-to-Device",   "Device-to-Host",
+                                           "Host-to-Array",    "Array-to-Host",    "Array-to-Array",
+                                           "Array-to-Device",  "Device-to-Array",  "Device-to-Device",
+                                           "Host-to-Host",     "Peer-to-Peer"};
+  const char* name = cupti_copy_kind < std::size(kNames) ? kNames[cupti_copy_kind] : "Unknown";
+  return std::string("[CUDA memcpy ") + name + "]";
+}
+
+// The same for the cudaMemcpyKind argument of a host call.
+std::string HostCopyOperation(uint8_t memcpy_kind) {
+  static constexpr const char* kNames[] = {"Host-to-Host", "Host-to-Device", "Device-to-Host", "Device-to-Device",
+                                           "Default"};
+  const char* name = memcpy_kind < std::size(kNames) ? kNames[memcpy_kind] : "Unknown";
+  return std::string("[CUDA memcpy ") + name + "]";
+}
+
+// Sorted, merged busy intervals of all GPU work (kernels, copies, memsets).
+std::vector<Interval> BusyIntervals(const Window& w) {
+  std::vector<Interval> spans;
+  for (const DeviceRecord& r : w.device_records) {
+    DeviceKind k = KindOf(r);
+    if (k == DeviceKind::kKernel || k == DeviceKind::kMemcpy || k == DeviceKind::kMemset) {
+      spans.emplace_back(r.start_ns, std::max(r.start_ns, r.end_ns));
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  std::vector<Interval> merged;
+  for (const Interval& s : spans) {
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+uint64_t BusyWithin(const std::vector<Interval>& busy, uint64_t start_ns, uint64_t end_ns) {
+  uint64_t total = 0;
+  auto it = std::lower_bound(busy.begin(), busy.end(), Interval{start_ns, 0},
+                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
+  for (; it != busy.end() && it->first < end_ns; ++it) {
+    uint64_t s = std::max(it->first, start_ns), e = std::min(it->second, end_ns);
+    if (e > s) total += e - s;
+  }
+  return total;
+}
+
+bool IsBlockingSync(uint16_t api) {
+  auto id = static_cast<ApiId>(api);
+  return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent &&
+         id != ApiId::cudaStreamWaitEvent_ptsz;
+}
+
+void ComputeSpan(const Window& w, Summary* s) {
+  if (!w.steps.empty()) {
+    s->span_start_ns = w.steps.front().start_ns;
+    s->span_end_ns = w.steps.back().end_ns;
+  } else if (w.meta.end_ns > w.meta.start_ns) {
+    s->span_start_ns = w.meta.start_ns;
+    s->span_end_ns = w.meta.end_ns;
+  } else {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    for (const HostEvent& e : w.host_events) lo = std::min(lo, e.start_ns), hi = std::max(hi, e.end_ns);
+    for (const DeviceRecord& r : w.device_records) lo = std::min(lo, r.start_ns), hi = std::max(hi, r.end_ns);
+    s->span_start_ns = hi > 0 ? lo : 0;
+    s->span_end_ns = hi;
+  }
+}
+
+void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
+  DisplayNames names(w);
+  std::unordered_map<uint32_t, std::vector<uint64_t>> kernels;  // name_id -> durations
+  std::map<std::string, std::vector<uint64_t>> copy_time, copy_size;
+  std::map<std::string, std::vector<uint64_t>> api;
+  for (size_t i = 0; i < w.device_records.size(); ++i) {
+    const DeviceRecord& r = w.device_records[i];
+    uint64_t dur = Duration(r.start_ns, r.end_ns);
+    switch (KindOf(r)) {
+      case DeviceKind::kKernel: kernels[r.name_id].push_back(dur); break;
+      case DeviceKind::kMemcpy: {
+        std::string op = CopyOperation(r.copy_kind);
+        copy_time[op].push_back(dur);
+        copy_size[op].push_back(r.bytes);
+        break;
+      }
+      case DeviceKind::kMemset:
+        copy_time["[CUDA memset]"].push_back(dur);
+        copy_size["[CUDA memset]"].push_back(r.bytes);
+        break;
+      case DeviceKind::kRuntimeApi:
+      case DeviceKind::kDriverApi:
+        if (index.ApiRecordShown(i)) api[w.String(r.name_id)].push_back(dur);
+        break;
+      default: break;
+    }
+  }
+  bool sizes_from_host = copy_size.empty();
+  for (const HostEvent& e : w.host_events) {
+    auto id = static_cast<ApiId>(e.api);
+    api[std::string(ApiName(id))].push_back(Duration(e.start_ns, e.end_ns));
+    if (!sizes_from_host) continue;
+    if (ApiKindOf(id) == ApiKind::kMemcpy) copy_size[HostCopyOperation(e.copy_kind)].push_back(e.bytes);
+    if (ApiKindOf(id) == ApiKind::kMemset) copy_size["[CUDA memset]"].push_back(e.bytes);
+  }
+  s->mem_size_from_host = sizes_from_host && !copy_size.empty();
+
+  std::vector<uint64_t> all_kernels;
+  for (auto& [name_id, durations] : kernels) {
+    all_kernels.insert(all_kernels.end(), durations.begin(), durations.end());
+    s->kernels.push_back(MakeTimeRow(names(name_id), &durations));
+  }
+  s->median_kernel_ns = Describe(&all_kernels).median;
+  for (auto& [name, durations] : api) s->api_calls.push_back(MakeTimeRow(name, &durations));
+  for (auto& [name, durations] : copy_time) s->mem_time.push_back(MakeTimeRow(name, &durations));
+  for (auto& [name, sizes] : copy_size) s->mem_size.push_back(MakeSizeRow(name, &sizes));
+  FinishTimeTable(&s->kernels);
+  FinishTimeTable(&s->api_calls);
+  FinishTimeTable(&s->mem_time);
+  std::stable_sort(s->mem_size.begin(), s->mem_size.end(),
+                   [](const SizeRow& a, const SizeRow& b) { return a.total_bytes > b.total_bytes; });
+}
+
+void ComputeMemory(const Window& w, Summary* s) {
+  for (const AllocSample& a : w.alloc_samples) {
+    auto row = std::find_if(s->memory.begin(), s->memory.end(),
+                            [&](const MemoryRow& m) { return m.device == a.device && m.mem_kind == a.mem_kind; });
+    if (row == s->memory.end()) {
+      s->memory.push_back({a.device, a.mem_kind});
+      row = s->memory.end() - 1;
+    }
+    if (a.delta_bytes >= 0) {
+      ++row->allocs;
+      row->bytes_allocated += static_cast<uint64_t>(a.delta_bytes);
+    } else {
+      ++row->frees;
+      row->bytes_freed += static_cast<uint64_t>(-a.delta_bytes);
+    }
+    row->peak_bytes = std::max(row->peak_bytes, a.total_bytes);
+  }
+  std::sort(s->memory.begin(), s->memory.end(), [](const MemoryRow& a, const MemoryRow& b) {
+    return a.device != b.device ? a.device < b.device : a.mem_kind < b.mem_kind;
+  });
+  s->live = w.live_at_end;
+  std::stable_sort(s->live.begin(), s->live.end(),
+                   [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
+}
+
+void ComputeSteps(const Window& w, const std::vector<Interval>& busy, Summary* s) {
+  for (const StepSpan& step : w.steps) {
+    StepRow row;
+    row.step = step.step;
+    row.wall_ns = Duration(step.start_ns, step.end_ns);
+    row.gpu_busy_ns = BusyWithin(busy, step.start_ns, step.end_ns);
+    row.gpu_busy_percent = row.wall_ns ? 100.0 * static_cast<double>(row.gpu_busy_ns) / static_cast<double>(row.wall_ns) : 0;
+    s->steps.push_back(row);
+  }
+  // Index of the step containing t, or -1.
+  auto step_of = [&w](uint64_t t) -> int64_t {
+    auto it = std::upper_bound(w.steps.begin(), w.steps.end(), t,
+                               [](uint64_t v, const StepSpan& st) { return v < st.start_ns; });
+    if (it == w.steps.begin()) return -1;
+    --it;
+    return t < it->end_ns ? it - w.steps.begin() : -1;
+  };
+  for (const HostEvent& e : w.host_events) {
+    int64_t k = step_of(e.start_ns);
+    if (k < 0) continue;
+    StepRow& row = s->steps[static_cast<size_t>(k)];
+    switch (ApiKindOf(static_cast<ApiId>(e.api))) {
+      case ApiKind::kLaunch: ++row.launches; break;
+      case ApiKind::kMemcpy: ++row.copies; break;
+      case ApiKind::kAlloc:
+      case ApiKind::kFree: ++row.allocs; break;
+      case ApiKind::kSync:
+        if (IsBlockingSync(e.api)) ++row.syncs;
+        break;
+      default: break;
+    }
+  }
+  for (const DeviceRecord& r : w.device_records) {
+    if (KindOf(r) != DeviceKind::kKernel) continue;
+    int64_t k = step_of(r.start_ns);
+    if (k >= 0) ++s->steps[static_cast<size_t>(k)].kernels;
+  }
+}
+
+bool IsLaunchName(const std::string& name) {
+  return name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaGraphLaunch", 0) == 0 ||
+         name.rfind("cuGraphLaunch", 0) == 0;
+}
+
+void ComputeLatency(const Window& w, const WindowIndex& index, Summary* s) {
+  std::vector<uint64_t> latencies;
+  auto add = [&](uint32_t correlation, uint64_t call_start_ns) {
+    int64_t work = index.FirstWork(correlation);
+    if (work == WindowIndex::kNone) return;
+    const DeviceRecord& r = w.device_records[static_cast<size_t>(work)];
+    if (KindOf(r) == DeviceKind::kSync) return;
+    latencies.push_back(Duration(call_start_ns, r.start_ns));
+  };
+  for (const HostEvent& e : w.host_events) {
+    if (e.correlation_id != 0 && ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kLaunch) add(e.correlation_id, e.start_ns);
+  }
+  for (size_t i = 0; i < w.device_records.size(); ++i) {
+    const DeviceRecord& r = w.device_records[i];
+    if (IsApiRecord(r) && r.correlation_id != 0 && index.ApiRecordShown(i) && IsLaunchName(w.String(r.name_id))) {
+      add(r.correlation_id, r.start_ns);
+    }
+  }
+  Distribution d = Describe(&latencies);
+  s->launch_latency = {d.count, d.median, Percentile(latencies, 99), d.max};
+}
+
+void ComputeKernelGaps(const Window& w, Summary* s) {
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> last_end;  // (device, stream) -> end of previous kernel
+  std::vector<uint64_t> gaps;
+  for (const DeviceRecord& r : w.device_records) {
+    if (KindOf(r) != DeviceKind::kKernel) continue;
+    auto [it, first] = last_end.try_emplace({r.device_id, r.stream_id}, r.end_ns);
+    if (!first) {
+      gaps.push_back(Duration(it->second, r.start_ns));
+      it->second = std::max(it->second, r.end_ns);
+    }
+  }
+  s->median_kernel_gap_ns = Describe(&gaps).median;
+}
+
+std::string HostActivity(const Window& w, uint64_t start_ns, uint64_t end_ns) {
+  const HostEvent* best = nullptr;
+  uint64_t best_overlap = 0;
+  for (const HostEvent& e : w.host_events) {
+    if (e.start_ns >= end_ns) break;
+    uint64_t s = std::max(e.start_ns, start_ns), t = std::min(e.end_ns, end_ns);
+    if (t > s && t - s > best_overlap) best_overlap = t - s, best = &e;
+  }
+  return best ? std::string(ApiName(static_cast<ApiId>(best->api))) : std::string();
+}
+
+void ComputeIdleGaps(const Window& w, const std::vector<Interval>& busy, Summary* s) {
+  if (busy.empty() || s->span_end_ns <= s->span_start_ns) return;
+  uint64_t cursor = s->span_start_ns;
+  auto consider = [&](uint64_t from, uint64_t to) {
+    if (to > from && to - from >= kIdleGapMinNs) s->idle_gaps.push_back({from, to, ""});
+  };
+  for (const Interval& b : busy) {
+    if (b.second <= s->span_start_ns) continue;
+    if (b.first >= s->span_end_ns) break;
+    consider(cursor, std::min(b.first, s->span_end_ns));
+    cursor = std::max(cursor, b.second);
+  }
+  consider(cursor, s->span_end_ns);
+  std::stable_sort(s->idle_gaps.begin(), s->idle_gaps.end(), [](const IdleGap& a, const IdleGap& b) {
+    return a.end_ns - a.start_ns > b.end_ns - b.start_ns;
+  });
+  for (const IdleGap& g : s->idle_gaps) s->idle_gap_total_ns += g.end_ns - g.start_ns;
+  for (size_t i = 0; i < s->idle_gaps.size() && i < 5; ++i) {
+    s->idle_gaps[i].host_activity = HostActivity(w, s->idle_gaps[i].start_ns, s->idle_gaps[i].end_ns);
+  }
+}
+
+}  // namespace
+
+Summary ComputeSummary(const Window& w) {
+  Summary s;
+  s.meta = w.meta;
+  WindowIndex index(w);
+  ComputeSpan(w, &s);
+  std::vector<Interval> busy = BusyIntervals(w);
+  s.has_gpu_work = !busy.empty();
+  s.gpu_busy_ns = BusyWithin(busy, s.span_start_ns, s.span_end_ns);
+  uint64_t span = Duration(s.span_start_ns, s.span_end_ns);
+  s.gpu_busy_percent = span ? 100.0 * static_cast<double>(s.gpu_busy_ns) / static_cast<double>(span) : 0;
+  ComputeTables(w, index, &s);
+  ComputeMemory(w, &s);
+  ComputeSteps(w, busy, &s);
+  ComputeLatency(w, index, &s);
+  ComputeKernelGaps(w, &s);
+  ComputeIdleGaps(w, busy, &s);
+  s.findings = ComputeFindings(w, s);
+  return s;
+}
+
+}  // namespace prof

@@ -1,0 +1,172 @@
+// RenderSummary: the .summary.txt text. Findings come first (what to fix),
+// then nsys-stats tables, memory, steps, launch latency and idle gaps.
+#include <string>
+
+#include "exporters/format.h"
+#include "exporters/summary.h"
+#include "exporters/text_table.h"
+
+namespace prof {
+namespace {
+
+const char* MemKindName(uint8_t kind) {
+  static constexpr const char* kNames[] = {"device", "host pinned", "managed", "async pool", "vmm"};
+  return kind < std::size(kNames) ? kNames[kind] : "other";
+}
+
+std::string U(uint64_t v) { return Grouped(static_cast<unsigned long long>(v)); }
+std::string D(double v) { return Grouped(v, 1); }
+std::string Mb(double bytes) { return Grouped(bytes / 1e6, 3); }  // nsys: MB = 10^6 bytes
+
+std::string TimeTable(const std::vector<TimeRow>& rows, const char* count_header, const char* name_header) {
+  TextTable t({"Time (%)", "Total Time (ns)", count_header, "Avg (ns)", "Med (ns)", "Min (ns)", "Max (ns)",
+               "StdDev (ns)", name_header});
+  for (const TimeRow& r : rows) {
+    t.AddRow({D(r.percent), U(r.total_ns), U(r.count), D(r.avg_ns), D(r.median_ns), U(r.min_ns), U(r.max_ns),
+              D(r.stddev_ns), r.name});
+  }
+  return t.empty() ? " (none)\n" : t.Render();
+}
+
+std::string SizeTable(const std::vector<SizeRow>& rows) {
+  TextTable t({"Total (MB)", "Count", "Avg (MB)", "Med (MB)", "Min (MB)", "Max (MB)", "StdDev (MB)", "Operation"});
+  for (const SizeRow& r : rows) {
+    t.AddRow({Mb(double(r.total_bytes)), U(r.count), Mb(r.avg_bytes), Mb(r.median_bytes), Mb(double(r.min_bytes)),
+              Mb(double(r.max_bytes)), Mb(r.stddev_bytes), r.name});
+  }
+  return t.empty() ? " (none)\n" : t.Render();
+}
+
+void Header(const Summary& s, std::string* out) {
+  const WindowMeta& m = s.meta;
+  *out += "libprof summary: " + m.name;
+  if (m.rank_known) *out += Printf(" rank %d of %d", m.rank, m.world_size);
+  *out += Printf(", steps %llu-%llu", static_cast<unsigned long long>(m.first_step),
+                 static_cast<unsigned long long>(m.last_step));
+  if (m.partial) *out += " [PARTIAL: " + m.partial_reason + "]";
+  *out += "\n";
+  *out += "host " + m.hostname + Printf(", pid %d; libprof %s; CUDA runtime %d, driver %d; CUPTI: %s\n", m.pid,
+                                        m.libprof_version.c_str(), m.cuda_runtime_version, m.cuda_driver_version,
+                                        m.cupti_mode.empty() ? "unknown" : m.cupti_mode.c_str());
+  uint64_t span = s.span_end_ns > s.span_start_ns ? s.span_end_ns - s.span_start_ns : 0;
+  if (m.has_gpu_timings) {
+    *out += Printf("window %s, GPU busy %.1f%% (%s)\n", FormatDuration(double(span)).c_str(), s.gpu_busy_percent,
+                   FormatDuration(double(s.gpu_busy_ns)).c_str());
+  } else {
+    *out += Printf("window %s, GPU busy unknown (no GPU timings)\n", FormatDuration(double(span)).c_str());
+  }
+}
+
+void Findings(const Summary& s, std::string* out) {
+  *out += "\n== Findings ==\n";
+  if (s.findings.empty()) *out += " none: no threshold in README.md \"Reading the summary\" was crossed\n";
+  for (const Finding& f : s.findings) {
+    *out += " [" + f.id + "] " + f.title + "\n";
+    *out += "     evidence: " + f.evidence + "\n";
+    *out += "     try: " + f.advice + "\n";
+  }
+}
+
+void Memory(const Summary& s, std::string* out) {
+  *out += "\n== Memory (allocator calls) ==\n";
+  TextTable t({"Device", "Kind", "Allocs", "Frees", "Allocated", "Freed", "Peak live"});
+  for (const MemoryRow& r : s.memory) {
+    t.AddRow({r.device < 0 ? "host" : std::to_string(r.device), MemKindName(r.mem_kind), U(r.allocs), U(r.frees),
+              FormatBytes(double(r.bytes_allocated)), FormatBytes(double(r.bytes_freed)),
+              FormatBytes(double(r.peak_bytes))});
+  }
+  *out += t.empty() ? " (no allocations or frees in the window)\n" : t.Render();
+  if (s.live.empty()) return;
+  uint64_t total = 0;
+  for (const LiveAllocation& a : s.live) total += a.bytes;
+  *out += Printf("\n Still allocated at window end: %zu allocations, %s (largest first)\n", s.live.size(),
+                 FormatBytes(double(total)).c_str());
+  TextTable live({"Bytes", "Device", "Kind", "Address", "API"});
+  for (size_t i = 0; i < s.live.size() && i < 20; ++i) {
+    const LiveAllocation& a = s.live[i];
+    live.AddRow({U(a.bytes), a.device < 0 ? "host" : std::to_string(a.device), MemKindName(a.mem_kind),
+                 Printf("0x%llx", static_cast<unsigned long long>(a.ptr)),
+                 std::string(ApiName(static_cast<ApiId>(a.api)))});
+  }
+  *out += live.Render();
+  if (s.live.size() > 20) *out += Printf(" ... and %zu more\n", s.live.size() - 20);
+}
+
+void Steps(const Summary& s, std::string* out) {
+  *out += "\n== Steps ==\n";
+  TextTable t({"Step", "Wall (ms)", "GPU busy (%)", "Kernels", "Launches", "Syncs", "Copies", "Allocs/frees"});
+  for (const StepRow& r : s.steps) {
+    t.AddRow({std::to_string(r.step), Grouped(double(r.wall_ns) / 1e6, 3),
+              s.meta.has_gpu_timings ? D(r.gpu_busy_percent) : "n/a", U(r.kernels), U(r.launches), U(r.syncs),
+              U(r.copies), U(r.allocs)});
+  }
+  *out += t.empty() ? " (no steps)\n" : t.Render();
+}
+
+void Latency(const Summary& s, std::string* out) {
+  *out += "\n== Launch latency (launch call -> GPU start) ==\n";
+  const LatencyStats& l = s.launch_latency;
+  if (l.count == 0) {
+    *out += " (no launches with GPU timings)\n";
+    return;
+  }
+  *out += Printf(" %llu launches: median %s, p99 %s, max %s\n", static_cast<unsigned long long>(l.count),
+                 FormatDuration(l.median_ns).c_str(), FormatDuration(l.p99_ns).c_str(),
+                 FormatDuration(double(l.max_ns)).c_str());
+  *out += Printf(" kernels: median duration %s, median idle between kernels on a stream %s\n",
+                 FormatDuration(s.median_kernel_ns).c_str(), FormatDuration(s.median_kernel_gap_ns).c_str());
+}
+
+void IdleGaps(const Summary& s, std::string* out) {
+  *out += "\n== GPU idle gaps (>= 1 ms) ==\n";
+  if (s.idle_gaps.empty()) {
+    *out += s.has_gpu_work ? " (none)\n" : " (no GPU work recorded)\n";
+    return;
+  }
+  *out += Printf(" %zu gaps, %s in all\n", s.idle_gaps.size(), FormatDuration(double(s.idle_gap_total_ns)).c_str());
+  TextTable t({"Duration", "At (+ms)", "Host was in"});
+  for (size_t i = 0; i < s.idle_gaps.size() && i < 5; ++i) {
+    const IdleGap& g = s.idle_gaps[i];
+    t.AddRow({FormatDuration(double(g.end_ns - g.start_ns)), Grouped(double(g.start_ns - s.span_start_ns) / 1e6, 3),
+              g.host_activity.empty() ? "(no CUDA call)" : g.host_activity});
+  }
+  *out += t.Render();
+}
+
+void Losses(const Summary& s, std::string* out) {
+  const LossCounts& l = s.meta.losses;
+  *out += "\n== Data loss ==\n";
+  *out += Printf(
+      " host events dropped %llu, device records dropped %llu, CUPTI dropped %llu, missing %llu, unknown kinds %llu, "
+      "allocation samples dropped %llu\n",
+      static_cast<unsigned long long>(l.host_events_dropped), static_cast<unsigned long long>(l.device_records_dropped),
+      static_cast<unsigned long long>(l.cupti_records_dropped), static_cast<unsigned long long>(l.device_records_missing),
+      static_cast<unsigned long long>(l.unknown_activity_kinds), static_cast<unsigned long long>(l.alloc_samples_dropped));
+}
+
+}  // namespace
+
+std::string RenderSummary(const Summary& s) {
+  std::string out;
+  Header(s, &out);
+  Findings(s, &out);
+  out += "\n== CUDA GPU Kernel Summary (cuda_gpu_kern_sum) ==\n";
+  out += TimeTable(s.kernels, "Instances", "Name");
+  out += "\n== CUDA API Summary (cuda_api_sum) ==\n";
+  out += TimeTable(s.api_calls, "Num Calls", "Name");
+  out += "\n== GPU MemOps Summary by Time (cuda_gpu_mem_time_sum) ==\n";
+  out += TimeTable(s.mem_time, "Count", "Operation");
+  out += "\n== GPU MemOps Summary by Size (cuda_gpu_mem_size_sum) ==\n";
+  if (s.mem_size_from_host) out += " (no GPU copy records: sizes from the host calls)\n";
+  out += SizeTable(s.mem_size);
+  Memory(s, &out);
+  Steps(s, &out);
+  Latency(s, &out);
+  IdleGaps(s, &out);
+  Losses(s, &out);
+  return out;
+}
+
+std::string RenderSummary(const Window& window) { return RenderSummary(ComputeSummary(window)); }
+
+}  // namespace prof

@@ -1,0 +1,71 @@
+#include "exporters/text_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace prof {
+namespace {
+
+// Display width: count UTF-8 lead bytes, not bytes ("µs" is two bytes).
+size_t Width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+}  // namespace
+
+std::string Grouped(unsigned long long value) {
+  std::string digits = std::to_string(value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string Grouped(double value, int decimals) {
+  if (!std::isfinite(value)) value = 0;
+  bool negative = value < 0;
+  double scale = std::pow(10.0, decimals);
+  double rounded = std::round(std::fabs(value) * scale);
+  auto whole = static_cast<unsigned long long>(rounded / scale);
+  auto frac = static_cast<unsigned long long>(rounded - static_cast<double>(whole) * scale);
+  std::string out = (negative ? "-" : "") + Grouped(whole);
+  if (decimals > 0) {
+    char buffer[32];
+    std::snprintf(buffer, sizeof(buffer), ".%0*llu", decimals, frac);
+    out += buffer;
+  }
+  return out;
+}
+
+std::string TextTable::Render() const {
+  std::vector<size_t> widths(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) widths[c] = Width(headers_[c]);
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], Width(row[c]));
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out = " ";
+    for (size_t c = 0; c < widths.size(); ++c) {
+      std::string cell = c < cells.size() ? cells[c] : "";
+      std::string pad(widths[c] - std::min(widths[c], Width(cell)), ' ');
+      bool last = c + 1 == widths.size();
+      out += last ? cell : pad + cell;
+      if (!last) out += "  ";
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::string out = line(headers_);
+  std::vector<std::string> rule;
+  for (size_t w : widths) rule.push_back(std::string(w, '-'));
+  out += line(rule);
+  for (const auto& row : rows_) out += line(row);
+  return out;
+}
+
+}  // namespace prof

@@ -1,0 +1,33 @@
+// Writes one sealed window's files: the Chrome trace and the summary. The
+// agent's writer thread calls this once per window; `prof` does not.
+#pragma once
+
+#include <string>
+
+#include "agent/window.h"
+#include "exporters/file_system.h"
+
+namespace prof {
+
+struct OutputOptions {
+  std::string output_dir;  // created (one level) if missing
+  bool chrome = true;      // <stem>.pt.trace.json[.gz]
+  bool summary = true;     // <stem>.summary.txt
+  bool gzip = false;       // compress the trace
+};
+
+// "<name>[_rank<R>].<first step>": `name` is meta.name with '/' replaced (or
+// "<hostname>_<pid>" when empty); the rank part only when meta.rank_known.
+std::string WindowFileStem(const WindowMeta& meta);
+
+// Each file is written under a hidden temporary name in output_dir and renamed
+// into place. Returns false with a one-line `error` naming the call, path and
+// errno (ENOSPC, EACCES, ...) and leaves no partial file; files already
+// renamed into place stay. Never throws.
+bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error);
+
+// The same, through a given file system seam (tests inject failures here).
+bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs,
+                      std::string* error);
+
+}  // namespace prof
