@@ -1,0 +1,281 @@
+// The activity API's entry points: which kinds are on, buffer callbacks,
+// flush, record iteration, drop counts, attributes, timestamps.
+#include <array>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "buffers.h"
+#include "internal.h"
+
+namespace simcupti {
+namespace {
+
+// Kinds on (cuptiActivityEnable) and options; writers are rare, readers
+// are every launch, so plain atomics.
+struct ActivityConfig {
+  std::array<std::atomic<bool>, CUPTI_ACTIVITY_KIND_COUNT> enabled{};
+  std::atomic<bool> thread_id_system{false};
+  std::atomic<bool> latency_timestamps{false};
+  std::atomic<bool> per_thread_buffers{true};  // CUDA 13 default
+  std::atomic<bool> client_zeroes{false};
+  std::atomic<size_t> device_buffer_size{3200000};
+  std::atomic<size_t> device_buffer_size_cdp{8388608};
+  std::atomic<size_t> device_buffer_pool_limit{250};
+  std::atomic<size_t> device_buffer_preallocate{3};
+  std::atomic<size_t> device_buffer_size_graphs{16777216};
+  std::atomic<bool> host_pinned{false};
+};
+
+ActivityConfig& Config() {
+  static ActivityConfig* config = new ActivityConfig();
+  return *config;
+}
+
+bool ValidKind(CUpti_ActivityKind kind) {
+  return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
+}
+
+// External correlation ids pushed by this thread, per kind.
+thread_local std::array<std::vector<uint64_t>, CUPTI_EXTERNAL_CORRELATION_KIND_SIZE> tls_external;
+
+CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
+  CUptiResult result = EnsureInitialized();
+  if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
+  if (result == CUPTI_SUCCESS) Config().enabled[kind].store(enable);
+  TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)));
+  return Status(result);
+}
+
+// Reads or writes one attribute value of type T.
+template <typename T>
+CUptiResult Access(bool write, size_t* value_size, void* value, std::atomic<T>& slot) {
+  if (*value_size < sizeof(T)) return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+  T v{};
+  if (write) {
+    std::memcpy(&v, value, sizeof(T));
+    slot.store(v);
+  } else {
+    v = slot.load();
+    std::memcpy(value, &v, sizeof(T));
+  }
+  *value_size = sizeof(T);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult Attribute(bool write, CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
+  if (value_size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (CUptiResult init = EnsureInitialized(); init != CUPTI_SUCCESS) return init;
+  ActivityConfig& c = Config();
+  switch (attr) {
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE: return Access(write, value_size, value, c.device_buffer_size);
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_CDP: return Access(write, value_size, value, c.device_buffer_size_cdp);
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT:
+      return Access(write, value_size, value, c.device_buffer_pool_limit);
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE:
+      return Access(write, value_size, value, c.device_buffer_preallocate);
+    case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_DEVICE_GRAPHS:
+      return Access(write, value_size, value, c.device_buffer_size_graphs);
+    case CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: return Access(write, value_size, value, c.client_zeroes);
+    case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: return Access(write, value_size, value, c.per_thread_buffers);
+    case CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED: return Access(write, value_size, value, c.host_pinned);
+    default: return CUPTI_ERROR_NOT_SUPPORTED;  // the semaphore pools went away in CUDA 12.3
+  }
+}
+
+}  // namespace
+
+bool KindEnabled(CUpti_ActivityKind kind) {
+  return ValidKind(kind) && Config().enabled[kind].load(std::memory_order_relaxed);
+}
+
+std::vector<int> EnabledKinds() {
+  std::vector<int> kinds;
+  for (int kind = 1; kind < CUPTI_ACTIVITY_KIND_COUNT; ++kind) {
+    if (Config().enabled[kind].load()) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
+void ResetActivityConfig() {
+  for (auto& kind : Config().enabled) kind.store(false);
+}
+
+bool ThreadIdIsSystem() { return Config().thread_id_system.load(std::memory_order_relaxed); }
+bool LatencyTimestamps() { return Config().latency_timestamps.load(std::memory_order_relaxed); }
+bool PerThreadBuffers() { return Config().per_thread_buffers.load(std::memory_order_relaxed); }
+bool ClientZeroesBuffers() { return Config().client_zeroes.load(std::memory_order_relaxed); }
+
+void RecordExternalCorrelations(const SimApiSite& site) {
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return;
+  for (int kind = 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++kind) {
+    if (!tls_external[kind].empty()) {
+      RecordExternalCorrelation(static_cast<CUpti_ExternalCorrelationKind>(kind), tls_external[kind].back(), site);
+    }
+  }
+}
+
+}  // namespace simcupti
+
+using simcupti::Status;
+
+extern "C" {
+
+CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
+  return simcupti::SetEnabled("cuptiActivityEnable", kind, true);
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
+  // Dumps exist only for DEVICE/CONTEXT/STREAM/NVLINK/PCIE, which the
+  // simulator does not record; otherwise it is cuptiActivityEnable.
+  return simcupti::SetEnabled("cuptiActivityEnableAndDump", kind, true);
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  return simcupti::SetEnabled("cuptiActivityDisable", kind, false);
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                    CUpti_BuffersCallbackCompleteFunc complete) {
+  if (request == nullptr || complete == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  simcupti::BufferPool::Get().SetCallbacks(request, complete);
+  simcupti::TruthCall("cuptiActivityRegisterCallbacks", CUPTI_SUCCESS);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
+  CUptiResult result = simcupti::EnsureInitialized();
+  const bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+  if (result == CUPTI_SUCCESS) result = simcupti::BufferPool::Get().Flush(forced);
+  simcupti::TruthCall("cuptiActivityFlushAll", result, ",\"forced\":" + std::to_string(forced ? 1 : 0));
+  return Status(result);
+}
+
+// Deprecated: context and stream are ignored, as documented.
+CUptiResult CUPTIAPI cuptiActivityFlush(CUcontext, uint32_t, uint32_t flag) { return cuptiActivityFlushAll(flag); }
+
+// The worker already delivers full, complete buffers as soon as they are;
+// a period adds nothing the simulator would do differently.
+CUptiResult CUPTIAPI cuptiActivityFlushPeriod(uint32_t) { return Status(simcupti::EnsureInitialized()); }
+
+CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid_size, CUpti_Activity** record) {
+  if (buffer == nullptr || record == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  size_t offset = 0;
+  if (*record != nullptr) {
+    const uint8_t* previous = reinterpret_cast<const uint8_t*>(*record);
+    const size_t previous_size = simcupti::RecordSize((*record)->kind);
+    if (previous < buffer || previous_size == 0) return Status(CUPTI_ERROR_INVALID_KIND);
+    offset = static_cast<size_t>(previous - buffer) + ((previous_size + 7) & ~size_t{7});
+  }
+  // Past the valid bytes: done. A kind this library never writes (0 in a
+  // zeroed tail, garbage): INVALID_KIND. A record cut short: done. (The
+  // same answers NVIDIA's implementation gives on such buffers.)
+  uint32_t kind = 0;
+  if (offset + sizeof(kind) > valid_size) return Status(CUPTI_ERROR_MAX_LIMIT_REACHED);
+  std::memcpy(&kind, buffer + offset, sizeof(kind));
+  const size_t size = simcupti::RecordSize(kind);
+  if (size == 0) return Status(CUPTI_ERROR_INVALID_KIND);
+  if (offset + size > valid_size) return Status(CUPTI_ERROR_MAX_LIMIT_REACHED);
+  *record = reinterpret_cast<CUpti_Activity*>(buffer + offset);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context, uint32_t stream_id, size_t* dropped) {
+  if (dropped == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  *dropped = 0;
+  if (simcupti::CurrentFaults().no_driver) return CUPTI_SUCCESS;  // what the real library answers
+  if (context == nullptr) {
+    *dropped = simcupti::BufferPool::Get().TakeDropped(/*all=*/true, 0, 0);
+    return CUPTI_SUCCESS;
+  }
+  uint32_t uid = 0;
+  uint32_t device = 0;
+  if (simcupti::LookupContext(context, &uid, &device)) {
+    *dropped = simcupti::BufferPool::Get().TakeDropped(/*all=*/false, uid, stream_id);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
+  return Status(simcupti::Attribute(/*write=*/false, attr, value_size, value));
+}
+
+CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
+  return Status(simcupti::Attribute(/*write=*/true, attr, value_size, value));
+}
+
+CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc timestamp) {
+  if (timestamp == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  CUptiResult result = simcupti::EnsureInitialized();
+  // Every time reported from now on (records, cuptiGetTimestamp) is on
+  // the client's clock; the hub samples the offset now.
+  if (result == CUPTI_SUCCESS) simhub_set_timestamp_source(timestamp);
+  simcupti::TruthCall("cuptiActivityRegisterTimestampCallback", result);
+  return Status(result);
+}
+
+CUptiResult CUPTIAPI cuptiGetTimestamp(uint64_t* timestamp) {
+  if (timestamp == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  *timestamp = simhub_to_reported_ns(simhub_now_ns());
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
+  if (type != CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT && type != CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+    return Status(CUPTI_ERROR_NOT_SUPPORTED);
+  }
+  simcupti::Config().thread_id_system.store(type == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
+  if (type == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  *type = simcupti::ThreadIdIsSystem() ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableLatencyTimestamps(uint8_t enable) {
+  simcupti::Config().latency_timestamps.store(enable != 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t id) {
+  if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
+    return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  }
+  simcupti::tls_external[kind].push_back(id);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrelationKind kind, uint64_t* last_id) {
+  if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
+    return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  }
+  auto& stack = simcupti::tls_external[kind];
+  if (stack.empty()) return Status(CUPTI_ERROR_QUEUE_EMPTY);
+  if (last_id != nullptr) *last_id = stack.back();
+  stack.pop_back();
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetContextId(CUcontext context, uint32_t* context_id) {
+  if (context_id == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  uint32_t device = 0;
+  if (context == nullptr || !simcupti::LookupContext(context, context_id, &device)) {
+    return Status(CUPTI_ERROR_INVALID_CONTEXT);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiGetDeviceId(CUcontext context, uint32_t* device_id) {
+  if (device_id == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  if (context == nullptr) {
+    *device_id = 0;  // the hub models one device
+    return CUPTI_SUCCESS;
+  }
+  uint32_t uid = 0;
+  if (!simcupti::LookupContext(context, &uid, device_id)) return Status(CUPTI_ERROR_INVALID_DEVICE);
+  return CUPTI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,165 @@
+// The hub's hooks: API enter/exit -> callbacks and API records, enqueued
+// ops -> activity records, context create/destroy -> resource callbacks.
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "internal.h"
+
+namespace simcupti {
+namespace {
+
+// One API call in progress on this thread. correlation_data is the
+// storage CUpti_CallbackData::correlationData points at, shared by the
+// call's enter and exit callbacks; a deque keeps it in place while nested
+// calls (the runtime calling the driver) push frames of their own.
+struct Frame {
+  uint32_t correlation_id;
+  int domain;
+  uint64_t correlation_data;
+  uint64_t epoch;  // Epoch() at enter: a finalize in between cancels the record
+  bool record;     // RUNTIME/DRIVER activity was enabled at enter
+};
+thread_local std::deque<Frame> tls_frames;
+
+struct ContextInfo {
+  uint32_t uid;
+  uint32_t device_id;
+};
+std::mutex g_contexts_mu;
+std::unordered_map<CUcontext, ContextInfo>& Contexts() {
+  static auto* contexts = new std::unordered_map<CUcontext, ContextInfo>();
+  return *contexts;
+}
+
+void RememberContext(CUcontext context, uint32_t uid, uint32_t device_id) {
+  if (context == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  Contexts()[context] = {uid, device_id};
+}
+
+void Callback(const SimApiSite& site, CUpti_ApiCallbackSite where, uint64_t* correlation_data) {
+  const auto domain = static_cast<CUpti_CallbackDomain>(site.domain);
+  if (!CallbackEnabled(domain, site.cbid)) return;
+  CUpti_CallbackData data{};
+  data.callbackSite = where;
+  data.functionName = site.function_name;
+  data.functionParams = site.params;
+  data.functionReturnValue = site.return_value;  // meaningful at exit only, as documented
+  data.symbolName = site.symbol_name;
+  data.context = static_cast<CUcontext>(site.context);
+  data.contextUid = site.context_uid;
+  data.correlationData = correlation_data;
+  data.correlationId = site.correlation_id;
+  Dispatch(domain, site.cbid, &data);
+}
+
+CUpti_ActivityKind ApiKind(int domain) {
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+}
+
+void OnApi(const SimApiSite* site, int is_exit) {
+  if (site == nullptr) return;
+  if (!is_exit) {
+    thread_local CUcontext last_context = nullptr;  // learn contexts cheaply
+    if (site->context != nullptr && site->context != last_context) {
+      last_context = static_cast<CUcontext>(site->context);
+      RememberContext(last_context, site->context_uid, 0);
+    }
+    tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), KindEnabled(ApiKind(site->domain))});
+    Callback(*site, CUPTI_API_ENTER, &tls_frames.back().correlation_data);
+    return;
+  }
+  // Frames pop in LIFO order; search from the top in case a call's enter
+  // happened before CUPTI was initialised.
+  auto it = tls_frames.end();
+  while (it != tls_frames.begin()) {
+    --it;
+    if (it->correlation_id == site->correlation_id && it->domain == site->domain) break;
+  }
+  if (tls_frames.empty() || it->correlation_id != site->correlation_id || it->domain != site->domain) {
+    uint64_t scratch = 0;
+    Callback(*site, CUPTI_API_EXIT, &scratch);
+    return;
+  }
+  Frame& frame = *it;  // references into a deque survive push/pop at the ends
+  Callback(*site, CUPTI_API_EXIT, &frame.correlation_data);
+  if (frame.record && frame.epoch == Epoch()) {
+    RecordExternalCorrelations(*site);
+    RecordApi(*site);
+  }
+  // The callback may have made CUDA calls of its own; they are gone again,
+  // so this frame is back on top unless enters and exits were unbalanced.
+  for (auto top = tls_frames.end(); top != tls_frames.begin();) {
+    --top;
+    if (&*top == &frame) {
+      tls_frames.erase(top);
+      break;
+    }
+  }
+}
+
+void OnOp(const SimOp* op) {
+  // Ops are reported when enqueued: the kind must be enabled at launch.
+  if (op != nullptr) RecordOp(*op);
+}
+
+void OnResource(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id) {
+  auto* ctx = static_cast<CUcontext>(context);
+  if (!is_destroy) RememberContext(ctx, context_uid, device_id);
+  CUpti_ResourceData data{};
+  data.context = ctx;
+  Dispatch(CUPTI_CB_DOMAIN_RESOURCE,
+           is_destroy ? CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING : CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &data);
+  if (is_destroy) {
+    std::lock_guard<std::mutex> lock(g_contexts_mu);
+    Contexts().erase(ctx);
+  }
+}
+
+}  // namespace
+
+void InstallHooks() {
+  simhub_set_api_hook(&OnApi);
+  simhub_set_op_hook(&OnOp);
+  simhub_set_resource_hook(&OnResource);
+}
+
+void RemoveHooks() {
+  simhub_set_api_hook(nullptr);
+  simhub_set_op_hook(nullptr);
+  simhub_set_resource_hook(nullptr);
+}
+
+namespace {
+thread_local uint32_t tls_tid = 0;  // 0: not looked up yet
+// The forking thread's cached id would be the parent's in the child.
+[[maybe_unused]] const int g_reset_tid_at_fork = pthread_atfork(nullptr, nullptr, [] { tls_tid = 0; });
+}  // namespace
+
+uint32_t ThreadId() {
+  if (tls_tid == 0) tls_tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tls_tid;
+}
+
+uint32_t CurrentRuntimeCorrelationId() {
+  for (auto it = tls_frames.rbegin(); it != tls_frames.rend(); ++it) {
+    if (it->domain == CUPTI_CB_DOMAIN_RUNTIME_API) return it->correlation_id;
+  }
+  return 0;
+}
+
+bool LookupContext(CUcontext context, uint32_t* context_uid, uint32_t* device_id) {
+  std::lock_guard<std::mutex> lock(g_contexts_mu);
+  auto it = Contexts().find(context);
+  if (it == Contexts().end()) return false;
+  *context_uid = it->second.uid;
+  *device_id = it->second.device_id;
+  return true;
+}
+
+}  // namespace simcupti

@@ -1,0 +1,227 @@
+// Hub events -> activity records in the toolkit's current structs
+// (CUpti_ActivityKernel10, Memcpy6, MemcpyPtoP4, Memset4, API,
+// Synchronization2, Memory4, ExternalCorrelation).
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "buffers.h"
+#include "internal.h"
+
+namespace simcupti {
+namespace {
+
+std::atomic<int64_t> g_next_grid_id{1};
+
+uint64_t Reported(uint64_t sim_ns) { return sim_ns == 0 ? 0 : simhub_to_reported_ns(sim_ns); }
+
+template <typename Record>
+void Put(const Record& record, DeviceSpan span, const SimOp& op) {
+  BufferPool::Get().Append(&record, sizeof(record), span, op.context_id, op.stream_id);
+}
+
+void RecordKernel(const SimOp& op) {
+  CUpti_ActivityKind kind = KindEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
+                            : KindEnabled(CUPTI_ACTIVITY_KIND_KERNEL)          ? CUPTI_ACTIVITY_KIND_KERNEL
+                                                                               : CUPTI_ACTIVITY_KIND_INVALID;
+  if (kind == CUPTI_ACTIVITY_KIND_INVALID) return;
+  CUpti_ActivityKernel10 r{};
+  r.kind = kind;
+  r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
+  r.start = Reported(op.start_ns);
+  r.end = Reported(op.end_ns);
+  r.completed = r.end;  // no child kernels
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.stream_id;
+  r.gridX = op.grid[0];
+  r.gridY = op.grid[1];
+  r.gridZ = op.grid[2];
+  r.blockX = op.block[0];
+  r.blockY = op.block[1];
+  r.blockZ = op.block[2];
+  r.staticSharedMemory = static_cast<int32_t>(op.static_shared_bytes);
+  r.dynamicSharedMemory = static_cast<int32_t>(op.dynamic_shared_bytes);
+  r.correlationId = op.correlation_id;
+  r.gridId = g_next_grid_id.fetch_add(1);
+  r.name = op.name;
+  // queued/submitted only with cuptiActivityEnableLatencyTimestamps(1).
+  const bool latency = LatencyTimestamps();
+  r.queued = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+  r.submitted = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+  r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+  r.graphId = op.graph_id;
+  Put(r, {op.start_ns, op.end_ns}, op);
+}
+
+void RecordMemcpy(const SimOp& op) {
+  if (op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
+    CUpti_ActivityMemcpyPtoP4 r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    r.copyKind = static_cast<uint8_t>(op.copy_kind);
+    r.srcKind = static_cast<uint8_t>(op.src_kind);
+    r.dstKind = static_cast<uint8_t>(op.dst_kind);
+    r.bytes = op.bytes;
+    r.start = Reported(op.start_ns);
+    r.end = Reported(op.end_ns);
+    r.deviceId = op.device_id;
+    r.contextId = op.context_id;
+    r.streamId = op.stream_id;
+    // The hub models one device: source and destination are both it.
+    r.srcDeviceId = r.dstDeviceId = op.device_id;
+    r.srcContextId = r.dstContextId = op.context_id;
+    r.correlationId = op.correlation_id;
+    r.graphId = op.graph_id;
+    Put(r, {op.start_ns, op.end_ns}, op);
+    return;
+  }
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+  CUpti_ActivityMemcpy6 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  r.copyKind = static_cast<uint8_t>(op.copy_kind);
+  r.srcKind = static_cast<uint8_t>(op.src_kind);
+  r.dstKind = static_cast<uint8_t>(op.dst_kind);
+  r.bytes = op.bytes;
+  r.start = Reported(op.start_ns);
+  r.end = Reported(op.end_ns);
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.stream_id;
+  r.correlationId = op.correlation_id;
+  r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
+  r.graphId = op.graph_id;
+  r.copyCount = 1;
+  Put(r, {op.start_ns, op.end_ns}, op);
+}
+
+void RecordMemset(const SimOp& op) {
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+  CUpti_ActivityMemset4 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  r.bytes = op.bytes;
+  r.start = Reported(op.start_ns);
+  r.end = Reported(op.end_ns);
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.stream_id;
+  r.correlationId = op.correlation_id;
+  r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+  r.graphId = op.graph_id;
+  Put(r, {op.start_ns, op.end_ns}, op);
+}
+
+void RecordSync(const SimOp& op) {
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
+  CUpti_ActivitySynchronization2 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+  r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
+  r.start = Reported(op.start_ns);
+  r.end = Reported(op.end_ns);
+  r.correlationId = op.correlation_id;
+  r.contextId = op.context_id;
+  // Fields that do not apply hold CUPTI_SYNCHRONIZATION_INVALID_VALUE.
+  r.streamId = op.sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+                   ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                   : op.stream_id;
+  r.cudaEventId = op.event_id != 0 ? op.event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  Put(r, {op.start_ns, op.end_ns}, op);
+}
+
+void RecordMemory(const SimOp& op) {
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
+  CUpti_ActivityMemory4 r{};
+  r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+  r.memoryOperationType = op.kind == SIM_OP_MEM_ALLOC ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                                      : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+  r.memoryKind = static_cast<CUpti_ActivityMemoryKind>(op.dst_kind != 0 ? op.dst_kind
+                                                                         : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+  r.correlationId = op.correlation_id;
+  r.address = op.address;
+  r.bytes = op.bytes;
+  r.timestamp = Reported(op.start_ns);
+  r.processId = static_cast<uint32_t>(getpid());
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.stream_id;
+  r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
+  Put(r, {op.start_ns, op.start_ns}, op);
+}
+
+}  // namespace
+
+void RecordOp(const SimOp& op) {
+  switch (op.kind) {
+    case SIM_OP_KERNEL: RecordKernel(op); break;
+    case SIM_OP_MEMCPY: RecordMemcpy(op); break;
+    case SIM_OP_MEMSET: RecordMemset(op); break;
+    case SIM_OP_SYNC: RecordSync(op); break;
+    case SIM_OP_MEM_ALLOC:
+    case SIM_OP_MEM_FREE: RecordMemory(op); break;
+    default: break;
+  }
+}
+
+void RecordApi(const SimApiSite& site) {
+  CUpti_ActivityAPI r{};
+  r.kind = site.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  r.cbid = site.cbid;
+  r.start = Reported(site.start_ns);
+  r.end = Reported(site.end_ns);
+  r.processId = site.process_id;
+  // The default thread-id type is pthread_self(); SYSTEM is gettid.
+  r.threadId = ThreadIdIsSystem() ? site.thread_id : static_cast<uint32_t>(pthread_self());
+  r.correlationId = site.correlation_id;
+  if (site.return_value != nullptr) r.returnValue = *static_cast<const uint32_t*>(site.return_value);
+  BufferPool::Get().Append(&r, sizeof(r), {}, site.context_uid, 0);
+}
+
+void RecordExternalCorrelation(CUpti_ExternalCorrelationKind kind, uint64_t external_id, const SimApiSite& site) {
+  CUpti_ActivityExternalCorrelation r{};
+  r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
+  r.externalKind = kind;
+  r.externalId = external_id;
+  r.correlationId = site.correlation_id;
+  BufferPool::Get().Append(&r, sizeof(r), {}, site.context_uid, 0);
+}
+
+size_t RecordSize(uint32_t kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    default: return 0;
+  }
+}
+
+void ClearUnfinishedTimes(CUpti_Activity* record, bool started) {
+  auto clear = [started](auto* r) {
+    if (!started) r->start = 0;
+    r->end = 0;
+  };
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      auto* kernel = reinterpret_cast<CUpti_ActivityKernel10*>(record);
+      clear(kernel);
+      kernel->completed = 0;
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: clear(reinterpret_cast<CUpti_ActivityMemcpy6*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: clear(reinterpret_cast<CUpti_ActivityMemcpyPtoP4*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: clear(reinterpret_cast<CUpti_ActivityMemset4*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: clear(reinterpret_cast<CUpti_ActivitySynchronization2*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: reinterpret_cast<CUpti_ActivityMemory4*>(record)->timestamp = 0; break;
+    default: break;
+  }
+}
+
+}  // namespace simcupti
