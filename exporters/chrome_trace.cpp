@@ -109,6 +109,7 @@ class TraceWriter {
     base_ns_ = base == UINT64_MAX ? 0 : base;
   }
   void Ts(uint64_t ns) { out_.Micros(ns > base_ns_ ? ns - base_ns_ : 0); }
+  int64_t Rel(uint64_t ns) const { return static_cast<int64_t>(ns) - static_cast<int64_t>(base_ns_); }
 
   // A step marker (a sync's return, a launch) may land inside the call that
   // made it; move such boundaries to the call's end so steps still contain
@@ -228,6 +229,27 @@ class TraceWriter {
     out_.Raw(", "); out_.Key("unknown_activity_kinds"); out_.UInt(l.unknown_activity_kinds);
     out_.Raw(", "); out_.Key("alloc_samples_dropped"); out_.UInt(l.alloc_samples_dropped);
     out_.Char('}');
+    // Exact step spans and what was still allocated: `prof summary` rebuilds
+    // the window from these (ns relative to baseTimeNanoseconds).
+    out_.Raw(",\n  "); out_.Key("steps");
+    out_.Char('[');
+    for (size_t i = 0; i < w_.steps.size(); ++i) {
+      const StepSpan& st = w_.steps[i];
+      out_.Raw(i ? ",[" : "[");
+      out_.UInt(st.step); out_.Char(','); out_.Int(Rel(st.start_ns)); out_.Char(','); out_.Int(Rel(st.end_ns));
+      out_.Char(']');
+    }
+    out_.Char(']');
+    out_.Raw(",\n  "); out_.Key("live_at_end");
+    out_.Raw("{\"columns\":[\"ptr\",\"bytes\",\"alloc_ns\",\"api\",\"device\",\"mem_kind\"],\"rows\":[");
+    for (size_t i = 0; i < w_.live_at_end.size(); ++i) {
+      const LiveAllocation& a = w_.live_at_end[i];
+      out_.Raw(i ? ",[" : "[");
+      out_.UInt(a.ptr); out_.Char(','); out_.UInt(a.bytes); out_.Char(','); out_.Int(Rel(a.alloc_ns));
+      out_.Raw(",\""); out_.Raw(ApiName(static_cast<ApiId>(a.api))); out_.Raw("\",");
+      out_.Int(a.device); out_.Char(','); out_.UInt(a.mem_kind); out_.Char(']');
+    }
+    out_.Raw("]}");
     out_.Raw(",\n  "); out_.Key("config");
     out_.Char('{');
     for (size_t i = 0; i < m.config.size(); ++i) {
@@ -389,7 +411,9 @@ class TraceWriter {
   // `"ph":"X","cat":"<cat>","name":<name>,"pid":..,"tid":..,"ts":..,"dur":..`
   void SliceHead(const char* cat, std::string_view name, bool device, int64_t pid, int64_t tid, uint64_t start_ns,
                  uint64_t end_ns) {
-    end_ns = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), start_ns, end_ns);
+    uint64_t nested_end_ns = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), start_ns, end_ns);
+    unclipped_dur_ns_ = nested_end_ns < end_ns ? end_ns - start_ns : 0;
+    end_ns = nested_end_ns;
     BeginEvent();
     out_.Raw("\"ph\":\"X\",\"cat\":\"");
     out_.Raw(cat);
@@ -401,22 +425,32 @@ class TraceWriter {
     out_.Raw(",\"dur\":"); out_.Micros(end_ns - start_ns);
   }
 
+  // Closes a slice's args; a clipped slice keeps its true duration there
+  // (`prof summary` reads it back).
+  void EndArgs() {
+    if (unclipped_dur_ns_ != 0) {
+      out_.Raw(",\"unclipped dur\":");
+      out_.Micros(unclipped_dur_ns_);
+    }
+    out_.Raw("}}");
+  }
+
   void EmitStep(const StepSpan& s) {
     step_name_.assign("ProfilerStep#");
     step_name_ += std::to_string(s.step);
     SliceHead("user_annotation", step_name_, false, w_.meta.pid, w_.meta.pid, s.start_ns, s.end_ns);
-    out_.Raw(",\"args\":{\"step\":"); out_.UInt(s.step); out_.Raw("}}");
+    out_.Raw(",\"args\":{\"step\":"); out_.UInt(s.step); EndArgs();
   }
 
   void EmitNvtx(const NvtxRange& n) {
     SliceHead("user_annotation", w_.String(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
-    out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); out_.Raw("}}");
+    out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
   }
 
   void EmitGpuAnnotation(const GpuAnnotation& a) {
     SliceHead("gpu_user_annotation", w_.String(a.name_id), true, a.device, a.stream, a.start_ns, a.end_ns);
     out_.Raw(",\"args\":{\"device\":"); out_.UInt(a.device);
-    out_.Raw(",\"stream\":"); out_.UInt(a.stream); out_.Raw("}}");
+    out_.Raw(",\"stream\":"); out_.UInt(a.stream); EndArgs();
   }
 
   // Starts the ac2g flow of `correlation` here when GPU work is on record.
@@ -440,7 +474,11 @@ class TraceWriter {
     if (e.device >= 0) { out_.Raw(",\"device\":"); out_.Int(e.device); }
     if (e.result != 0) { out_.Raw(",\"result\":"); out_.Int(e.result); }
     if (e.flags & kHostEventViaProcAddr) out_.Raw(",\"via cuGetProcAddress\":true");
-    out_.Raw("}}");
+    if (ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kMemcpy) {
+      out_.Raw(",\"cudaMemcpyKind\":");
+      out_.UInt(e.copy_kind);
+    }
+    EndArgs();
     // One start per correlation: the call the index maps it to.
     if (index_.HostCall(e.correlation_id) == int64_t{index}) FlowStart(e.correlation_id, e.tid, e.start_ns);
   }
@@ -451,7 +489,8 @@ class TraceWriter {
     SliceHead(cat, w_.String(r.name_id), false, w_.meta.pid, r.thread_id, r.start_ns, r.end_ns);
     out_.Raw(",\"args\":{\"cbid\":"); out_.UInt(r.cbid);
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
-    out_.Raw(",\"source\":\"cupti\"}}");
+    out_.Raw(",\"source\":\"cupti\"");
+    EndArgs();
     if (index_.ApiRecord(r.correlation_id) == int64_t{index}) FlowStart(r.correlation_id, r.thread_id, r.start_ns);
   }
 
@@ -499,7 +538,7 @@ class TraceWriter {
           out_.Raw(",\"est. achieved occupancy %\":");
           out_.Int(static_cast<int64_t>(occ.achieved_percent + 0.5));
         }
-        out_.Raw("}}");
+        EndArgs();
         break;
       }
       case DeviceKind::kMemcpy:
@@ -511,14 +550,15 @@ class TraceWriter {
         uint64_t dur = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
         out_.Raw(",\"memory bandwidth (GB/s)\":");  // bytes per ns = GB/s
         out_.Double(dur ? static_cast<double>(r.bytes) / static_cast<double>(dur) : 0.0);
-        out_.Raw("}}");
+        EndArgs();
         break;
       }
       case DeviceKind::kSync: {
         const char* kind = SyncKindName(r.cbid);
         SliceHead("cuda_sync", kind, true, r.device_id, tid, r.start_ns, r.end_ns);
         CommonDeviceArgs(r);
-        out_.Raw(",\"cuda_sync_kind\":\""); out_.Raw(kind); out_.Raw("\"}}");
+        out_.Raw(",\"cuda_sync_kind\":\""); out_.Raw(kind); out_.Char('"');
+        EndArgs();
         break;
       }
       default:
@@ -554,7 +594,8 @@ class TraceWriter {
       out_.Raw(",\"Total Reserved\":"); out_.UInt(a.total_bytes);
       out_.Raw(",\"Device Id\":"); out_.Int(a.device);
       out_.Raw(",\"Device Type\":"); out_.Int(a.device >= 0 ? 1 : 0);  // c10::DeviceType CUDA / CPU
-      out_.Raw(",\"api\":\""); out_.Raw(ApiName(static_cast<ApiId>(a.api))); out_.Raw("\"}}");
+      out_.Raw(",\"api\":\""); out_.Raw(ApiName(static_cast<ApiId>(a.api)));
+      out_.Raw("\",\"mem kind\":"); out_.UInt(a.mem_kind); out_.Raw("}}");
 
       BeginEvent();
       const char* kind = a.mem_kind < std::size(kKindNames) ? kKindNames[a.mem_kind] : "other";
@@ -581,6 +622,7 @@ class TraceWriter {
   std::vector<uint64_t>* stack_ = nullptr;
   std::unordered_map<size_t, std::string> copy_names_;
   std::string step_name_;
+  uint64_t unclipped_dur_ns_ = 0;  // the last slice's true duration when it was clipped, else 0
 };
 
 }  // namespace

@@ -62,7 +62,11 @@ std::string TextTable::Render() const {
   };
   std::string out = line(headers_);
   std::vector<std::string> rule;
-  for (size_t w : widths) rule.push_back(std::string(w, '-'));
+  // The last (name) column is not padded; its rule stops at 40 so one long
+  // kernel name does not draw a rule across the screen.
+  for (size_t c = 0; c < widths.size(); ++c) {
+    rule.push_back(std::string(c + 1 == widths.size() ? std::min<size_t>(widths[c], 40) : widths[c], '-'));
+  }
   out += line(rule);
   for (const auto& row : rows_) out += line(row);
   return out;

@@ -1,5 +1,41 @@
+// `prof`: run a command under libprof, and read, check and merge its traces.
 #include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "tools/prof/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(usage: prof <command> [options]
+
+commands:
+  run       run a command with libprof injected (LD_PRELOAD) and a schedule
+  summary   print the summary of saved traces (.pt.trace.json[.gz])
+  validate  check traces against the rules Perfetto and HTA rely on
+  merge     merge several ranks' traces into one timeline
+
+`prof <command> --help` describes each.
+)";
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  std::fprintf(stderr, "prof: not implemented yet\n");
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  prof::tool::Args args(argv + 2, argv + argc);
+  const char* command = argv[1];
+  try {
+    if (!std::strcmp(command, "run")) return prof::tool::RunCommand(args);
+    if (!std::strcmp(command, "summary")) return prof::tool::SummaryCommand(args);
+    if (!std::strcmp(command, "validate")) return prof::tool::ValidateCommand(args);
+    if (!std::strcmp(command, "merge")) return prof::tool::MergeCommand(args);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "prof %s: %s\n", command, e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "prof: unknown command '%s'\n\n%s", command, kUsage);
   return 2;
 }

@@ -1,0 +1,89 @@
+// `prof summary FILE...`: the summary exporter run on windows read back from
+// traces; with several windows, a table comparing them follows.
+#include <cstdio>
+
+#include "exporters/format.h"
+#include "exporters/summary.h"
+#include "exporters/text_table.h"
+#include "tools/prof/commands.h"
+#include "tools/prof/merge.h"
+#include "tools/prof/trace_io.h"
+#include "tools/prof/trace_to_window.h"
+
+namespace prof::tool {
+namespace {
+
+constexpr const char* kHelp = R"(usage: prof summary FILE...
+
+Recomputes the summary of each window from its saved trace (.pt.trace.json or
+.json.gz; a `prof merge` output is split back into its ranks) with the same
+code the agent uses for .summary.txt, and prints it. With several windows
+(several files, several ranks) a table comparing them follows.
+Exit status 0, or 1 when a file could not be read.
+)";
+
+struct Row {
+  std::string label;
+  Summary summary;
+};
+
+void Compare(const std::vector<Row>& rows) {
+  std::printf("\n==> %zu windows compared <==\n", rows.size());
+  TextTable t({"Rank", "Steps", "Wall (ms)", "GPU busy (%)", "Kernels", "Kernel time (ms)", "Findings", "Window"});
+  for (const Row& r : rows) {
+    const Summary& s = r.summary;
+    uint64_t kernels = 0, kernel_ns = 0;
+    for (const TimeRow& k : s.kernels) kernels += k.count, kernel_ns += k.total_ns;
+    std::string findings;
+    for (const Finding& f : s.findings) findings += (findings.empty() ? "" : ",") + f.id;
+    uint64_t wall = s.span_end_ns > s.span_start_ns ? s.span_end_ns - s.span_start_ns : 0;
+    t.AddRow({s.meta.rank_known ? std::to_string(s.meta.rank) : "-",
+              Printf("%llu-%llu", static_cast<unsigned long long>(s.meta.first_step),
+                     static_cast<unsigned long long>(s.meta.last_step)),
+              Grouped(double(wall) / 1e6, 3), s.meta.has_gpu_timings ? Grouped(s.gpu_busy_percent, 1) : "n/a",
+              Grouped(static_cast<unsigned long long>(kernels)), Grouped(double(kernel_ns) / 1e6, 3),
+              findings.empty() ? "-" : findings, r.label});
+  }
+  std::fputs(t.Render().c_str(), stdout);
+}
+
+}  // namespace
+
+int SummaryCommand(const Args& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (args.empty()) {
+    std::fprintf(stderr, "prof summary: no files given\n%s", kHelp);
+    return 2;
+  }
+  int status = 0;
+  std::vector<Row> rows;
+  for (const std::string& path : args) {
+    nlohmann::json trace;
+    std::string error;
+    if (!LoadTrace(path, &trace, &error)) {
+      std::fprintf(stderr, "prof summary: %s\n", error.c_str());
+      status = 1;
+      continue;
+    }
+    std::vector<nlohmann::json> parts;
+    if (!SplitMerged(trace, &parts)) parts.push_back(std::move(trace));
+    for (size_t i = 0; i < parts.size(); ++i) {
+      Window window;
+      if (!TraceToWindow(parts[i], &window, &error)) {
+        std::fprintf(stderr, "prof summary: %s: %s\n", path.c_str(), error.c_str());
+        status = 1;
+        continue;
+      }
+      Row row{parts.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(window)};
+      std::printf("%s==> %s <==\n%s", rows.empty() ? "" : "\n", row.label.c_str(), RenderSummary(row.summary).c_str());
+      rows.push_back(std::move(row));
+    }
+  }
+  if (rows.size() > 1) Compare(rows);
+  return status;
+}
+
+}  // namespace prof::tool

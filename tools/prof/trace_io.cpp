@@ -1,0 +1,44 @@
+#include "tools/prof/trace_io.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace prof::tool {
+
+bool ReadFileBytes(const std::string& path, std::string* bytes, std::string* error) {
+  // gzread passes plain files through unchanged.
+  gzFile file = gzopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    *error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  gzbuffer(file, 1 << 20);
+  bytes->clear();
+  char buffer[1 << 16];
+  int n;
+  while ((n = gzread(file, buffer, sizeof(buffer))) > 0) bytes->append(buffer, static_cast<size_t>(n));
+  bool ok = n == 0;
+  if (!ok) {
+    int code = 0;
+    const char* message = gzerror(file, &code);
+    *error = path + ": " + (code == Z_ERRNO ? std::strerror(errno) : message);
+  }
+  gzclose(file);
+  return ok;
+}
+
+bool LoadTrace(const std::string& path, nlohmann::json* trace, std::string* error) {
+  std::string bytes;
+  if (!ReadFileBytes(path, &bytes, error)) return false;
+  try {
+    *trace = nlohmann::json::parse(bytes, /*cb=*/nullptr, /*allow_exceptions=*/true, /*ignore_comments=*/false);
+  } catch (const nlohmann::json::parse_error& e) {
+    *error = "rule strict-json: " + path + ": " + e.what();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace prof::tool
