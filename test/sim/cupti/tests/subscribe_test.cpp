@@ -43,7 +43,7 @@ TEST_CASE("a second subscriber is refused with MULTIPLE_SUBSCRIBERS and told the
   REQUIRE(cuptiUnsubscribe(first) == CUPTI_SUCCESS);  // the same static handle: still valid
 }
 
-TEST_CASE("a holder name longer than the caller's buffer is truncated, not overrun", "[subscribe]") {
+TEST_CASE("a holder name longer than the caller's buffer is truncated and never overruns it", "[subscribe]") {
   Fresh fresh;
   fakehub::SetFault("CUPTI_SUBSCRIBER", "Nsight Systems 2025.5.1");
   char holder[8];
@@ -54,7 +54,7 @@ TEST_CASE("a holder name longer than the caller's buffer is truncated, not overr
   REQUIRE(std::string(holder) == "Nsight ");
 }
 
-TEST_CASE("SIM_CUPTI_SUBSCRIBER: another tool holds CUPTI, v2 reports its name", "[subscribe][fault]") {
+TEST_CASE("SIM_CUPTI_SUBSCRIBER means another tool holds CUPTI and v2 reports its name", "[subscribe][fault]") {
   Fresh fresh;
   fakehub::SetFault("CUPTI_SUBSCRIBER", "Nsight Systems");
   CUpti_SubscriberHandle handle = nullptr;
@@ -65,7 +65,7 @@ TEST_CASE("SIM_CUPTI_SUBSCRIBER: another tool holds CUPTI, v2 reports its name",
   REQUIRE(std::string(holder) == "Nsight Systems");
 }
 
-TEST_CASE("SIM_NO_DRIVER: subscribe and activity enable fail with CUPTI_ERROR_UNKNOWN as on a driverless machine",
+TEST_CASE("SIM_NO_DRIVER makes subscribe and activity enable fail with CUPTI_ERROR_UNKNOWN as on a driverless machine",
           "[subscribe][fault]") {
   Fresh fresh;
   fakehub::SetFault("NO_DRIVER", "1");
@@ -78,7 +78,7 @@ TEST_CASE("SIM_NO_DRIVER: subscribe and activity enable fail with CUPTI_ERROR_UN
   REQUIRE(dropped == 0);
 }
 
-TEST_CASE("SIM_CUPTI_INIT_FAIL: subscribe and enable report NOT_INITIALIZED", "[subscribe][fault]") {
+TEST_CASE("SIM_CUPTI_INIT_FAIL makes subscribe and enable report NOT_INITIALIZED", "[subscribe][fault]") {
   Fresh fresh;
   fakehub::SetFault("CUPTI_INIT_FAIL", "1");
   CUpti_SubscriberHandle handle = nullptr;
@@ -113,7 +113,7 @@ TEST_CASE("enable calls need the live subscriber handle", "[subscribe]") {
   REQUIRE(cuptiEnableDomain(1, handle, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_ERROR_INVALID_PARAMETER);
 }
 
-TEST_CASE("callback names, result strings and version are NVIDIA's", "[subscribe]") {
+TEST_CASE("callback names and result strings and the version are NVIDIA's", "[subscribe]") {
   const char* name = nullptr;
   REQUIRE(cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &name) ==
           CUPTI_SUCCESS);
