@@ -72,7 +72,8 @@ struct DeviceRecord {
   uint8_t copy_kind;        // CUpti_ActivityMemcpyKind
   uint8_t src_kind;         // CUpti_ActivityMemoryKind
   uint8_t dst_kind;         // CUpti_ActivityMemoryKind
-  uint32_t reserved[6];     // pads to 128 bytes
+  uint32_t memory_pool;     // kMemAlloc/kMemFree: CUpti_ActivityMemoryPoolType, 0 = not from a pool
+  uint32_t reserved[5];     // pads to 128 bytes
 };
 static_assert(sizeof(DeviceRecord) == 128, "DeviceRecord is two cache lines");
 

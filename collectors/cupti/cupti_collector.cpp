@@ -1,25 +1,485 @@
 #include "collectors/cupti/cupti_collector.h"
 
-namespace prof {
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "agent/clock.h"
+#include "agent/log.h"
+#include "collectors/cupti/activity_collector.h"
+#include "collectors/cupti/activity_decoder.h"
+#include "collectors/cupti/api_classes.h"
+#include "collectors/cupti/cupti_loader.h"
+
+namespace prof::cupti {
 namespace {
 
-// Placeholder until the CUPTI-backed collector lands: interception-only.
-class InterceptionOnlyCollector final : public DeviceCollector {
- public:
-  void Attach(const Config&) override {}
-  void BeginRecord(uint64_t) override {}
-  void Pause() override {}
-  void Finish() override {}
-  void CollectWindow(uint64_t, uint64_t, uint64_t, Window* out) override {
-    out->meta.cupti_mode = Mode();
-    out->meta.has_gpu_timings = false;
+// CUPTI's buffer callbacks carry no user data: they reach the one collector
+// that registered them through this pointer (CUPTI allows one subscriber).
+std::atomic<CuptiCollector*> g_buffer_owner{nullptr};
+
+// ---- static trampolines: C callbacks forwarding to the object ----
+
+void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void* data) {
+  try {
+    static_cast<CuptiCollector*>(userdata)->OnCallback(domain, cbid, data);
+  } catch (...) {
+    // Never let an exception unwind into CUPTI or the host.
   }
-  void OnExit() override {}
-  std::string Mode() const override { return "interception-only (CUPTI collector not built yet)"; }
-};
+}
+
+void CUPTIAPI BufferRequestedTrampoline(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = nullptr;
+  *size = 0;
+  *max_records = 0;
+  CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
+  if (owner != nullptr) owner->OnBufferRequested(buffer, size, max_records);
+}
+
+void CUPTIAPI BufferCompletedTrampoline(CUcontext, uint32_t, uint8_t* buffer, size_t size, size_t valid_size) {
+  CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
+  if (owner != nullptr) owner->OnBufferCompleted(buffer, size, valid_size);
+}
+
+// CUPTI stamps every record with the agent's clock: no mapping needed.
+uint64_t CUPTIAPI AgentTimestamp() { return NowNs(); }
+
+// Activity kinds per Config::activities (PROF_ACTIVITIES).
+std::vector<CUpti_ActivityKind> KindsFor(uint32_t activities) {
+  std::vector<CUpti_ActivityKind> kinds;
+  if (activities & kActKernel) kinds.push_back(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  if (activities & kActMemcpy) {
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY);
+    kinds.push_back(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  }
+  if (activities & kActMemset) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMSET);
+  if (activities & kActRuntime) kinds.push_back(CUPTI_ACTIVITY_KIND_RUNTIME);
+  if (activities & kActDriver) kinds.push_back(CUPTI_ACTIVITY_KIND_DRIVER);
+  if (activities & kActSync) kinds.push_back(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  if (activities & kActMemory) kinds.push_back(CUPTI_ACTIVITY_KIND_MEMORY2);
+  if (activities & kActOverhead) kinds.push_back(CUPTI_ACTIVITY_KIND_OVERHEAD);
+  return kinds;
+}
+
+// CUPTI 13 reports API versions as xxyyzz (13.0 = 130000); the record
+// structs libprof decodes are those of its headers' major version.
+bool VersionCompatible(uint32_t found) { return found / 10000 == CUPTI_API_VERSION / 10000; }
+
+// Whether a call of this class leaves a record of an enabled kind behind.
+bool ExpectsRecord(ApiClass c, uint32_t activities) {
+  switch (c) {
+    case ApiClass::kLaunch: return (activities & kActKernel) != 0;
+    case ApiClass::kMemcpy: return (activities & kActMemcpy) != 0;
+    case ApiClass::kMemset: return (activities & kActMemset) != 0;
+    default: return false;
+  }
+}
+
+// Runtime calls this thread is inside, and the outermost one's correlation
+// id: a driver call made by the runtime has its own correlation id, while
+// its device work may carry the runtime's.
+thread_local int t_runtime_depth = 0;
+thread_local uint32_t t_runtime_correlation = 0;
 
 }  // namespace
 
-std::unique_ptr<DeviceCollector> MakeCuptiCollector() { return std::make_unique<InterceptionOnlyCollector>(); }
+CuptiCollector::CuptiCollector(Loader loader) : loader_(std::move(loader)) {}
+
+CuptiCollector::~CuptiCollector() {
+  CuptiCollector* self = this;
+  g_buffer_owner.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+}
+
+// ---- control (application thread) ----
+
+void CuptiCollector::GoOff(const std::string& cause) {
+  {
+    std::lock_guard<std::mutex> lock(mode_mutex_);
+    if (!off_cause_.empty()) return;
+    off_cause_ = cause;
+  }
+  state_.store(CollectorState::kOff, std::memory_order_release);
+  callbacks_live_.store(false, std::memory_order_release);
+  Log().warn("CUPTI unavailable: {}; running interception-only (API calls and allocations keep host "
+             "timestamps, no GPU timings)", cause);
+}
+
+bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
+  if (loaded_) return true;
+  std::string cause;
+  if (!loader_(config, &api_, &cause)) {
+    GoOff(cause);
+    return false;
+  }
+  CUptiResult result = api_.GetVersion(&cupti_version_);
+  if (result != CUPTI_SUCCESS) {
+    GoOff("cuptiGetVersion failed in " + api_.path + ": " + ResultName(api_, result));
+    return false;
+  }
+  if (!VersionCompatible(cupti_version_)) {
+    GoOff(api_.path + " has CUPTI API version " + std::to_string(cupti_version_) + ", libprof needs " +
+          std::to_string(CUPTI_API_VERSION / 10000) + "xxxx (built with CUPTI " +
+          std::to_string(CUPTI_API_VERSION) + "); set PROF_CUPTI_LIB to a CUDA 13 libcupti");
+    return false;
+  }
+  loaded_ = true;
+  size_t half = std::max<size_t>(config.buffer_bytes / 2, 1);
+  // The pool of raw CUPTI buffers and the decoded records share
+  // PROF_BUFFER_MB with the host-side buffers: half of it here.
+  pool_ = std::make_unique<BufferPool>(half / 2, /*null_allowed=*/true);
+  max_pending_ = std::max<size_t>(half / 2 / sizeof(DeviceRecord), 1024);
+  registry_ = std::make_unique<LaunchRegistry>(std::max<size_t>(half / 256, 65536));
+  return true;
+}
+
+bool CuptiCollector::Subscribe() {
+  CUptiResult result;
+  const char* how = "cuptiSubscribe";
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  if (api_.SubscribeV2 != nullptr) {
+    how = "cuptiSubscribe_v2";
+    CUpti_SubscriberParams params;
+    std::memset(&params, 0, sizeof(params));
+    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.subscriberName = "libprof";
+    params.oldSubscriberName = holder;
+    params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+    result = api_.SubscribeV2(&subscriber_, CallbackTrampoline, this, &params);
+  } else {
+    result = api_.Subscribe(&subscriber_, CallbackTrampoline, this);
+  }
+  if (result == CUPTI_SUCCESS) return true;
+  subscriber_ = nullptr;
+  if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    std::string who = holder[0] != '\0' ? std::string(" (") + holder + ")" : std::string();
+    GoOff("another tool already holds CUPTI" + who + ", e.g. Nsight, torch.profiler or DCGM");
+  } else if (result == CUPTI_ERROR_UNKNOWN || result == CUPTI_ERROR_NOT_INITIALIZED) {
+    GoOff(std::string(how) + " returned " + ResultName(api_, result) +
+          ": CUPTI could not initialize (no CUDA driver or no GPU?)");
+  } else {
+    GoOff(std::string(how) + " returned " + ResultName(api_, result));
+  }
+  return false;
+}
+
+void CuptiCollector::EnableCallbacks(bool enable) {
+  uint32_t on = enable ? 1 : 0;
+  CUptiResult r = api_.EnableDomain(on, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+  if (r != CUPTI_SUCCESS) Log().debug("cuptiEnableDomain(runtime, {}) returned {}", on, ResultName(api_, r));
+  // Driver calls that launch or copy: gives work a library launched through
+  // the driver API (cuBLAS, Triton) a launch time too.
+  for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id) {
+    api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, *id);
+  }
+  // Context destruction: flush first so its records survive.
+  api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  callbacks_live_.store(enable, std::memory_order_release);
+}
+
+void CuptiCollector::EnableActivities(bool enable) {
+  if (!enable) {
+    for (CUpti_ActivityKind kind : enabled_kinds_) api_.ActivityDisable(kind);
+    enabled_kinds_.clear();
+    return;
+  }
+  std::string failed;
+  for (CUpti_ActivityKind kind : KindsFor(config_.activities)) {
+    CUptiResult r = api_.ActivityEnable(kind);
+    if (r == CUPTI_SUCCESS) {
+      enabled_kinds_.push_back(kind);
+    } else {
+      failed += (failed.empty() ? "" : ", ") + std::to_string(static_cast<int>(kind)) + ": " + ResultName(api_, r);
+    }
+  }
+  if (!failed.empty()) Log().warn("CUPTI refused some activity kinds ({}); their records are missing", failed);
+}
+
+void CuptiCollector::Attach(const Config& config) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  CollectorState state = state_.load(std::memory_order_acquire);
+  if (state == CollectorState::kOff || state == CollectorState::kAttached) return;
+  if (state == CollectorState::kIdle) config_ = config;
+  if (!LoadAndCheckVersion(config_)) return;
+
+  if (state == CollectorState::kIdle || state == CollectorState::kDetached) {
+    // Subscribe before registering anything: a refused subscriber must not
+    // take another tool's buffers or timestamps.
+    if (!Subscribe()) return;
+    // The timestamp callback must be in place before any kind is enabled.
+    bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
+                       api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
+    if (agent_clock) {
+      clock_ = ClockMap();
+    } else {
+      clock_.Calibrate(NowNs, [this](uint64_t* ns) { return api_.GetTimestamp(ns) == CUPTI_SUCCESS; });
+      Log().info("CUPTI timestamps mapped onto the agent clock by paired samples (offset {} ns, +-{} ns)",
+                 clock_.offset_ns(), clock_.uncertainty_ns());
+    }
+    g_buffer_owner.store(this, std::memory_order_release);
+    CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
+    if (r != CUPTI_SUCCESS) {
+      api_.Unsubscribe(subscriber_);
+      subscriber_ = nullptr;
+      GoOff("cuptiActivityRegisterCallbacks returned " + ResultName(api_, r));
+      return;
+    }
+  }
+  finalize_after_ns_.store(~0ull, std::memory_order_release);
+  EnableCallbacks(true);
+  EnableActivities(true);
+  state_.store(CollectorState::kAttached, std::memory_order_release);
+}
+
+void CuptiCollector::BeginRecord(uint64_t start_ns) {
+  // Nothing to do on the hot path: warmup records are discarded when a
+  // window is collected, because their launches precede its start_ns.
+  (void)start_ns;
+}
+
+void CuptiCollector::Pause() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
+  EnableActivities(false);
+  EnableCallbacks(false);
+  state_.store(CollectorState::kPaused, std::memory_order_release);
+}
+
+void CuptiCollector::Finish() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  CollectorState state = state_.load(std::memory_order_acquire);
+  if (state != CollectorState::kAttached && state != CollectorState::kPaused) return;
+  EnableActivities(false);
+  // Runtime callbacks stay on: cuptiFinalize may only run from an API exit.
+  // It runs after the last window was collected (CollectWindow lowers this),
+  // or after the flush timeout if no window is collected.
+  if (state == CollectorState::kPaused) EnableCallbacks(true);
+  callbacks_live_.store(false, std::memory_order_release);
+  finalize_after_ns_.store(NowNs() + config_.flush_timeout_ns, std::memory_order_release);
+  state_.store(CollectorState::kFinishing, std::memory_order_release);
+}
+
+void CuptiCollector::FlushLocked(bool forced) {
+  if (!Subscribed(state_.load(std::memory_order_acquire))) return;
+  CUptiResult r = api_.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+  if (r != CUPTI_SUCCESS) Log().debug("cuptiActivityFlushAll returned {}", ResultName(api_, r));
+  ReadCuptiDropsLocked();
+}
+
+void CuptiCollector::ReadCuptiDropsLocked() {
+  size_t dropped = 0;
+  if (api_.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
+    cupti_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+}
+
+void CuptiCollector::DetachLocked(bool finalize) {
+  if (!Subscribed(state_.load(std::memory_order_acquire))) return;
+  FlushLocked(/*forced=*/true);
+  EnableActivities(false);
+  callbacks_live_.store(false, std::memory_order_release);
+  api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  if (finalize && api_.Finalize != nullptr) {
+    CUptiResult r = api_.Finalize();
+    if (r != CUPTI_SUCCESS) Log().debug("cuptiFinalize returned {}", ResultName(api_, r));
+  }
+  finalize_after_ns_.store(~0ull, std::memory_order_release);
+  state_.store(CollectorState::kDetached, std::memory_order_release);
+}
+
+void CuptiCollector::OnExit() {
+  // The exit path must not wait long: if a window is being collected (the
+  // writer holds control_mutex_ while flushing), give it a moment, then go.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::defer_lock);
+  for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!lock.owns_lock()) return;
+  // Not finalized: outside an API-exit callback that is unsafe, and the
+  // process is ending anyway. Unsubscribing releases CUPTI for others.
+  DetachLocked(/*finalize=*/false);
+}
+
+std::string CuptiCollector::Mode() const {
+  std::lock_guard<std::mutex> lock(mode_mutex_);
+  return off_cause_.empty() ? std::string("activity") : "interception-only (" + off_cause_ + ")";
+}
+
+// ---- CUPTI callbacks (application threads, CUPTI's thread) ----
+
+void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
+      // Records of a context are lost with it; flush while it exists. No
+      // control_mutex_: a flush may run beside another, CUPTI serializes.
+      api_.ActivityFlushAll(0);
+    }
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  const auto* info = static_cast<const CUpti_CallbackData*>(data);
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  bool live = callbacks_live_.load(std::memory_order_acquire);
+
+  if (info->callbackSite == CUPTI_API_ENTER) {
+    if (runtime && t_runtime_depth++ == 0) t_runtime_correlation = info->correlationId;
+    if (!live) return;
+    if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
+    if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
+    ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);
+    bool nested = !runtime && t_runtime_depth > 0;
+    registry_->OnEnter(info->correlationId, NowNs(), !nested && ExpectsRecord(c, config_.activities),
+                       nested ? t_runtime_correlation : 0);
+    return;
+  }
+
+  // API exit.
+  if (runtime && t_runtime_depth > 0 && --t_runtime_depth == 0) t_runtime_correlation = 0;
+  if (live && info->functionReturnValue != nullptr) {
+    // cudaError_t and CUresult are both int-sized enums; 0 is success.
+    bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
+    registry_->OnExit(info->correlationId, ok);
+  }
+  if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) MaybeFinalizeFromApiExit();
+}
+
+void CuptiCollector::MaybeFinalizeFromApiExit() {
+  if (NowNs() < finalize_after_ns_.load(std::memory_order_acquire)) return;
+  // try_lock: an application thread must never wait here, and the writer
+  // may hold the lock while CUPTI waits for this very callback to return.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kFinishing) return;
+  // The only place cuptiFinalize is safe: an API-exit callback.
+  DetachLocked(/*finalize=*/true);
+  Log().debug("CUPTI detached: schedule finished, nothing stays enabled");
+}
+
+void CuptiCollector::OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  // No locks but the pool's leaf mutex: CUPTI may ask from inside a flush
+  // that holds control_mutex_.
+  *max_records = 0;
+  if (!pool_) return;
+  *buffer = pool_->Acquire();
+  *size = *buffer != nullptr ? pool_->buffer_bytes() : 0;
+}
+
+void CuptiCollector::OnBufferCompleted(uint8_t* buffer, size_t, size_t valid_size) {
+  // Hand over only: decoding happens on the writer thread (CollectWindow).
+  if (buffer == nullptr) return;
+  std::lock_guard<std::mutex> lock(completed_mutex_);
+  completed_.push_back(Completed{buffer, valid_size});
+}
+
+// ---- decoding and windows (writer thread) ----
+
+void CuptiCollector::DrainCompletedLocked() {
+  std::vector<Completed> batch;
+  {
+    std::lock_guard<std::mutex> lock(completed_mutex_);
+    batch.swap(completed_);
+  }
+  DecodeContext context{&names_, &clock_};
+  for (const Completed& done : batch) {
+    bool scratch = pool_->IsScratch(done.buffer);
+    CUpti_Activity* activity = nullptr;
+    while (done.valid_size > 0 &&
+           api_.ActivityGetNextRecord(done.buffer, done.valid_size, &activity) == CUPTI_SUCCESS) {
+      if (scratch) {
+        ++own_dropped_;
+        continue;
+      }
+      DeviceRecord record;
+      switch (DecodeActivity(*activity, context, &record)) {
+        case DecodeStatus::kRecord: break;
+        case DecodeStatus::kFiltered: continue;
+        case DecodeStatus::kNoTimestamp: ++untimed_; continue;
+        case DecodeStatus::kUnknownKind: ++unknown_kinds_; continue;
+      }
+      if (record.correlation_id != 0) registry_->MarkDelivered(record.correlation_id);
+      if (pending_.size() >= max_pending_) {
+        ++own_dropped_;
+        continue;
+      }
+      uint64_t launch_ns = record.start_ns;
+      if (record.correlation_id != 0) registry_->EnterNs(record.correlation_id, &launch_ns);
+      pending_.push_back(Pending{record, launch_ns});
+    }
+    pool_->Release(done.buffer);
+  }
+}
+
+void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
+  out->meta.cupti_api_version = cupti_version_;
+  if (!loaded_ || state_.load(std::memory_order_acquire) == CollectorState::kOff) {
+    out->meta.cupti_mode = Mode();
+    out->meta.has_gpu_timings = false;
+    return;
+  }
+  uint64_t outstanding = 0;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> control(control_mutex_);
+      FlushLocked(/*forced=*/false);
+    }
+    std::lock_guard<std::mutex> decode(decode_mutex_);
+    DrainCompletedLocked();
+    outstanding = registry_->Outstanding(start_ns, end_ns);
+    if (outstanding == 0 || NowNs() >= deadline_ns) break;
+    // Records still on their way (GPU busy, CUPTI's worker): poll, bounded.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
+    // The last window: force out what CUPTI still holds (half-filled
+    // buffers), since nothing more will come after the detach.
+    {
+      std::lock_guard<std::mutex> control(control_mutex_);
+      FlushLocked(/*forced=*/true);
+    }
+    std::lock_guard<std::mutex> decode(decode_mutex_);
+    DrainCompletedLocked();
+    outstanding = registry_->Outstanding(start_ns, end_ns);
+  }
+
+  std::lock_guard<std::mutex> decode(decode_mutex_);
+  WindowStrings strings(&out->strings);
+  std::vector<Pending> later;
+  for (Pending& p : pending_) {
+    if (p.launch_ns >= end_ns) {
+      later.push_back(p);  // launched after this window: a later one may want it
+    } else if (p.launch_ns >= start_ns) {
+      p.record.name_id = strings.Map(names_, p.record.name_id);
+      out->device_records.push_back(p.record);
+    }  // else launched before the window (warmup, between windows): discarded
+  }
+  pending_.swap(later);
+  std::sort(out->device_records.begin(), out->device_records.end(),
+            [](const DeviceRecord& a, const DeviceRecord& b) { return a.start_ns < b.start_ns; });
+  registry_->ForgetBefore(end_ns);
+
+  LossCounts& losses = out->meta.losses;
+  losses.device_records_missing += outstanding;
+  losses.device_records_dropped += own_dropped_ + untimed_;
+  losses.cupti_records_dropped += cupti_dropped_.exchange(0, std::memory_order_relaxed);
+  losses.unknown_activity_kinds += unknown_kinds_;
+  own_dropped_ = untimed_ = unknown_kinds_ = 0;
+  out->meta.cupti_mode = Mode();
+  out->meta.has_gpu_timings = true;
+
+  // The last window is in: let the next API exit release CUPTI.
+  if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
+    finalize_after_ns_.store(0, std::memory_order_release);
+  }
+}
+
+}  // namespace prof::cupti
+
+namespace prof {
+
+std::unique_ptr<DeviceCollector> MakeCuptiCollector() {
+  return std::make_unique<cupti::CuptiCollector>(
+      [](const Config& config, cupti::CuptiApi* api, std::string* cause) {
+        return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
+      });
+}
 
 }  // namespace prof

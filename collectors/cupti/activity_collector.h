@@ -1,0 +1,134 @@
+// The CUPTI-backed DeviceCollector. Construction loads nothing; the first
+// Attach finds libcupti (through the Loader, so tests hand a fake table),
+// subscribes and enables what Config::activities asks for.
+//
+// State machine (state_):
+//   kIdle --Attach--> kAttached --BeginRecord--> kAttached --Pause--> kPaused
+//   kPaused --Attach--> kAttached;  any attached state --Finish--> kFinishing
+//   kFinishing --(first API exit after the last window was collected, or
+//   after flush_timeout)--> kDetached (flush, unsubscribe, cuptiFinalize)
+//   kDetached --Attach--> kAttached (a new cycle armed by a trigger file)
+//   any --failure--> kOff (interception-only, for good, one warning)
+//
+// Locks, outermost first (never taken in the other order):
+//   control_mutex_  Attach/Pause/Finish/OnExit, flushes, finalize. CUPTI is
+//                   called while holding it, and CUPTI may call
+//                   OnBufferCompleted/OnBufferRequested from inside those
+//                   calls, so those two never take it. API callbacks only
+//                   try_lock it.
+//   decode_mutex_   pending_, names_, loss counters of decoding.
+//   completed_mutex_, BufferPool, LaunchRegistry, mode_mutex_: leaves.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/device_collector.h"
+#include "collectors/cupti/buffer_pool.h"
+#include "collectors/cupti/clock_map.h"
+#include "collectors/cupti/cupti_api.h"
+#include "collectors/cupti/launch_registry.h"
+#include "collectors/cupti/name_table.h"
+
+namespace prof::cupti {
+
+enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff };
+
+class CuptiCollector final : public DeviceCollector {
+ public:
+  // Fills *api or returns false with a one-line cause.
+  using Loader = std::function<bool(const Config& config, CuptiApi* api, std::string* cause)>;
+
+  explicit CuptiCollector(Loader loader);
+  ~CuptiCollector() override;
+
+  void Attach(const Config& config) override;
+  void BeginRecord(uint64_t start_ns) override;
+  void Pause() override;
+  void Finish() override;
+  void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) override;
+  void OnExit() override;
+  std::string Mode() const override;
+
+  // Entered from CUPTI through the static trampolines.
+  void OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
+  void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
+
+  CollectorState state() const { return state_.load(std::memory_order_acquire); }
+  const ClockMap& clock() const { return clock_; }
+
+ private:
+  // A decoded record waiting for the window its launch belongs to.
+  struct Pending {
+    DeviceRecord record;
+    uint64_t launch_ns;  // API enter of its call; its own start when unknown
+  };
+  struct Completed {
+    uint8_t* buffer;
+    size_t valid_size;
+  };
+
+  // All with control_mutex_ held.
+  bool LoadAndCheckVersion(const Config& config);
+  bool Subscribe();
+  void EnableCallbacks(bool enable);
+  void EnableActivities(bool enable);
+  void FlushLocked(bool forced);
+  void ReadCuptiDropsLocked();
+  void DetachLocked(bool finalize);
+  void GoOff(const std::string& cause);
+
+  // With decode_mutex_ held.
+  void DrainCompletedLocked();
+
+  bool Subscribed(CollectorState state) const {
+    return state == CollectorState::kAttached || state == CollectorState::kPaused ||
+           state == CollectorState::kFinishing;
+  }
+  void MaybeFinalizeFromApiExit();
+
+  Loader loader_;
+  CuptiApi api_;
+  bool loaded_ = false;
+  uint32_t cupti_version_ = 0;
+  Config config_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::vector<CUpti_ActivityKind> enabled_kinds_;  // what EnableActivities turned on
+
+  std::atomic<CollectorState> state_{CollectorState::kIdle};
+  // Set while the runtime/driver callbacks should do their work.
+  std::atomic<bool> callbacks_live_{false};
+  // kFinishing: the API-exit callback finalizes once NowNs() passes this.
+  std::atomic<uint64_t> finalize_after_ns_{~0ull};
+
+  std::mutex control_mutex_;
+
+  mutable std::mutex mode_mutex_;
+  std::string off_cause_;  // empty while CUPTI works
+
+  ClockMap clock_;
+  std::unique_ptr<BufferPool> pool_;
+  std::unique_ptr<LaunchRegistry> registry_;
+
+  std::mutex completed_mutex_;
+  std::vector<Completed> completed_;  // handed over by OnBufferCompleted
+
+  std::mutex decode_mutex_;
+  NameTable names_;
+  std::vector<Pending> pending_;
+  size_t max_pending_ = 0;
+  uint64_t own_dropped_ = 0;       // budget overflow + scratch buffers
+  uint64_t untimed_ = 0;           // records CUPTI could not time
+  uint64_t unknown_kinds_ = 0;
+  std::atomic<uint64_t> cupti_dropped_{0};  // cuptiActivityGetNumDroppedRecords, since last window
+};
+
+}  // namespace prof::cupti

@@ -1,0 +1,32 @@
+// What a runtime or driver API call is, by CUPTI callback id: its name (from
+// the toolkit's cbid headers) and whether it puts work on the device that
+// must produce an activity record (launches, copies, memsets).
+#pragma once
+
+#include <cstdint>
+
+namespace prof::cupti {
+
+enum class ApiClass : uint8_t {
+  kOther,   // no device record expected (cudaGetDevice, cudaStreamCreate, ...)
+  kLaunch,  // kernel launch or graph launch: >= 1 kernel record
+  kMemcpy,  // >= 1 memcpy record
+  kMemset,  // >= 1 memset record
+  kSync,    // synchronize / wait: a SYNCHRONIZATION record where supported
+  kMemory,  // allocator call: a MEMORY2 record where supported
+};
+
+enum class ApiDomain : uint8_t { kRuntime, kDriver };
+
+// "cudaMalloc" / "cuLaunchKernel"; nullptr for an id these headers do not know.
+const char* CallbackName(ApiDomain domain, uint32_t cbid);
+
+// The class of a call, derived from its name.
+ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid);
+
+// Driver callback ids worth a callback even when DRIVER records are off:
+// launches and copies/memsets, so work a library launches through the
+// driver API still gets a launch time (window membership). Ends with 0.
+const uint32_t* DriverWorkCallbackIds();
+
+}  // namespace prof::cupti

@@ -1,0 +1,93 @@
+#include "collectors/cupti/buffer_pool.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace prof::cupti {
+namespace {
+
+// CUPTI requires 8-byte aligned buffers.
+constexpr size_t kAlign = 8;
+
+uint8_t* AllocateBuffer(size_t bytes) {
+  return static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(kAlign), std::nothrow));
+}
+
+void FreeBuffer(uint8_t* buffer) { ::operator delete(buffer, std::align_val_t(kAlign)); }
+
+}  // namespace
+
+size_t BufferBytesForCap(size_t cap_bytes) {
+  constexpr size_t kMax = 256u << 10;
+  constexpr size_t kMin = 16u << 10;
+  size_t bytes = std::clamp(cap_bytes / 8, kMin, kMax);
+  return bytes / kAlign * kAlign;
+}
+
+BufferPool::BufferPool(size_t cap_bytes, bool null_allowed)
+    : buffer_bytes_(BufferBytesForCap(cap_bytes)),
+      max_buffers_(std::max<size_t>(1, cap_bytes / BufferBytesForCap(cap_bytes))),
+      null_allowed_(null_allowed) {}
+
+BufferPool::~BufferPool() {
+  for (uint8_t* buffer : all_) FreeBuffer(buffer);
+  for (uint8_t* buffer : scratch_) FreeBuffer(buffer);
+}
+
+uint8_t* BufferPool::Acquire() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!free_.empty()) {
+    uint8_t* buffer = free_.back();
+    free_.pop_back();
+    return buffer;
+  }
+  if (all_.size() < max_buffers_) {
+    uint8_t* buffer = AllocateBuffer(buffer_bytes_);
+    if (buffer != nullptr) {
+      all_.push_back(buffer);
+      return buffer;
+    }
+  }
+  ++refused_;
+  if (null_allowed_) return nullptr;
+  // Older CUPTI must get a buffer: a scratch one, whose records are counted
+  // and thrown away. Two rotate so a buffer is rarely handed out twice at
+  // once; if it is, the records are garbage but never read as data.
+  if (scratch_.empty()) {
+    for (size_t i = 0; i < kScratchBuffers; ++i) {
+      uint8_t* buffer = AllocateBuffer(buffer_bytes_);
+      if (buffer == nullptr) break;
+      scratch_.push_back(buffer);
+    }
+    if (scratch_.empty()) return nullptr;
+  }
+  uint8_t* buffer = scratch_[next_scratch_ % scratch_.size()];
+  ++next_scratch_;
+  return buffer;
+}
+
+void BufferPool::Release(uint8_t* buffer) {
+  if (buffer == nullptr) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end()) return;
+  if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return;  // not ours
+  free_.push_back(buffer);
+}
+
+bool BufferPool::IsScratch(const uint8_t* buffer) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end();
+}
+
+size_t BufferPool::allocated_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return all_.size() * buffer_bytes_;
+}
+
+uint64_t BufferPool::refused() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return refused_;
+}
+
+}  // namespace prof::cupti

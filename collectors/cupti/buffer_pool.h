@@ -1,0 +1,59 @@
+// Activity buffers handed to CUPTI: a fixed pool whose total never exceeds
+// its cap. Past the cap a request is refused: with NULL where CUPTI accepts
+// it (CUPTI then drops records and counts them), otherwise with a scratch
+// buffer whose records are counted and discarded.
+//
+// Threads: Acquire runs on whatever thread CUPTI asks for a buffer from
+// (application threads, CUPTI's worker); Release on the decoding thread.
+// Lock order: mutex_ is a leaf; nothing is called while holding it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace prof::cupti {
+
+class BufferPool {
+ public:
+  // cap_bytes: total of all pool buffers. null_allowed: CUPTI accepts a
+  // NULL answer (true for every CUPTI 13; false keeps the scratch path).
+  BufferPool(size_t cap_bytes, bool null_allowed);
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  // A buffer of buffer_bytes(), or nullptr / a scratch buffer past the cap.
+  uint8_t* Acquire();
+  // Gives a buffer back (pool or scratch) once its records are read.
+  void Release(uint8_t* buffer);
+  bool IsScratch(const uint8_t* buffer) const;
+
+  size_t buffer_bytes() const { return buffer_bytes_; }
+  size_t cap_bytes() const { return buffer_bytes_ * max_buffers_; }
+  size_t allocated_bytes() const;    // pool buffers ever allocated (<= cap)
+  uint64_t refused() const;          // requests answered NULL or with scratch
+
+ private:
+  static constexpr size_t kScratchBuffers = 2;
+
+  size_t buffer_bytes_;
+  size_t max_buffers_;
+  bool null_allowed_;
+
+  mutable std::mutex mutex_;
+  std::vector<uint8_t*> all_;   // every pool buffer allocated so far
+  std::vector<uint8_t*> free_;  // pool buffers not held by CUPTI
+  std::vector<uint8_t*> scratch_;       // fixed, allocated on first need
+  size_t next_scratch_ = 0;
+  uint64_t refused_ = 0;
+};
+
+// Buffer size for a pool cap: 256 KiB buffers for large caps (per-thread
+// CUPTI buffers: many threads each hold one), smaller ones so
+// that even a small cap holds 8 buffers, never under 16 KiB. Multiple of 8.
+size_t BufferBytesForCap(size_t cap_bytes);
+
+}  // namespace prof::cupti

@@ -1,0 +1,48 @@
+// CUPTI, wrapped once: a table of the entry points libprof uses, resolved by
+// dlsym from a libcupti opened at run time (cupti_loader.h). The collector
+// only calls CUPTI through this table, so unit tests hand it a fake one.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <string>
+
+namespace prof::cupti {
+
+struct CuptiApi {
+  // Required: without any of these the library is not usable.
+  decltype(&::cuptiGetVersion) GetVersion = nullptr;
+  decltype(&::cuptiSubscribe) Subscribe = nullptr;
+  decltype(&::cuptiUnsubscribe) Unsubscribe = nullptr;
+  decltype(&::cuptiEnableDomain) EnableDomain = nullptr;
+  decltype(&::cuptiEnableCallback) EnableCallback = nullptr;
+  decltype(&::cuptiActivityEnable) ActivityEnable = nullptr;
+  decltype(&::cuptiActivityDisable) ActivityDisable = nullptr;
+  decltype(&::cuptiActivityRegisterCallbacks) ActivityRegisterCallbacks = nullptr;
+  decltype(&::cuptiActivityGetNextRecord) ActivityGetNextRecord = nullptr;
+  decltype(&::cuptiActivityFlushAll) ActivityFlushAll = nullptr;
+  decltype(&::cuptiActivityGetNumDroppedRecords) ActivityGetNumDroppedRecords = nullptr;
+  decltype(&::cuptiGetTimestamp) GetTimestamp = nullptr;
+
+  // Optional: newer or less essential; the collector copes without them.
+  decltype(&::cuptiSubscribe_v2) SubscribeV2 = nullptr;  // CUPTI 13+: named subscriber
+  decltype(&::cuptiActivityRegisterTimestampCallback) ActivityRegisterTimestampCallback = nullptr;
+  decltype(&::cuptiFinalize) Finalize = nullptr;
+  decltype(&::cuptiGetResultString) GetResultString = nullptr;
+
+  std::string path;  // where it was loaded from, for messages
+
+  // Names the first missing required entry point, or nullptr when complete.
+  const char* FirstMissing() const;
+};
+
+// Fills `api` from a dlopen handle. Returns false (and names the missing
+// symbol in *missing) when a required entry point is absent.
+bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing);
+
+// "CUPTI_ERROR_UNKNOWN (999)": the library's own name when it can say, else
+// the number.
+std::string ResultName(const CuptiApi& api, CUptiResult result);
+
+}  // namespace prof::cupti

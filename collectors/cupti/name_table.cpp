@@ -1,0 +1,38 @@
+#include "collectors/cupti/name_table.h"
+
+namespace prof::cupti {
+
+uint32_t NameTable::Intern(std::string_view name) {
+  if (name.empty()) return 0;
+  auto it = ids_.find(std::string(name));
+  if (it != ids_.end()) return it->second;
+  auto id = static_cast<uint32_t>(names_.size());
+  names_.emplace_back(name);
+  ids_.emplace(names_.back(), id);
+  return id;
+}
+
+WindowStrings::WindowStrings(std::vector<std::string>* strings) : strings_(strings) {
+  if (strings_->empty()) strings_->emplace_back();
+  for (size_t i = 0; i < strings_->size(); ++i) existing_.emplace((*strings_)[i], static_cast<uint32_t>(i));
+}
+
+uint32_t WindowStrings::Map(const NameTable& names, uint32_t id) {
+  if (id == 0) return 0;
+  auto done = mapped_.find(id);
+  if (done != mapped_.end()) return done->second;
+  const std::string& text = names.Get(id);
+  uint32_t window_id;
+  auto it = existing_.find(text);
+  if (it != existing_.end()) {
+    window_id = it->second;
+  } else {
+    window_id = static_cast<uint32_t>(strings_->size());
+    strings_->push_back(text);
+    existing_.emplace(text, window_id);
+  }
+  mapped_.emplace(id, window_id);
+  return window_id;
+}
+
+}  // namespace prof::cupti

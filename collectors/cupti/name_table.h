@@ -1,0 +1,42 @@
+// Interned names (kernel names, API names) of decoded device records. Local
+// to the collector: CollectWindow re-interns the ones a window uses into
+// Window::strings, so ids never depend on who else interns.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace prof::cupti {
+
+// Not thread-safe: used only by the thread that decodes (the writer thread,
+// under the collector's decode lock).
+class NameTable {
+ public:
+  NameTable() { names_.emplace_back(); }  // id 0 is ""
+
+  uint32_t Intern(std::string_view name);
+  const std::string& Get(uint32_t id) const { return id < names_.size() ? names_[id] : names_[0]; }
+  size_t size() const { return names_.size(); }
+
+ private:
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> ids_;
+};
+
+// Maps the collector's name ids into a window's string table, appending the
+// names it lacks (id 0 stays "").
+class WindowStrings {
+ public:
+  explicit WindowStrings(std::vector<std::string>* strings);
+  uint32_t Map(const NameTable& names, uint32_t id);
+
+ private:
+  std::vector<std::string>* strings_;
+  std::unordered_map<std::string, uint32_t> existing_;
+  std::unordered_map<uint32_t, uint32_t> mapped_;  // collector id -> window id
+};
+
+}  // namespace prof::cupti

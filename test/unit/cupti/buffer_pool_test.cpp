@@ -1,0 +1,70 @@
+// The activity buffer pool: bounded by its cap, refusals counted, buffers
+// reused, and the scratch path for CUPTI versions that cannot take NULL.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <vector>
+
+#include "collectors/cupti/buffer_pool.h"
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("buffer size follows the cap: 256 KiB for large caps, 8 buffers for small ones, 16 KiB at least",
+          "[pool]") {
+  CHECK(BufferBytesForCap(128u << 20) == (256u << 10));
+  CHECK(BufferBytesForCap(1u << 20) == (128u << 10));
+  CHECK(BufferBytesForCap(4096) == (16u << 10));
+  CHECK(BufferBytesForCap(1u << 20) % 8 == 0);
+}
+
+TEST_CASE("past the cap the pool answers NULL and counts each refusal", "[pool]") {
+  BufferPool pool(1u << 20, /*null_allowed=*/true);
+  std::set<uint8_t*> handed;
+  for (int i = 0; i < 8; ++i) {
+    uint8_t* b = pool.Acquire();
+    REQUIRE(b != nullptr);
+    CHECK(reinterpret_cast<uintptr_t>(b) % 8 == 0);
+    handed.insert(b);
+  }
+  CHECK(handed.size() == 8);
+  CHECK(pool.allocated_bytes() == (1u << 20));
+  CHECK(pool.Acquire() == nullptr);
+  CHECK(pool.Acquire() == nullptr);
+  CHECK(pool.refused() == 2);
+  CHECK(pool.allocated_bytes() <= pool.cap_bytes());
+}
+
+TEST_CASE("a released buffer is handed out again instead of allocating", "[pool]") {
+  BufferPool pool(1u << 20, /*null_allowed=*/true);
+  std::vector<uint8_t*> all;
+  for (int i = 0; i < 8; ++i) all.push_back(pool.Acquire());
+  pool.Release(all[3]);
+  CHECK(pool.Acquire() == all[3]);
+  CHECK(pool.allocated_bytes() == (1u << 20));
+  CHECK(pool.refused() == 0);
+}
+
+TEST_CASE("without NULL answers, past the cap a scratch buffer is handed out and recognised", "[pool]") {
+  BufferPool pool(1u << 20, /*null_allowed=*/false);
+  for (int i = 0; i < 8; ++i) REQUIRE_FALSE(pool.IsScratch(pool.Acquire()));
+  uint8_t* scratch = pool.Acquire();
+  REQUIRE(scratch != nullptr);
+  CHECK(pool.IsScratch(scratch));
+  CHECK(pool.refused() == 1);
+  // Releasing scratch never puts it in the pool: the cap still holds.
+  pool.Release(scratch);
+  CHECK(pool.IsScratch(pool.Acquire()));
+  CHECK(pool.allocated_bytes() == (1u << 20));
+}
+
+TEST_CASE("a pointer the pool never handed out is ignored on release", "[pool]") {
+  BufferPool pool(1u << 20, /*null_allowed=*/true);
+  uint8_t foreign[64];
+  pool.Release(foreign);
+  uint8_t* b = pool.Acquire();
+  CHECK(b != foreign);
+}
+
+}  // namespace
+}  // namespace prof::cupti

@@ -1,0 +1,84 @@
+// Mapping CUPTI time onto the agent clock by paired samples.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "agent/clock.h"
+#include "collectors/cupti/clock_map.h"
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("the default map is the identity (timestamp callback registered)", "[clock]") {
+  ClockMap map;
+  CHECK(map.identity());
+  CHECK(map.ToAgent(123456789) == 123456789);
+  CHECK(map.ToAgent(0) == 0);
+}
+
+TEST_CASE("calibration recovers a fixed offset between the clocks", "[clock]") {
+  // Agent clock ticks 100 ns per read; CUPTI is 1'000'000 ns ahead of the
+  // agent at the moment it is read (halfway between the agent reads).
+  uint64_t agent = 50'000;
+  auto agent_now = [&] { return agent += 100; };
+  auto cupti_now = [&](uint64_t* ns) {
+    *ns = agent + 50 + 1'000'000;
+    return true;
+  };
+  ClockMap map;
+  REQUIRE(map.Calibrate(agent_now, cupti_now));
+  CHECK_FALSE(map.identity());
+  CHECK(map.offset_ns() == -1'000'000);
+  CHECK(map.uncertainty_ns() == 50);
+  CHECK(map.ToAgent(2'000'000) == 1'000'000);
+}
+
+TEST_CASE("calibration keeps the pair with the tightest bracket", "[clock]") {
+  // Brackets of 1000, 10 and 500 ns; the CUPTI read lands at the start of
+  // each bracket, so only the tight pair gives an offset within 5 ns of truth.
+  std::vector<uint64_t> gaps = {1000, 10, 500};
+  size_t i = 0;
+  uint64_t agent = 1'000'000;
+  bool second = false;
+  auto agent_now = [&] {
+    if (second) {
+      agent += gaps[i++ % gaps.size()];
+    } else {
+      agent += 1'000;
+    }
+    second = !second;
+    return agent;
+  };
+  auto cupti_now = [&](uint64_t* ns) {
+    *ns = agent + 7'000;  // truth: cupti = agent + 7000
+    return true;
+  };
+  ClockMap map;
+  REQUIRE(map.Calibrate(agent_now, cupti_now, 3));
+  CHECK(map.uncertainty_ns() == 5);
+  CHECK(map.offset_ns() == -7'000 + 5);
+}
+
+TEST_CASE("a CUPTI clock that cannot be read leaves the map unchanged", "[clock]") {
+  ClockMap map;
+  CHECK_FALSE(map.Calibrate([] { return uint64_t{1}; }, [](uint64_t*) { return false; }));
+  CHECK(map.identity());
+  CHECK(map.ToAgent(42) == 42);
+}
+
+TEST_CASE("mapped against the real agent clock, CUPTI time one second ahead lands on agent now", "[clock]") {
+  constexpr int64_t kAhead = 1'000'000'000;
+  ClockMap map;
+  REQUIRE(map.Calibrate(NowNs, [](uint64_t* ns) {
+    *ns = NowNs() + kAhead;
+    return true;
+  }));
+  uint64_t now = NowNs();
+  uint64_t mapped = map.ToAgent(now + kAhead);
+  // Within the calibration's own error (microseconds at worst here).
+  CHECK(mapped + 1'000'000 > now);
+  CHECK(mapped < now + 1'000'000);
+}
+
+}  // namespace
+}  // namespace prof::cupti

@@ -1,0 +1,394 @@
+// The collector's decisions against a fake CUPTI: subscription and the
+// interception-only fallbacks, what is enabled when, window membership and
+// completeness, loss counts, and the detach at the end of the schedule.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "agent/clock.h"
+#include "collectors/cupti/activity_collector.h"
+#include "fake_cupti.h"
+
+namespace prof::cupti {
+namespace {
+
+constexpr auto kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
+constexpr auto kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
+constexpr uint32_t kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+constexpr uint32_t kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+
+struct Harness {
+  Config config;
+  std::unique_ptr<CuptiCollector> collector;
+  bool load_fails = false;
+
+  Harness() {
+    fake::Reset();
+    config.flush_timeout_ns = 50'000'000;
+  }
+  ~Harness() {
+    // Give back what the fake still holds so the pool is the only owner.
+    collector.reset();
+    fake::Reset();
+  }
+  CuptiCollector& Make() {
+    collector = std::make_unique<CuptiCollector>([this](const Config&, CuptiApi* api, std::string* cause) {
+      if (load_fails) {
+        *cause = "no usable libcupti (libcupti.so.13: cannot open shared object file)";
+        return false;
+      }
+      *api = fake::Api();
+      return true;
+    });
+    return *collector;
+  }
+  // One runtime launch whose kernel ran [start, end) on CUPTI's clock.
+  void Launch(uint32_t correlation_id, const char* name = "_Z6kernelv") {
+    fake::Call(kRuntime, kLaunch, correlation_id);
+    uint64_t now = NowNs();
+    fake::Write(fake::Kernel(correlation_id, now + 1000, now + 5000, name));
+  }
+  Window Collect(uint64_t start_ns, uint64_t end_ns, uint64_t wait_ns = 0) {
+    Window w;
+    collector->CollectWindow(start_ns, end_ns, NowNs() + wait_ns, &w);
+    return w;
+  }
+};
+
+std::vector<uint32_t> Correlations(const Window& w) {
+  std::vector<uint32_t> ids;
+  for (const auto& r : w.device_records) ids.push_back(r.correlation_id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+TEST_CASE("attach subscribes as libprof and enables the configured kinds after the timestamp callback",
+          "[collector]") {
+  Harness h;
+  h.Make().Attach(h.config);
+  const auto& s = fake::State();
+  CHECK(h.collector->state() == CollectorState::kAttached);
+  CHECK(h.collector->Mode() == "activity");
+  CHECK(s.subscribe_calls == 1);
+  CHECK(s.subscriber_name == "libprof");
+  CHECK(s.timestamp != nullptr);
+  CHECK(s.timestamp_registered_before_kinds);
+  CHECK(h.collector->clock().identity());
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMCPY));
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMSET));
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_RUNTIME));
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+  CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2));
+  CHECK_FALSE(s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER));  // off by default
+  CHECK(s.domains.count(kRuntime));
+  CHECK(s.callbacks.count({kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}));
+}
+
+TEST_CASE("PROF_ACTIVITIES decides the kinds: kernel only enables kernels only", "[collector]") {
+  Harness h;
+  h.config.activities = kActKernel;
+  h.Make().Attach(h.config);
+  CHECK(fake::State().kinds == std::set<int>{CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL});
+}
+
+TEST_CASE("a refused subscription names the holder, registers nothing and is never retried", "[collector]") {
+  Harness h;
+  fake::State().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  fake::State().holder_name = "CUPTI for Nsight Systems";
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kOff);
+  CHECK(c.Mode().rfind("interception-only (", 0) == 0);
+  CHECK(c.Mode().find("CUPTI for Nsight Systems") != std::string::npos);
+  // The other tool's buffers and clock are left alone.
+  CHECK(fake::State().request == nullptr);
+  CHECK(fake::State().timestamp == nullptr);
+  CHECK(fake::State().kinds.empty());
+  c.Pause();
+  c.Attach(h.config);
+  CHECK(fake::State().subscribe_calls == 1);
+  Window w = h.Collect(0, NowNs());
+  CHECK_FALSE(w.meta.has_gpu_timings);
+  CHECK(w.meta.cupti_mode == c.Mode());
+  CHECK(w.device_records.empty());
+}
+
+TEST_CASE("without a driver CUPTI answers UNKNOWN: interception-only, the cause says so", "[collector]") {
+  Harness h;
+  fake::State().subscribe_result = CUPTI_ERROR_UNKNOWN;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kOff);
+  CHECK(c.Mode().find("no CUDA driver") != std::string::npos);
+  CHECK(c.Mode().find("999") != std::string::npos);
+}
+
+TEST_CASE("an old cuptiSubscribe without _v2 is used when that is all there is", "[collector]") {
+  Harness h;
+  fake::State().has_subscribe_v2 = false;
+  h.Make().Attach(h.config);
+  CHECK(h.collector->state() == CollectorState::kAttached);
+  CHECK(fake::State().subscriber_name.empty());
+}
+
+TEST_CASE("a libcupti of another major version is refused, saying found and needed", "[collector]") {
+  Harness h;
+  fake::State().version = 28;  // CUDA 12.9's numbering
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kOff);
+  CHECK(c.Mode().find("version 28") != std::string::npos);
+  CHECK(c.Mode().find("needs 13") != std::string::npos);
+  CHECK(fake::State().subscribe_calls == 0);
+}
+
+TEST_CASE("no libcupti found: interception-only with the loader's reason", "[collector]") {
+  Harness h;
+  h.load_fails = true;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.Mode().find("no usable libcupti") != std::string::npos);
+}
+
+TEST_CASE("the runtime enter callback sets the thread's correlation id; a nested driver call does not",
+          "[collector]") {
+  Harness h;
+  h.Make().Attach(h.config);
+  tls_correlation_id = 0;
+  fake::Enter(kRuntime, kLaunch, 41);
+  CHECK(tls_correlation_id == 41);
+  fake::Enter(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 42);
+  CHECK(tls_correlation_id == 41);
+  fake::Exit(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 42);
+  fake::Exit(kRuntime, kLaunch, 41);
+  // A driver call made directly (wrapper reset the id to 0) sets its own.
+  tls_correlation_id = 0;
+  fake::Call(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 43);
+  CHECK(tls_correlation_id == 43);
+}
+
+TEST_CASE("a window holds exactly the records of calls launched inside it", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  h.Launch(1);  // warmup
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(2);
+  h.Launch(3);
+  fake::Call(kRuntime, kGetDevice, 4);  // no device work
+  uint64_t end = NowNs();
+  h.Launch(5);  // after the window: kept for a later one, not this
+  Window w = h.Collect(start, end);
+  CHECK(Correlations(w) == std::vector<uint32_t>{2, 3});
+  CHECK(w.meta.has_gpu_timings);
+  CHECK(w.meta.cupti_mode == "activity");
+  CHECK(w.meta.losses.device_records_missing == 0);
+  CHECK(w.meta.losses.cupti_records_dropped == 0);
+  CHECK(w.String(w.device_records[0].name_id) == "_Z6kernelv");
+  // The record launched after the first window belongs to the next.
+  Window next = h.Collect(end, NowNs());
+  CHECK(Correlations(next) == std::vector<uint32_t>{5});
+}
+
+TEST_CASE("a GPU record is never earlier than the call that launched it", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  uint64_t before_call = NowNs();
+  h.Launch(1);
+  Window w = h.Collect(start, NowNs());
+  REQUIRE(w.device_records.size() == 1);
+  CHECK(w.device_records[0].start_ns >= before_call);
+}
+
+TEST_CASE("window names are appended to the window's string table, reusing ones it has", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  h.Launch(1, "_Z1av");
+  h.Launch(2, "_Z1bv");
+  Window w;
+  w.strings = {"", "_Z1bv"};  // interned by the agent already
+  c.CollectWindow(start, NowNs(), NowNs(), &w);
+  REQUIRE(w.device_records.size() == 2);
+  for (const auto& r : w.device_records) {
+    CHECK((w.String(r.name_id) == "_Z1av" || w.String(r.name_id) == "_Z1bv"));
+  }
+  CHECK(w.strings.size() == 3);
+  CHECK(std::count(w.strings.begin(), w.strings.end(), "_Z1bv") == 1);
+}
+
+TEST_CASE("a launch whose record never comes is counted missing after a bounded wait", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  h.Launch(1);
+  fake::Call(kRuntime, kLaunch, 2);  // launched, record never written
+  uint64_t end = NowNs();
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/30'000'000);
+  uint64_t waited = NowNs() - before;
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+  CHECK(w.meta.losses.device_records_missing == 1);
+  CHECK(waited >= 30'000'000);
+  CHECK(waited < 1'000'000'000);
+}
+
+TEST_CASE("a failed launch is not waited for and not missing", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kLaunch, 2, /*result=*/1);  // cudaErrorInvalidValue
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, NowNs(), /*wait_ns=*/2'000'000'000);
+  CHECK(NowNs() - before < 1'000'000'000);
+  CHECK(w.meta.losses.device_records_missing == 0);
+}
+
+TEST_CASE("past the buffer cap CUPTI gets NULL and the window reports every record lost", "[collector]") {
+  Harness h;
+  h.config.buffer_bytes = 4u << 20;  // pool: 1 MiB of 128 KiB buffers
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  // Many more kernel records than 1 MiB holds, none handed back meanwhile.
+  constexpr uint32_t kLaunches = 10000;
+  for (uint32_t id = 1; id <= kLaunches; ++id) h.Launch(id);
+  Window w = h.Collect(start, NowNs());
+  const auto& s = fake::State();
+  REQUIRE(s.dropped_total > 0);
+  CHECK(w.meta.losses.cupti_records_dropped == s.dropped_total);
+  CHECK(w.device_records.size() == s.records_written);
+  CHECK(w.device_records.size() + w.meta.losses.cupti_records_dropped == kLaunches);
+  // Dropped launches are not also reported missing, but they are: the
+  // record never came. Both views are written; the test pins the sum above.
+}
+
+TEST_CASE("unknown activity kinds are counted in the window", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  CUpti_ActivityMarker2 marker;
+  std::memset(&marker, 0, sizeof(marker));
+  marker.kind = CUPTI_ACTIVITY_KIND_MARKER;
+  fake::Write(marker);
+  Window w = h.Collect(start, NowNs());
+  CHECK(w.meta.losses.unknown_activity_kinds == 1);
+}
+
+TEST_CASE("pause disables kinds and callbacks; the next attach re-enables without resubscribing", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  c.Pause();
+  CHECK(c.state() == CollectorState::kPaused);
+  CHECK(fake::State().kinds.empty());
+  CHECK(fake::State().domains.empty());
+  tls_correlation_id = 0;
+  fake::Enter(kRuntime, kLaunch, 9);  // not delivered: domain off
+  CHECK(tls_correlation_id == 0);
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kAttached);
+  CHECK_FALSE(fake::State().kinds.empty());
+  CHECK(fake::State().subscribe_calls == 1);
+}
+
+TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing stays enabled", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  h.Launch(1);
+  uint64_t end = NowNs();
+  c.Finish();
+  CHECK(c.state() == CollectorState::kFinishing);
+  CHECK(fake::State().kinds.empty());
+  // Not before the last window is collected.
+  fake::Call(kRuntime, kGetDevice, 2);
+  CHECK(fake::State().finalize_calls == 0);
+  Window w = h.Collect(start, end);
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+  CHECK(fake::State().forced_flushes >= 1);
+  fake::Call(kRuntime, kGetDevice, 3);
+  CHECK(c.state() == CollectorState::kDetached);
+  CHECK(fake::State().finalize_calls == 1);
+  CHECK_FALSE(fake::State().subscribed);
+  CHECK(fake::State().kinds.empty());
+}
+
+TEST_CASE("finish without a collected window still detaches once the flush timeout passed", "[collector]") {
+  Harness h;
+  h.config.flush_timeout_ns = 1'000'000;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  c.Finish();
+  fake::Call(kRuntime, kGetDevice, 1);
+  CHECK(fake::State().finalize_calls == 0);
+  uint64_t until = NowNs() + 2'000'000;
+  while (NowNs() < until) {
+  }
+  fake::Call(kRuntime, kGetDevice, 2);
+  CHECK(fake::State().finalize_calls == 1);
+}
+
+TEST_CASE("a new cycle after the detach subscribes again", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  c.Finish();
+  h.Collect(0, NowNs());
+  fake::Call(kRuntime, kGetDevice, 1);
+  REQUIRE(c.state() == CollectorState::kDetached);
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kAttached);
+  CHECK(fake::State().subscribe_calls == 2);
+  CHECK(fake::State().subscribed);
+}
+
+TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, without finalize",
+          "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  h.Launch(1);
+  c.OnExit();
+  CHECK(fake::State().forced_flushes == 1);
+  CHECK_FALSE(fake::State().subscribed);
+  CHECK(fake::State().finalize_calls == 0);
+  CHECK(fake::State().kinds.empty());
+  // The flushed records are still collected into the partial window.
+  Window w = h.Collect(start, NowNs());
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+}
+
+TEST_CASE("without a timestamp callback, CUPTI times are mapped onto the agent clock", "[collector]") {
+  Harness h;
+  fake::State().has_timestamp_callback = false;
+  fake::State().cupti_clock_offset_ns = 5'000'000'000;  // CUPTI 5 s ahead
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK_FALSE(c.clock().identity());
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kLaunch, 1);
+  uint64_t cupti_now = NowNs() + 5'000'000'000;
+  fake::Write(fake::Kernel(1, cupti_now, cupti_now + 1000, "_Z1kv"));
+  uint64_t end = NowNs();
+  Window w = h.Collect(start, end);
+  REQUIRE(w.device_records.size() == 1);
+  // Within the calibration error of the agent time the record was made.
+  CHECK(w.device_records[0].start_ns >= start - 1'000'000);
+  CHECK(w.device_records[0].start_ns <= end + 1'000'000);
+}
+
+}  // namespace
+}  // namespace prof::cupti

@@ -1,0 +1,81 @@
+// A fake libcupti for unit tests: a CuptiApi table whose functions record
+// what the collector asked for, and drivers that play CUPTI's part (API
+// callbacks, buffer requests, record delivery) deterministically on the
+// test's thread. One fake per process: State() is reset by each test.
+#pragma once
+
+#include <cupti.h>
+
+#include <cstdint>
+#include <cstring>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "collectors/cupti/cupti_api.h"
+
+namespace fake {
+
+struct CuptiState {
+  // Knobs the test sets before Attach.
+  uint32_t version = CUPTI_API_VERSION;
+  bool has_subscribe_v2 = true;
+  bool has_timestamp_callback = true;
+  CUptiResult subscribe_result = CUPTI_SUCCESS;
+  std::string holder_name;          // written to oldSubscriberName when refused
+  int64_t cupti_clock_offset_ns = 0;  // cuptiGetTimestamp = NowNs() + this (no timestamp callback)
+
+  // What the collector did.
+  int subscribe_calls = 0;
+  std::string subscriber_name;
+  bool subscribed = false;
+  int unsubscribe_calls = 0;
+  int finalize_calls = 0;
+  int flushes = 0;
+  int forced_flushes = 0;
+  bool timestamp_registered_before_kinds = false;
+  CUpti_TimestampCallbackFunc timestamp = nullptr;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  std::set<int> kinds;                           // enabled activity kinds
+  std::set<int> domains;                         // wholly enabled callback domains
+  std::set<std::pair<int, uint32_t>> callbacks;  // single enabled callbacks
+
+  // CUPTI's side of the buffers.
+  uint8_t* buffer = nullptr;  // being filled
+  size_t buffer_size = 0;
+  size_t buffer_used = 0;
+  std::vector<std::pair<uint8_t*, size_t>> retired;  // full, not yet delivered
+  size_t dropped = 0;                                // since the last GetNumDroppedRecords
+  size_t dropped_total = 0;
+  size_t records_written = 0;
+};
+
+CuptiState& State();
+void Reset();
+prof::cupti::CuptiApi Api();
+
+// CUPTI calling the subscriber, as it does around a runtime/driver call
+// (only when that callback is enabled, like CUPTI).
+void Enter(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id);
+void Exit(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id, int result = 0);
+void Call(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id, int result = 0);
+
+// CUPTI writing one record: asks for a buffer when the current one is full
+// (or absent); counts a drop when the client answers NULL.
+void Write(const void* record, size_t size);
+template <typename Record>
+void Write(const Record& record) {
+  Write(&record, sizeof(record));
+}
+// CUPTI retiring the buffer it fills (it is delivered at the next flush).
+void RetireCurrent();
+
+// Hand-built records, times in CUPTI ns.
+CUpti_ActivityKernel10 Kernel(uint32_t correlation_id, uint64_t start, uint64_t end, const char* name);
+CUpti_ActivityAPI RuntimeApi(uint32_t correlation_id, uint32_t cbid, uint64_t start, uint64_t end);
+
+}  // namespace fake
