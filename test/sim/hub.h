@@ -79,6 +79,9 @@ typedef struct SimOp {
   uint32_t static_shared_bytes;
   uint32_t dynamic_shared_bytes;
   uint32_t graph_id;
+  // Added after the first version (append only, never reorder):
+  uint32_t event_id;          // SIM_OP_SYNC on an event (event sync, stream wait event)
+  uint64_t waited_until_ns;   // SIM_OP_SYNC: sim-clock end of the device work the call waited for
 } SimOp;
 
 // Called once per op when it is enqueued (its times are already decided by

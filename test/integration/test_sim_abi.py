@@ -1,0 +1,83 @@
+"""The simulated libraries have the real stack's ABI: file names and
+SONAMEs, the libcudart.so.13 version node, a runtime that imports no driver
+symbol and reaches the driver through cuGetProcAddress with base names."""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
+import sim_truth as truth  # noqa: E402
+
+CUDART = os.path.join(harness.SIM_LIB_DIR, "libcudart.so.13")
+CUDA = os.path.join(harness.SIM_LIB_DIR, "libcuda.so.1")
+
+
+def readelf(*args):
+    return subprocess.run(["readelf", *args], capture_output=True, text=True, check=True).stdout
+
+
+class SimAbiTest(unittest.TestCase):
+    def test_libraries_have_the_real_file_names_and_sonames(self):
+        self.assertIn("Library soname: [libcudart.so.13]", readelf("-d", CUDART))
+        self.assertIn("Library soname: [libcuda.so.1]", readelf("-d", CUDA))
+
+    def test_runtime_defines_the_version_node_nvcc_binaries_need(self):
+        self.assertIn("Name: libcudart.so.13", readelf("-V", CUDART).split("Version definition")[1])
+        symbols = readelf("--dyn-syms", "-W", CUDART)
+        for name in ("cudaMalloc@@libcudart.so.13", "__cudaLaunchKernel@@libcudart.so.13",
+                     "__cudaRegisterFunction@@libcudart.so.13", "cudaLaunchKernelExC@@libcudart.so.13"):
+            self.assertIn(name, symbols)
+
+    def test_runtime_imports_no_driver_symbol(self):
+        undefined = subprocess.run(["nm", "-D", "--undefined-only", CUDART], capture_output=True, text=True,
+                                   check=True).stdout.split()
+        self.assertEqual([s for s in undefined if s.startswith("cu")], [])
+
+    def test_cuGetProcAddress_maps_base_names_to_versioned_entry_points(self):
+        cuda = ctypes.CDLL(CUDA)
+        self.assertEqual(cuda.cuInit(0), 0)
+        get_proc = cuda.cuGetProcAddress_v2
+        get_proc.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64,
+                             ctypes.POINTER(ctypes.c_int)]
+        for base, versioned in (("cuMemAlloc", "cuMemAlloc_v2"), ("cuMemFree", "cuMemFree_v2"),
+                                ("cuLaunchKernel", "cuLaunchKernel"), ("cuMemAllocAsync", "cuMemAllocAsync")):
+            fn = ctypes.c_void_p()
+            status = ctypes.c_int(-1)
+            self.assertEqual(get_proc(base.encode(), ctypes.byref(fn), 13000, 0, ctypes.byref(status)), 0, base)
+            self.assertEqual(status.value, 0)  # CU_GET_PROC_ADDRESS_SUCCESS
+            self.assertEqual(fn.value, ctypes.cast(getattr(cuda, versioned), ctypes.c_void_p).value, base)
+        fn = ctypes.c_void_p()
+        status = ctypes.c_int(-1)
+        self.assertEqual(get_proc(b"cuNoSuchFunction", ctypes.byref(fn), 13000, 0, ctypes.byref(status)), 500)
+        self.assertEqual(status.value, 1)  # CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND
+        self.assertEqual(get_proc(b"cuMemAllocAsync", ctypes.byref(fn), 11000, 0, ctypes.byref(status)), 500)
+        self.assertEqual(status.value, 2)  # CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+
+    def test_runtime_resolves_the_driver_through_cuGetProcAddress_before_calling_it(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "truth.jsonl")
+            proc = harness.run([os.path.join(harness.WORKLOAD_DIR, "train_loop"), "--steps", "1"],
+                               harness.sim_env(SIM_TRUTH_FILE=path))
+            lines = truth.read(path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        driver = truth.api(lines, domain="driver")
+        names = [d["name"] for d in driver]
+        first_lookup, first_init = names.index("cuGetProcAddress_v2"), names.index("cuInit")
+        self.assertLess(first_lookup, first_init)
+        lookups = [d for d in driver if d["name"] == "cuGetProcAddress_v2"]
+        self.assertGreaterEqual(len(lookups), 40)
+        self.assertTrue(all(d["result"] == 0 for d in lookups))
+        # The lookups happen inside the first runtime call, as nested driver calls.
+        outer = {d["outer_correlation"] for d in lookups}
+        self.assertEqual(len(outer), 1)
+        first_runtime = [l for l in truth.api(lines, domain="runtime") if l["correlation"] in outer][0]
+        self.assertEqual(first_runtime["name"], "cudaHostAlloc")
+
+
+if __name__ == "__main__":
+    harness.main()

@@ -1,0 +1,123 @@
+// State of the one simulated device: streams and their timelines, events,
+// memory ("device memory" is host memory, so copies really move bytes), and
+// the primary context. Thread-safe; one mutex, never held while sleeping or
+// while calling a hook.
+#pragma once
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+// The opaque driver handle types of cuda.h, defined here.
+struct CUstream_st {
+  uint32_t id;        // CUPTI stream id
+  bool non_blocking;  // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy stream
+  uint64_t tail_ns;   // sim clock: previous work on this stream ends (or a waited event fires)
+  bool destroyed;     // kept after cuStreamDestroy: its pending work still occupies the device
+};
+struct CUevent_st {
+  uint32_t id;
+  unsigned flags;
+  bool recorded;
+  uint64_t time_ns;  // sim clock: when the work before the record completes
+};
+// CUfunction and CUkernel handles both point to one of these.
+struct CUfunc_st {
+  std::string name;       // mangled device name, as registered
+  std::string demangled;
+};
+struct CUlib_st {
+  int unused;
+};
+struct CUctx_st {
+  uint32_t uid;
+};
+struct CUmemPoolHandle_st {
+  int unused;
+};
+
+namespace sim {
+
+// Where an op landed on the device timeline.
+struct Placement {
+  uint64_t launch_ns;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t stream_id;
+};
+
+inline constexpr uint32_t kLegacyStreamId = 7;  // the id CUPTI gives the legacy default stream
+inline constexpr uint32_t kDeviceId = 0;
+
+class Device {
+ public:
+  static Device& Get();
+
+  // ---- streams. Handles: NULL and CU_STREAM_LEGACY are the legacy default
+  // stream, CU_STREAM_PER_THREAD the caller's per-thread default stream.
+  CUstream CreateStream(bool non_blocking);
+  bool DestroyStream(CUstream stream);
+  bool IsValid(CUstream stream);
+  uint32_t StreamId(CUstream stream);
+  // Puts duration_ns of work on the stream, enqueued now. Legacy semantics:
+  // work on the legacy stream waits for all blocking streams, and work on a
+  // blocking stream waits for the legacy stream.
+  Placement Enqueue(CUstream stream, uint64_t duration_ns);
+  uint64_t StreamDoneNs(CUstream stream);  // end of everything enqueued on it so far
+  uint64_t DeviceDoneNs();                 // end of everything enqueued so far
+
+  // ---- events
+  CUevent CreateEvent(unsigned flags);
+  bool DestroyEvent(CUevent event);
+  bool IsValid(CUevent event);
+  void RecordEvent(CUevent event, CUstream stream);
+  // Later work on the stream starts after the event's time (if recorded).
+  void WaitEvent(CUstream stream, CUevent event);
+
+  // ---- memory. memory_kind is CUpti_ActivityMemoryKind.
+  void* Allocate(size_t bytes, int memory_kind);  // nullptr: out of memory
+  // Forgets an allocation made by Allocate; false if ptr is not one.
+  bool Release(void* ptr, int expected_kind, size_t* bytes);
+  // Registers memory mapped by cuMemMap (not owned: Forget does not free it).
+  void Register(void* ptr, size_t bytes, int memory_kind);
+  void Forget(void* ptr);
+  int KindOf(const void* ptr);  // PAGEABLE when not ours
+  size_t DeviceBytesInUse();
+  static constexpr size_t kTotalMemBytes = 85520809984ull;  // 79.6 GiB, as an H100 80GB reports
+
+  // ---- primary context
+  CUcontext RetainPrimaryContext();  // creates it on first use (resource hook fires)
+  void ResetPrimaryContext();        // destroys it (resource hook fires)
+  CUcontext CurrentContext();
+
+ private:
+  struct Allocation {
+    size_t bytes;
+    int kind;
+    bool owned;
+  };
+  CUstream_st* ResolveLocked(CUstream stream);
+  uint64_t BlockingTailLocked();  // latest tail over all blocking streams
+  uint64_t EffectiveTailLocked(CUstream_st* s);
+
+  std::mutex mutex_;  // guards everything below
+  CUstream_st legacy_{kLegacyStreamId, false, 0, false};
+  std::unordered_set<CUstream_st*> streams_;  // created + per-thread streams (not legacy)
+  std::unordered_set<CUevent_st*> events_;
+  std::map<uintptr_t, Allocation> allocations_;  // by start address
+  size_t device_bytes_ = 0;
+  uint32_t next_stream_id_ = 13;
+  uint32_t next_event_id_ = 1;
+  CUctx_st context_{1};
+  uint32_t next_context_uid_ = 1;
+  bool context_alive_ = false;
+};
+
+// Sleeps until the sim clock has passed sim_ns.
+void WaitUntilNs(uint64_t sim_ns);
+
+}  // namespace sim

@@ -1,0 +1,47 @@
+// How every simulated driver entry point is shaped: bracketed with
+// simhub_api_enter/exit (CUPTI driver domain, its cbid and params struct),
+// and refusing to work before a successful cuInit, as the real driver does.
+#pragma once
+
+#include <cuda.h>
+#include <cupti_driver_cbid.h>
+#include <generated_cuda_meta.h>
+
+#include "../hub.h"
+
+#define SIM_DRIVER_EXPORT extern "C" __attribute__((visibility("default")))
+#define SIM_DRIVER_CBID(name) CUPTI_DRIVER_TRACE_CBID_##name
+
+namespace sim {
+
+inline constexpr int kDriverDomain = 1;  // CUPTI_CB_DOMAIN_DRIVER_API
+
+bool DriverInitialized();  // cuInit succeeded in this process
+
+template <typename Body>
+CUresult DriverCall(uint32_t cbid, const char* name, const void* params, Body&& body,
+                    const char* symbol_name = nullptr) {
+  CUresult result = CUDA_SUCCESS;
+  SimApiSite site{};
+  site.domain = kDriverDomain;
+  site.cbid = cbid;
+  site.function_name = name;
+  site.symbol_name = symbol_name;
+  site.params = params;
+  site.return_value = &result;
+  simhub_api_enter(&site);
+  result = body();
+  simhub_api_exit(&site);
+  return result;
+}
+
+// The same for calls that need cuInit first.
+template <typename Body>
+CUresult InitializedDriverCall(uint32_t cbid, const char* name, const void* params, Body&& body,
+                               const char* symbol_name = nullptr) {
+  return DriverCall(
+      cbid, name, params,
+      [&]() -> CUresult { return DriverInitialized() ? body() : CUDA_ERROR_NOT_INITIALIZED; }, symbol_name);
+}
+
+}  // namespace sim

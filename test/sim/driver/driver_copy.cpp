@@ -1,0 +1,176 @@
+// Driver: copies and memsets. Bytes move at enqueue time (kernels compute
+// nothing, so no later work can observe the difference); the device
+// timeline gets the modelled duration.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cupti_activity.h>
+
+#include <cstring>
+
+#include "../hub_internal.h"
+#include "device.h"
+#include "driver_call.h"
+#include "timing.h"
+
+namespace sim {
+namespace {
+
+bool OnDevice(int memory_kind) {
+  return memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
+}
+
+int CopyKind(int src_kind, int dst_kind) {
+  if (OnDevice(src_kind)) return OnDevice(dst_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
+  return OnDevice(dst_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+}
+
+// Whether the calling thread waits for the copy to finish. Synchronous
+// copies wait unless device-to-device; asynchronous ones wait when pageable
+// host memory is involved (the driver stages through a pinned buffer).
+bool HostWaits(bool synchronous, int copy_kind, int src_kind, int dst_kind) {
+  const bool pageable = src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  if (synchronous) return copy_kind != CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  return pageable && copy_kind != CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
+}
+
+// rows x width bytes, each row at its own pitch (a plain copy is one row).
+CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows,
+              CUstream stream, bool synchronous) {
+  if (width * rows == 0) return CUDA_SUCCESS;
+  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+  Device& device = Device::Get();
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  device.RetainPrimaryContext();
+  const int src_kind = device.KindOf(src);
+  const int dst_kind = device.KindOf(dst);
+  for (size_t row = 0; row < rows; ++row) {
+    memmove(static_cast<char*>(dst) + row * dst_pitch, static_cast<const char*>(src) + row * src_pitch, width);
+  }
+  SimOp op{};
+  op.kind = SIM_OP_MEMCPY;
+  op.copy_kind = CopyKind(src_kind, dst_kind);
+  op.src_kind = src_kind;
+  op.dst_kind = dst_kind;
+  op.bytes = width * rows;
+  const Placement at = device.Enqueue(stream, CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind));
+  op.correlation_id = OuterCorrelationId();
+  op.device_id = kDeviceId;
+  op.context_id = 1;
+  op.stream_id = at.stream_id;
+  op.launch_ns = at.launch_ns;
+  op.start_ns = at.start_ns;
+  op.end_ns = at.end_ns;
+  EmitOp(op);
+  if (HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) WaitUntilNs(at.end_ns);
+  return CUDA_SUCCESS;
+}
+
+CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
+  if (width * rows == 0) return CUDA_SUCCESS;
+  Device& device = Device::Get();
+  if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
+  SimOp op{};
+  op.kind = SIM_OP_MEMSET;
+  op.bytes = width * rows;
+  op.address = reinterpret_cast<uint64_t>(dst);
+  op.dst_kind = device.KindOf(dst);
+  const Placement at = device.Enqueue(stream, MemsetDurationNs(op.bytes));
+  op.correlation_id = OuterCorrelationId();
+  op.device_id = kDeviceId;
+  op.context_id = 1;
+  op.stream_id = at.stream_id;
+  op.launch_ns = at.launch_ns;
+  op.start_ns = at.start_ns;
+  op.end_ns = at.end_ns;
+  EmitOp(op);
+  return CUDA_SUCCESS;
+}
+
+void* P(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+
+CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream stream, bool synchronous) {
+  if (!c) return CUDA_ERROR_INVALID_VALUE;
+  // Unified addressing: host and device pointers are told apart by the sim.
+  const char* src = static_cast<const char*>(c->srcMemoryType == CU_MEMORYTYPE_HOST ? c->srcHost : P(c->srcDevice));
+  char* dst = static_cast<char*>(c->dstMemoryType == CU_MEMORYTYPE_HOST ? c->dstHost : P(c->dstDevice));
+  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+  if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
+  src += c->srcY * c->srcPitch + c->srcXInBytes;
+  dst += c->dstY * c->dstPitch + c->dstXInBytes;
+  return Copy(dst, c->dstPitch, src, c->srcPitch, c->WidthInBytes, c->Height, stream, synchronous);
+}
+
+}  // namespace
+}  // namespace sim
+
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  cuMemcpy_params params{dst, src, ByteCount};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy), "cuMemcpy", &params, [&] {
+    return sim::Copy(sim::P(dst), 0, sim::P(src), 0, ByteCount, 1, nullptr, /*synchronous=*/true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  cuMemcpyAsync_params params{dst, src, ByteCount, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyAsync), "cuMemcpyAsync", &params, [&] {
+    return sim::Copy(sim::P(dst), 0, sim::P(src), 0, ByteCount, 1, hStream, /*synchronous=*/false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
+  cuMemcpy2D_v2_params params{pCopy};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy2D_v2), "cuMemcpy2D_v2", &params,
+                               [&] { return sim::Copy2D(pCopy, nullptr, /*synchronous=*/true); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  cuMemcpy2DAsync_v2_params params{pCopy, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy2DAsync_v2), "cuMemcpy2DAsync_v2", &params,
+                               [&] { return sim::Copy2D(pCopy, hStream, /*synchronous=*/false); });
+}
+
+// One device: a peer copy is a device-to-device copy.
+SIM_DRIVER_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                        CUcontext srcContext, size_t ByteCount) {
+  cuMemcpyPeer_params params{dstDevice, dstContext, srcDevice, srcContext, ByteCount};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyPeer), "cuMemcpyPeer", &params, [&] {
+    return sim::Copy(sim::P(dstDevice), 0, sim::P(srcDevice), 0, ByteCount, 1, nullptr, /*synchronous=*/true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                             CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  cuMemcpyPeerAsync_params params{dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyPeerAsync), "cuMemcpyPeerAsync", &params, [&] {
+    return sim::Copy(sim::P(dstDevice), 0, sim::P(srcDevice), 0, ByteCount, 1, hStream, /*synchronous=*/false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  cuMemsetD8_v2_params params{dstDevice, uc, N};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD8_v2), "cuMemsetD8_v2", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), 0, uc, N, 1, nullptr); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  cuMemsetD8Async_params params{dstDevice, uc, N, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD8Async), "cuMemsetD8Async", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), 0, uc, N, 1, hStream); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                           size_t Height) {
+  cuMemsetD2D8_v2_params params{dstDevice, dstPitch, uc, Width, Height};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD2D8_v2), "cuMemsetD2D8_v2", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), dstPitch, uc, Width, Height, nullptr); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                             size_t Height, CUstream hStream) {
+  cuMemsetD2D8Async_params params{dstDevice, dstPitch, uc, Width, Height, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD2D8Async), "cuMemsetD2D8Async", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), dstPitch, uc, Width, Height, hStream); });
+}

@@ -1,0 +1,175 @@
+// Driver: initialisation, versions, device queries, primary context, errors.
+#define __CUDA_API_VERSION_INTERNAL 1  // exact entry-point names, as the driver itself is built
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+
+#include "device.h"
+#include "device_attributes.h"
+#include "driver_call.h"
+
+namespace sim {
+namespace {
+// 0: cuInit not called, 1: succeeded, 2: failed (SIM_NO_DRIVER).
+std::atomic<int> g_init_state{0};
+
+constexpr char kDeviceName[] = "NVIDIA H100 80GB HBM3 (simulated)";
+
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
+    {CUDA_ERROR_DEINITIALIZED, "CUDA_ERROR_DEINITIALIZED", "driver shutting down"},
+    {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE", "invalid device ordinal"},
+    {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT", "invalid device context"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN", "unknown error"},
+};
+
+const ErrorText* FindError(CUresult code) {
+  for (const ErrorText& e : kErrors) {
+    if (e.code == code) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool DriverInitialized() { return g_init_state.load(std::memory_order_acquire) == 1; }
+
+}  // namespace sim
+
+using sim::DriverCall;
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuInit(unsigned int Flags) {
+  cuInit_params params{Flags};
+  return DriverCall(SIM_DRIVER_CBID(cuInit), "cuInit", &params, [&]() -> CUresult {
+    if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    // A machine without a usable driver: cuInit reports no device, and stays failed.
+    if (simhub_fault("NO_DRIVER")) {
+      sim::g_init_state.store(2);
+      return CUDA_ERROR_NO_DEVICE;
+    }
+    sim::g_init_state.store(1, std::memory_order_release);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDriverGetVersion(int* driverVersion) {
+  cuDriverGetVersion_params params{driverVersion};
+  return DriverCall(SIM_DRIVER_CBID(cuDriverGetVersion), "cuDriverGetVersion", &params, [&]() -> CUresult {
+    if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = CUDA_VERSION;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceGetCount(int* count) {
+  cuDeviceGetCount_params params{count};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetCount), "cuDeviceGetCount", &params, [&]() -> CUresult {
+    if (!count) return CUDA_ERROR_INVALID_VALUE;
+    *count = 1;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
+  cuDeviceGet_params params{device, ordinal};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGet), "cuDeviceGet", &params, [&]() -> CUresult {
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *device = 0;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
+  cuDeviceGetName_params params{name, len, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetName), "cuDeviceGetName", &params, [&]() -> CUresult {
+    if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, static_cast<size_t>(len), "%s", sim::kDeviceName);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  cuDeviceTotalMem_v2_params params{bytes, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceTotalMem_v2), "cuDeviceTotalMem_v2", &params, [&]() -> CUresult {
+    if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = sim::Device::kTotalMemBytes;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attrib, CUdevice dev) {
+  cuDeviceGetAttribute_params params{pi, attrib, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetAttribute), "cuDeviceGetAttribute", &params, [&]() -> CUresult {
+    if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *pi = sim::DeviceAttribute(attrib);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  cuDevicePrimaryCtxRetain_params params{pctx, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain", &params, [&]() -> CUresult {
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    *pctx = sim::Device::Get().RetainPrimaryContext();
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  cuDevicePrimaryCtxReset_v2_params params{dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxReset_v2), "cuDevicePrimaryCtxReset_v2", &params, [&]() -> CUresult {
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    sim::WaitUntilNs(sim::Device::Get().DeviceDoneNs());
+    sim::Device::Get().ResetPrimaryContext();
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
+  cuCtxGetCurrent_params params{pctx};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxGetCurrent), "cuCtxGetCurrent", &params, [&]() -> CUresult {
+    if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+    *pctx = sim::Device::Get().CurrentContext();
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGetErrorString(CUresult error, const char** pStr) {
+  cuGetErrorString_params params{error, pStr};
+  return DriverCall(SIM_DRIVER_CBID(cuGetErrorString), "cuGetErrorString", &params, [&]() -> CUresult {
+    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+    const sim::ErrorText* e = sim::FindError(error);
+    *pStr = e ? e->text : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGetErrorName(CUresult error, const char** pStr) {
+  cuGetErrorName_params params{error, pStr};
+  return DriverCall(SIM_DRIVER_CBID(cuGetErrorName), "cuGetErrorName", &params, [&]() -> CUresult {
+    if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+    const sim::ErrorText* e = sim::FindError(error);
+    *pStr = e ? e->name : nullptr;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}

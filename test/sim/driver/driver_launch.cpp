@@ -1,0 +1,173 @@
+// Driver: libraries, kernels and launches. A library's code is not parsed:
+// any kernel name can be looked up, and launching it occupies the device for
+// the modelled duration without computing anything.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "../hub_internal.h"
+#include "device.h"
+#include "driver_call.h"
+#include "timing.h"
+
+namespace sim {
+namespace {
+
+std::mutex g_kernels_mutex;
+std::map<std::string, std::unique_ptr<CUfunc_st>> g_kernels;  // by mangled name; never freed
+
+CUfunc_st* KernelNamed(const char* name) {
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
+  auto& slot = g_kernels[name];
+  if (!slot) {
+    int status = 0;
+    char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+    slot.reset(new CUfunc_st{name, status == 0 && demangled ? demangled : name});
+    free(demangled);
+  }
+  return slot.get();
+}
+
+bool IsKernel(const CUfunc_st* f) {
+  if (!f) return false;
+  std::lock_guard<std::mutex> lock(g_kernels_mutex);
+  auto it = g_kernels.find(f->name);
+  return it != g_kernels.end() && it->second.get() == f;
+}
+
+CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                unsigned shared_bytes, CUstream stream) {
+  if (!IsKernel(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (static_cast<uint64_t>(bx) * by * bz > 1024 || bz > 64 || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
+  Device& device = Device::Get();
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t blocks = static_cast<uint64_t>(gx) * gy * gz;
+  const Placement at = device.Enqueue(stream, KernelDurationNs(f->name, f->demangled, blocks));
+  SimOp op{};
+  op.kind = SIM_OP_KERNEL;
+  op.correlation_id = OuterCorrelationId();
+  op.device_id = kDeviceId;
+  op.context_id = 1;
+  op.stream_id = at.stream_id;
+  op.launch_ns = at.launch_ns;
+  op.start_ns = at.start_ns;
+  op.end_ns = at.end_ns;
+  op.name = f->name.c_str();  // static storage: kernels live for the process
+  op.grid[0] = static_cast<int>(gx);
+  op.grid[1] = static_cast<int>(gy);
+  op.grid[2] = static_cast<int>(gz);
+  op.block[0] = static_cast<int>(bx);
+  op.block[1] = static_cast<int>(by);
+  op.block[2] = static_cast<int>(bz);
+  op.registers_per_thread = 32;
+  op.dynamic_shared_bytes = shared_bytes;
+  EmitOp(op);
+  return CUDA_SUCCESS;
+}
+
+const char* NameOf(CUfunction f) { return f ? f->name.c_str() : nullptr; }
+
+CUlib_st g_library{0};  // every loaded library is the same object: code is not parsed
+
+}  // namespace
+}  // namespace sim
+
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions,
+                                             void** jitOptionsValues, unsigned int numJitOptions,
+                                             CUlibraryOption* libraryOptions, void** libraryOptionValues,
+                                             unsigned int numLibraryOptions) {
+  cuLibraryLoadData_params params{library,        code,       jitOptions, jitOptionsValues, numJitOptions,
+                                  libraryOptions, libraryOptionValues, numLibraryOptions};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryLoadData), "cuLibraryLoadData", &params, [&]() -> CUresult {
+    if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
+    *library = &sim::g_library;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
+  cuLibraryUnload_params params{library};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryUnload), "cuLibraryUnload", &params,
+                               [&] { return library ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; });
+}
+
+SIM_DRIVER_EXPORT CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  cuLibraryGetKernel_params params{pKernel, library, name};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryGetKernel), "cuLibraryGetKernel", &params, [&]() -> CUresult {
+    if (!pKernel || !name || !*name) return CUDA_ERROR_INVALID_VALUE;
+    if (!library) return CUDA_ERROR_INVALID_HANDLE;
+    *pKernel = reinterpret_cast<CUkernel>(sim::KernelNamed(name));
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
+  cuKernelGetName_params params{name, hfunc};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuKernelGetName), "cuKernelGetName", &params, [&]() -> CUresult {
+    auto* f = reinterpret_cast<CUfunction>(hfunc);
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::IsKernel(f)) return CUDA_ERROR_INVALID_HANDLE;
+    *name = sim::NameOf(f);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuFuncGetName(const char** name, CUfunction hfunc) {
+  cuFuncGetName_params params{name, hfunc};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuFuncGetName), "cuFuncGetName", &params, [&]() -> CUresult {
+    if (!name) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::IsKernel(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+    *name = sim::NameOf(hfunc);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                          unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                          unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                          void** kernelParams, void** extra) {
+  cuLaunchKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
+                               blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchKernel), "cuLaunchKernel", &params,
+      [&] {
+        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}
+
+SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                                     unsigned int sharedMemBytes, CUstream hStream,
+                                                     void** kernelParams) {
+  cuLaunchCooperativeKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
+                                          blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchCooperativeKernel), "cuLaunchCooperativeKernel", &params,
+      [&] {
+        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}
+
+SIM_DRIVER_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                            void** extra) {
+  cuLaunchKernelEx_params params{config, f, kernelParams, extra};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchKernelEx), "cuLaunchKernelEx", &params,
+      [&]() -> CUresult {
+        if (!config) return CUDA_ERROR_INVALID_VALUE;
+        return sim::Launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                           config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream);
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}

@@ -1,0 +1,258 @@
+// Driver: allocation (device, host, managed, stream-ordered, virtual memory).
+// "Device memory" is host memory, so the program can really move bytes.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cupti_activity.h>
+#include <sys/mman.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "../hub_internal.h"
+#include "device.h"
+#include "driver_call.h"
+
+namespace sim {
+namespace {
+
+CUmemPoolHandle_st g_default_pool{0};
+
+// One MEMORY2-style op for an allocation or a free.
+void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered) {
+  SimOp op{};
+  op.kind = kind;
+  op.correlation_id = OuterCorrelationId();
+  op.device_id = kDeviceId;
+  op.context_id = 1;
+  op.stream_id = stream_ordered ? Device::Get().StreamId(stream) : 0;
+  op.launch_ns = op.start_ns = op.end_ns = simhub_now_ns();
+  op.bytes = bytes;
+  op.address = reinterpret_cast<uint64_t>(ptr);
+  op.src_kind = op.dst_kind = memory_kind;
+  EmitOp(op);
+}
+
+CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (stream_ordered && !Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  Device::Get().RetainPrimaryContext();
+  if (bytes == 0) {
+    *out = nullptr;
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* p = Device::Get().Allocate(bytes, memory_kind);
+  if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+  *out = p;
+  EmitMemoryOp(SIM_OP_MEM_ALLOC, p, bytes, memory_kind, stream, stream_ordered);
+  return CUDA_SUCCESS;
+}
+
+// Frees after the device has finished what was enqueued (cuMemFree and
+// cuMemFreeHost synchronise, as the real ones do); stream-ordered frees don't.
+CUresult ReleaseFrom(void* ptr, int expected_kind, CUstream stream, bool stream_ordered) {
+  if (!ptr) return CUDA_SUCCESS;
+  if (stream_ordered && !Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!stream_ordered) WaitUntilNs(Device::Get().DeviceDoneNs());
+  const int kind = Device::Get().KindOf(ptr);
+  size_t bytes = 0;
+  if (!Device::Get().Release(ptr, expected_kind, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  EmitMemoryOp(SIM_OP_MEM_FREE, ptr, bytes, kind, stream, stream_ordered);
+  return CUDA_SUCCESS;
+}
+
+void** AsPtr(CUdeviceptr* dptr) { return reinterpret_cast<void**>(dptr); }
+
+// Virtual memory management: physical handles and reserved ranges.
+std::mutex g_vmm_mutex;
+std::unordered_map<CUmemGenericAllocationHandle, size_t> g_physical;  // handle -> size
+CUmemGenericAllocationHandle g_next_handle = 1;
+constexpr size_t kGranularityBytes = 2u << 20;
+
+}  // namespace
+}  // namespace sim
+
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  cuMemAlloc_v2_params params{dptr, bytesize};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAlloc_v2), "cuMemAlloc_v2", &params, [&] {
+    return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes, size_t Height,
+                                              unsigned int ElementSizeBytes) {
+  cuMemAllocPitch_v2_params params{dptr, pPitch, WidthInBytes, Height, ElementSizeBytes};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocPitch_v2), "cuMemAllocPitch_v2", &params, [&]() -> CUresult {
+    if (!pPitch) return CUDA_ERROR_INVALID_VALUE;
+    const size_t pitch = (WidthInBytes + 511) / 512 * 512;  // rows aligned like the texture pitch
+    *pPitch = pitch;
+    return sim::AllocateInto(sim::AsPtr(dptr), pitch * Height, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  cuMemFree_v2_params params{dptr};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemFree_v2), "cuMemFree_v2", &params, [&] {
+    return sim::ReleaseFrom(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  cuMemAllocManaged_params params{dptr, bytesize, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocManaged), "cuMemAllocManaged", &params, [&] {
+    return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_MANAGED, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocHost_v2(void** pp, size_t bytesize) {
+  cuMemAllocHost_v2_params params{pp, bytesize};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocHost_v2), "cuMemAllocHost_v2", &params, [&] {
+    return sim::AllocateInto(pp, bytesize, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  cuMemHostAlloc_params params{pp, bytesize, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemHostAlloc), "cuMemHostAlloc", &params, [&] {
+    return sim::AllocateInto(pp, bytesize, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemFreeHost(void* p) {
+  cuMemFreeHost_params params{p};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemFreeHost), "cuMemFreeHost", &params, [&] {
+    return sim::ReleaseFrom(p, CUPTI_ACTIVITY_MEMORY_KIND_PINNED, nullptr, false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  cuMemAllocAsync_params params{dptr, bytesize, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocAsync), "cuMemAllocAsync", &params, [&] {
+    return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, hStream, true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                                   CUstream hStream) {
+  cuMemAllocFromPoolAsync_params params{dptr, bytesize, pool, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocFromPoolAsync), "cuMemAllocFromPoolAsync", &params,
+                               [&]() -> CUresult {
+                                 if (!pool) return CUDA_ERROR_INVALID_VALUE;
+                                 return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                                                          hStream, true);
+                               });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  cuMemFreeAsync_params params{dptr, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemFreeAsync), "cuMemFreeAsync", &params, [&] {
+    return sim::ReleaseFrom(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, hStream, true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  cuDeviceGetDefaultMemPool_params params{pool_out, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetDefaultMemPool), "cuDeviceGetDefaultMemPool", &params,
+                               [&]() -> CUresult {
+                                 if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
+                                 if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+                                 *pool_out = &sim::g_default_pool;
+                                 return CUDA_SUCCESS;
+                               });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
+  cuMemGetInfo_v2_params params{free_bytes, total_bytes};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemGetInfo_v2), "cuMemGetInfo_v2", &params, [&]() -> CUresult {
+    if (!free_bytes || !total_bytes) return CUDA_ERROR_INVALID_VALUE;
+    *total_bytes = sim::Device::kTotalMemBytes;
+    *free_bytes = sim::Device::kTotalMemBytes - sim::Device::Get().DeviceBytesInUse();
+    return CUDA_SUCCESS;
+  });
+}
+
+// ---- virtual memory management: reserve (PROT_NONE), create, map (read/write), unmap.
+
+SIM_DRIVER_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
+                                                         CUmemAllocationGranularity_flags option) {
+  cuMemGetAllocationGranularity_params params{granularity, prop, option};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemGetAllocationGranularity), "cuMemGetAllocationGranularity",
+                               &params, [&]() -> CUresult {
+                                 if (!granularity || !prop) return CUDA_ERROR_INVALID_VALUE;
+                                 *granularity = sim::kGranularityBytes;
+                                 return CUDA_SUCCESS;
+                               });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                               unsigned long long flags) {
+  cuMemAddressReserve_params params{ptr, size, alignment, addr, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAddressReserve), "cuMemAddressReserve", &params, [&]() -> CUresult {
+    if (!ptr || size == 0 || size % sim::kGranularityBytes) return CUDA_ERROR_INVALID_VALUE;
+    void* p = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = reinterpret_cast<CUdeviceptr>(p);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  cuMemAddressFree_params params{ptr, size};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAddressFree), "cuMemAddressFree", &params, [&]() -> CUresult {
+    return munmap(reinterpret_cast<void*>(ptr), size) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                       const CUmemAllocationProp* prop, unsigned long long flags) {
+  cuMemCreate_params params{handle, size, prop, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemCreate), "cuMemCreate", &params, [&]() -> CUresult {
+    if (!handle || !prop || size == 0 || size % sim::kGranularityBytes) return CUDA_ERROR_INVALID_VALUE;
+    std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
+    *handle = sim::g_next_handle++;
+    sim::g_physical[*handle] = size;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  cuMemRelease_params params{handle};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemRelease), "cuMemRelease", &params, [&]() -> CUresult {
+    std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
+    return sim::g_physical.erase(handle) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+// Mapping makes the range readable and writable; the same handle mapped
+// twice does not alias (a documented simplification).
+SIM_DRIVER_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                                    unsigned long long flags) {
+  cuMemMap_params params{ptr, size, offset, handle, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemMap), "cuMemMap", &params, [&]() -> CUresult {
+    {
+      std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
+      auto it = sim::g_physical.find(handle);
+      if (it == sim::g_physical.end() || offset + size > it->second) return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (mprotect(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_INVALID_VALUE;
+    sim::Device::Get().Register(reinterpret_cast<void*>(ptr), size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  cuMemUnmap_params params{ptr, size};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemUnmap), "cuMemUnmap", &params, [&]() -> CUresult {
+    void* p = reinterpret_cast<void*>(ptr);
+    sim::Device::Get().Forget(p);
+    madvise(p, size, MADV_DONTNEED);
+    return mprotect(p, size, PROT_NONE) == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  cuMemSetAccess_params params{ptr, size, desc, count};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemSetAccess), "cuMemSetAccess", &params, [&]() -> CUresult {
+    return (desc && count) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  });
+}

@@ -1,0 +1,124 @@
+// Driver: cuGetProcAddress, the way the runtime (since CUDA 11.3) reaches
+// every driver function. Symbols are base names ("cuMemAlloc"); the entry
+// returned is the newest version not newer than the requested CUDA version,
+// as the real driver does (here: the one version each function has).
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cstring>
+
+#include "driver_call.h"
+
+namespace sim {
+namespace {
+
+struct ProcEntry {
+  const char* name;   // base name
+  void* function;
+  int since_version;  // first CUDA version with this entry's ABI
+};
+
+#define SIM_PROC(base, fn, since) {base, reinterpret_cast<void*>(&fn), since}
+
+const ProcEntry kProcs[] = {
+    SIM_PROC("cuInit", cuInit, 2000),
+    SIM_PROC("cuDriverGetVersion", cuDriverGetVersion, 2020),
+    SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000),
+    SIM_PROC("cuGetErrorString", cuGetErrorString, 6000),
+    SIM_PROC("cuGetErrorName", cuGetErrorName, 6000),
+    SIM_PROC("cuDeviceGet", cuDeviceGet, 2000),
+    SIM_PROC("cuDeviceGetCount", cuDeviceGetCount, 2000),
+    SIM_PROC("cuDeviceGetName", cuDeviceGetName, 2000),
+    SIM_PROC("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
+    SIM_PROC("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020),
+    SIM_PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000),
+    SIM_PROC("cuDevicePrimaryCtxReset", cuDevicePrimaryCtxReset_v2, 11000),
+    SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
+    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    SIM_PROC("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool, 11020),
+    SIM_PROC("cuMemGetInfo", cuMemGetInfo_v2, 3020),
+    SIM_PROC("cuMemAlloc", cuMemAlloc_v2, 3020),
+    SIM_PROC("cuMemAllocPitch", cuMemAllocPitch_v2, 3020),
+    SIM_PROC("cuMemFree", cuMemFree_v2, 3020),
+    SIM_PROC("cuMemAllocHost", cuMemAllocHost_v2, 3020),
+    SIM_PROC("cuMemHostAlloc", cuMemHostAlloc, 2020),
+    SIM_PROC("cuMemFreeHost", cuMemFreeHost, 2000),
+    SIM_PROC("cuMemAllocManaged", cuMemAllocManaged, 6000),
+    SIM_PROC("cuMemAllocAsync", cuMemAllocAsync, 11020),
+    SIM_PROC("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync, 11020),
+    SIM_PROC("cuMemFreeAsync", cuMemFreeAsync, 11020),
+    SIM_PROC("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity, 10020),
+    SIM_PROC("cuMemAddressReserve", cuMemAddressReserve, 10020),
+    SIM_PROC("cuMemAddressFree", cuMemAddressFree, 10020),
+    SIM_PROC("cuMemCreate", cuMemCreate, 10020),
+    SIM_PROC("cuMemRelease", cuMemRelease, 10020),
+    SIM_PROC("cuMemMap", cuMemMap, 10020),
+    SIM_PROC("cuMemUnmap", cuMemUnmap, 10020),
+    SIM_PROC("cuMemSetAccess", cuMemSetAccess, 10020),
+    SIM_PROC("cuMemcpy", cuMemcpy, 4000),
+    SIM_PROC("cuMemcpyAsync", cuMemcpyAsync, 4000),
+    SIM_PROC("cuMemcpy2D", cuMemcpy2D_v2, 3020),
+    SIM_PROC("cuMemcpy2DAsync", cuMemcpy2DAsync_v2, 3020),
+    SIM_PROC("cuMemcpyPeer", cuMemcpyPeer, 4000),
+    SIM_PROC("cuMemcpyPeerAsync", cuMemcpyPeerAsync, 4000),
+    SIM_PROC("cuMemsetD8", cuMemsetD8_v2, 3020),
+    SIM_PROC("cuMemsetD8Async", cuMemsetD8Async, 3020),
+    SIM_PROC("cuMemsetD2D8", cuMemsetD2D8_v2, 3020),
+    SIM_PROC("cuMemsetD2D8Async", cuMemsetD2D8Async, 3020),
+    SIM_PROC("cuStreamCreate", cuStreamCreate, 2000),
+    SIM_PROC("cuStreamCreateWithPriority", cuStreamCreateWithPriority, 5050),
+    SIM_PROC("cuStreamDestroy", cuStreamDestroy_v2, 4000),
+    SIM_PROC("cuStreamQuery", cuStreamQuery, 2000),
+    SIM_PROC("cuStreamSynchronize", cuStreamSynchronize, 2000),
+    SIM_PROC("cuStreamWaitEvent", cuStreamWaitEvent, 3020),
+    SIM_PROC("cuEventCreate", cuEventCreate, 2000),
+    SIM_PROC("cuEventRecord", cuEventRecord, 2000),
+    SIM_PROC("cuEventQuery", cuEventQuery, 2000),
+    SIM_PROC("cuEventSynchronize", cuEventSynchronize, 2000),
+    SIM_PROC("cuEventElapsedTime", cuEventElapsedTime_v2, 12080),
+    SIM_PROC("cuEventDestroy", cuEventDestroy_v2, 4000),
+    SIM_PROC("cuLibraryLoadData", cuLibraryLoadData, 12000),
+    SIM_PROC("cuLibraryUnload", cuLibraryUnload, 12000),
+    SIM_PROC("cuLibraryGetKernel", cuLibraryGetKernel, 12000),
+    SIM_PROC("cuKernelGetName", cuKernelGetName, 12030),
+    SIM_PROC("cuFuncGetName", cuFuncGetName, 12030),
+    SIM_PROC("cuLaunchKernel", cuLaunchKernel, 4000),
+    SIM_PROC("cuLaunchKernelEx", cuLaunchKernelEx, 11060),
+    SIM_PROC("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, 9000),
+};
+
+#undef SIM_PROC
+
+CUresult Lookup(const char* symbol, void** pfn, int cuda_version, CUdriverProcAddressQueryResult* status) {
+  if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
+  *pfn = nullptr;
+  for (const ProcEntry& entry : kProcs) {
+    if (strcmp(entry.name, symbol) != 0) continue;
+    if (cuda_version < entry.since_version) {
+      if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+      return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = entry.function;
+    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+  }
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+}  // namespace
+}  // namespace sim
+
+// The per-thread-default-stream flag is accepted and ignored: the runtime
+// passes CU_STREAM_PER_THREAD explicitly instead.
+SIM_DRIVER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult* symbolStatus) {
+  cuGetProcAddress_v2_params params{symbol, pfn, cudaVersion, flags, symbolStatus};
+  return sim::DriverCall(SIM_DRIVER_CBID(cuGetProcAddress_v2), "cuGetProcAddress_v2", &params,
+                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, symbolStatus); });
+}
+
+// The CUDA 11/12 signature, still exported for binaries built against it.
+SIM_DRIVER_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
+  cuGetProcAddress_params params{symbol, pfn, cudaVersion, flags};
+  return sim::DriverCall(SIM_DRIVER_CBID(cuGetProcAddress), "cuGetProcAddress", &params,
+                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, nullptr); });
+}

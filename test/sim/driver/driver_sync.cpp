@@ -1,0 +1,172 @@
+// Driver: streams, events and synchronisation. Synchronise calls really
+// sleep until the sim clock has passed the end of the work they wait for.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cupti_activity.h>
+
+#include "../hub_internal.h"
+#include "device.h"
+#include "driver_call.h"
+
+namespace sim {
+namespace {
+
+constexpr uint32_t kInvalidId = 0xffffffffu;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE
+
+// One synchronisation op: from the call's start to its return.
+void EmitSync(int sync_type, uint32_t stream_id, uint32_t event_id, uint64_t start_ns, uint64_t waited_until_ns) {
+  SimOp op{};
+  op.kind = SIM_OP_SYNC;
+  op.sync_type = sync_type;
+  op.correlation_id = OuterCorrelationId();
+  op.device_id = kDeviceId;
+  op.context_id = 1;
+  op.stream_id = stream_id;
+  op.event_id = event_id;
+  op.launch_ns = op.start_ns = start_ns;
+  op.end_ns = simhub_now_ns();
+  op.waited_until_ns = waited_until_ns;
+  EmitOp(op);
+}
+
+}  // namespace
+}  // namespace sim
+
+using sim::Device;
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags) {
+  cuStreamCreate_params params{phStream, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamCreate), "cuStreamCreate", &params, [&]() -> CUresult {
+    if (!phStream || (Flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+    Device::Get().RetainPrimaryContext();
+    *phStream = Device::Get().CreateStream(Flags & CU_STREAM_NON_BLOCKING);
+    return CUDA_SUCCESS;
+  });
+}
+
+// Priorities are accepted and ignored: the model has no preemption.
+SIM_DRIVER_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
+  cuStreamCreateWithPriority_params params{phStream, flags, priority};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamCreateWithPriority), "cuStreamCreateWithPriority", &params,
+                               [&]() -> CUresult {
+                                 if (!phStream || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+                                 Device::Get().RetainPrimaryContext();
+                                 *phStream = Device::Get().CreateStream(flags & CU_STREAM_NON_BLOCKING);
+                                 return CUDA_SUCCESS;
+                               });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
+  cuStreamDestroy_v2_params params{hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamDestroy_v2), "cuStreamDestroy_v2", &params, [&] {
+    return Device::Get().DestroyStream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamQuery(CUstream hStream) {
+  cuStreamQuery_params params{hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamQuery), "cuStreamQuery", &params, [&]() -> CUresult {
+    if (!Device::Get().IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    return simhub_now_ns() >= Device::Get().StreamDoneNs(hStream) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
+  cuStreamSynchronize_params params{hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamSynchronize), "cuStreamSynchronize", &params, [&]() -> CUresult {
+    Device& device = Device::Get();
+    if (!device.IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    const uint64_t start = simhub_now_ns();
+    const uint64_t done = device.StreamDoneNs(hStream);
+    sim::WaitUntilNs(done);
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(hStream), sim::kInvalidId,
+                  start, done);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuCtxSynchronize() {
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize), "cuCtxSynchronize", nullptr, [&]() -> CUresult {
+    const uint64_t start = simhub_now_ns();
+    const uint64_t done = Device::Get().DeviceDoneNs();
+    sim::WaitUntilNs(done);
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, sim::kInvalidId, sim::kInvalidId, start, done);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  cuStreamWaitEvent_params params{hStream, hEvent, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent), "cuStreamWaitEvent", &params, [&]() -> CUresult {
+    Device& device = Device::Get();
+    if (!device.IsValid(hStream) || !device.IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    const uint64_t start = simhub_now_ns();
+    device.WaitEvent(hStream, hEvent);
+    // The host does not wait; the record says what the stream now waits for.
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(hStream), hEvent->id, start,
+                  hEvent->recorded ? hEvent->time_ns : 0);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
+  cuEventCreate_params params{phEvent, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventCreate), "cuEventCreate", &params, [&]() -> CUresult {
+    if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+    Device::Get().RetainPrimaryContext();
+    *phEvent = Device::Get().CreateEvent(Flags);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  cuEventRecord_params params{hEvent, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecord), "cuEventRecord", &params, [&]() -> CUresult {
+    Device& device = Device::Get();
+    if (!device.IsValid(hEvent) || !device.IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    device.RecordEvent(hEvent, hStream);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
+  cuEventQuery_params params{hEvent};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventQuery), "cuEventQuery", &params, [&]() -> CUresult {
+    if (!Device::Get().IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    return (!hEvent->recorded || simhub_now_ns() >= hEvent->time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
+  cuEventSynchronize_params params{hEvent};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventSynchronize), "cuEventSynchronize", &params, [&]() -> CUresult {
+    if (!Device::Get().IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    const uint64_t start = simhub_now_ns();
+    const uint64_t done = hEvent->recorded ? hEvent->time_ns : 0;  // never recorded: nothing to wait for
+    sim::WaitUntilNs(done);
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, hEvent->id, start, done);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
+  cuEventElapsedTime_v2_params params{pMilliseconds, hStart, hEnd};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventElapsedTime_v2), "cuEventElapsedTime_v2", &params, [&]() -> CUresult {
+    Device& device = Device::Get();
+    if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+    if (!device.IsValid(hStart) || !device.IsValid(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
+    if ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    if (!hStart->recorded || !hEnd->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    const uint64_t now = simhub_now_ns();
+    if (now < hStart->time_ns || now < hEnd->time_ns) return CUDA_ERROR_NOT_READY;
+    *pMilliseconds = static_cast<float>((static_cast<double>(hEnd->time_ns) - static_cast<double>(hStart->time_ns)) / 1e6);
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
+  cuEventDestroy_v2_params params{hEvent};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventDestroy_v2), "cuEventDestroy_v2", &params, [&] {
+    return Device::Get().DestroyEvent(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  });
+}

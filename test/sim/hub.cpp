@@ -1,0 +1,210 @@
+// The hub: hooks, correlation ids, clocks, truth log and fault switches shared
+// by the simulated driver (this library), runtime and CUPTI. See hub.h.
+#include "hub.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "hub_internal.h"
+
+#define SIMHUB_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace sim {
+namespace {
+
+std::atomic<SimApiHook> g_api_hook{nullptr};
+std::atomic<SimOpHook> g_op_hook{nullptr};
+std::atomic<SimResourceHook> g_resource_hook{nullptr};
+// One counter for runtime and driver calls, as in CUPTI. Starts at 1: CUPTI
+// uses 0 for "no correlation".
+std::atomic<uint32_t> g_next_correlation{1};
+
+std::atomic<void*> g_context{nullptr};
+std::atomic<uint32_t> g_context_uid{0};
+
+// Reported clock: source() - offset_ns maps sim time to the client's clock.
+std::atomic<uint64_t (*)(void)> g_ts_source{nullptr};
+std::atomic<int64_t> g_ts_offset_ns{0};
+
+// Nesting of API calls on this thread; the outermost call owns device work.
+thread_local int t_depth = 0;
+thread_local uint32_t t_outer_correlation = 0;
+thread_local const char* t_outer_name = "";
+
+std::mutex g_truth_mutex;  // serialises truth-log writes (one write per line)
+int g_truth_fd = -2;       // -2: not opened yet, -1: no SIM_TRUTH_FILE
+
+void WriteTruth(const std::string& line) {
+  std::lock_guard<std::mutex> lock(g_truth_mutex);
+  if (g_truth_fd == -2) {
+    const char* path = getenv("SIM_TRUTH_FILE");
+    g_truth_fd = (path && *path) ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+  }
+  if (g_truth_fd < 0) return;
+  std::string with_newline = line + "\n";
+  // O_APPEND + one write per line: lines of concurrent processes (fork) never interleave.
+  ssize_t ignored = write(g_truth_fd, with_newline.data(), with_newline.size());
+  (void)ignored;
+}
+
+const char* OpKindName(int kind) {
+  switch (kind) {
+    case SIM_OP_KERNEL: return "kernel";
+    case SIM_OP_MEMCPY: return "memcpy";
+    case SIM_OP_MEMSET: return "memset";
+    case SIM_OP_SYNC: return "sync";
+    case SIM_OP_MEM_ALLOC: return "mem_alloc";
+    case SIM_OP_MEM_FREE: return "mem_free";
+  }
+  return "unknown";
+}
+
+std::string U64(uint64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+uint32_t OuterCorrelationId() { return t_outer_correlation; }
+const char* OuterFunctionName() { return t_outer_name; }
+
+void SetCurrentContext(void* context, uint32_t context_uid) {
+  g_context.store(context);
+  g_context_uid.store(context_uid);
+}
+
+void FireResourceHook(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id) {
+  if (SimResourceHook hook = g_resource_hook.load()) hook(is_destroy, context, context_uid, device_id);
+}
+
+uint32_t ThreadId() {
+  thread_local uint32_t tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  return tid;
+}
+
+std::string JsonString(const char* text) {
+  std::string out = "\"";
+  for (const char* p = text ? text : ""; *p; ++p) {
+    unsigned char c = static_cast<unsigned char>(*p);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+void EmitOp(const SimOp& op) {
+  if (SimOpHook hook = g_op_hook.load()) hook(&op);
+  std::string line = "{\"type\":\"" + std::string(OpKindName(op.kind)) + "\"";
+  line += ",\"pid\":" + std::to_string(getpid());
+  line += ",\"correlation\":" + U64(op.correlation_id);
+  line += ",\"api\":" + JsonString(OuterFunctionName());
+  line += ",\"device\":" + U64(op.device_id) + ",\"context\":" + U64(op.context_id);
+  line += ",\"stream\":" + U64(op.stream_id);
+  line += ",\"launch_ns\":" + U64(op.launch_ns) + ",\"start_ns\":" + U64(op.start_ns) +
+          ",\"end_ns\":" + U64(op.end_ns);
+  line += ",\"launch_rep_ns\":" + U64(simhub_to_reported_ns(op.launch_ns)) +
+          ",\"start_rep_ns\":" + U64(simhub_to_reported_ns(op.start_ns)) +
+          ",\"end_rep_ns\":" + U64(simhub_to_reported_ns(op.end_ns));
+  line += ",\"name\":" + JsonString(op.name);
+  line += ",\"bytes\":" + U64(op.bytes) + ",\"address\":" + U64(op.address);
+  line += ",\"copy_kind\":" + std::to_string(op.copy_kind) + ",\"src_kind\":" + std::to_string(op.src_kind) +
+          ",\"dst_kind\":" + std::to_string(op.dst_kind) + ",\"sync_type\":" + std::to_string(op.sync_type);
+  line += ",\"event_id\":" + U64(op.event_id) + ",\"waited_until_ns\":" + U64(op.waited_until_ns);
+  line += ",\"grid\":[" + std::to_string(op.grid[0]) + "," + std::to_string(op.grid[1]) + "," +
+          std::to_string(op.grid[2]) + "],\"block\":[" + std::to_string(op.block[0]) + "," +
+          std::to_string(op.block[1]) + "," + std::to_string(op.block[2]) + "]";
+  line += ",\"dynamic_shared_bytes\":" + U64(op.dynamic_shared_bytes) + "}";
+  WriteTruth(line);
+}
+
+}  // namespace sim
+
+SIMHUB_EXPORT void simhub_set_api_hook(SimApiHook hook) { sim::g_api_hook.store(hook); }
+SIMHUB_EXPORT void simhub_set_op_hook(SimOpHook hook) { sim::g_op_hook.store(hook); }
+SIMHUB_EXPORT void simhub_set_resource_hook(SimResourceHook hook) { sim::g_resource_hook.store(hook); }
+
+SIMHUB_EXPORT uint64_t simhub_now_ns(void) {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+SIMHUB_EXPORT void simhub_set_timestamp_source(uint64_t (*source)(void)) {
+  // Offset sampled once, so the mapping is a fixed shift tests can check exactly.
+  if (source) sim::g_ts_offset_ns.store(static_cast<int64_t>(source() - simhub_now_ns()));
+  sim::g_ts_source.store(source);
+}
+
+SIMHUB_EXPORT uint64_t simhub_to_reported_ns(uint64_t sim_ns) {
+  if (sim_ns == 0 || sim::g_ts_source.load() == nullptr) return sim_ns;
+  return static_cast<uint64_t>(static_cast<int64_t>(sim_ns) + sim::g_ts_offset_ns.load());
+}
+
+SIMHUB_EXPORT void simhub_api_enter(SimApiSite* site) {
+  site->correlation_id = sim::g_next_correlation.fetch_add(1, std::memory_order_relaxed);
+  site->context = sim::g_context.load();
+  site->context_uid = sim::g_context_uid.load();
+  site->thread_id = sim::ThreadId();
+  site->process_id = static_cast<uint32_t>(getpid());
+  site->start_ns = simhub_now_ns();
+  site->end_ns = 0;
+  if (sim::t_depth++ == 0) {
+    sim::t_outer_correlation = site->correlation_id;
+    sim::t_outer_name = site->function_name;
+  }
+  if (SimApiHook hook = sim::g_api_hook.load()) hook(site, /*is_exit=*/0);
+}
+
+SIMHUB_EXPORT void simhub_api_exit(SimApiSite* site) {
+  site->end_ns = simhub_now_ns();
+  // The context may have been created by this very call (first runtime call).
+  if (!site->context) {
+    site->context = sim::g_context.load();
+    site->context_uid = sim::g_context_uid.load();
+  }
+  if (SimApiHook hook = sim::g_api_hook.load()) hook(site, /*is_exit=*/1);
+  const bool outermost = --sim::t_depth == 0;
+  int result = site->return_value ? *static_cast<const int*>(site->return_value) : 0;
+  std::string line = "{\"type\":\"api\",\"pid\":" + std::to_string(site->process_id);
+  line += ",\"domain\":\"" + std::string(site->domain == 2 ? "runtime" : "driver") + "\"";
+  line += ",\"name\":" + sim::JsonString(site->function_name);
+  line += ",\"cbid\":" + std::to_string(site->cbid);
+  line += ",\"correlation\":" + std::to_string(site->correlation_id);
+  line += ",\"outer_correlation\":" + std::to_string(sim::t_outer_correlation);
+  line += ",\"thread\":" + std::to_string(site->thread_id);
+  line += ",\"start_ns\":" + std::to_string(site->start_ns) + ",\"end_ns\":" + std::to_string(site->end_ns);
+  line += ",\"start_rep_ns\":" + std::to_string(simhub_to_reported_ns(site->start_ns)) +
+          ",\"end_rep_ns\":" + std::to_string(simhub_to_reported_ns(site->end_ns));
+  if (site->symbol_name) line += ",\"symbol\":" + sim::JsonString(site->symbol_name);
+  line += ",\"result\":" + std::to_string(result) + "}";
+  sim::WriteTruth(line);
+  if (outermost) {
+    sim::t_outer_correlation = 0;
+    sim::t_outer_name = "";
+  }
+}
+
+SIMHUB_EXPORT void simhub_truth_line(const char* json_object) {
+  if (json_object) sim::WriteTruth(json_object);
+}
+
+SIMHUB_EXPORT const char* simhub_fault(const char* name) {
+  if (!name) return nullptr;
+  std::string var = std::string("SIM_") + name;
+  const char* value = getenv(var.c_str());
+  return (value && *value) ? value : nullptr;
+}

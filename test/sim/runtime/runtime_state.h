@@ -1,0 +1,137 @@
+// The simulated runtime's plumbing: how it reaches the driver (dlopen
+// libcuda.so.1, then cuGetProcAddress for every function, as the real
+// runtime does since CUDA 11.3), lazy initialisation, per-thread last
+// error, and the bracket every runtime entry point is wrapped in.
+#pragma once
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti_runtime_cbid.h>
+#include <generated_cuda_runtime_api_meta.h>
+
+#include "hub.h"
+
+#define SIM_RUNTIME_EXPORT extern "C" __attribute__((visibility("default")))
+#define SIM_RUNTIME_CBID(name) CUPTI_RUNTIME_TRACE_CBID_##name
+
+namespace simrt {
+
+// Driver entry points, filled through cuGetProcAddress. Members are named by
+// cuda.h's macros, so Driver().cuMemAlloc(...) calls cuMemAlloc_v2.
+struct DriverApi {
+#define SIMRT_DRIVER_FN(name) decltype(&::name) name = nullptr;
+  SIMRT_DRIVER_FN(cuInit)
+  SIMRT_DRIVER_FN(cuDriverGetVersion)
+  SIMRT_DRIVER_FN(cuDeviceGetCount)
+  SIMRT_DRIVER_FN(cuDeviceGetName)
+  SIMRT_DRIVER_FN(cuDeviceGetAttribute)
+  SIMRT_DRIVER_FN(cuDeviceTotalMem)
+  SIMRT_DRIVER_FN(cuDevicePrimaryCtxRetain)
+  SIMRT_DRIVER_FN(cuDevicePrimaryCtxReset)
+  SIMRT_DRIVER_FN(cuCtxSynchronize)
+  SIMRT_DRIVER_FN(cuDeviceGetDefaultMemPool)
+  SIMRT_DRIVER_FN(cuMemGetInfo)
+  SIMRT_DRIVER_FN(cuMemAlloc)
+  SIMRT_DRIVER_FN(cuMemAllocPitch)
+  SIMRT_DRIVER_FN(cuMemFree)
+  SIMRT_DRIVER_FN(cuMemAllocHost)
+  SIMRT_DRIVER_FN(cuMemHostAlloc)
+  SIMRT_DRIVER_FN(cuMemFreeHost)
+  SIMRT_DRIVER_FN(cuMemAllocManaged)
+  SIMRT_DRIVER_FN(cuMemAllocAsync)
+  SIMRT_DRIVER_FN(cuMemAllocFromPoolAsync)
+  SIMRT_DRIVER_FN(cuMemFreeAsync)
+  SIMRT_DRIVER_FN(cuMemcpy)
+  SIMRT_DRIVER_FN(cuMemcpyAsync)
+  SIMRT_DRIVER_FN(cuMemcpy2D)
+  SIMRT_DRIVER_FN(cuMemcpy2DAsync)
+  SIMRT_DRIVER_FN(cuMemcpyPeer)
+  SIMRT_DRIVER_FN(cuMemcpyPeerAsync)
+  SIMRT_DRIVER_FN(cuMemsetD8)
+  SIMRT_DRIVER_FN(cuMemsetD8Async)
+  SIMRT_DRIVER_FN(cuMemsetD2D8)
+  SIMRT_DRIVER_FN(cuMemsetD2D8Async)
+  SIMRT_DRIVER_FN(cuStreamCreate)
+  SIMRT_DRIVER_FN(cuStreamCreateWithPriority)
+  SIMRT_DRIVER_FN(cuStreamDestroy)
+  SIMRT_DRIVER_FN(cuStreamQuery)
+  SIMRT_DRIVER_FN(cuStreamSynchronize)
+  SIMRT_DRIVER_FN(cuStreamWaitEvent)
+  SIMRT_DRIVER_FN(cuEventCreate)
+  SIMRT_DRIVER_FN(cuEventRecord)
+  SIMRT_DRIVER_FN(cuEventQuery)
+  SIMRT_DRIVER_FN(cuEventSynchronize)
+  SIMRT_DRIVER_FN(cuEventElapsedTime)
+  SIMRT_DRIVER_FN(cuEventDestroy)
+  SIMRT_DRIVER_FN(cuLibraryLoadData)
+  SIMRT_DRIVER_FN(cuLibraryGetKernel)
+  SIMRT_DRIVER_FN(cuKernelGetName)
+  SIMRT_DRIVER_FN(cuLaunchKernel)
+  SIMRT_DRIVER_FN(cuLaunchKernelEx)
+  SIMRT_DRIVER_FN(cuLaunchCooperativeKernel)
+#undef SIMRT_DRIVER_FN
+};
+
+// The driver table. Valid only after Ready() returned cudaSuccess.
+const DriverApi& Driver();
+
+// Initialises on first use (find the driver, resolve it, cuInit) and makes
+// sure the primary context exists. A failure is permanent and sticky, as
+// with the real runtime: cudaErrorInsufficientDriver when there is no usable
+// driver.
+cudaError_t Ready();
+
+// After cudaDeviceReset: the next call re-creates the primary context.
+void ForgetContext();
+
+cudaError_t FromDriver(CUresult result);
+
+// Per-thread last error (cudaGetLastError resets it; an initialisation
+// failure stays).
+void SetLastError(cudaError_t error);
+cudaError_t TakeLastError();
+cudaError_t PeekLastError();
+
+// The stream the driver sees: the _ptsz/_ptds entry points mean the
+// per-thread default stream by 0.
+inline CUstream ToDriver(cudaStream_t stream, bool per_thread) {
+  if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
+  return reinterpret_cast<CUstream>(stream);
+}
+
+inline constexpr int kRuntimeDomain = 2;  // CUPTI_CB_DOMAIN_RUNTIME_API
+
+// Brackets one runtime call (CUPTI runtime domain, cbid, params struct) and
+// records a failure as the thread's last error.
+template <typename Body>
+cudaError_t RuntimeCall(uint32_t cbid, const char* name, const void* params, Body&& body,
+                        const char* symbol_name = nullptr) {
+  cudaError_t result = cudaSuccess;
+  SimApiSite site{};
+  site.domain = kRuntimeDomain;
+  site.cbid = cbid;
+  site.function_name = name;
+  site.symbol_name = symbol_name;
+  site.params = params;
+  site.return_value = &result;
+  simhub_api_enter(&site);
+  result = body();
+  if (result != cudaSuccess) SetLastError(result);
+  simhub_api_exit(&site);
+  return result;
+}
+
+// The same for calls that need the driver (almost all).
+template <typename Body>
+cudaError_t DriverBackedCall(uint32_t cbid, const char* name, const void* params, Body&& body,
+                             const char* symbol_name = nullptr) {
+  return RuntimeCall(
+      cbid, name, params,
+      [&]() -> cudaError_t {
+        if (cudaError_t error = Ready(); error != cudaSuccess) return error;
+        return body();
+      },
+      symbol_name);
+}
+
+}  // namespace simrt
