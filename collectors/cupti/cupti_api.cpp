@@ -47,6 +47,7 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiActivityRegisterTimestampCallback", &api->ActivityRegisterTimestampCallback);
   Resolve(handle, "cuptiFinalize", &api->Finalize);
   Resolve(handle, "cuptiGetResultString", &api->GetResultString);
+  Resolve(handle, "cuptiSetThreadIdType", &api->SetThreadIdType);
   const char* first_missing = api->FirstMissing();
   if (first_missing != nullptr && missing != nullptr) *missing = first_missing;
   return first_missing == nullptr;

@@ -30,6 +30,7 @@ struct CuptiApi {
   decltype(&::cuptiActivityRegisterTimestampCallback) ActivityRegisterTimestampCallback = nullptr;
   decltype(&::cuptiFinalize) Finalize = nullptr;
   decltype(&::cuptiGetResultString) GetResultString = nullptr;
+  decltype(&::cuptiSetThreadIdType) SetThreadIdType = nullptr;  // API records with gettid() ids
 
   std::string path;  // where it was loaded from, for messages
 

@@ -217,6 +217,9 @@ void CuptiCollector::Attach(const Config& config) {
       Log().info("CUPTI timestamps mapped onto the agent clock by paired samples (offset {} ns, +-{} ns)",
                  clock_.offset_ns(), clock_.uncertainty_ns());
     }
+    // API records carry the OS thread id (gettid), as host events do;
+    // CUPTI's default is pthread_self().
+    if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
     g_buffer_owner.store(this, std::memory_order_release);
     CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
     if (r != CUPTI_SUCCESS) {
@@ -227,15 +230,25 @@ void CuptiCollector::Attach(const Config& config) {
     }
   }
   finalize_after_ns_.store(~0ull, std::memory_order_release);
+  ReadCuptiDropsLocked();
+  dropped_at_attach_ = cupti_dropped_.load(std::memory_order_relaxed);
   EnableCallbacks(true);
   EnableActivities(true);
   state_.store(CollectorState::kAttached, std::memory_order_release);
 }
 
 void CuptiCollector::BeginRecord(uint64_t start_ns) {
-  // Nothing to do on the hot path: warmup records are discarded when a
-  // window is collected, because their launches precede its start_ns.
+  // Warmup records need nothing here: they are discarded when the window is
+  // collected, because their launches precede its start_ns. Records CUPTI
+  // dropped during warmup are set aside so the window's count is its own;
+  // try_lock because the writer may be flushing (best effort, never wait).
   (void)start_ns;
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
+  ReadCuptiDropsLocked();
+  uint64_t total = cupti_dropped_.load(std::memory_order_relaxed);
+  warmup_dropped_.fetch_add(total - dropped_at_attach_, std::memory_order_relaxed);
+  dropped_at_attach_ = total;
 }
 
 void CuptiCollector::Pause() {
@@ -268,6 +281,7 @@ void CuptiCollector::FlushLocked(bool forced) {
 }
 
 void CuptiCollector::ReadCuptiDropsLocked() {
+  if (!Subscribed(state_.load(std::memory_order_acquire))) return;
   size_t dropped = 0;
   if (api_.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
     cupti_dropped_.fetch_add(dropped, std::memory_order_relaxed);
@@ -459,7 +473,12 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
   LossCounts& losses = out->meta.losses;
   losses.device_records_missing += outstanding;
   losses.device_records_dropped += own_dropped_ + untimed_;
-  losses.cupti_records_dropped += cupti_dropped_.exchange(0, std::memory_order_relaxed);
+  uint64_t dropped_total = cupti_dropped_.load(std::memory_order_relaxed);
+  uint64_t warmup = warmup_dropped_.exchange(0, std::memory_order_relaxed);
+  uint64_t window_dropped = dropped_total - dropped_reported_;
+  window_dropped = window_dropped > warmup ? window_dropped - warmup : 0;
+  dropped_reported_ = dropped_total;
+  losses.cupti_records_dropped += window_dropped;
   losses.unknown_activity_kinds += unknown_kinds_;
   own_dropped_ = untimed_ = unknown_kinds_ = 0;
   out->meta.cupti_mode = Mode();

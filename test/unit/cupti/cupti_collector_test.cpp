@@ -392,3 +392,28 @@ TEST_CASE("without a timestamp callback, CUPTI times are mapped onto the agent c
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("records CUPTI dropped during warmup are not charged to the window", "[collector]") {
+  Harness h;
+  h.config.buffer_bytes = 4u << 20;  // pool: 1 MiB
+  auto& c = h.Make();
+  c.Attach(h.config);
+  for (uint32_t id = 1; id <= 10000; ++id) h.Launch(id);  // warmup overflows the pool
+  size_t warmup_drops = fake::State().dropped_total;
+  REQUIRE(warmup_drops > 0);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  // Give the pool back: the writer collects the (empty) window so far.
+  Window first = h.Collect(start, start);
+  CHECK(first.meta.losses.cupti_records_dropped == 0);
+  h.Launch(20001);
+  Window w = h.Collect(start, NowNs());
+  CHECK(Correlations(w) == std::vector<uint32_t>{20001});
+  CHECK(w.meta.losses.cupti_records_dropped == 0);
+}
+
+}  // namespace
+}  // namespace prof::cupti

@@ -6,6 +6,9 @@
 // record, so a test can compare them with the simulator's truth log.
 //
 //   cupti_probe [--windows N] [--launches K] [--buffer-mb M] [--wait-ms W]
+//               [--no-kernels 1]
+// --no-kernels skips kernel registration and launches (for NVIDIA's real
+// runtime, which would parse the probe's dummy fat binary).
 //
 // Output lines: {"probe":"window",...meta...} and {"probe":"record",...}.
 // Exit 0 unless the CUDA runtime itself cannot be loaded (exit 3).
@@ -75,14 +78,35 @@ struct Work {
   char* host;
 };
 
-// One batch: `launches` kernels of the stub, a copy and a memset, a sync.
+bool g_kernels = true;
+
+// One batch: `launches` kernels of the stub, a copy, a memset, an
+// allocation and its release, a sync.
 void Batch(const Work& w, const void* stub, int launches) {
-  for (int i = 0; i < launches; ++i) w.rt->LaunchKernel(stub, dim3(64), dim3(128), nullptr, 0, w.stream);
+  for (int i = 0; g_kernels && i < launches; ++i) {
+    w.rt->LaunchKernel(stub, dim3(64), dim3(128), nullptr, 0, w.stream);
+  }
   w.rt->MemcpyAsync(w.device, w.host, 4096, cudaMemcpyHostToDevice, w.stream);
   w.rt->MemsetAsync(w.device, 0, 4096, w.stream);
+  void* scratch = nullptr;
+  if (w.rt->Malloc(&scratch, 1 << 16) == cudaSuccess) w.rt->Free(scratch);
   int device = 0;
   w.rt->GetDevice(&device);  // no device work
   w.rt->StreamSynchronize(w.stream);
+}
+
+void RegisterKernels(const Runtime& rt) {
+  void** module = rt.RegisterFatBinary(g_fatbin);
+  static char window_name[] = "_Z13window_kernelv";
+  static char warmup_name[] = "_Z13warmup_kernelv";
+  static char between_name[] = "_Z14between_kernelv";
+  rt.RegisterFunction(module, &g_stub_window, window_name, window_name, -1, nullptr, nullptr, nullptr, nullptr,
+                      nullptr);
+  rt.RegisterFunction(module, &g_stub_warmup, warmup_name, warmup_name, -1, nullptr, nullptr, nullptr, nullptr,
+                      nullptr);
+  rt.RegisterFunction(module, &g_stub_between, between_name, between_name, -1, nullptr, nullptr, nullptr,
+                      nullptr, nullptr);
+  rt.RegisterFatBinaryEnd(module);
 }
 
 void PrintWindow(int index, uint64_t start_ns, uint64_t end_ns, const prof::Window& w) {
@@ -120,19 +144,11 @@ int main(int argc, char** argv) {
   config.flush_timeout_ns = ArgValue(argc, argv, "--wait-ms", 3000) * 1'000'000;
   if (const char* lib = std::getenv("PROF_CUPTI_LIB")) config.cupti_lib = lib;
 
+  g_kernels = ArgValue(argc, argv, "--no-kernels", 0) == 0;
   Runtime rt{};
   if (!LoadRuntime(&rt)) return 3;
-  void** module = rt.RegisterFatBinary(g_fatbin);
-  char window_name[] = "_Z13window_kernelv";
-  char warmup_name[] = "_Z13warmup_kernelv";
-  char between_name[] = "_Z14between_kernelv";
-  rt.RegisterFunction(module, &g_stub_window, window_name, window_name, -1, nullptr, nullptr, nullptr, nullptr,
-                      nullptr);
-  rt.RegisterFunction(module, &g_stub_warmup, warmup_name, warmup_name, -1, nullptr, nullptr, nullptr, nullptr,
-                      nullptr);
-  rt.RegisterFunction(module, &g_stub_between, between_name, between_name, -1, nullptr, nullptr, nullptr,
-                      nullptr, nullptr);
-  rt.RegisterFatBinaryEnd(module);
+  if (g_kernels) RegisterKernels(rt);
+
 
   Work work{&rt, nullptr, nullptr, nullptr};
   static char host[4096];
