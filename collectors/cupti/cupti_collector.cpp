@@ -156,8 +156,10 @@ bool CuptiCollector::Subscribe() {
     std::string who = holder[0] != '\0' ? std::string(" (") + holder + ")" : std::string();
     GoOff("another tool already holds CUPTI" + who + ", e.g. Nsight, torch.profiler or DCGM");
   } else if (result == CUPTI_ERROR_UNKNOWN || result == CUPTI_ERROR_NOT_INITIALIZED) {
-    GoOff(std::string(how) + " returned " + ResultName(api_, result) +
-          ": CUPTI could not initialize (no CUDA driver or no GPU?)");
+    // What NVIDIA's libcupti answers on a machine without a driver (999).
+    std::string why = DriverLoaded() ? "CUPTI could not initialize (no CUDA driver or no GPU?)"
+                                     : "no CUDA driver (libcuda.so.1 is not loaded)";
+    GoOff(why + ": " + how + " returned " + ResultName(api_, result));
   } else {
     GoOff(std::string(how) + " returned " + ResultName(api_, result));
   }

@@ -82,6 +82,13 @@ CuptiSearch ProcessSearch(const std::string& configured) {
   return search;
 }
 
+bool DriverLoaded() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return false;
+  dlclose(driver);  // drops only the reference RTLD_NOLOAD took
+  return true;
+}
+
 bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
   std::string tried;
   for (const std::string& path : CandidatePaths(search)) {

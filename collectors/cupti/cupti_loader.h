@@ -25,6 +25,9 @@ std::vector<std::string> CandidatePaths(const CuptiSearch& search);
 // The search inputs as this process sees them (dl_iterate_phdr, getenv).
 CuptiSearch ProcessSearch(const std::string& configured);
 
+// Whether the process has a CUDA driver (libcuda.so.1) loaded; never loads it.
+bool DriverLoaded();
+
 // Opens the first candidate that loads and resolves. On failure returns
 // false with a one-line reason in *error (what was tried).
 bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error);
