@@ -76,6 +76,17 @@ class CuptiCollector final : public DeviceCollector {
     size_t valid_size;
   };
 
+  void AttachImpl(const Config& config);
+  void BeginRecordImpl(uint64_t start_ns);
+  void PauseImpl();
+  void FinishImpl();
+  void OnExitImpl();
+  void CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out);
+  // Runs fn; an exception switches the collector off (one warning).
+  template <typename Fn>
+  void Guarded(const char* what, Fn&& fn);
+  void GoOffNoThrow(const std::string& cause);
+
   // All with control_mutex_ held.
   bool LoadAndCheckVersion(const Config& config);
   bool Subscribe();
@@ -101,6 +112,7 @@ class CuptiCollector final : public DeviceCollector {
   uint32_t cupti_version_ = 0;
   Config config_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
+  int subscribed_pid_ = 0;  // the process that subscribed (a fork child is another)
   std::vector<CUpti_ActivityKind> enabled_kinds_;  // what EnableActivities turned on
 
   std::atomic<CollectorState> state_{CollectorState::kIdle};

@@ -1,8 +1,12 @@
 #include "collectors/cupti/cupti_collector.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "agent/clock.h"
@@ -35,12 +39,30 @@ void CUPTIAPI BufferRequestedTrampoline(uint8_t** buffer, size_t* size, size_t* 
   *size = 0;
   *max_records = 0;
   CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
-  if (owner != nullptr) owner->OnBufferRequested(buffer, size, max_records);
+  try {
+    if (owner != nullptr) owner->OnBufferRequested(buffer, size, max_records);
+  } catch (...) {
+    *buffer = nullptr;  // declined: CUPTI counts the records it drops
+    *size = 0;
+  }
 }
 
 void CUPTIAPI BufferCompletedTrampoline(CUcontext, uint32_t, uint8_t* buffer, size_t size, size_t valid_size) {
   CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
-  if (owner != nullptr) owner->OnBufferCompleted(buffer, size, valid_size);
+  try {
+    if (owner != nullptr) owner->OnBufferCompleted(buffer, size, valid_size);
+  } catch (...) {
+    // The buffer is lost (never reused); its records count as missing.
+  }
+}
+
+// Safety net for an exit that comes between the end of the schedule and the
+// next CUDA call (where cuptiFinalize would run): release the subscriber so
+// nothing stays enabled. Registered once, after the agent's own exit handler,
+// so it runs first and the agent can still collect the flushed records.
+void ReleaseAtExit() {
+  CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
+  if (owner != nullptr) owner->OnExit();
 }
 
 // CUPTI stamps every record with the agent's clock: no mapping needed.
@@ -198,7 +220,7 @@ void CuptiCollector::EnableActivities(bool enable) {
   if (!failed.empty()) Log().warn("CUPTI refused some activity kinds ({}); their records are missing", failed);
 }
 
-void CuptiCollector::Attach(const Config& config) {
+void CuptiCollector::AttachImpl(const Config& config) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
   if (state == CollectorState::kOff || state == CollectorState::kAttached) return;
@@ -209,6 +231,9 @@ void CuptiCollector::Attach(const Config& config) {
     // Subscribe before registering anything: a refused subscriber must not
     // take another tool's buffers or timestamps.
     if (!Subscribe()) return;
+    subscribed_pid_ = getpid();
+    static std::once_flag exit_hook;
+    std::call_once(exit_hook, [] { std::atexit(ReleaseAtExit); });
     // The timestamp callback must be in place before any kind is enabled.
     bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
                        api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
@@ -239,7 +264,7 @@ void CuptiCollector::Attach(const Config& config) {
   state_.store(CollectorState::kAttached, std::memory_order_release);
 }
 
-void CuptiCollector::BeginRecord(uint64_t start_ns) {
+void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
   // Warmup records need nothing here: they are discarded when the window is
   // collected, because their launches precede its start_ns. Records CUPTI
   // dropped during warmup are set aside so the window's count is its own;
@@ -253,7 +278,7 @@ void CuptiCollector::BeginRecord(uint64_t start_ns) {
   dropped_at_attach_ = total;
 }
 
-void CuptiCollector::Pause() {
+void CuptiCollector::PauseImpl() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
   EnableActivities(false);
@@ -261,7 +286,7 @@ void CuptiCollector::Pause() {
   state_.store(CollectorState::kPaused, std::memory_order_release);
 }
 
-void CuptiCollector::Finish() {
+void CuptiCollector::FinishImpl() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
   if (state != CollectorState::kAttached && state != CollectorState::kPaused) return;
@@ -305,7 +330,9 @@ void CuptiCollector::DetachLocked(bool finalize) {
   state_.store(CollectorState::kDetached, std::memory_order_release);
 }
 
-void CuptiCollector::OnExit() {
+void CuptiCollector::OnExitImpl() {
+  // A forked child must not touch the parent's CUPTI session.
+  if (getpid() != subscribed_pid_) return;
   // The exit path must not wait long: if a window is being collected (the
   // writer holds control_mutex_ while flushing), give it a moment, then go.
   std::unique_lock<std::mutex> lock(control_mutex_, std::defer_lock);
@@ -319,6 +346,43 @@ void CuptiCollector::OnExit() {
 std::string CuptiCollector::Mode() const {
   std::lock_guard<std::mutex> lock(mode_mutex_);
   return off_cause_.empty() ? std::string("activity") : "interception-only (" + off_cause_ + ")";
+}
+
+// ---- the DeviceCollector interface: nothing escapes into the host ----
+
+template <typename Fn>
+void CuptiCollector::Guarded(const char* what, Fn&& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    GoOffNoThrow(std::string(what) + " failed: " + e.what());
+  } catch (...) {
+    GoOffNoThrow(std::string(what) + " failed");
+  }
+}
+
+void CuptiCollector::GoOffNoThrow(const std::string& cause) {
+  try {
+    // A part that failed must not leave CUPTI attached behind it.
+    std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+    if (lock.owns_lock()) DetachLocked(/*finalize=*/false);
+  } catch (...) {
+  }
+  try {
+    GoOff(cause);
+  } catch (...) {
+    state_.store(CollectorState::kOff, std::memory_order_release);
+    callbacks_live_.store(false, std::memory_order_release);
+  }
+}
+
+void CuptiCollector::Attach(const Config& config) { Guarded("Attach", [&] { AttachImpl(config); }); }
+void CuptiCollector::BeginRecord(uint64_t start_ns) { Guarded("BeginRecord", [&] { BeginRecordImpl(start_ns); }); }
+void CuptiCollector::Pause() { Guarded("Pause", [&] { PauseImpl(); }); }
+void CuptiCollector::Finish() { Guarded("Finish", [&] { FinishImpl(); }); }
+void CuptiCollector::OnExit() { Guarded("OnExit", [&] { OnExitImpl(); }); }
+void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
+  Guarded("CollectWindow", [&] { CollectWindowImpl(start_ns, end_ns, deadline_ns, out); });
 }
 
 // ---- CUPTI callbacks (application threads, CUPTI's thread) ----
@@ -424,10 +488,10 @@ void CuptiCollector::DrainCompletedLocked() {
   }
 }
 
-void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
+void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
   out->meta.cupti_api_version = cupti_version_;
   if (!loaded_ || state_.load(std::memory_order_acquire) == CollectorState::kOff) {
-    out->meta.cupti_mode = Mode();
+    out->meta.cupti_mode = loaded_ || state() == CollectorState::kOff ? Mode() : "interception-only (CUPTI was not attached)";
     out->meta.has_gpu_timings = false;
     return;
   }

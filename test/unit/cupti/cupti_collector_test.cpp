@@ -417,3 +417,30 @@ TEST_CASE("records CUPTI dropped during warmup are not charged to the window", "
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("a window collected before any attach says CUPTI was not attached", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  Window w = h.Collect(0, NowNs());
+  CHECK(w.meta.cupti_mode == "interception-only (CUPTI was not attached)");
+  CHECK_FALSE(w.meta.has_gpu_timings);
+  CHECK(fake::State().subscribe_calls == 0);
+  (void)c;
+}
+
+TEST_CASE("an exception inside the collector never reaches the caller and switches it off", "[collector]") {
+  Harness h;
+  CuptiCollector c([](const Config&, CuptiApi*, std::string*) -> bool { throw std::runtime_error("boom"); });
+  REQUIRE_NOTHROW(c.Attach(h.config));
+  CHECK(c.state() == CollectorState::kOff);
+  CHECK(c.Mode() == "interception-only (Attach failed: boom)");
+  Window w;
+  REQUIRE_NOTHROW(c.CollectWindow(0, 1, 1, &w));
+  CHECK_FALSE(w.meta.has_gpu_timings);
+}
+
+}  // namespace
+}  // namespace prof::cupti
