@@ -1,0 +1,155 @@
+// Each finding fires on a window built to trigger it and stays silent on one
+// built not to.
+#include "exporters/findings.h"
+
+#include <catch2/catch.hpp>
+
+#include "exporters/summary.h"
+#include "test/unit/exporters/window_builder.h"
+
+namespace prof {
+namespace {
+
+using testing::WindowBuilder;
+
+constexpr uint64_t kStepNs = 1'000'000;
+
+bool Fires(const Window& w, const std::string& id, std::string* evidence = nullptr) {
+  for (const Finding& f : ComputeSummary(w).findings) {
+    if (f.id == id) {
+      if (evidence) *evidence = f.evidence;
+      return true;
+    }
+  }
+  return false;
+}
+
+// `steps` steps of 1 ms; in each, `kernels` kernels of `kernel_ns`, launched
+// back to back from the step start, each starting `latency_ns` after its call.
+WindowBuilder Loop(int steps, int kernels, uint64_t kernel_ns, uint64_t latency_ns = 2'000) {
+  WindowBuilder b;
+  uint32_t correlation = 1;
+  for (int s = 0; s < steps; ++s) {
+    uint64_t t0 = s * kStepNs;
+    b.Step(s, t0, t0 + kStepNs);
+    uint64_t gpu = t0;
+    for (int k = 0; k < kernels; ++k) {
+      uint64_t call = t0 + k * 1'000;
+      uint64_t start = std::max(gpu, call + latency_ns);
+      b.Launch("k", call, 1'000, start, start + kernel_ns, correlation++);
+      gpu = start + kernel_ns;
+    }
+  }
+  return b;
+}
+
+TEST_CASE("overhead-bound fires on short kernels with the GPU mostly idle", "[findings]") {
+  std::string evidence;
+  CHECK(Fires(Loop(4, 50, 2'000).Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
+  CHECK(evidence.find("GPU busy 10.0%") != std::string::npos);
+  CHECK_FALSE(Fires(Loop(4, 50, 2'000).Build(), "compute-bound"));
+}
+
+TEST_CASE("overhead-bound stays silent when kernels are long even if the GPU idles", "[findings]") {
+  CHECK_FALSE(Fires(Loop(4, 1, 300'000).Build(), "overhead-bound"));  // 30% busy, 300 µs kernels
+}
+
+TEST_CASE("compute-bound fires when the GPU is busy and not otherwise", "[findings]") {
+  CHECK(Fires(Loop(4, 1, 950'000).Build(), "compute-bound"));  // 95% busy
+  CHECK_FALSE(Fires(Loop(4, 1, 950'000).Build(), "overhead-bound"));
+  CHECK_FALSE(Fires(Loop(4, 1, 500'000).Build(), "compute-bound"));  // 50%
+}
+
+TEST_CASE("sync-in-step fires on a synchronize inside a step", "[findings]") {
+  WindowBuilder b = Loop(3, 2, 100'000);
+  b.Call(ApiId::cudaStreamSynchronize, 1'500'000, 1'600'000);
+  std::string evidence;
+  CHECK(Fires(b.Build(), "sync-in-step", &evidence));
+  CHECK(evidence.find("cudaStreamSynchronize x1") != std::string::npos);
+  CHECK_FALSE(Fires(Loop(3, 2, 100'000).Build(), "sync-in-step"));
+}
+
+TEST_CASE("sync-in-step ignores the synchronize that marks the step with PROF_STEP=sync", "[findings]") {
+  WindowBuilder b = Loop(3, 2, 100'000);
+  b.window().meta.config = {{"PROF_STEP", "sync"}};
+  for (int s = 0; s < 3; ++s) b.Call(ApiId::cudaDeviceSynchronize, s * kStepNs + 900'000, s * kStepNs + 990'000);
+  CHECK_FALSE(Fires(b.Build(), "sync-in-step"));
+  b.Call(ApiId::cudaDeviceSynchronize, 500'000, 510'000);  // a second one in step 0 is real
+  CHECK(Fires(b.Build(), "sync-in-step"));
+}
+
+TEST_CASE("d2h-copy-in-step fires on device-to-host copies, not host-to-device", "[findings]") {
+  WindowBuilder d2h = Loop(2, 1, 100'000);
+  HostEvent& c = d2h.Call(ApiId::cudaMemcpy, 500'000, 520'000);
+  c.copy_kind = 2, c.bytes = 4;
+  CHECK(Fires(d2h.Build(), "d2h-copy-in-step"));
+  WindowBuilder h2d = Loop(2, 1, 100'000);
+  h2d.Call(ApiId::cudaMemcpy, 500'000, 520'000).copy_kind = 1;
+  CHECK_FALSE(Fires(h2d.Build(), "d2h-copy-in-step"));
+}
+
+TEST_CASE("pageable-copy fires on copies from pageable memory, not pinned", "[findings]") {
+  WindowBuilder pageable = Loop(2, 1, 100'000);
+  pageable.Copy(testing::kCuptiHtoD, testing::kCuptiPageable, testing::kCuptiDevice, 1 << 20, 600'000, 700'000, 0);
+  CHECK(Fires(pageable.Build(), "pageable-copy"));
+  WindowBuilder pinned = Loop(2, 1, 100'000);
+  pinned.Copy(testing::kCuptiHtoD, testing::kCuptiPinned, testing::kCuptiDevice, 1 << 20, 600'000, 700'000, 0);
+  CHECK_FALSE(Fires(pinned.Build(), "pageable-copy"));
+}
+
+TEST_CASE("allocator-churn fires on cudaMalloc/cudaFree after the window's first step", "[findings]") {
+  WindowBuilder churn = Loop(3, 1, 100'000);
+  churn.Call(ApiId::cudaMalloc, 1'500'000, 1'510'000);
+  churn.Call(ApiId::cudaFree, 2'500'000, 2'510'000);
+  std::string evidence;
+  CHECK(Fires(churn.Build(), "allocator-churn", &evidence));
+  CHECK(evidence.find("2 calls in 2 of 2 steps") != std::string::npos);
+
+  WindowBuilder first_step_only = Loop(3, 1, 100'000);
+  first_step_only.Call(ApiId::cudaMalloc, 500'000, 510'000);
+  CHECK_FALSE(Fires(first_step_only.Build(), "allocator-churn"));
+
+  WindowBuilder stream_ordered = Loop(3, 1, 100'000);
+  stream_ordered.Call(ApiId::cudaMallocAsync, 1'500'000, 1'510'000);
+  CHECK_FALSE(Fires(stream_ordered.Build(), "allocator-churn"));
+}
+
+TEST_CASE("launch-latency fires when work reaches an idle GPU late", "[findings]") {
+  CHECK(Fires(Loop(3, 2, 50'000, /*latency_ns=*/200'000).Build(), "launch-latency"));
+  CHECK_FALSE(Fires(Loop(3, 2, 50'000, /*latency_ns=*/5'000).Build(), "launch-latency"));
+}
+
+TEST_CASE("idle-gaps fires on long GPU idle stretches and names the host call in them", "[findings]") {
+  WindowBuilder b;
+  b.Step(0, 0, 10'000'000);
+  b.Launch("k", 0, 1'000, 1'000, 2'000'000, 1);
+  b.Call(ApiId::cudaStreamSynchronize, 2'100'000, 7'900'000);
+  b.Launch("k", 8'000'000, 1'000, 8'001'000, 10'000'000, 2);
+  std::string evidence;
+  CHECK(Fires(b.Build(), "idle-gaps", &evidence));
+  CHECK(evidence.find("cudaStreamSynchronize") != std::string::npos);
+  // Many 0.1 ms gaps: each below the 1 ms threshold.
+  CHECK_FALSE(Fires(Loop(3, 5, 100'000, /*latency_ns=*/100'000).Build(), "idle-gaps"));
+}
+
+TEST_CASE("data-loss fires on any dropped or missing record, and only then", "[findings]") {
+  WindowBuilder b = Loop(2, 1, 100'000);
+  CHECK_FALSE(Fires(b.Build(), "data-loss"));
+  b.window().meta.losses.cupti_records_dropped = 12;
+  std::string evidence;
+  CHECK(Fires(b.Build(), "data-loss", &evidence));
+  CHECK(evidence.find("12 records dropped by CUPTI") != std::string::npos);
+}
+
+TEST_CASE("interception-only fires when there are no GPU timings, with the cause", "[findings]") {
+  WindowBuilder b = Loop(2, 1, 100'000);
+  CHECK_FALSE(Fires(b.Build(), "interception-only"));
+  b.window().meta.has_gpu_timings = false;
+  b.window().meta.cupti_mode = "interception-only (CUPTI_ERROR_UNKNOWN)";
+  std::string evidence;
+  CHECK(Fires(b.Build(), "interception-only", &evidence));
+  CHECK(evidence.find("CUPTI_ERROR_UNKNOWN") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace prof

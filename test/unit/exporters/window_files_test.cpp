@@ -1,0 +1,196 @@
+#include "exporters/window_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "test/unit/exporters/window_builder.h"
+#include "tools/prof/trace_io.h"
+#include "tools/prof/validate.h"
+
+namespace prof {
+namespace {
+
+using testing::WindowBuilder;
+
+// The real file system, with failures injected on chosen calls.
+class FaultyFileSystem final : public FileSystem {
+ public:
+  int fail_open_errno = 0;        // every Open fails with this
+  int fail_write_errno = 0;       // Write number `fail_write_at` fails with this
+  int fail_write_at = 0;          // 1-based
+  int interrupt_writes = 0;       // the first N writes fail with EINTR
+  int fail_rename_errno = 0;
+  int writes = 0;
+
+  int Open(const char* path, int flags, mode_t mode) override {
+    if (fail_open_errno) return errno = fail_open_errno, -1;
+    return PosixFileSystem().Open(path, flags, mode);
+  }
+  ssize_t Write(int fd, const void* data, size_t size) override {
+    ++writes;
+    if (interrupt_writes > 0) return --interrupt_writes, errno = EINTR, -1;
+    if (fail_write_errno && writes == fail_write_at) return errno = fail_write_errno, -1;
+    // Short writes: at most 1000 bytes at a time, so callers must loop.
+    return PosixFileSystem().Write(fd, data, std::min<size_t>(size, 1000));
+  }
+  int Close(int fd) override { return PosixFileSystem().Close(fd); }
+  int Rename(const char* from, const char* to) override {
+    if (fail_rename_errno) return errno = fail_rename_errno, -1;
+    return PosixFileSystem().Rename(from, to);
+  }
+  int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
+  int MakeDir(const char* path, mode_t mode) override { return PosixFileSystem().MakeDir(path, mode); }
+};
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char pattern[] = "/tmp/libprof-exporters-XXXXXX";
+    path = mkdtemp(pattern);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  std::vector<std::string> Files() const {
+    std::vector<std::string> names;
+    DIR* d = opendir(path.c_str());
+    while (dirent* e = d ? readdir(d) : nullptr) {
+      std::string n = e->d_name;
+      if (n != "." && n != "..") names.push_back(n);
+    }
+    if (d) closedir(d);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+};
+
+Window Small() {
+  WindowBuilder b;
+  b.window().meta.first_step = 35;
+  b.Step(35, 0, 1'000'000);
+  for (uint32_t i = 1; i <= 200; ++i) b.Launch("kernel_with_a_long_name", i * 1000, 500, i * 1000 + 600, i * 1000 + 900, i);
+  return b.Build();
+}
+
+TEST_CASE("files are named <name>[_rank<R>].<first step> with the trace and summary suffixes", "[files]") {
+  WindowMeta m;
+  m.name = "trainer/a";
+  m.first_step = 35;
+  CHECK(WindowFileStem(m) == "trainer_a.35");
+  m.rank_known = true;
+  m.rank = 3;
+  CHECK(WindowFileStem(m) == "trainer_a_rank3.35");
+  m.name.clear();
+  m.hostname = "node1";
+  m.pid = 77;
+  CHECK(WindowFileStem(m) == "node1_77_rank3.35");
+}
+
+TEST_CASE("WriteWindowFiles writes a valid trace and a summary and nothing else", "[files]") {
+  TempDir dir;
+  std::string error;
+  OutputOptions options{dir.path + "/out", true, true, false};  // the directory is created
+  REQUIRE(WriteWindowFiles(Small(), options, &error));
+  CHECK(error.empty());
+  DIR* d = opendir((dir.path + "/out").c_str());
+  REQUIRE(d);
+  std::vector<std::string> names;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') names.push_back(e->d_name);
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{"worker.35.pt.trace.json", "worker.35.summary.txt"});
+  nlohmann::json trace;
+  REQUIRE(tool::LoadTrace(dir.path + "/out/worker.35.pt.trace.json", &trace, &error));
+  CHECK(tool::ValidateTrace(trace).ok());
+}
+
+TEST_CASE("with gzip the trace is .pt.trace.json.gz and decompresses to a valid trace", "[files]") {
+  TempDir dir;
+  std::string error;
+  REQUIRE(WriteWindowFiles(Small(), {dir.path, true, false, true}, &error));
+  CHECK(dir.Files() == std::vector<std::string>{"worker.35.pt.trace.json.gz"});
+  std::string bytes;
+  REQUIRE(tool::ReadFileBytes(dir.path + "/worker.35.pt.trace.json.gz", &bytes, &error));
+  nlohmann::json trace = nlohmann::json::parse(bytes);
+  CHECK(trace["traceEvents"].size() > 400);
+  CHECK(tool::ValidateTrace(trace).ok());
+  // And it is really compressed.
+  struct stat st {};
+  stat((dir.path + "/worker.35.pt.trace.json.gz").c_str(), &st);
+  CHECK(static_cast<size_t>(st.st_size) < bytes.size() / 3);
+}
+
+TEST_CASE("ENOSPC mid-write fails with a one-line error and leaves no file behind", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.fail_write_errno = ENOSPC;
+  fs.fail_write_at = 3;
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path, true, false, false}, fs, &error));
+  CHECK(error.find("ENOSPC") != std::string::npos);
+  CHECK(error.find("write") == 0);
+  CHECK(error.find('\n') == std::string::npos);
+  CHECK(dir.Files().empty());  // neither the final name nor the temporary
+}
+
+TEST_CASE("ENOSPC on the gzip trace leaves no trace file; the summary is still written", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.fail_write_errno = ENOSPC;
+  fs.fail_write_at = 1;
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path, true, true, true}, fs, &error));
+  CHECK(error.find("No space left on device (ENOSPC)") != std::string::npos);
+  CHECK(dir.Files() == std::vector<std::string>{"worker.35.summary.txt"});
+}
+
+TEST_CASE("EACCES on open is reported with the path and nothing is written", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.fail_open_errno = EACCES;
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path, true, true, false}, fs, &error));
+  CHECK(error.find("open " + dir.path) == 0);
+  CHECK(error.find("EACCES") != std::string::npos);
+  CHECK(dir.Files().empty());
+}
+
+TEST_CASE("a failed rename removes the temporary", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.fail_rename_errno = EXDEV;
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path, true, true, false}, fs, &error));
+  CHECK(error.find("rename") == 0);
+  CHECK(dir.Files().empty());
+}
+
+TEST_CASE("EINTR and short writes are retried until every byte is written", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.interrupt_writes = 5;
+  std::string error;
+  REQUIRE(WriteWindowFiles(Small(), {dir.path, true, true, false}, fs, &error));
+  CHECK(fs.writes > 10);  // 1000-byte short writes
+  nlohmann::json trace;
+  REQUIRE(tool::LoadTrace(dir.path + "/worker.35.pt.trace.json", &trace, &error));
+  CHECK(tool::ValidateTrace(trace).ok());
+}
+
+TEST_CASE("a missing parent directory is reported, not crashed on", "[files]") {
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {"/nonexistent-libprof-dir/a/b", true, true, false}, &error));
+  CHECK(error.find("mkdir /nonexistent-libprof-dir/a/b") == 0);
+  CHECK(error.find("ENOENT") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace prof
