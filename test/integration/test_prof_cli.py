@@ -1,0 +1,141 @@
+"""The `prof` command: validate accepts the real torch.profiler traces and
+rejects broken ones by rule, merge of four ranks keeps every event and
+validates, run passes the command's exit status through and sets the
+environment libprof reads, and every subcommand has --help."""
+import gzip
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+REAL_TRACES = ["simple_add.pt.trace.json.gz", "training_rank0.pt.trace.json.gz", "sampled_rank0.pt.trace.json.gz"]
+
+
+def prof(*args, env=None, timeout=120):
+    return subprocess.run([harness.PROF_TOOL, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env if env is not None else harness.clean_env())
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+
+class ProfCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="libprof-cli-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def real(self, name):
+        path = os.path.join(harness.KINETO_TRACES, name)
+        if not os.path.exists(path):
+            self.skipTest(f"{path} missing")
+        return path
+
+    def test_every_subcommand_has_help(self):
+        for command in ("run", "summary", "validate", "merge"):
+            r = prof(command, "--help")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn(f"usage: prof {command}", r.stdout)
+        self.assertEqual(prof("--help").returncode, 0)
+        self.assertEqual(prof("bogus").returncode, 2)
+
+    def test_validate_accepts_the_real_kineto_traces(self):
+        paths = [self.real(n) for n in REAL_TRACES]
+        r = prof("validate", *paths)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count(": OK"), 3, r.stdout)
+
+    def test_validate_rejects_a_broken_trace_naming_rule_and_event(self):
+        trace = load(self.real("simple_add.pt.trace.json.gz"))
+        kernel = next(i for i, e in enumerate(trace["traceEvents"]) if e.get("cat") == "kernel")
+        del trace["traceEvents"][kernel]["args"]["stream"]
+        broken = os.path.join(self.tmp, "broken.json")
+        with open(broken, "w") as f:
+            json.dump(trace, f)
+        r = prof("validate", broken)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f"rule kernel-args: event #{kernel}", r.stdout)
+        self.assertIn("FAIL", r.stdout)
+
+    def test_validate_rejects_non_json(self):
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"traceEvents": [], }')
+        r = prof("validate", bad)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("rule strict-json", r.stdout)
+
+    def test_merge_of_four_ranks_keeps_every_event_and_validates(self):
+        source = load(self.real("simple_add.pt.trace.json.gz"))
+        inputs, total = [], 0
+        for rank in range(4):
+            trace = json.loads(json.dumps(source))
+            trace["distributedInfo"]["rank"] = rank
+            path = os.path.join(self.tmp, f"rank{rank}.json")
+            with open(path, "w") as f:
+                json.dump(trace, f)
+            inputs.append(path)
+            total += len(trace["traceEvents"])
+        out = os.path.join(self.tmp, "merged.pt.trace.json.gz")
+        r = prof("merge", *inputs, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        merged = load(out)
+        events = merged["traceEvents"]
+        labels = [e for e in events if e.get("name") == "process_labels" and
+                  str(e.get("args", {}).get("labels", "")).startswith("rank ")]
+        self.assertEqual(len(events), total + len(labels), "an input event was lost or duplicated")
+        # Every kernel of every rank is there, in its rank's own process block.
+        kernels = [e for e in events if e.get("cat") == "kernel"]
+        self.assertEqual(len(kernels), 4 * sum(1 for e in source["traceEvents"] if e.get("cat") == "kernel"))
+        self.assertEqual(len({e["pid"] // 100000000 for e in kernels}), 4)
+        self.assertEqual(prof("validate", out).returncode, 0)
+
+    def test_summary_reads_several_traces_and_compares_them(self):
+        paths = [self.real(n) for n in REAL_TRACES[:2]]
+        r = prof("summary", *paths)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("cuda_gpu_kern_sum"), 2)
+        self.assertIn("2 windows compared", r.stdout)
+
+    def test_run_passes_the_exit_status_through(self):
+        for code in (0, 3, 77):
+            r = prof("run", "-q", "--lib", harness.LIBPROF_SO, "--", "sh", "-c", f"exit {code}")
+            self.assertEqual(r.returncode, code, r.stderr)
+
+    def test_run_passes_a_terminating_signal_through(self):
+        r = prof("run", "-q", "--lib", harness.LIBPROF_SO, "--", "sh", "-c", "kill -TERM $$")
+        self.assertEqual(r.returncode, -signal.SIGTERM)
+
+    def test_run_sets_preload_nvtx_injection_and_schedule(self):
+        env = harness.clean_env(LD_PRELOAD="libm.so.6")
+        r = prof("run", "-q", "--wait", "3", "--warmup", "1", "--active", "2", "--repeat", "4", "--skip-first", "5",
+                 "--step", "sync", "--out", self.tmp, "--gzip", "--", "sh", "-c",
+                 'echo "$LD_PRELOAD|$NVTX_INJECTION64_PATH|$PROF_WAIT $PROF_WARMUP $PROF_ACTIVE $PROF_REPEAT '
+                 '$PROF_SKIP_FIRST|$PROF_STEP|$PROF_OUTPUT_DIR|$PROF_COMPRESS"', env=env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        preload, nvtx, counts, step, out, compress = r.stdout.strip().split("|")
+        lib = os.path.realpath(harness.LIBPROF_SO)
+        self.assertEqual(preload, "libm.so.6:" + lib, "libprof must be appended to an existing LD_PRELOAD")
+        self.assertEqual(nvtx, lib)
+        self.assertEqual(counts, "3 1 2 4 5")
+        self.assertEqual((step, out, compress), ("sync", self.tmp, "gzip"))
+
+    def test_run_rejects_bad_counts_and_missing_commands(self):
+        r = prof("run", "--active", "two", "--", "true")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--active 'two'", r.stderr)
+        self.assertEqual(prof("run", "--lib", harness.LIBPROF_SO).returncode, 2)
+        self.assertEqual(prof("run", "-q", "--lib", harness.LIBPROF_SO, "--", "/nonexistent/cmd").returncode, 127)
+
+
+if __name__ == "__main__":
+    harness.main()
