@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Builds libprof in Release into ${BENCH_BUILD_DIR:-build-bench} and runs every
+# benchmark (test/bench/run_bench.py): prints one table with each figure, its
+# target and whether it is met. Figures are ratios/differences against a
+# baseline measured in the same run, medians of interleaved repetitions.
+#   scripts/bench.sh                 full run (a few minutes)
+#   scripts/bench.sh --smoke         tiny sizes, no judging (what CI runs)
+#   scripts/bench.sh --json out.json also keep the figures
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+export PATH="$CUDA_HOME/bin:$PATH"
+build_dir=${BENCH_BUILD_DIR:-build-bench}
+jobs=${BENCH_JOBS:-$(nproc)}
+scripts/setup-deps.sh
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLIBPROF_BUILD_BENCH=ON -DCUDAToolkit_ROOT="$CUDA_HOME" >/dev/null
+# What the benchmarks run: the agent, the simulated stack and the benchmarks.
+cmake --build "$build_dir" -j "$jobs" --target prof_agent sim_cuda sim_cudart sim_cupti bench_all >/dev/null
+echo "bench: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(date -u +%Y-%m-%dT%H:%MZ)"
+exec python3 -B test/bench/run_bench.py --build-dir "$build_dir" "$@"

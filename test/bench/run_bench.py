@@ -1,0 +1,407 @@
+#!/usr/bin/env python3
+"""Runs every libprof benchmark and prints one table: figure, value, spread,
+target, met.
+
+Each figure is a ratio or a difference against a baseline measured in the
+same run (the machine is shared): the C++ benchmarks interleave their
+variants in-process (harness.h); the end-to-end runs here interleave whole
+processes round by round (bare, waiting, recording, bare, ...), and every
+figure is the median over rounds of the per-round ratio, with the 10th-90th
+percentile as spread.
+
+  run_bench.py --build-dir build-bench [--smoke] [--rounds N] [--json OUT]
+
+--smoke: tiny sizes, one round, no judging: only checks that every
+benchmark runs and reports every figure (the CTest test bench_smoke).
+Exit status: 0 when every figure was produced (targets missed or not),
+1 when a benchmark failed or a figure is missing.
+"""
+import argparse
+import gzip
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNEL_NAME_RE = re.compile(r'"name":\s*("(?:[^"\\]|\\.)*")')
+
+# figure id -> (label, comparison, target); comparison None = information.
+TARGETS = {
+    "wrapper_idle_ns": ("wrapper cost, no window recording", "<=", 2.0),
+    "wrapper_record_ns": ("wrapper cost, recording", "<=", 25.0),
+    "alloc_pair_ns": ("allocator tracking, cudaMalloc+cudaFree", "<=", 50.0),
+    "e2e_wait_ratio": ("end to end, agent waiting / bare", "<=", 1.01),
+    "e2e_record_ratio": ("end to end, recording every step / bare", "<=", 1.25),
+    "window_end_stall_ms": ("window end stall, 1M host events (in process)", "<=", 1.0),
+    "window_end_stall_e2e_ms": ("window end stall, ~1M-launch window on the sim", "<=", 1.0),
+    "export_chrome_events_per_s": ("Chrome JSON export, per core", ">=", 3e6),
+    "export_gzip_events_per_s": ("Chrome JSON gzip export, per core", ">=", 1e6),
+    "kernel_event_bytes": ("kernel event bytes (excl. name) vs Kineto", "<=", None),  # target filled from Kineto
+    "mem_over_bare_mb_256": ("memory over bare, PROF_BUFFER_MB=256 (default)", "<=", 256 + 32.0),
+    # memory() adds one row per lowered cap.
+}
+INFO = {
+    "alloc_pair_record_ns": "allocator pair while recording",
+    "clock_read_ns": "one agent clock read",
+    "window_seal_ms": "window seal on the writer thread",
+    "export_summary_events_per_s": "summary, per core",
+    "export_chrome_bytes_per_event": "Chrome JSON bytes/event",
+    "export_gzip_bytes_per_event": "Chrome JSON gzip bytes/event",
+    "export_summary_bytes_per_event": "summary bytes/event",
+    "e2e_bare_launch_ns": "bare sim launch (loop time / launches)",
+    "e2e_wait_app_cpu_ns": "breakdown: waiting, app-thread CPU added per launch",
+    "e2e_record_host_ratio": "breakdown: recording with PROF_ACTIVITIES=runtime / bare",
+    "e2e_record_added_ns": "breakdown: recording, wall added per launch",
+    "e2e_record_app_cpu_ns": "breakdown: recording, app-thread CPU added per launch",
+    "e2e_record_wrapper_ns": "breakdown:   of which the wrapper + HostEvent (micro)",
+    "e2e_record_host_app_cpu_ns": "breakdown:   app-thread CPU with runtime records only",
+    "e2e_record_other_cpu_ns": "breakdown: recording, other threads' CPU per launch",
+}
+
+
+PEAK_RSS = None  # path of bench_peak_rss, set in main()
+
+
+class Failure(Exception):
+    pass
+
+
+def stats(samples):
+    s = sorted(samples)
+    if not s:
+        return {"value": float("nan"), "p10": float("nan"), "p90": float("nan"), "n": 0}
+
+    def pct(p):
+        r = p * (len(s) - 1)
+        lo, hi = int(r), min(int(r) + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (r - lo)
+
+    return {"value": pct(0.5), "p10": pct(0.1), "p90": pct(0.9), "n": len(s)}
+
+
+def run_figures(cmd, env=None):
+    """Runs a C++ benchmark; returns its figure lines keyed by id."""
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        raise Failure(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr.strip()[-800:]}")
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            f = json.loads(line)
+            out[f.pop("figure")] = f
+    return out
+
+
+def run_workload_rss(exe, args, env, want_cpu=False):
+    """Runs launch_storm under peak_rss; returns (result, peak RSS KiB,
+    stderr[, CPU ns of the whole process, all threads])."""
+    p = subprocess.run([PEAK_RSS, exe] + args, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise Failure(f"{exe} {' '.join(args)} exited {p.returncode}: {p.stderr.strip()[-800:]}")
+    lines = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    if len(lines) < 2 or "peak_rss_kb" not in lines[-1]:
+        raise Failure(f"{exe} printed no result")
+    res, usage = lines[0], lines[-1]
+    if want_cpu:
+        return res, usage["peak_rss_kb"], p.stderr, usage["cpu_ns"]
+    return res, usage["peak_rss_kb"], p.stderr
+
+
+def agent_env(base, libprof, out_dir, **prof):
+    env = dict(base)
+    env["LD_PRELOAD"] = libprof
+    env["PROF_OUTPUT_DIR"] = out_dir
+    env["PROF_LOG_LEVEL"] = "warn"
+    for k, v in prof.items():
+        env["PROF_" + k] = str(v)
+    return env
+
+
+def trace_losses(out_dir):
+    """Sums the loss counts written at the head of every trace in out_dir."""
+    total = {}
+    traces = 0
+    for name in sorted(os.listdir(out_dir)):
+        if not name.endswith(".pt.trace.json"):
+            continue
+        traces += 1
+        with open(os.path.join(out_dir, name), "rb") as f:
+            head = f.read(1 << 16).decode(errors="replace")
+        m = re.search(r'"losses":\s*(\{[^}]*\})', head)
+        if m:
+            for k, v in json.loads(m.group(1)).items():
+                total[k] = total.get(k, 0) + v
+    return traces, total
+
+
+def kernel_event_sizes(text, limit):
+    """Byte size of each kernel event object in raw trace text, without its
+    name string (names differ between programs; the fields are compared)."""
+    start = text.find('"traceEvents"')
+    if start < 0:
+        return [], set()
+    pos = text.find("[", start) + 1
+    dec = json.JSONDecoder()
+    sizes, fields = [], set()
+    n = len(text)
+    while pos < n and len(sizes) < limit:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n or text[pos] == "]":
+            break
+        obj, end = dec.raw_decode(text, pos)
+        if isinstance(obj, dict) and obj.get("cat") == "kernel":
+            raw = text[pos:end].encode()
+            m = KERNEL_NAME_RE.search(text, pos, end)
+            sizes.append(len(raw) - (len(m.group(1).encode()) if m else 0))
+            fields.update(obj.keys())
+            fields.update("args." + k for k in obj.get("args", {}))
+        pos = end
+    return sizes, fields
+
+
+def kineto_kernel_bytes(traces_dir):
+    sizes, fields = [], set()
+    for name in sorted(os.listdir(traces_dir)):
+        if name.endswith(".json.gz"):
+            with gzip.open(os.path.join(traces_dir, name), "rt") as f:
+                s, fl = kernel_event_sizes(f.read(), 10**9)
+            sizes += s
+            fields |= fl
+    return sizes, fields
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--rounds", type=int, default=0, help="end-to-end rounds (default 5)")
+    ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--require-agent", action="store_true",
+                    help="fail when an agent figure cannot be produced (CTest sets it once the agent's "
+                    "wrappers and runtime are in the tree; before that they are reported as skipped)")
+    args = ap.parse_args()
+    build = os.path.abspath(args.build_dir)
+    smoke = args.smoke
+    bench_bin = os.path.join(build, "test", "bench")
+    global PEAK_RSS
+    PEAK_RSS = os.path.join(bench_bin, "bench_peak_rss")
+    libprof = os.path.join(build, "agent", "libprof.so")
+    sim_lib = os.path.join(build, "test", "sim", "lib")
+    kineto_dir = os.environ.get("KINETO_TRACES") or os.path.join(HERE, "..", "..", "..", "shared", "data", "kineto-traces")
+    figures = {}
+    problems = []
+    tmp = tempfile.mkdtemp(prefix="libprof-bench-")
+    small = ["--smoke"] if smoke else []
+
+    skipped = []
+
+    def step(name, fn, needs_agent=False):
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        try:
+            fn()
+        except (Failure, OSError, ValueError, KeyError) as e:
+            (skipped if needs_agent and not args.require_agent else problems).append(f"{name}: {e}")
+
+    # --- exporters (and a trace for the kernel-event size check) ---
+    our_trace = os.path.join(tmp, "bench.pt.trace.json")
+
+    def exporters():
+        figures.update(run_figures([os.path.join(bench_bin, "bench_exporters"), "--trace-out", our_trace] + small))
+        with open(our_trace) as f:
+            ours, our_fields = kernel_event_sizes(f.read(), 5000)
+        theirs, their_fields = kineto_kernel_bytes(kineto_dir)
+        if not ours or not theirs:
+            raise Failure("no kernel events to compare (ours %d, Kineto %d)" % (len(ours), len(theirs)))
+        kineto = statistics.median(theirs)
+        missing = sorted(their_fields - our_fields)
+        extra = sorted(our_fields - their_fields)
+        figures["kernel_event_bytes"] = dict(
+            stats(ours), unit="B", target=kineto,
+            note=f"Kineto median {kineto:.0f} B over {len(theirs)} kernel events"
+            + (f"; fields Kineto has and we lack: {', '.join(missing)}" if missing else "")
+            + (f"; fields only we write: {', '.join(extra)}" if extra else ""))
+
+    step("exporters", exporters)
+
+    # --- in-process agent micro-benchmarks ---
+    for exe, extra in (("bench_wrappers", ["--pin"]), ("bench_window_end", [])):
+        path = os.path.join(bench_bin, exe)
+
+        def micro(path=path, extra=extra):
+            if not os.path.exists(path):
+                raise Failure("not built (the agent's wrappers/runtime were missing at configure time)")
+            figures.update(run_figures([path] + extra + small))
+
+        step(exe, micro, needs_agent=True)
+
+    # --- end to end on the simulated stack ---
+    storm = os.path.join(bench_bin, "launch_storm")
+    base = dict(os.environ)
+    for k in list(base):
+        if k.startswith("PROF_") or k == "LD_PRELOAD":
+            del base[k]
+    base["LD_LIBRARY_PATH"] = sim_lib + (":" + base["LD_LIBRARY_PATH"] if base.get("LD_LIBRARY_PATH") else "")
+    # Simulated kernels of 100 ns: the GPU keeps up, the loop is bound by
+    # launches (as a real loop of tiny kernels is), not by the device model.
+    base["SIM_KERNEL_NS"] = "tiny=100"
+    steps, launches = (4, 200) if smoke else (200, 5000)  # 1M launches
+    wargs = ["--steps", str(steps), "--launches", str(launches)]
+    rounds = 1 if smoke else (args.rounds or 5)
+    active = 2 if smoke else 10
+
+    def e2e():
+        if not os.path.exists(libprof):
+            raise Failure(f"{libprof} not built")
+        rec = dict(STEP="sync", WAIT=0, WARMUP=0, ACTIVE=active, REPEAT=0)
+        variants = {
+            "bare": base,
+            "wait": agent_env(base, libprof, os.path.join(tmp, "wait"), STEP="sync", WAIT=10**9),
+            "record": agent_env(base, libprof, os.path.join(tmp, "rec"), **rec),
+            "record_host": agent_env(base, libprof, os.path.join(tmp, "rech"), ACTIVITIES="runtime", **rec),
+        }
+        names = list(variants)
+        runs = {n: [] for n in names}  # (result, rusage CPU ns of the whole process)
+        written, lost = {}, {n: {} for n in names}
+        for r in range(rounds):
+            for k in range(len(names)):
+                n = names[(k + r) % len(names)]
+                res, _, err, cpu_ns = run_workload_rss(storm, wargs, variants[n], want_cpu=True)
+                runs[n].append((res, cpu_ns))
+                out = variants[n].get("PROF_OUTPUT_DIR")
+                if out and os.path.isdir(out):  # traces are large: count, then delete
+                    traces, losses = trace_losses(out)
+                    written[n] = written.get(n, 0) + traces
+                    for key, v in losses.items():
+                        lost[n][key] = lost[n].get(key, 0) + v
+                    shutil.rmtree(out)
+        total = steps * launches
+        loop = lambda v, i: runs[v][i][0]["loop_ns"]
+        main_cpu = lambda v, i: runs[v][i][0]["loop_cpu_ns"]
+        other_cpu = lambda v, i: runs[v][i][1] - runs[v][i][0]["loop_cpu_ns"]
+        per = lambda f, v: [(f(v, i) - f("bare", i)) / total for i in range(rounds)]
+        ratio = lambda v: [loop(v, i) / loop("bare", i) for i in range(rounds)]
+        figures["e2e_wait_ratio"] = dict(stats(ratio("wait")), unit="x",
+                                         note=f"{total} launches in {steps} steps, {rounds} interleaved rounds, "
+                                         "SIM_KERNEL_NS=tiny=100 (launch-bound)")
+        figures["e2e_record_ratio"] = dict(stats(ratio("record")), unit="x",
+                                           note=f"windows of {active} steps, repeat forever, chrome+summary written")
+        figures["e2e_bare_launch_ns"] = dict(stats([loop("bare", i) / total for i in range(rounds)]), unit="ns/launch",
+                                             note="wall; main-thread CPU %.0f ns/launch" % statistics.median(
+                                                 [main_cpu("bare", i) / total for i in range(rounds)]))
+        figures["e2e_record_host_ratio"] = dict(stats(ratio("record_host")), unit="x")
+        figures["e2e_record_added_ns"] = dict(stats(per(loop, "record")), unit="ns/launch", note="wall")
+        figures["e2e_record_app_cpu_ns"] = dict(stats(per(main_cpu, "record")), unit="ns/launch",
+                                                note="CPU added on the application thread")
+        figures["e2e_record_other_cpu_ns"] = dict(stats(per(other_cpu, "record")), unit="ns/launch",
+                                                  note="CPU added on other threads (writer, exporters) + start/exit")
+        figures["e2e_record_host_app_cpu_ns"] = dict(stats(per(main_cpu, "record_host")), unit="ns/launch",
+                                                     note="PROF_ACTIVITIES=runtime: no kernel records")
+        figures["e2e_wait_app_cpu_ns"] = dict(stats(per(main_cpu, "wait")), unit="ns/launch")
+        if "wrapper_record_ns" in figures:
+            figures["e2e_record_wrapper_ns"] = dict(figures["wrapper_record_ns"], note="from bench_wrappers")
+        if not written.get("record"):
+            raise Failure("the recording runs wrote no trace")
+        figures["e2e_record_ratio"]["note"] += f"; {written['record']} windows written"
+        if any(lost["record"].values()):
+            figures["e2e_record_ratio"]["note"] += f"; losses {lost['record']}"
+
+    step("end to end", e2e, needs_agent=True)
+
+    # --- memory and the e2e window-end stall: one window over every step ---
+    def memory():
+        if not os.path.exists(libprof):
+            raise Failure(f"{libprof} not built")
+        bare_rss = []
+        for _ in range(1 if smoke else 3):
+            _, rss, _ = run_workload_rss(storm, wargs, base)
+            bare_rss.append(rss)
+        bare = statistics.median(bare_rss) / 1024.0
+        default_cap = 256
+        caps = [default_cap] + ([1] if smoke else [64, 16, 4])
+        stall_samples = []
+        for cap in caps:
+            out = os.path.join(tmp, f"mem{cap}")
+            env = agent_env(base, libprof, out, STEP="sync", WAIT=0, WARMUP=0, ACTIVE=steps, REPEAT=1,
+                            BUFFER_MB=cap)
+            res, rss, _ = run_workload_rss(storm, wargs, env)
+            traces, losses = trace_losses(out)
+            shutil.rmtree(out, ignore_errors=True)
+            dropped = sum(v for k, v in losses.items() if k.endswith("dropped"))
+            over = rss / 1024.0 - bare
+            label = f"memory over bare, PROF_BUFFER_MB={cap}" + (" (default)" if cap == default_cap else "")
+            TARGETS[f"mem_over_bare_mb_{cap}"] = (label, "<=", cap + 32.0)
+            figures[f"mem_over_bare_mb_{cap}"] = dict(
+                stats([over]), unit="MB",
+                note=f"bare peak {bare:.0f} MB; {traces} trace(s); dropped {dropped} ({losses or 'no trace'})")
+            stall_samples.append((res["sync_max_ns"] - res["sync_median_ns"]) / 1e6)
+            if cap == default_cap:
+                figures["window_end_stall_e2e_ms"] = dict(
+                    stats([stall_samples[-1]]), unit="ms",
+                    note=f"slowest step-ending sync minus the median one, window of {steps * launches} launches; "
+                    f"sync max {res['sync_max_ns'] / 1e6:.2f} ms")
+
+    step("memory", memory, needs_agent=True)
+
+    shutil.rmtree(tmp, ignore_errors=True)
+    print_table(figures, smoke)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(figures, f, indent=1)
+    for p in skipped:
+        print(f"bench: skipped {p}", file=sys.stderr)
+    for p in problems:
+        print(f"bench: FAILED {p}", file=sys.stderr)
+    missing = [k for k in TARGETS if k not in figures]
+    if missing:
+        print(f"bench: figures missing: {', '.join(missing)}", file=sys.stderr)
+    if skipped and not problems:
+        return 0
+    return 1 if problems or missing else 0
+
+
+def fmt(v):
+    if v != v:
+        return "n/a"
+    if abs(v) >= 1e5:
+        return f"{v / 1e6:.2f}M"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}"
+
+
+def print_table(figures, smoke):
+    rows = [("figure", "value", "p10..p90", "target", "met")]
+    for key, (label, cmp, target) in TARGETS.items():
+        f = figures.get(key)
+        if f is None:
+            rows.append((label, "missing", "", "", "NO"))
+            continue
+        target = f.get("target", target)
+        v = f["value"]
+        met = (v <= target) if cmp == "<=" else (v >= target)
+        verdict = "(smoke)" if smoke else ("yes" if met else "NO")
+        rows.append((label, f"{fmt(v)} {f['unit']}", f"{fmt(f['p10'])}..{fmt(f['p90'])}", f"{cmp} {fmt(target)}", verdict))
+    for key, label in INFO.items():
+        f = figures.get(key)
+        if f is not None:
+            rows.append((label, f"{fmt(f['value'])} {f['unit']}", f"{fmt(f['p10'])}..{fmt(f['p90'])}", "-", "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for i, r in enumerate(rows):
+        print("| " + " | ".join(c.ljust(widths[j]) for j, c in enumerate(r)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    print()
+    for key in list(TARGETS) + list(INFO):
+        f = figures.get(key)
+        if f and f.get("note"):
+            print(f"- {key}: {f['note']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
