@@ -120,6 +120,11 @@ class CuptiCollector final : public DeviceCollector {
   std::atomic<bool> callbacks_live_{false};
   // kFinishing: the API-exit callback finalizes once NowNs() passes this.
   std::atomic<uint64_t> finalize_after_ns_{~0ull};
+  // Windows begun (BeginRecord) and collected (CollectWindow): when Finish
+  // finds them equal, the writer already has the last window and CUPTI can
+  // go at the next API exit. The writer may collect before or after Finish.
+  std::atomic<uint64_t> windows_begun_{0};
+  std::atomic<uint64_t> windows_collected_{0};
 
   std::mutex control_mutex_;
 

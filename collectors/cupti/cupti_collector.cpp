@@ -270,6 +270,7 @@ void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
   // dropped during warmup are set aside so the window's count is its own;
   // try_lock because the writer may be flushing (best effort, never wait).
   (void)start_ns;
+  windows_begun_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
   ReadCuptiDropsLocked();
@@ -296,7 +297,8 @@ void CuptiCollector::FinishImpl() {
   // or after the flush timeout if no window is collected.
   if (state == CollectorState::kPaused) EnableCallbacks(true);
   callbacks_live_.store(false, std::memory_order_release);
-  finalize_after_ns_.store(NowNs() + config_.flush_timeout_ns, std::memory_order_release);
+  bool collected = windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire);
+  finalize_after_ns_.store(collected ? 0 : NowNs() + config_.flush_timeout_ns, std::memory_order_release);
   state_.store(CollectorState::kFinishing, std::memory_order_release);
 }
 
@@ -551,6 +553,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   out->meta.has_gpu_timings = true;
 
   // The last window is in: let the next API exit release CUPTI.
+  windows_collected_.fetch_add(1, std::memory_order_acq_rel);
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     finalize_after_ns_.store(0, std::memory_order_release);
   }

@@ -307,6 +307,7 @@ TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing
   auto& c = h.Make();
   c.Attach(h.config);
   uint64_t start = NowNs();
+  c.BeginRecord(start);
   h.Launch(1);
   uint64_t end = NowNs();
   c.Finish();
@@ -325,11 +326,12 @@ TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing
   CHECK(fake::State().kinds.empty());
 }
 
-TEST_CASE("finish without a collected window still detaches once the flush timeout passed", "[collector]") {
+TEST_CASE("finish while a window awaits collection still detaches once the flush timeout passed", "[collector]") {
   Harness h;
   h.config.flush_timeout_ns = 1'000'000;
   auto& c = h.Make();
   c.Attach(h.config);
+  c.BeginRecord(NowNs());
   c.Finish();
   fake::Call(kRuntime, kGetDevice, 1);
   CHECK(fake::State().finalize_calls == 0);
@@ -440,6 +442,29 @@ TEST_CASE("an exception inside the collector never reaches the caller and switch
   Window w;
   REQUIRE_NOTHROW(c.CollectWindow(0, 1, 1, &w));
   CHECK_FALSE(w.meta.has_gpu_timings);
+}
+
+}  // namespace
+}  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("when the writer collected the last window before Finish, CUPTI goes at the next API exit",
+          "[collector]") {
+  Harness h;
+  h.config.flush_timeout_ns = 10'000'000'000;  // long: must not be what releases CUPTI
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(1);
+  Window w = h.Collect(start, NowNs());  // the writer ran first
+  c.Pause();
+  c.Finish();
+  fake::Call(kRuntime, kGetDevice, 2);
+  CHECK(c.state() == CollectorState::kDetached);
+  CHECK(fake::State().finalize_calls == 1);
 }
 
 }  // namespace
