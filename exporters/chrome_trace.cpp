@@ -349,46 +349,63 @@ class TraceWriter {
     return r.stream_id == kCuptiInvalidStream ? 0 : r.stream_id;
   }
 
+  // Start order; on equal starts the longer (enclosing) slice first, and
+  // steps/ranges before the calls they contain.
+  static bool Before(const Slice& a, const Slice& b) {
+    if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+    if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+    return a.source < b.source;
+  }
+
+  // `bulk` (host events or device records: already in start order from the
+  // session) merged with the few `extra` slices; sorting only what is not
+  // already sorted keeps this linear for a sealed window.
+  static std::vector<Slice> Ordered(std::vector<Slice> bulk, std::vector<Slice> extra) {
+    if (!std::is_sorted(bulk.begin(), bulk.end(), Before)) std::sort(bulk.begin(), bulk.end(), Before);
+    if (!std::is_sorted(extra.begin(), extra.end(), Before)) std::sort(extra.begin(), extra.end(), Before);
+    std::vector<Slice> out(bulk.size() + extra.size());
+    std::merge(bulk.begin(), bulk.end(), extra.begin(), extra.end(), out.begin(), Before);
+    return out;
+  }
+
+  // Host tracks and GPU tracks never share a (pid, tid), so each side is
+  // ordered on its own; only the order within a track matters for nesting.
   void WriteSlices() {
-    std::vector<Slice> slices;
-    slices.reserve(w_.host_events.size() + w_.device_records.size() + steps_.size() + w_.nvtx_ranges.size() +
-                   gpu_annotations_.size());
-    for (uint32_t i = 0; i < steps_.size(); ++i) slices.push_back({steps_[i].start_ns, steps_[i].end_ns, i, Source::kStep});
-    for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
-      slices.push_back({w_.nvtx_ranges[i].start_ns, w_.nvtx_ranges[i].end_ns, i, Source::kNvtx});
-    }
-    for (uint32_t i = 0; i < gpu_annotations_.size(); ++i) {
-      slices.push_back({gpu_annotations_[i].start_ns, gpu_annotations_[i].end_ns, i, Source::kGpuAnnotation});
-    }
+    std::vector<Slice> host, host_extra, device, device_extra;
+    host.reserve(w_.host_events.size());
     for (uint32_t i = 0; i < w_.host_events.size(); ++i) {
-      slices.push_back({w_.host_events[i].start_ns, w_.host_events[i].end_ns, i, Source::kHost});
+      host.push_back({w_.host_events[i].start_ns, w_.host_events[i].end_ns, i, Source::kHost});
     }
+    for (uint32_t i = 0; i < steps_.size(); ++i) {
+      host_extra.push_back({steps_[i].start_ns, steps_[i].end_ns, i, Source::kStep});
+    }
+    for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
+      host_extra.push_back({w_.nvtx_ranges[i].start_ns, w_.nvtx_ranges[i].end_ns, i, Source::kNvtx});
+    }
+    device.reserve(w_.device_records.size());
     for (uint32_t i = 0; i < w_.device_records.size(); ++i) {
       const DeviceRecord& r = w_.device_records[i];
       if (IsApiRecord(r)) {
-        if (index_.ApiRecordShown(i)) slices.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
+        if (index_.ApiRecordShown(i)) host_extra.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
       } else if (IsGpuWork(KindOf(r))) {
-        slices.push_back({r.start_ns, r.end_ns, i, Source::kDevice});
+        device.push_back({r.start_ns, r.end_ns, i, Source::kDevice});
       }
     }
-    // Start order; on equal starts the longer (enclosing) slice first, and
-    // steps/ranges before the calls they contain.
-    auto before = [](const Slice& a, const Slice& b) {
-      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
-      if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
-      return a.source < b.source;
-    };
-    if (!std::is_sorted(slices.begin(), slices.end(), before)) std::sort(slices.begin(), slices.end(), before);
+    for (uint32_t i = 0; i < gpu_annotations_.size(); ++i) {
+      device_extra.push_back({gpu_annotations_[i].start_ns, gpu_annotations_[i].end_ns, i, Source::kGpuAnnotation});
+    }
+    for (const Slice& s : Ordered(std::move(host), std::move(host_extra))) Emit(s);
+    for (const Slice& s : Ordered(std::move(device), std::move(device_extra))) Emit(s);
+  }
 
-    for (const Slice& s : slices) {
-      switch (s.source) {
-        case Source::kStep: EmitStep(steps_[s.index]); break;
-        case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index]); break;
-        case Source::kGpuAnnotation: EmitGpuAnnotation(gpu_annotations_[s.index]); break;
-        case Source::kHost: EmitHostEvent(s.index); break;
-        case Source::kApiRecord: EmitApiRecord(s.index); break;
-        case Source::kDevice: EmitDeviceRecord(w_.device_records[s.index]); break;
-      }
+  void Emit(const Slice& s) {
+    switch (s.source) {
+      case Source::kStep: EmitStep(steps_[s.index]); break;
+      case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index]); break;
+      case Source::kGpuAnnotation: EmitGpuAnnotation(gpu_annotations_[s.index]); break;
+      case Source::kHost: EmitHostEvent(s.index); break;
+      case Source::kApiRecord: EmitApiRecord(s.index); break;
+      case Source::kDevice: EmitDeviceRecord(w_.device_records[s.index]); break;
     }
   }
 

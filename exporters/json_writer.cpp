@@ -89,7 +89,7 @@ void JsonWriter::Drain() {
   len_ = 0;
 }
 
-void JsonWriter::Raw(std::string_view text) {
+void JsonWriter::RawSlow(std::string_view text) {
   while (!text.empty()) {
     if (len_ == kCapacity) Drain();
     size_t take = std::min(text.size(), kCapacity - len_);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "exporters/byte_sink.h"
@@ -23,8 +24,16 @@ class JsonWriter {
   JsonWriter(const JsonWriter&) = delete;
   JsonWriter& operator=(const JsonWriter&) = delete;
 
-  // Raw bytes, written as given (keys, punctuation).
-  void Raw(std::string_view text);
+  // Raw bytes, written as given (keys, punctuation). Inline fast path: most
+  // are short literals that fit in the buffer.
+  void Raw(std::string_view text) {
+    if (text.size() <= kCapacity - len_) {
+      std::memcpy(buffer_ + len_, text.data(), text.size());
+      len_ += text.size();
+    } else {
+      RawSlow(text);
+    }
+  }
   void Char(char c) {
     if (len_ == kCapacity) Drain();
     buffer_[len_++] = c;
@@ -53,6 +62,7 @@ class JsonWriter {
  private:
   static constexpr size_t kCapacity = 1 << 16;
   void Drain();
+  void RawSlow(std::string_view text);
   // Guarantees `n` (≤ 64) free bytes.
   void Reserve(size_t n) {
     if (kCapacity - len_ < n) Drain();

@@ -3,37 +3,52 @@
 #include <algorithm>
 
 namespace prof {
-namespace {
 
-// Sorts by correlation, keeping the first (lowest index) entry per id.
-void SortUnique(std::vector<std::pair<uint32_t, uint32_t>>* map) {
-  std::sort(map->begin(), map->end());
-  map->erase(std::unique(map->begin(), map->end(), [](auto& a, auto& b) { return a.first == b.first; }),
-             map->end());
+void WindowIndex::Map::Seal() {
+  if (pairs_.empty()) return;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (const auto& [c, i] : pairs_) lo = std::min(lo, c), hi = std::max(hi, c);
+  uint64_t range = uint64_t{hi} - lo + 1;
+  if (range <= 4 * pairs_.size() + 1024) {
+    lowest_ = lo;
+    flat_.assign(range, kEmpty);
+    for (const auto& [c, i] : pairs_) {
+      uint32_t& slot = flat_[c - lo];
+      slot = std::min(slot, i);
+    }
+    pairs_.clear();
+    pairs_.shrink_to_fit();
+    return;
+  }
+  std::sort(pairs_.begin(), pairs_.end());
+  pairs_.erase(std::unique(pairs_.begin(), pairs_.end(), [](auto& a, auto& b) { return a.first == b.first; }),
+               pairs_.end());
 }
 
-}  // namespace
+int64_t WindowIndex::Map::Find(uint32_t correlation) const {
+  if (!flat_.empty()) {
+    if (correlation < lowest_ || correlation - lowest_ >= flat_.size()) return kNone;
+    uint32_t i = flat_[correlation - lowest_];
+    return i == kEmpty ? kNone : int64_t{i};
+  }
+  auto it = std::lower_bound(pairs_.begin(), pairs_.end(), std::make_pair(correlation, uint32_t{0}));
+  return it != pairs_.end() && it->first == correlation ? int64_t{it->second} : kNone;
+}
 
 WindowIndex::WindowIndex(const Window& window) : window_(window) {
-  host_.reserve(window.host_events.size());
   for (uint32_t i = 0; i < window.host_events.size(); ++i) {
-    if (window.host_events[i].correlation_id != 0) host_.emplace_back(window.host_events[i].correlation_id, i);
+    if (window.host_events[i].correlation_id != 0) host_.Add(window.host_events[i].correlation_id, i);
   }
-  SortUnique(&host_);
+  host_.Seal();
   for (uint32_t i = 0; i < window.device_records.size(); ++i) {
     const DeviceRecord& r = window.device_records[i];
     if (r.correlation_id == 0) continue;
-    if (IsApiRecord(r) && HostCall(r.correlation_id) == kNone) api_.emplace_back(r.correlation_id, i);
+    if (IsApiRecord(r) && HostCall(r.correlation_id) == kNone) api_.Add(r.correlation_id, i);
     // Records are in start order, so the lowest index is the earliest.
-    if (IsGpuWork(KindOf(r))) work_.emplace_back(r.correlation_id, i);
+    if (IsGpuWork(KindOf(r))) work_.Add(r.correlation_id, i);
   }
-  SortUnique(&api_);
-  SortUnique(&work_);
-}
-
-int64_t WindowIndex::Find(const Map& map, uint32_t correlation) {
-  auto it = std::lower_bound(map.begin(), map.end(), std::make_pair(correlation, uint32_t{0}));
-  return it != map.end() && it->first == correlation ? int64_t{it->second} : kNone;
+  api_.Seal();
+  work_.Seal();
 }
 
 bool WindowIndex::ApiRecordShown(size_t record_index) const {

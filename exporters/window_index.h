@@ -35,8 +35,22 @@ class WindowIndex {
   bool ApiRecordShown(size_t record_index) const;
 
  private:
-  using Map = std::vector<std::pair<uint32_t, uint32_t>>;  // (correlation, index), sorted
-  static int64_t Find(const Map& map, uint32_t correlation);
+  // correlation -> index. CUPTI hands out correlation ids from one counter,
+  // so they are dense: a flat table indexed by (id - lowest) answers in one
+  // load; a sparse set falls back to binary search over sorted pairs.
+  class Map {
+   public:
+    void Add(uint32_t correlation, uint32_t index) { pairs_.emplace_back(correlation, index); }
+    void Seal();  // keeps the lowest index per correlation
+    int64_t Find(uint32_t correlation) const;
+
+   private:
+    static constexpr uint32_t kEmpty = UINT32_MAX;
+    std::vector<std::pair<uint32_t, uint32_t>> pairs_;
+    uint32_t lowest_ = 0;
+    std::vector<uint32_t> flat_;  // empty when sparse
+  };
+  static int64_t Find(const Map& map, uint32_t correlation) { return map.Find(correlation); }
 
   const Window& window_;
   Map host_;
