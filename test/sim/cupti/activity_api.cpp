@@ -3,6 +3,8 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <vector>
 
 #include "buffers.h"
@@ -32,6 +34,20 @@ ActivityConfig& Config() {
   return *config;
 }
 
+// cuptiActivityEnableContext/DisableContext: per-context settings that
+// supersede the global ones, by context uid. `any` keeps the launch path
+// to one relaxed load while no client uses them.
+struct ContextOverrides {
+  std::mutex mu;
+  std::atomic<bool> any{false};
+  std::map<uint32_t, std::map<int, bool>> by_context;  // uid -> kind -> enabled
+};
+
+ContextOverrides& Overrides() {
+  static ContextOverrides* overrides = new ContextOverrides();
+  return *overrides;
+}
+
 bool ValidKind(CUpti_ActivityKind kind) {
   return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
 }
@@ -44,6 +60,24 @@ CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
   if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
   if (result == CUPTI_SUCCESS) Config().enabled[kind].store(enable);
   TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)));
+  return Status(result);
+}
+
+CUptiResult SetContextEnabled(const char* call, CUcontext context, CUpti_ActivityKind kind, bool enable) {
+  CUptiResult result = EnsureInitialized();
+  uint32_t uid = 0;
+  uint32_t device = 0;
+  if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
+  if (result == CUPTI_SUCCESS && (context == nullptr || !LookupContext(context, &uid, &device))) {
+    result = CUPTI_ERROR_INVALID_CONTEXT;
+  }
+  if (result == CUPTI_SUCCESS) {
+    ContextOverrides& overrides = Overrides();
+    std::lock_guard<std::mutex> lock(overrides.mu);
+    overrides.by_context[uid][kind] = enable;
+    overrides.any.store(true);
+  }
+  TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)) + ",\"context\":" + std::to_string(uid));
   return Status(result);
 }
 
@@ -85,8 +119,18 @@ CUptiResult Attribute(bool write, CUpti_ActivityAttribute attr, size_t* value_si
 
 }  // namespace
 
-bool KindEnabled(CUpti_ActivityKind kind) {
-  return ValidKind(kind) && Config().enabled[kind].load(std::memory_order_relaxed);
+bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid) {
+  if (!ValidKind(kind)) return false;
+  ContextOverrides& overrides = Overrides();
+  if (context_uid != 0 && overrides.any.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(overrides.mu);
+    auto context = overrides.by_context.find(context_uid);
+    if (context != overrides.by_context.end()) {
+      auto setting = context->second.find(kind);
+      if (setting != context->second.end()) return setting->second;
+    }
+  }
+  return Config().enabled[kind].load(std::memory_order_relaxed);
 }
 
 std::vector<int> EnabledKinds() {
@@ -99,6 +143,9 @@ std::vector<int> EnabledKinds() {
 
 void ResetActivityConfig() {
   for (auto& kind : Config().enabled) kind.store(false);
+  std::lock_guard<std::mutex> lock(Overrides().mu);
+  Overrides().by_context.clear();
+  Overrides().any.store(false);
 }
 
 bool ThreadIdIsSystem() { return Config().thread_id_system.load(std::memory_order_relaxed); }
@@ -107,7 +154,7 @@ bool PerThreadBuffers() { return Config().per_thread_buffers.load(std::memory_or
 bool ClientZeroesBuffers() { return Config().client_zeroes.load(std::memory_order_relaxed); }
 
 void RecordExternalCorrelations(const SimApiSite& site) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)) return;
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, site.context_uid)) return;
   for (int kind = 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++kind) {
     if (!tls_external[kind].empty()) {
       RecordExternalCorrelation(static_cast<CUpti_ExternalCorrelationKind>(kind), tls_external[kind].back(), site);
@@ -133,6 +180,14 @@ CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
   return simcupti::SetEnabled("cuptiActivityDisable", kind, false);
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
+  return simcupti::SetContextEnabled("cuptiActivityEnableContext", context, kind, true);
+}
+
+CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) {
+  return simcupti::SetContextEnabled("cuptiActivityDisableContext", context, kind, false);
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

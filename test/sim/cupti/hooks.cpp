@@ -70,7 +70,8 @@ void OnApi(const SimApiSite* site, int is_exit) {
       last_context = static_cast<CUcontext>(site->context);
       RememberContext(last_context, site->context_uid, 0);
     }
-    tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), KindEnabled(ApiKind(site->domain))});
+    const bool record = KindEnabled(ApiKind(site->domain), site->context_uid);
+    tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), record});
     Callback(*site, CUPTI_API_ENTER, &tls_frames.back().correlation_data);
     return;
   }

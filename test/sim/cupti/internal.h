@@ -64,7 +64,10 @@ void ResetSubscriber();             // cuptiFinalize
 
 // ---- activity_api.cpp: which kinds are on, and their options ----
 
-bool KindEnabled(CUpti_ActivityKind kind);
+// Whether records of `kind` are written for work in the context with this
+// uid (0: none): its cuptiActivityEnableContext/DisableContext setting if
+// any, else the global one.
+bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid = 0);
 std::vector<int> EnabledKinds();
 void ResetActivityConfig();  // cuptiFinalize
 bool ThreadIdIsSystem();     // cuptiSetThreadIdType(SYSTEM)

@@ -22,9 +22,12 @@ void Put(const Record& record, DeviceSpan span, const SimOp& op) {
 }
 
 void RecordKernel(const SimOp& op) {
-  CUpti_ActivityKind kind = KindEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL
-                            : KindEnabled(CUPTI_ACTIVITY_KIND_KERNEL)          ? CUPTI_ACTIVITY_KIND_KERNEL
-                                                                               : CUPTI_ACTIVITY_KIND_INVALID;
+  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_INVALID;
+  if (KindEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, op.context_id)) {
+    kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  } else if (KindEnabled(CUPTI_ACTIVITY_KIND_KERNEL, op.context_id)) {
+    kind = CUPTI_ACTIVITY_KIND_KERNEL;  // the serialized kind: same struct
+  }
   if (kind == CUPTI_ACTIVITY_KIND_INVALID) return;
   CUpti_ActivityKernel10 r{};
   r.kind = kind;
@@ -56,7 +59,8 @@ void RecordKernel(const SimOp& op) {
 }
 
 void RecordMemcpy(const SimOp& op) {
-  if (op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2)) {
+  const bool peer = op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  if (peer && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id)) {
     CUpti_ActivityMemcpyPtoP4 r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
     r.copyKind = static_cast<uint8_t>(op.copy_kind);
@@ -76,7 +80,7 @@ void RecordMemcpy(const SimOp& op) {
     Put(r, {op.start_ns, op.end_ns}, op);
     return;
   }
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY)) return;
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id)) return;
   CUpti_ActivityMemcpy6 r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   r.copyKind = static_cast<uint8_t>(op.copy_kind);
@@ -96,7 +100,7 @@ void RecordMemcpy(const SimOp& op) {
 }
 
 void RecordMemset(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMSET)) return;
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMSET, op.context_id)) return;
   CUpti_ActivityMemset4 r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   r.bytes = op.bytes;
@@ -112,7 +116,7 @@ void RecordMemset(const SimOp& op) {
 }
 
 void RecordSync(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION)) return;
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, op.context_id)) return;
   CUpti_ActivitySynchronization2 r{};
   r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
   r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
@@ -130,7 +134,7 @@ void RecordSync(const SimOp& op) {
 }
 
 void RecordMemory(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMORY2)) return;
+  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMORY2, op.context_id)) return;
   CUpti_ActivityMemory4 r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
   r.memoryOperationType = op.kind == SIM_OP_MEM_ALLOC ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION

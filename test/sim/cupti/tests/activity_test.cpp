@@ -241,3 +241,20 @@ TEST_CASE("pushed external correlation ids precede the API records made inside t
   CHECK(external[0].correlationId == inside);
   CHECK(RecordsOf<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME).size() == 2);
 }
+
+TEST_CASE("per-context settings supersede the global ones for work in that context", "[activity]") {
+  testclient::Fresh fresh;
+  testclient::Install();
+  int unknown = 0;
+  CHECK(cuptiActivityEnableContext(reinterpret_cast<CUcontext>(&unknown), CUPTI_ACTIVITY_KIND_RUNTIME) ==
+        CUPTI_ERROR_INVALID_CONTEXT);
+  auto* context = static_cast<CUcontext>(fakehub::Context());
+  fakehub::ContextEvent(/*destroy=*/false, context, 1);  // the fake's calls and ops are in uid 1
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityDisableContext(context, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnableContext(context, CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+  LaunchFinishedKernel();
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  CHECK(RecordsOf<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).empty());
+  CHECK(RecordsOf<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME).size() == 1);
+}
