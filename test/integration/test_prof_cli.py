@@ -136,6 +136,24 @@ class ProfCli(unittest.TestCase):
         self.assertEqual(prof("run", "--lib", harness.LIBPROF_SO).returncode, 2)
         self.assertEqual(prof("run", "-q", "--lib", harness.LIBPROF_SO, "--", "/nonexistent/cmd").returncode, 127)
 
+    def test_install_puts_libprof_and_prof_in_standard_places(self):
+        # PROF_TOOL is <build>/tools/prof/prof.
+        build = os.path.dirname(os.path.dirname(os.path.dirname(harness.PROF_TOOL)))
+        prefix = os.path.join(self.tmp, "prefix")
+        r = subprocess.run(["cmake", "--install", build, "--prefix", prefix], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        tool = os.path.join(prefix, "bin", "prof")
+        libs = [os.path.join(root, f) for root, _, files in os.walk(prefix) for f in files if f == "libprof.so"]
+        self.assertTrue(os.access(tool, os.X_OK), "bin/prof missing")
+        self.assertEqual(len(libs), 1, libs)
+        self.assertIn(os.path.basename(os.path.dirname(libs[0])), ("lib", "lib64", "x86_64-linux-gnu"))
+        # The installed prof finds the installed library by itself.
+        r = subprocess.run([tool, "run", "-q", "--", "sh", "-c", "echo $LD_PRELOAD"], capture_output=True,
+                           text=True, env=harness.clean_env(), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), os.path.realpath(libs[0]))
+
 
 if __name__ == "__main__":
     harness.main()
