@@ -1,5 +1,12 @@
 #include "collectors/cupti/name_table.h"
 
+// The agent's string table, when this tree has it (it lands with the agent
+// session); otherwise the window's own table is extended.
+#if __has_include("agent/strings.h")
+#include "agent/strings.h"
+#define LIBPROFCUPTI_GLOBAL_STRINGS 1
+#endif
+
 namespace prof::cupti {
 
 uint32_t NameTable::Intern(std::string_view name) {
@@ -23,6 +30,14 @@ uint32_t WindowStrings::Map(const NameTable& names, uint32_t id) {
   if (done != mapped_.end()) return done->second;
   const std::string& text = names.Get(id);
   uint32_t window_id;
+#ifdef LIBPROFCUPTI_GLOBAL_STRINGS
+  window_id = Strings().Intern(text);
+  // Fill the window's table up to that id from the same table, so it holds
+  // exactly what a later snapshot would.
+  while (strings_->size() <= window_id) strings_->push_back(Strings().Get(static_cast<uint32_t>(strings_->size())));
+  mapped_.emplace(id, window_id);
+  return window_id;
+#endif
   auto it = existing_.find(text);
   if (it != existing_.end()) {
     window_id = it->second;

@@ -26,8 +26,11 @@ class NameTable {
   std::unordered_map<std::string, uint32_t> ids_;
 };
 
-// Maps the collector's name ids into a window's string table, appending the
-// names it lacks (id 0 stays "").
+// Maps the collector's name ids into a window's string table. With the
+// agent's process-wide table (agent/strings.h) a name gets that table's id,
+// so a snapshot the writer takes before or after CollectWindow agrees; the
+// window's table is extended to cover the ids used. Without it, names the
+// window lacks are appended (id 0 stays "").
 class WindowStrings {
  public:
   explicit WindowStrings(std::vector<std::string>* strings);

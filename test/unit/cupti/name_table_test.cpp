@@ -1,0 +1,40 @@
+// Interning names and mapping them into a window's string table.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "collectors/cupti/name_table.h"
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("a name is interned once and id 0 is the empty name", "[names]") {
+  NameTable names;
+  uint32_t a = names.Intern("_Z1av");
+  CHECK(a != 0);
+  CHECK(names.Intern("_Z1av") == a);
+  CHECK(names.Intern("") == 0);
+  CHECK(names.Get(a) == "_Z1av");
+  CHECK(names.Get(12345).empty());
+}
+
+TEST_CASE("mapped ids resolve to the same names in the window, which keeps what it had", "[names]") {
+  NameTable names;
+  uint32_t a = names.Intern("_Z1av");
+  uint32_t b = names.Intern("cudaMalloc");
+  std::vector<std::string> strings;
+  WindowStrings window(&strings);
+  uint32_t wa = window.Map(names, a);
+  uint32_t wb = window.Map(names, b);
+  REQUIRE(wa < strings.size());
+  REQUIRE(wb < strings.size());
+  CHECK(strings[wa] == "_Z1av");
+  CHECK(strings[wb] == "cudaMalloc");
+  CHECK(strings[0].empty());
+  CHECK(window.Map(names, a) == wa);
+  CHECK(window.Map(names, 0) == 0);
+}
+
+}  // namespace
+}  // namespace prof::cupti
