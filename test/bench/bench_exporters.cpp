@@ -7,6 +7,7 @@
 // --trace-out PATH also writes the plain trace there once, for
 // kernel_event_bytes.py (kernel event size against Kineto's).
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -35,6 +36,27 @@ class CountingSink final : public ByteSink {
  private:
   uint64_t bytes_ = 0;
 };
+
+// A "VmRSS:"-style line of /proc/self/status, in KiB (0 when missing).
+uint64_t StatusKb(const char* key) {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return 0;
+  char line[256];
+  uint64_t kb = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::strncmp(line, key, std::strlen(key)) == 0) kb = std::strtoull(line + std::strlen(key), nullptr, 10);
+  }
+  std::fclose(f);
+  return kb;
+}
+
+// Writing 5 to clear_refs resets VmHWM to the current RSS (Linux >= 4.0).
+bool ResetPeakRss() {
+  FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (f == nullptr) return false;
+  bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
 
 struct Run {
   double cpu_ns = 0;
@@ -102,6 +124,16 @@ int Main(int argc, char** argv) {
     std::fclose(f);
   }
 
+  // Transient memory of one plain export: peak RSS reset, export, peak
+  // minus the RSS before (the window itself is already resident).
+  double export_peak_mb = -1;
+  {
+    uint64_t before = StatusKb("VmRSS:");
+    if (ResetPeakRss() && before > 0) {
+      ChromePlain(w);
+      export_peak_mb = static_cast<double>(StatusKb("VmHWM:") - before) / 1024.0;
+    }
+  }
   std::vector<double> plain_rate, gzip_rate, summary_rate;
   Run plain, gz, summary;
   // Rotate the order each round, as harness.h explains.
@@ -124,6 +156,10 @@ int Main(int argc, char** argv) {
   EmitFigure("export_summary_events_per_s", Summarize(summary_rate), "events/s", note);
   EmitValue("export_chrome_bytes_per_event", static_cast<double>(plain.bytes) / n, "B/event");
   EmitValue("export_gzip_bytes_per_event", static_cast<double>(gz.bytes) / n, "B/event");
+  if (export_peak_mb >= 0) {
+    EmitValue("export_chrome_peak_mb", export_peak_mb, "MB",
+              "RSS the plain trace export adds at its peak, " + std::to_string(static_cast<uint64_t>(n)) + " events");
+  }
   EmitValue("export_summary_bytes_per_event", static_cast<double>(summary.bytes) / n, "B/event",
             std::to_string(summary.bytes) + " bytes in all");
   return 0;

@@ -17,7 +17,9 @@
 //                       (always on while the agent runs), not recording
 //   alloc_pair_record_ns  the same while a window records (samples + events)
 #include <cuda_runtime_api.h>
+#include <x86intrin.h>
 
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -48,6 +50,20 @@ MallocFn volatile g_wrapped_malloc = &cudaMalloc;
 FreeFn volatile g_wrapped_free = &cudaFree;
 
 void KernelStub() {}
+
+// The floor, for reference: what DESIGN.md allows a wrapper while nothing
+// records (load the real pointer, one relaxed load of the hot bits, a
+// branch, a tail call), written by hand. Not the agent's code.
+std::atomic<LaunchFn> g_floor_real{&bench_null_launch};
+__attribute__((noinline)) cudaError_t FloorSlow(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
+  return cudaErrorUnknown;
+}
+__attribute__((noinline)) cudaError_t FloorLaunch(const void* f, dim3 g, dim3 b, void** a, size_t sh, cudaStream_t st) {
+  LaunchFn real = g_floor_real.load(std::memory_order_relaxed);
+  if (__builtin_expect((LoadHotBits() & kHotRecording) == 0, 1)) return real(f, g, b, a, sh, st);
+  return FloorSlow(f, g, b, a, sh, st);
+}
+LaunchFn volatile g_floor_launch = &FloorLaunch;
 
 void Launches(LaunchFn volatile& fn, uint64_t n) {
   const void* stub = reinterpret_cast<const void*>(&KernelStub);
@@ -103,6 +119,7 @@ int Main(int argc, char** argv) {
       {"bare", [](uint64_t n) { Launches(g_bare_launch, n); }, [] { SetBits(0); }},
       {"idle", [](uint64_t n) { Launches(g_wrapped_launch, n); }, [] { SetBits(0); }},
       {"record", [](uint64_t n) { Launches(g_wrapped_launch, n); }, [drain] { drain(); SetBits(kHotRecording); }},
+      {"floor", [](uint64_t n) { Launches(g_floor_launch, n); }, [] { SetBits(0); }},
   };
   Samples s = Interleave(launch, rounds, launches);
   SetBits(0);
@@ -111,6 +128,8 @@ int Main(int argc, char** argv) {
   EmitFigure("wrapper_idle_ns", Difference(s, 0, 1), "ns/call",
              "cudaLaunchKernel; bare call " + std::to_string(bare.median).substr(0, 4) + " ns; " + where);
   EmitFigure("wrapper_record_ns", Difference(s, 0, 2), "ns/call", "cudaLaunchKernel, one HostEvent per call");
+  EmitFigure("wrapper_floor_ns", Difference(s, 0, 3), "ns/call",
+             "hand-written minimal wrapper (load, test, tail call): the floor on this machine");
 
   std::vector<Variant> alloc = {
       {"bare", [](uint64_t n) { AllocPairs(g_bare_malloc, g_bare_free, n); }, [] { SetBits(0); }},
@@ -136,6 +155,13 @@ int Main(int argc, char** argv) {
   };
   s = Interleave(clock, rounds, launches);
   EmitFigure("clock_read_ns", Difference(s, 0, 1), "ns/read", "NowNs() (clock_gettime, vDSO)");
+  // What a raw TSC read would cost instead (the cheaper clock a fix could use).
+  std::vector<Variant> tsc = {
+      {"empty", [](uint64_t n) { for (uint64_t i = 0; i < n; ++i) DoNotOptimize(i); }, nullptr},
+      {"rdtsc", [](uint64_t n) { for (uint64_t i = 0; i < n; ++i) DoNotOptimize(__rdtsc()); }, nullptr},
+  };
+  s = Interleave(tsc, rounds, launches);
+  EmitFigure("tsc_read_ns", Difference(s, 0, 1), "ns/read", "__rdtsc(), for comparison");
   return 0;
 }
 
