@@ -14,6 +14,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import sim_truth as truth  # noqa: E402
 
 CUDART = os.path.join(harness.SIM_LIB_DIR, "libcudart.so.13")
+PROBE = os.path.join(harness.SIM_LIB_DIR, "..", "testing", "libsim_preload_probe.so")
 CUDA = os.path.join(harness.SIM_LIB_DIR, "libcuda.so.1")
 
 
@@ -58,6 +59,27 @@ class SimAbiTest(unittest.TestCase):
         self.assertEqual(get_proc(b"cuMemAllocAsync", ctypes.byref(fn), 11000, 0, ctypes.byref(status)), 500)
         self.assertEqual(status.value, 2)  # CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
 
+    def test_cudaGetDriverEntryPoint_hands_out_the_drivers_versioned_function(self):
+        script = (
+            "import ctypes, sys\n"
+            "rt = ctypes.CDLL(sys.argv[1]); cu = ctypes.CDLL(sys.argv[2])\n"
+            "fn = ctypes.c_void_p(); status = ctypes.c_int(-1)\n"
+            "r = rt.cudaGetDriverEntryPoint(b'cuMemAlloc', ctypes.byref(fn), ctypes.c_ulonglong(0), ctypes.byref(status))\n"
+            "print(r, status.value, fn.value == ctypes.cast(cu.cuMemAlloc_v2, ctypes.c_void_p).value)\n"
+            "r = rt.cudaGetDriverEntryPoint(b'cuNoSuchThing', ctypes.byref(fn), ctypes.c_ulonglong(0), ctypes.byref(status))\n"
+            "print(r, status.value, fn.value)\n")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "truth.jsonl")
+            proc = harness.run([sys.executable, "-c", script, CUDART, CUDA], harness.sim_env(SIM_TRUTH_FILE=path))
+            lines = truth.read(path)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout.splitlines(), ["0 0 True", "0 1 None"])
+        calls = truth.api(lines, "cudaGetDriverEntryPoint", "runtime")
+        self.assertEqual(len(calls), 2)
+        nested = [d for d in truth.api(lines, "cuGetProcAddress_v2", "driver")
+                  if d["outer_correlation"] == calls[0]["correlation"] and d["correlation"] != calls[0]["correlation"]]
+        self.assertTrue(nested, "the runtime asks the driver's cuGetProcAddress")
+
     def test_runtime_resolves_the_driver_through_cuGetProcAddress_before_calling_it(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "truth.jsonl")
@@ -77,6 +99,36 @@ class SimAbiTest(unittest.TestCase):
         self.assertEqual(len(outer), 1)
         first_runtime = [l for l in truth.api(lines, domain="runtime") if l["correlation"] in outer][0]
         self.assertEqual(first_runtime["name"], "cudaHostAlloc")
+
+
+    def run_with_probe(self, lib_path):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "truth.jsonl")
+            env = harness.clean_env(LD_LIBRARY_PATH=lib_path, LD_PRELOAD=PROBE, SIM_TRUTH_FILE=path)
+            proc = harness.run([os.path.join(harness.WORKLOAD_DIR, "runtime_api")], env)
+            return proc, truth.read(path)
+
+    def test_a_preloaded_cuGetProcAddress_sees_no_runtime_lookup_as_with_the_real_runtime(self):
+        """NVIDIA's runtime gets cuGetProcAddress_v2 from the driver's handle, so an
+        LD_PRELOAD definition alone is bypassed; the simulated runtime must match."""
+        # Positive control: the probe is loaded and catches a caller that binds globally.
+        control = harness.run([sys.executable, "-c",
+                               "import ctypes; ctypes.CDLL('libcuda.so.1', mode=ctypes.RTLD_GLOBAL); "
+                               "f = ctypes.c_void_p(); s = ctypes.c_int(); "
+                               "print(ctypes.CDLL(None).cuGetProcAddress_v2(b'cuInit', ctypes.byref(f), 13000, "
+                               "ctypes.c_uint64(0), ctypes.byref(s)))"],
+                              harness.clean_env(LD_LIBRARY_PATH=harness.SIM_LIB_DIR, LD_PRELOAD=PROBE))
+        self.assertIn("PROBE cuGetProcAddress_v2 cuInit", control.stderr)
+        self.assertEqual(control.stdout.strip(), "0")
+        real_lib64 = os.path.join(harness.CUDA_HOME, "lib64")
+        if not os.path.exists(os.path.join(real_lib64, "libcudart.so.13")):
+            self.skipTest("no toolkit libcudart.so.13")
+        for name, lib_path in (("real runtime", real_lib64 + ":" + harness.SIM_LIB_DIR),
+                               ("simulated runtime", harness.SIM_LIB_DIR)):
+            proc, lines = self.run_with_probe(lib_path)
+            lookups = truth.api(lines, "cuGetProcAddress_v2", "driver")
+            self.assertGreater(len(lookups), 10, f"{name}: resolves the driver through cuGetProcAddress")
+            self.assertNotIn("PROBE", proc.stderr, f"{name}: a preloaded cuGetProcAddress_v2 is bypassed")
 
 
 if __name__ == "__main__":

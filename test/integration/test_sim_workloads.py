@@ -64,13 +64,18 @@ class SimWorkloadsTest(unittest.TestCase):
         coded = harness.run([workload("train_loop"), "--steps", "1", "--exit-code", "7"], harness.sim_env())
         self.assertEqual(coded.returncode, 7)
 
-    def test_train_loop_fork_child_runs_and_parent_continues(self):
+    def test_after_fork_the_child_gets_initialization_errors_and_the_parent_continues(self):
         proc, lines = run_with_truth([workload("train_loop"), "--steps", "3", "--fork-at", "1"])
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(sum(1 for l in proc.stdout.splitlines() if l.startswith("child step")), 3)
+        child_steps = [l for l in proc.stdout.splitlines() if l.startswith("child step")]
+        self.assertEqual(child_steps, [f"child step {i}: cudaErrorInitializationError" for i in range(3)])
         self.assertIn("child exited 0", proc.stdout)
         self.assertEqual(sum(1 for l in proc.stdout.splitlines() if l.startswith("train step")), 3)
-        self.assertEqual(len({l["pid"] for l in truth.of_type(lines, "kernel")}), 2, "parent and child both ran kernels")
+        parent = {l["pid"] for l in truth.of_type(lines, "kernel")}
+        self.assertEqual(len(parent), 1, "only the parent ran device work")
+        child_calls = [l for l in truth.api(lines, "cudaMemcpyAsync") if l["pid"] not in parent]
+        self.assertEqual([c["result"] for c in child_calls], [3, 3, 3])
+        self.assertEqual(len(truth.of_type(lines, "kernel")), 3 * 6, "the parent's steps all ran")
 
     def test_multithread_runs_every_launch_in_order_on_its_own_stream(self):
         proc, lines = run_with_truth([workload("multithread"), "--threads", "16", "--launches", "25"])

@@ -3,6 +3,7 @@
 #include "hub.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,11 +43,26 @@ thread_local const char* t_outer_name = "";
 std::mutex g_truth_mutex;  // serialises truth-log writes (one write per line)
 int g_truth_fd = -2;       // -2: not opened yet, -1: no SIM_TRUTH_FILE
 
+// A fork while another thread writes must not leave the child's lock held.
+void LockTruth() { g_truth_mutex.lock(); }
+void UnlockTruth() { g_truth_mutex.unlock(); }
+[[maybe_unused]] const int g_atfork_registered = pthread_atfork(&LockTruth, &UnlockTruth, &UnlockTruth);
+
+// Whether SIM_TRUTH_FILE is set, decided once: without it no line is even
+// formatted, so the sim's own overhead stays out of benchmarks.
+bool TruthEnabled() {
+  static const bool enabled = [] {
+    const char* path = getenv("SIM_TRUTH_FILE");
+    return path && *path;
+  }();
+  return enabled;
+}
+
 void WriteTruth(const std::string& line) {
+  if (!TruthEnabled()) return;
   std::lock_guard<std::mutex> lock(g_truth_mutex);
   if (g_truth_fd == -2) {
-    const char* path = getenv("SIM_TRUTH_FILE");
-    g_truth_fd = (path && *path) ? open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
+    g_truth_fd = open(getenv("SIM_TRUTH_FILE"), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
   }
   if (g_truth_fd < 0) return;
   std::string with_newline = line + "\n";
@@ -108,6 +124,7 @@ std::string JsonString(const char* text) {
 
 void EmitOp(const SimOp& op) {
   if (SimOpHook hook = g_op_hook.load()) hook(&op);
+  if (!TruthEnabled()) return;
   std::string line = "{\"type\":\"" + std::string(OpKindName(op.kind)) + "\"";
   line += ",\"pid\":" + std::to_string(getpid());
   line += ",\"correlation\":" + U64(op.correlation_id);
@@ -128,6 +145,24 @@ void EmitOp(const SimOp& op) {
           std::to_string(op.grid[2]) + "],\"block\":[" + std::to_string(op.block[0]) + "," +
           std::to_string(op.block[1]) + "," + std::to_string(op.block[2]) + "]";
   line += ",\"dynamic_shared_bytes\":" + U64(op.dynamic_shared_bytes) + "}";
+  WriteTruth(line);
+}
+
+// One "api" truth line, written at the call's exit.
+void WriteApiLine(const SimApiSite& site) {
+  const int result = site.return_value ? *static_cast<const int*>(site.return_value) : 0;
+  std::string line = "{\"type\":\"api\",\"pid\":" + std::to_string(site.process_id);
+  line += ",\"domain\":\"" + std::string(site.domain == 2 ? "runtime" : "driver") + "\"";
+  line += ",\"name\":" + JsonString(site.function_name);
+  line += ",\"cbid\":" + std::to_string(site.cbid);
+  line += ",\"correlation\":" + std::to_string(site.correlation_id);
+  line += ",\"outer_correlation\":" + std::to_string(t_outer_correlation);
+  line += ",\"thread\":" + std::to_string(site.thread_id);
+  line += ",\"start_ns\":" + U64(site.start_ns) + ",\"end_ns\":" + U64(site.end_ns);
+  line += ",\"start_rep_ns\":" + U64(simhub_to_reported_ns(site.start_ns)) +
+          ",\"end_rep_ns\":" + U64(simhub_to_reported_ns(site.end_ns));
+  if (site.symbol_name) line += ",\"symbol\":" + JsonString(site.symbol_name);
+  line += ",\"result\":" + std::to_string(result) + "}";
   WriteTruth(line);
 }
 
@@ -178,20 +213,7 @@ SIMHUB_EXPORT void simhub_api_exit(SimApiSite* site) {
   }
   if (SimApiHook hook = sim::g_api_hook.load()) hook(site, /*is_exit=*/1);
   const bool outermost = --sim::t_depth == 0;
-  int result = site->return_value ? *static_cast<const int*>(site->return_value) : 0;
-  std::string line = "{\"type\":\"api\",\"pid\":" + std::to_string(site->process_id);
-  line += ",\"domain\":\"" + std::string(site->domain == 2 ? "runtime" : "driver") + "\"";
-  line += ",\"name\":" + sim::JsonString(site->function_name);
-  line += ",\"cbid\":" + std::to_string(site->cbid);
-  line += ",\"correlation\":" + std::to_string(site->correlation_id);
-  line += ",\"outer_correlation\":" + std::to_string(sim::t_outer_correlation);
-  line += ",\"thread\":" + std::to_string(site->thread_id);
-  line += ",\"start_ns\":" + std::to_string(site->start_ns) + ",\"end_ns\":" + std::to_string(site->end_ns);
-  line += ",\"start_rep_ns\":" + std::to_string(simhub_to_reported_ns(site->start_ns)) +
-          ",\"end_rep_ns\":" + std::to_string(simhub_to_reported_ns(site->end_ns));
-  if (site->symbol_name) line += ",\"symbol\":" + sim::JsonString(site->symbol_name);
-  line += ",\"result\":" + std::to_string(result) + "}";
-  sim::WriteTruth(line);
+  if (sim::TruthEnabled()) sim::WriteApiLine(*site);
   if (outermost) {
     sim::t_outer_correlation = 0;
     sim::t_outer_name = "";

@@ -138,6 +138,12 @@ void Device::WaitEvent(CUstream stream, CUevent event) {
   s->tail_ns = std::max(s->tail_ns, event->time_ns);
 }
 
+Device::EventState Device::StateOf(CUevent event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
+  return EventState{true, event->recorded, event->flags, event->id, event->time_ns};
+}
+
 void* Device::Allocate(size_t bytes, int memory_kind) {
   const size_t rounded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -223,6 +229,11 @@ void Device::ResetPrimaryContext() {
 CUcontext Device::CurrentContext() {
   std::lock_guard<std::mutex> lock(mutex_);
   return context_alive_ ? &context_ : nullptr;
+}
+
+uint32_t Device::ContextUid() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return context_.uid;
 }
 
 void WaitUntilNs(uint64_t sim_ns) {

@@ -77,6 +77,14 @@ class Device {
   void RecordEvent(CUevent event, CUstream stream);
   // Later work on the stream starts after the event's time (if recorded).
   void WaitEvent(CUstream stream, CUevent event);
+  struct EventState {
+    bool valid;
+    bool recorded;
+    unsigned flags;
+    uint32_t id;
+    uint64_t time_ns;
+  };
+  EventState StateOf(CUevent event);  // a consistent snapshot, taken under the lock
 
   // ---- memory. memory_kind is CUpti_ActivityMemoryKind.
   void* Allocate(size_t bytes, int memory_kind);  // nullptr: out of memory
@@ -93,6 +101,7 @@ class Device {
   CUcontext RetainPrimaryContext();  // creates it on first use (resource hook fires)
   void ResetPrimaryContext();        // destroys it (resource hook fires)
   CUcontext CurrentContext();
+  uint32_t ContextUid();  // of the current primary context (ops carry it)
 
  private:
   struct Allocation {

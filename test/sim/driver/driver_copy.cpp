@@ -54,7 +54,7 @@ CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
   const Placement at = device.Enqueue(stream, CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind));
   op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = 1;
+  op.context_id = Device::Get().ContextUid();
   op.stream_id = at.stream_id;
   op.launch_ns = at.launch_ns;
   op.start_ns = at.start_ns;
@@ -78,7 +78,7 @@ CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t 
   const Placement at = device.Enqueue(stream, MemsetDurationNs(op.bytes));
   op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = 1;
+  op.context_id = Device::Get().ContextUid();
   op.stream_id = at.stream_id;
   op.launch_ns = at.launch_ns;
   op.start_ns = at.start_ns;

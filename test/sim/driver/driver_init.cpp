@@ -1,5 +1,7 @@
 // Driver: initialisation, versions, device queries, primary context, errors.
 #define __CUDA_API_VERSION_INTERNAL 1  // exact entry-point names, as the driver itself is built
+#include <pthread.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -10,8 +12,17 @@
 
 namespace sim {
 namespace {
-// 0: cuInit not called, 1: succeeded, 2: failed (SIM_NO_DRIVER).
+// 0: cuInit not called, 1: succeeded, 2: failed (SIM_NO_DRIVER),
+// 3: this is a forked child of a process that had initialised the driver.
 std::atomic<int> g_init_state{0};
+
+// CUDA does not survive fork: a child of an initialised process gets
+// initialization errors from every call (NVIDIA: use of CUDA between fork
+// and exec is undefined; in practice calls fail with error 3).
+void MarkForkedChild() {
+  if (g_init_state.load() == 1) g_init_state.store(3);
+}
+[[maybe_unused]] const int g_atfork_registered = pthread_atfork(nullptr, nullptr, &MarkForkedChild);
 
 constexpr char kDeviceName[] = "NVIDIA H100 80GB HBM3 (simulated)";
 
@@ -57,6 +68,7 @@ SIM_DRIVER_EXPORT CUresult cuInit(unsigned int Flags) {
   cuInit_params params{Flags};
   return DriverCall(SIM_DRIVER_CBID(cuInit), "cuInit", &params, [&]() -> CUresult {
     if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (sim::g_init_state.load() == 3) return CUDA_ERROR_NOT_INITIALIZED;
     // A machine without a usable driver: cuInit reports no device, and stays failed.
     if (simhub_fault("NO_DRIVER")) {
       sim::g_init_state.store(2);

@@ -18,12 +18,21 @@
 namespace sim {
 namespace {
 
-std::mutex g_kernels_mutex;
-std::map<std::string, std::unique_ptr<CUfunc_st>> g_kernels;  // by mangled name; never freed
+// Kernels by mangled name. Never destroyed (nor are the maps): ops carry
+// pointers to their names, and atexit handlers may still launch or flush.
+struct KernelTable {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<CUfunc_st>> by_name;
+};
+KernelTable& Kernels() {
+  static KernelTable* table = new KernelTable();
+  return *table;
+}
 
 CUfunc_st* KernelNamed(const char* name) {
-  std::lock_guard<std::mutex> lock(g_kernels_mutex);
-  auto& slot = g_kernels[name];
+  KernelTable& kernels = Kernels();
+  std::lock_guard<std::mutex> lock(kernels.mutex);
+  auto& slot = kernels.by_name[name];
   if (!slot) {
     int status = 0;
     char* demangled = abi::__cxa_demangle(name, nullptr, nullptr, &status);
@@ -35,9 +44,10 @@ CUfunc_st* KernelNamed(const char* name) {
 
 bool IsKernel(const CUfunc_st* f) {
   if (!f) return false;
-  std::lock_guard<std::mutex> lock(g_kernels_mutex);
-  auto it = g_kernels.find(f->name);
-  return it != g_kernels.end() && it->second.get() == f;
+  KernelTable& kernels = Kernels();
+  std::lock_guard<std::mutex> lock(kernels.mutex);
+  auto it = kernels.by_name.find(f->name);
+  return it != kernels.by_name.end() && it->second.get() == f;
 }
 
 CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
@@ -53,7 +63,7 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   op.kind = SIM_OP_KERNEL;
   op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = 1;
+  op.context_id = Device::Get().ContextUid();
   op.stream_id = at.stream_id;
   op.launch_ns = at.launch_ns;
   op.start_ns = at.start_ns;

@@ -22,7 +22,7 @@ void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUst
   op.kind = kind;
   op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = 1;
+  op.context_id = Device::Get().ContextUid();
   op.stream_id = stream_ordered ? Device::Get().StreamId(stream) : 0;
   op.launch_ns = op.start_ns = op.end_ns = simhub_now_ns();
   op.bytes = bytes;
@@ -62,9 +62,15 @@ CUresult ReleaseFrom(void* ptr, int expected_kind, CUstream stream, bool stream_
 void** AsPtr(CUdeviceptr* dptr) { return reinterpret_cast<void**>(dptr); }
 
 // Virtual memory management: physical handles and reserved ranges.
-std::mutex g_vmm_mutex;
-std::unordered_map<CUmemGenericAllocationHandle, size_t> g_physical;  // handle -> size
-CUmemGenericAllocationHandle g_next_handle = 1;
+struct PhysicalHandles {
+  std::mutex mutex;
+  std::unordered_map<CUmemGenericAllocationHandle, size_t> size_of;  // handle -> bytes
+  CUmemGenericAllocationHandle next = 1;
+};
+PhysicalHandles& Physical() {
+  static PhysicalHandles* handles = new PhysicalHandles();  // never destroyed: usable from atexit
+  return *handles;
+}
 constexpr size_t kGranularityBytes = 2u << 20;
 
 }  // namespace
@@ -208,9 +214,10 @@ SIM_DRIVER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, siz
   cuMemCreate_params params{handle, size, prop, flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemCreate), "cuMemCreate", &params, [&]() -> CUresult {
     if (!handle || !prop || size == 0 || size % sim::kGranularityBytes) return CUDA_ERROR_INVALID_VALUE;
-    std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
-    *handle = sim::g_next_handle++;
-    sim::g_physical[*handle] = size;
+    sim::PhysicalHandles& physical = sim::Physical();
+    std::lock_guard<std::mutex> lock(physical.mutex);
+    *handle = physical.next++;
+    physical.size_of[*handle] = size;
     return CUDA_SUCCESS;
   });
 }
@@ -218,8 +225,9 @@ SIM_DRIVER_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, siz
 SIM_DRIVER_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
   cuMemRelease_params params{handle};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemRelease), "cuMemRelease", &params, [&]() -> CUresult {
-    std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
-    return sim::g_physical.erase(handle) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    sim::PhysicalHandles& physical = sim::Physical();
+    std::lock_guard<std::mutex> lock(physical.mutex);
+    return physical.size_of.erase(handle) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
 
@@ -230,9 +238,10 @@ SIM_DRIVER_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   cuMemMap_params params{ptr, size, offset, handle, flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemMap), "cuMemMap", &params, [&]() -> CUresult {
     {
-      std::lock_guard<std::mutex> lock(sim::g_vmm_mutex);
-      auto it = sim::g_physical.find(handle);
-      if (it == sim::g_physical.end() || offset + size > it->second) return CUDA_ERROR_INVALID_VALUE;
+      sim::PhysicalHandles& physical = sim::Physical();
+      std::lock_guard<std::mutex> lock(physical.mutex);
+      auto it = physical.size_of.find(handle);
+      if (it == physical.size_of.end() || offset + size > it->second) return CUDA_ERROR_INVALID_VALUE;
     }
     if (mprotect(reinterpret_cast<void*>(ptr), size, PROT_READ | PROT_WRITE) != 0) return CUDA_ERROR_INVALID_VALUE;
     sim::Device::Get().Register(reinterpret_cast<void*>(ptr), size, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);

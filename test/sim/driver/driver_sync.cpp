@@ -19,7 +19,7 @@ void EmitSync(int sync_type, uint32_t stream_id, uint32_t event_id, uint64_t sta
   op.sync_type = sync_type;
   op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = 1;
+  op.context_id = Device::Get().ContextUid();
   op.stream_id = stream_id;
   op.event_id = event_id;
   op.launch_ns = op.start_ns = start_ns;
@@ -99,12 +99,13 @@ SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, u
   cuStreamWaitEvent_params params{hStream, hEvent, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent), "cuStreamWaitEvent", &params, [&]() -> CUresult {
     Device& device = Device::Get();
-    if (!device.IsValid(hStream) || !device.IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    const Device::EventState event = device.StateOf(hEvent);
+    if (!device.IsValid(hStream) || !event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t start = simhub_now_ns();
     device.WaitEvent(hStream, hEvent);
     // The host does not wait; the record says what the stream now waits for.
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(hStream), hEvent->id, start,
-                  hEvent->recorded ? hEvent->time_ns : 0);
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(hStream), event.id, start,
+                  event.recorded ? event.time_ns : 0);
     return CUDA_SUCCESS;
   });
 }
@@ -132,19 +133,21 @@ SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
 SIM_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
   cuEventQuery_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventQuery), "cuEventQuery", &params, [&]() -> CUresult {
-    if (!Device::Get().IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
-    return (!hEvent->recorded || simhub_now_ns() >= hEvent->time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    const Device::EventState event = Device::Get().StateOf(hEvent);
+    if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
+    return (!event.recorded || simhub_now_ns() >= event.time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   });
 }
 
 SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   cuEventSynchronize_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventSynchronize), "cuEventSynchronize", &params, [&]() -> CUresult {
-    if (!Device::Get().IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    const Device::EventState event = Device::Get().StateOf(hEvent);
+    if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t start = simhub_now_ns();
-    const uint64_t done = hEvent->recorded ? hEvent->time_ns : 0;  // never recorded: nothing to wait for
+    const uint64_t done = event.recorded ? event.time_ns : 0;  // never recorded: nothing to wait for
     sim::WaitUntilNs(done);
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, hEvent->id, start, done);
+    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, event.id, start, done);
     return CUDA_SUCCESS;
   });
 }
@@ -152,14 +155,15 @@ SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
 SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent hStart, CUevent hEnd) {
   cuEventElapsedTime_v2_params params{pMilliseconds, hStart, hEnd};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventElapsedTime_v2), "cuEventElapsedTime_v2", &params, [&]() -> CUresult {
-    Device& device = Device::Get();
     if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
-    if (!device.IsValid(hStart) || !device.IsValid(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
-    if ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
-    if (!hStart->recorded || !hEnd->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    const Device::EventState start = Device::Get().StateOf(hStart);
+    const Device::EventState end = Device::Get().StateOf(hEnd);
+    if (!start.valid || !end.valid) return CUDA_ERROR_INVALID_HANDLE;
+    if ((start.flags | end.flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    if (!start.recorded || !end.recorded) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t now = simhub_now_ns();
-    if (now < hStart->time_ns || now < hEnd->time_ns) return CUDA_ERROR_NOT_READY;
-    *pMilliseconds = static_cast<float>((static_cast<double>(hEnd->time_ns) - static_cast<double>(hStart->time_ns)) / 1e6);
+    if (now < start.time_ns || now < end.time_ns) return CUDA_ERROR_NOT_READY;
+    *pMilliseconds = static_cast<float>((static_cast<double>(end.time_ns) - static_cast<double>(start.time_ns)) / 1e6);
     return CUDA_SUCCESS;
   });
 }

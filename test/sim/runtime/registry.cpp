@@ -22,10 +22,17 @@ struct HostKernel {
   CUkernel kernel = nullptr;
 };
 
-std::mutex g_mutex;  // guards the maps; never held across a driver call (hooks may call back)
-std::vector<std::unique_ptr<FatBinary>> g_binaries;   // kept after unregistration: stubs may outlive it
-std::unordered_map<const void*, HostKernel> g_kernels;  // by host stub
-std::unordered_map<CUkernel, std::string> g_kernel_names;
+// Never destroyed: atexit handlers and late threads may still launch.
+struct Registry {
+  std::mutex mutex;  // guards the maps; never held across a driver call (hooks may call back)
+  std::vector<std::unique_ptr<FatBinary>> binaries;   // kept after unregistration: stubs may outlive it
+  std::unordered_map<const void*, HostKernel> kernels;  // by host stub
+  std::unordered_map<CUkernel, std::string> kernel_names;
+};
+Registry& Get() {
+  static Registry* registry = new Registry();
+  return *registry;
+}
 
 const void* Code(const FatBinary& binary) {
   const auto* wrapper = static_cast<const __fatBinC_Wrapper_t*>(binary.fat_cubin);
@@ -35,15 +42,17 @@ const void* Code(const FatBinary& binary) {
 }  // namespace
 
 void** RegisterFatBinary(void* fat_cubin) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_binaries.push_back(std::make_unique<FatBinary>(FatBinary{fat_cubin}));
-  return &g_binaries.back()->fat_cubin;
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.binaries.push_back(std::make_unique<FatBinary>(FatBinary{fat_cubin}));
+  return &r.binaries.back()->fat_cubin;
 }
 
 void RegisterFunction(void** fat_cubin_handle, const void* host_fun, const char* device_name) {
   if (!fat_cubin_handle || !host_fun || !device_name) return;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  g_kernels[host_fun] = HostKernel{reinterpret_cast<FatBinary*>(fat_cubin_handle), device_name};
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.kernels[host_fun] = HostKernel{reinterpret_cast<FatBinary*>(fat_cubin_handle), device_name};
 }
 
 void UnregisterFatBinary(void** fat_cubin_handle) {
@@ -52,51 +61,48 @@ void UnregisterFatBinary(void** fat_cubin_handle) {
 }
 
 const char* RegisteredName(const void* host_fun) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_kernels.find(host_fun);
-  return it == g_kernels.end() ? nullptr : it->second.device_name.c_str();
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.kernels.find(host_fun);
+  return it == r.kernels.end() ? nullptr : it->second.device_name.c_str();
 }
 
 const char* KernelName(CUkernel kernel) {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  auto it = g_kernel_names.find(kernel);
-  return it == g_kernel_names.end() ? nullptr : it->second.c_str();
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.kernel_names.find(kernel);
+  return it == r.kernel_names.end() ? nullptr : it->second.c_str();
 }
 
 cudaError_t ResolveKernel(const void* host_fun, CUkernel* kernel) {
+  Registry& registry = Get();
   FatBinary* binary = nullptr;
+  CUlibrary library = nullptr;
   std::string name;
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    auto it = g_kernels.find(host_fun);
-    if (it == g_kernels.end()) return cudaErrorInvalidDeviceFunction;
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.kernels.find(host_fun);
+    if (it == registry.kernels.end()) return cudaErrorInvalidDeviceFunction;
     if (it->second.kernel) {
       *kernel = it->second.kernel;
       return cudaSuccess;
     }
     binary = it->second.binary;
+    library = binary->library;
     name = it->second.device_name;
   }
-  // Two threads may both get here; the driver hands both the same objects.
-  CUlibrary library = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    library = binary->library;
-  }
+  // Unlocked: two threads may both get here, and the driver hands both the same objects.
   if (!library) {
-    if (CUresult r = Driver().cuLibraryLoadData(&library, Code(*binary), nullptr, nullptr, 0, nullptr, nullptr, 0);
-        r != CUDA_SUCCESS) {
-      return FromDriver(r);
-    }
+    const CUresult loaded = Driver().cuLibraryLoadData(&library, Code(*binary), nullptr, nullptr, 0, nullptr, nullptr, 0);
+    if (loaded != CUDA_SUCCESS) return FromDriver(loaded);
   }
   CUkernel resolved = nullptr;
-  if (CUresult r = Driver().cuLibraryGetKernel(&resolved, library, name.c_str()); r != CUDA_SUCCESS) {
-    return FromDriver(r);
-  }
-  std::lock_guard<std::mutex> lock(g_mutex);
+  const CUresult found = Driver().cuLibraryGetKernel(&resolved, library, name.c_str());
+  if (found != CUDA_SUCCESS) return FromDriver(found);
+  std::lock_guard<std::mutex> lock(registry.mutex);
   binary->library = library;
-  g_kernels[host_fun].kernel = resolved;
-  g_kernel_names[resolved] = name;
+  registry.kernels[host_fun].kernel = resolved;
+  registry.kernel_names[resolved] = name;
   *kernel = resolved;
   return cudaSuccess;
 }

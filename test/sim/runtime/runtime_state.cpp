@@ -31,6 +31,7 @@ cudaError_t Initialise() {
   if (!get_proc) return cudaErrorInsufficientDriver;
   bool ok = true;
   DriverApi& d = g_driver;
+  d.cuGetProcAddress = get_proc;
   // #name is the base name cuGetProcAddress expects; d.name expands cuda.h's
   // macro to the versioned member (cuMemAlloc -> cuMemAlloc_v2).
 #define SIMRT_RESOLVE(name) ok = Resolve(get_proc, #name, &d.name) && ok;

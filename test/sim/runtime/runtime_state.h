@@ -20,6 +20,7 @@ namespace simrt {
 // cuda.h's macros, so Driver().cuMemAlloc(...) calls cuMemAlloc_v2.
 struct DriverApi {
 #define SIMRT_DRIVER_FN(name) decltype(&::name) name = nullptr;
+  SIMRT_DRIVER_FN(cuGetProcAddress)  // the driver's own, from dlsym on its handle
   SIMRT_DRIVER_FN(cuInit)
   SIMRT_DRIVER_FN(cuDriverGetVersion)
   SIMRT_DRIVER_FN(cuDeviceGetCount)

@@ -1,0 +1,195 @@
+"""The simulated runtime's API surface, called directly with ctypes: bytes
+really move through device, pitched, managed, stream-ordered and pool
+memory; 2D copies and memsets honour pitches; errors and the last-error
+state behave as documented; cudaDeviceReset re-creates the context."""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
+import sim_truth as truth  # noqa: E402
+
+H2D, D2H, D2D, DEFAULT = 1, 2, 3, 4
+
+# Runs in a child process (so each scenario gets a fresh runtime and truth
+# log); prints one "key value" line per check.
+PRELUDE = textwrap.dedent("""
+    import ctypes, os
+    rt = ctypes.CDLL(os.path.join(os.environ["SIM_LIB_DIR"], "libcudart.so.13"))
+    def ptr():
+        return ctypes.c_void_p()
+    def out(key, value):
+        print(key, value)
+""")
+
+
+def run_script(body, **env):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "truth.jsonl")
+        proc = harness.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
+                           harness.sim_env(SIM_TRUTH_FILE=path, SIM_LIB_DIR=harness.SIM_LIB_DIR, **env))
+        lines = truth.read(path)
+    if proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    results = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
+    return results, lines
+
+
+class SimRuntimeApiTest(unittest.TestCase):
+    def test_plain_device_memory_round_trips_bytes(self):
+        results, lines = run_script("""
+            d = ptr(); out("malloc", rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(1 << 20)))
+            src = ctypes.create_string_buffer(bytes(range(256)) * 4096, 1 << 20)
+            dst = ctypes.create_string_buffer(1 << 20)
+            out("h2d", rt.cudaMemcpy(d, src, ctypes.c_size_t(1 << 20), 1))
+            out("d2h", rt.cudaMemcpy(dst, d, ctypes.c_size_t(1 << 20), 2))
+            out("equal", src.raw == dst.raw)
+            out("free", rt.cudaFree(d))
+        """)
+        self.assertEqual(results, {"malloc": "0", "h2d": "0", "d2h": "0", "equal": "True", "free": "0"})
+        copies = truth.of_type(lines, "memcpy")
+        self.assertEqual([(c["copy_kind"], c["src_kind"], c["dst_kind"]) for c in copies],
+                         [(truth.HTOD, truth.PAGEABLE, truth.DEVICE), (truth.DTOH, truth.DEVICE, truth.PAGEABLE)])
+        for c in copies:
+            self.assertEqual(c["end_ns"] - c["start_ns"], truth.copy_ns(c))
+        # A synchronous copy returns only after it ended on the device.
+        for call, copy in zip(truth.api(lines, "cudaMemcpy"), copies):
+            self.assertGreaterEqual(call["end_ns"], copy["end_ns"])
+        alloc, free = truth.of_type(lines, "mem_alloc")[0], truth.of_type(lines, "mem_free")[0]
+        self.assertEqual((alloc["bytes"], alloc["dst_kind"], alloc["address"]), (1 << 20, truth.DEVICE, free["address"]))
+
+    def test_pitched_2d_copies_and_memsets_honour_pitches(self):
+        results, lines = run_script("""
+            d = ptr(); pitch = ctypes.c_size_t()
+            out("mallocpitch", rt.cudaMallocPitch(ctypes.byref(d), ctypes.byref(pitch), ctypes.c_size_t(100), ctypes.c_size_t(10)))
+            out("pitch", pitch.value)
+            host = ctypes.create_string_buffer(bytes((i * 7) % 251 for i in range(128 * 10)), 128 * 10)
+            out("h2d2d", rt.cudaMemcpy2D(d, pitch, host, ctypes.c_size_t(128), ctypes.c_size_t(100), ctypes.c_size_t(10), 1))
+            back = ctypes.create_string_buffer(128 * 10)
+            out("d2h2d", rt.cudaMemcpy2D(back, ctypes.c_size_t(128), d, pitch, ctypes.c_size_t(100), ctypes.c_size_t(10), 2))
+            out("rows_equal", all(host.raw[r*128:r*128+100] == back.raw[r*128:r*128+100] for r in range(10)))
+            out("memset2d", rt.cudaMemset2D(d, pitch, 0xAB, ctypes.c_size_t(50), ctypes.c_size_t(10)))
+            out("d2h2d_again", rt.cudaMemcpy2D(back, ctypes.c_size_t(128), d, pitch, ctypes.c_size_t(100), ctypes.c_size_t(10), 2))
+            out("memset_rows", all(back.raw[r*128:r*128+50] == b"\\xab" * 50 and back.raw[r*128+50:r*128+100] == host.raw[r*128+50:r*128+100] for r in range(10)))
+            out("bad_pitch", rt.cudaMemcpy2D(back, ctypes.c_size_t(10), d, pitch, ctypes.c_size_t(100), ctypes.c_size_t(10), 2))
+        """)
+        self.assertEqual(results["mallocpitch"], "0")
+        self.assertEqual(results["pitch"], "512")
+        self.assertEqual(results["rows_equal"], "True")
+        self.assertEqual(results["memset_rows"], "True")
+        self.assertEqual(results["bad_pitch"], "12")  # cudaErrorInvalidPitchValue
+        copies = truth.of_type(lines, "memcpy")
+        self.assertEqual([c["bytes"] for c in copies], [1000, 1000, 1000])
+        memset = truth.of_type(lines, "memset")[0]
+        self.assertEqual(memset["bytes"], 500)
+        self.assertEqual(memset["end_ns"] - memset["start_ns"], truth.memset_ns(memset))
+
+    def test_managed_pinned_async_and_pool_allocations_are_reported_with_their_kind_and_stream(self):
+        results, lines = run_script("""
+            s = ptr(); out("stream", rt.cudaStreamCreate(ctypes.byref(s)))
+            m = ptr(); out("managed", rt.cudaMallocManaged(ctypes.byref(m), ctypes.c_size_t(4096), 1))
+            h = ptr(); out("host", rt.cudaHostAlloc(ctypes.byref(h), ctypes.c_size_t(4096), 0))
+            a = ptr(); out("async", rt.cudaMallocAsync(ctypes.byref(a), ctypes.c_size_t(8192), s))
+            pool = ptr(); out("pool", rt.cudaDeviceGetDefaultMemPool(ctypes.byref(pool), 0))
+            p = ptr(); out("frompool", rt.cudaMallocFromPoolAsync(ctypes.byref(p), ctypes.c_size_t(16384), pool, s))
+            out("h2m", rt.cudaMemcpyAsync(m, h, ctypes.c_size_t(4096), 4, s))
+            out("peer", rt.cudaMemcpyPeer(a, 0, m, 0, ctypes.c_size_t(4096)))
+            out("freeasync", rt.cudaFreeAsync(a, s))
+            out("freeasync2", rt.cudaFreeAsync(p, s))
+            out("sync", rt.cudaStreamSynchronize(s))
+            out("freehost", rt.cudaFreeHost(h))
+            out("free", rt.cudaFree(m))
+            out("freehost_of_device", rt.cudaFreeHost(m))
+        """)
+        for key in ("stream", "managed", "host", "async", "pool", "frompool", "h2m", "peer", "freeasync",
+                    "freeasync2", "sync", "freehost", "free"):
+            self.assertEqual(results[key], "0", key)
+        self.assertEqual(results["freehost_of_device"], "1")  # already freed: cudaErrorInvalidValue
+        allocs = {a["bytes"]: a for a in truth.of_type(lines, "mem_alloc")}
+        self.assertEqual(allocs[4096]["stream"], 0)
+        kinds = sorted((a["bytes"], a["dst_kind"]) for a in truth.of_type(lines, "mem_alloc"))
+        self.assertEqual(kinds, [(4096, truth.PINNED), (4096, truth.MANAGED), (8192, truth.DEVICE), (16384, truth.DEVICE)])
+        stream_id = truth.of_type(lines, "memcpy")[0]["stream"]
+        self.assertEqual(allocs[8192]["stream"], stream_id)
+        self.assertEqual(allocs[16384]["stream"], stream_id)
+        self.assertEqual({f["stream"] for f in truth.of_type(lines, "mem_free") if f["bytes"] in (8192, 16384)},
+                         {stream_id})
+        h2m, peer = truth.of_type(lines, "memcpy")
+        self.assertEqual((h2m["copy_kind"], h2m["src_kind"], h2m["dst_kind"]), (truth.HTOD, truth.PINNED, truth.MANAGED))
+        self.assertEqual((peer["copy_kind"], peer["stream"]), (truth.DTOD, truth.LEGACY_STREAM))
+        # The legacy-stream peer copy waits for the blocking stream's copy.
+        self.assertGreaterEqual(peer["start_ns"], h2m["end_ns"])
+
+    def test_device_queries_describe_the_simulated_h100(self):
+        results, _ = run_script("""
+            n = ctypes.c_int(); out("count", (rt.cudaGetDeviceCount(ctypes.byref(n)), n.value))
+            v = ctypes.c_int(); rt.cudaDeviceGetAttribute(ctypes.byref(v), 16, 0); out("sms", v.value)
+            rt.cudaDeviceGetAttribute(ctypes.byref(v), 75, 0); out("major", v.value)
+            prop = ctypes.create_string_buffer(4096)
+            out("props", rt.cudaGetDeviceProperties(prop, 0))
+            out("name", prop.value.decode())
+            out("bad_device", rt.cudaSetDevice(1))
+            free, total = ctypes.c_size_t(), ctypes.c_size_t()
+            out("meminfo", (rt.cudaMemGetInfo(ctypes.byref(free), ctypes.byref(total)), free.value == total.value, total.value))
+            out("versions", (rt.cudaRuntimeGetVersion(ctypes.byref(v)), v.value))
+        """)
+        self.assertEqual(results["count"], "(0, 1)")
+        self.assertEqual(results["sms"], "132")
+        self.assertEqual(results["major"], "9")
+        self.assertEqual(results["props"], "0")
+        self.assertEqual(results["name"], "NVIDIA H100 80GB HBM3 (simulated)")
+        self.assertEqual(results["bad_device"], "101")  # cudaErrorInvalidDevice
+        self.assertEqual(results["meminfo"], "(0, True, 85520809984)")
+        self.assertEqual(results["versions"], "(0, 13000)")
+
+    def test_errors_set_and_get_last_error_clears_it(self):
+        results, lines = run_script("""
+            d = ptr(); rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(64))
+            out("bad_kind", rt.cudaMemcpy(d, d, ctypes.c_size_t(4), 99))
+            out("peek", rt.cudaPeekAtLastError())
+            out("last", rt.cudaGetLastError())
+            out("last_again", rt.cudaGetLastError())
+            fake_stub = ctypes.cast(rt.cudaMalloc, ctypes.c_void_p)
+            class Dim3(ctypes.Structure):
+                _fields_ = [("x", ctypes.c_uint), ("y", ctypes.c_uint), ("z", ctypes.c_uint)]
+            rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+            out("unregistered_launch", rt.cudaLaunchKernel(fake_stub, Dim3(1, 1, 1), Dim3(32, 1, 1), None, 0, None))
+            rt.cudaGetErrorName.restype = ctypes.c_char_p
+            rt.cudaGetErrorString.restype = ctypes.c_char_p
+            out("name98", rt.cudaGetErrorName(98).decode())
+            out("unknown", rt.cudaGetErrorString(12345).decode())
+            g = (ctypes.c_uint * 3)(); b = (ctypes.c_uint * 3)(); shm = ctypes.c_size_t(); st = ptr()
+            out("pop_without_push", rt.__cudaPopCallConfiguration(g, b, ctypes.byref(shm), ctypes.byref(st)))
+        """)
+        self.assertEqual(results["bad_kind"], "21")  # cudaErrorInvalidMemcpyDirection
+        self.assertEqual(results["peek"], "21")
+        self.assertEqual(results["last"], "21")
+        self.assertEqual(results["last_again"], "0")
+        self.assertEqual(results["unregistered_launch"], "98")  # cudaErrorInvalidDeviceFunction
+        self.assertEqual(results["name98"], "cudaErrorInvalidDeviceFunction")
+        self.assertEqual(results["unknown"], "unrecognized error code")
+        self.assertEqual(results["pop_without_push"], "52")  # cudaErrorMissingConfiguration
+        self.assertEqual([l["result"] for l in truth.api(lines, "cudaGetLastError")], [21, 0])
+
+    def test_device_reset_destroys_and_recreates_the_primary_context(self):
+        results, lines = run_script("""
+            d = ptr(); out("before", rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(64)))
+            out("reset", rt.cudaDeviceReset())
+            out("after", rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(64)))
+        """)
+        self.assertEqual(results, {"before": "0", "reset": "0", "after": "0"})
+        names = [l["name"] for l in truth.api(lines, domain="driver")
+                 if l["name"] in ("cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxReset_v2")]
+        self.assertEqual(names, ["cuDevicePrimaryCtxRetain", "cuDevicePrimaryCtxReset_v2", "cuDevicePrimaryCtxRetain"])
+        first, second = truth.of_type(lines, "mem_alloc")
+        self.assertNotEqual(first["context"], second["context"], "a new context after reset")
+
+
+if __name__ == "__main__":
+    harness.main()
