@@ -59,6 +59,19 @@ class SimAbiTest(unittest.TestCase):
         self.assertEqual(get_proc(b"cuMemAllocAsync", ctypes.byref(fn), 11000, 0, ctypes.byref(status)), 500)
         self.assertEqual(status.value, 2)  # CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
 
+    def test_current_context_device_exists_only_after_the_primary_context(self):
+        script = (
+            "import ctypes, sys\n"
+            "cu = ctypes.CDLL(sys.argv[1])\n"
+            "dev = ctypes.c_int(-1); ctx = ctypes.c_void_p()\n"
+            "print(cu.cuCtxGetDevice(ctypes.byref(dev)))\n"
+            "print(cu.cuInit(0), cu.cuCtxGetDevice(ctypes.byref(dev)))\n"
+            "print(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0), cu.cuCtxGetDevice(ctypes.byref(dev)), dev.value)\n")
+        proc = harness.run([sys.executable, "-c", script, CUDA], harness.sim_env())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # NOT_INITIALIZED before cuInit, INVALID_CONTEXT before the context, then device 0.
+        self.assertEqual(proc.stdout.splitlines(), ["3", "0 201", "0 0 0"])
+
     def test_cudaGetDriverEntryPoint_hands_out_the_drivers_versioned_function(self):
         script = (
             "import ctypes, sys\n"

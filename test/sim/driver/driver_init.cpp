@@ -185,3 +185,30 @@ SIM_DRIVER_EXPORT CUresult cuGetErrorName(CUresult error, const char** pStr) {
     return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
+
+// One device, one primary context: the current context's device is 0 once
+// the primary context exists (the runtime retains it on first use).
+SIM_DRIVER_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
+  cuCtxGetDevice_params params{device};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxGetDevice), "cuCtxGetDevice", &params, [&]() -> CUresult {
+    if (!device) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    *device = 0;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
+  cuCtxSetCurrent_params params{ctx};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSetCurrent), "cuCtxSetCurrent", &params, [&]() -> CUresult {
+    // Only the primary context exists; NULL unbinds, which the sim does not track.
+    if (ctx && ctx != sim::Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  cuDevicePrimaryCtxRelease_v2_params params{dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxRelease_v2), "cuDevicePrimaryCtxRelease_v2", &params,
+                               [&] { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; });
+}
