@@ -20,8 +20,9 @@ std::atomic<SimResourceHook> g_resource_hook{nullptr};
 std::mutex g_mu;
 uint64_t (*g_source)(void) = nullptr;
 int64_t g_offset_ns = 0;
-std::map<std::string, std::string> g_faults;
-std::vector<std::string> g_truth;
+// Never destroyed: libcupti writes its state line from a destructor at exit.
+auto& g_faults = *new std::map<std::string, std::string>();
+auto& g_truth = *new std::vector<std::string>();
 int g_context_storage;
 
 }  // namespace
