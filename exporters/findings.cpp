@@ -202,15 +202,25 @@ class FindingsBuilder {
         "(non_blocking copies, events) and check values less often");
   }
 
+  // A device-to-host copy makes the host wait for the GPU when the call is
+  // synchronous (cudaMemcpy, not *Async) or lands in pageable memory (then
+  // even cudaMemcpyAsync is staged synchronously). Async copies into pinned
+  // memory do not block and are not counted.
   void DeviceToHostCopies() {
-    CallTally t = Tally([](const HostEvent& e) {
-      return ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kMemcpy && e.copy_kind == kCudaMemcpyDeviceToHost;
+    WindowIndex index(w_);
+    CallTally t = Tally([&](const HostEvent& e) {
+      auto id = static_cast<ApiId>(e.api);
+      if (ApiKindOf(id) != ApiKind::kMemcpy || e.copy_kind != kCudaMemcpyDeviceToHost) return false;
+      if (ApiName(id).find("Async") == std::string_view::npos) return true;
+      int64_t work = e.correlation_id ? index.FirstWork(e.correlation_id) : WindowIndex::kNone;
+      return work != WindowIndex::kNone &&
+             w_.device_records[static_cast<size_t>(work)].dst_kind == kCuptiMemoryPageable;
     });
     if (t.count == 0) return;
-    Add("d2h-copy-in-step", "Device-to-host copies inside steps: each one waits for the GPU to catch up",
+    Add("d2h-copy-in-step", "Blocking device-to-host copies inside steps: each one waits for the GPU to catch up",
         t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied",
         "avoid .item()/.cpu()/printing tensors inside the step; copy into pinned memory with "
-        "non_blocking=True and read it a step later");
+        "non_blocking=True (cudaMemcpyAsync) and read it a step later");
   }
 
   void PageableCopies() {

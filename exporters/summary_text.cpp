@@ -69,11 +69,10 @@ void Findings(const Summary& s, std::string* out) {
 
 void Memory(const Summary& s, std::string* out) {
   *out += "\n== Memory (allocator calls) ==\n";
-  TextTable t({"Device", "Kind", "Allocs", "Frees", "Allocated", "Freed", "Peak live"});
+  TextTable t({"Device", "Kind", "Allocs", "Frees", "Allocated (B)", "Freed (B)", "Peak live (B)", "Peak live"});
   for (const MemoryRow& r : s.memory) {
     t.AddRow({r.device < 0 ? "host" : std::to_string(r.device), MemKindName(r.mem_kind), U(r.allocs), U(r.frees),
-              FormatBytes(double(r.bytes_allocated)), FormatBytes(double(r.bytes_freed)),
-              FormatBytes(double(r.peak_bytes))});
+              U(r.bytes_allocated), U(r.bytes_freed), U(r.peak_bytes), FormatBytes(double(r.peak_bytes))});
   }
   *out += t.empty() ? " (no allocations or frees in the window)\n" : t.Render();
   if (s.live.empty()) return;

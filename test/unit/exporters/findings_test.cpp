@@ -78,14 +78,23 @@ TEST_CASE("sync-in-step ignores the synchronize that marks the step with PROF_ST
   CHECK(Fires(b.Build(), "sync-in-step"));
 }
 
-TEST_CASE("d2h-copy-in-step fires on device-to-host copies, not host-to-device", "[findings]") {
-  WindowBuilder d2h = Loop(2, 1, 100'000);
-  HostEvent& c = d2h.Call(ApiId::cudaMemcpy, 500'000, 520'000);
+TEST_CASE("d2h-copy-in-step fires on blocking device-to-host copies only", "[findings]") {
+  WindowBuilder sync_copy = Loop(2, 1, 100'000);
+  HostEvent& c = sync_copy.Call(ApiId::cudaMemcpy, 500'000, 520'000);
   c.copy_kind = 2, c.bytes = 4;
-  CHECK(Fires(d2h.Build(), "d2h-copy-in-step"));
+  CHECK(Fires(sync_copy.Build(), "d2h-copy-in-step"));
+
   WindowBuilder h2d = Loop(2, 1, 100'000);
   h2d.Call(ApiId::cudaMemcpy, 500'000, 520'000).copy_kind = 1;
   CHECK_FALSE(Fires(h2d.Build(), "d2h-copy-in-step"));
+
+  // cudaMemcpyAsync into pinned memory does not block; into pageable it does.
+  for (uint8_t dst : {testing::kCuptiPinned, testing::kCuptiPageable}) {
+    WindowBuilder async = Loop(2, 1, 100'000);
+    async.Call(ApiId::cudaMemcpyAsync, 500'000, 505'000, 900).copy_kind = 2;
+    async.Copy(testing::kCuptiDtoH, testing::kCuptiDevice, dst, 64, 510'000, 511'000, 900);
+    CHECK(Fires(async.Build(), "d2h-copy-in-step") == (dst == testing::kCuptiPageable));
+  }
 }
 
 TEST_CASE("pageable-copy fires on copies from pageable memory, not pinned", "[findings]") {
