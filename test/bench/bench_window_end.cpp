@@ -9,6 +9,8 @@
 // (the window), then calls Session::Step; the figure is Step's duration.
 // The writer thread then seals the window (reported separately: it is off
 // the application thread) and the next round waits for it to finish.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -78,6 +80,7 @@ int Main(int argc, char** argv) {
 
   std::vector<double> stall_ns, stall_cpu_ns, seal_ms;
   uint64_t missing = 0;
+  long voluntary = 0, involuntary = 0;
   for (int r = -1; r < rounds; ++r) {
     HostEvent e{};
     e.api = static_cast<uint16_t>(ApiId::cudaLaunchKernel);
@@ -88,15 +91,22 @@ int Main(int argc, char** argv) {
       e.correlation_id = static_cast<uint32_t>(i);
       rt->buffers.Append(e);
     }
+    rusage u0{}, u1{};
+    getrusage(RUSAGE_THREAD, &u0);
     uint64_t c0 = ThreadCpuNs();
     uint64_t t0 = NowNs();
     session.Step(NowNs());
     uint64_t t1 = NowNs();
     uint64_t c1 = ThreadCpuNs();
+    getrusage(RUSAGE_THREAD, &u1);
     writer.Drain(60'000'000'000ull);
     if (r < 0) continue;  // the first window also starts the writer thread
     stall_ns.push_back(static_cast<double>(t1 - t0));
     stall_cpu_ns.push_back(static_cast<double>(c1 - c0));
+    // Voluntary switches: the thread blocked (a lock); involuntary: it was
+    // preempted (the woken writer or another process took the core).
+    voluntary += u1.ru_nvcsw - u0.ru_nvcsw;
+    involuntary += u1.ru_nivcsw - u0.ru_nivcsw;
     seal_ms.push_back(static_cast<double>(sealed_at_ns.load() - t1) / 1e6);
     if (sealed_events.load() != events) ++missing;
   }
@@ -112,7 +122,9 @@ int Main(int argc, char** argv) {
   // took the core): on a machine with a free core it is not there.
   Stats cpu = Summarize(stall_cpu_ns);
   cpu.median /= 1e6, cpu.p10 /= 1e6, cpu.p90 /= 1e6;
-  EmitFigure("window_end_stall_cpu_ms", cpu, "ms", "CPU time of the application thread in that step marker");
+  EmitFigure("window_end_stall_cpu_ms", cpu, "ms",
+             "CPU time of the application thread in that step marker; over all rounds " + std::to_string(voluntary) +
+                 " voluntary (blocked) and " + std::to_string(involuntary) + " involuntary (preempted) switches");
   EmitFigure("window_seal_ms", Summarize(seal_ms), "ms", "writer thread (not the application's): seal " + std::to_string(events) + " events");
   if (missing != 0) {
     std::fprintf(stderr, "bench_window_end: %llu windows did not hold every event\n",

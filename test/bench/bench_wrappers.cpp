@@ -109,6 +109,8 @@ int Main(int argc, char** argv) {
   interpose::SetRealFunctionForTest(ApiId::cudaLaunchKernel, reinterpret_cast<void*>(&bench_null_launch));
   interpose::SetRealFunctionForTest(ApiId::cudaMalloc, reinterpret_cast<void*>(&bench_null_malloc));
   interpose::SetRealFunctionForTest(ApiId::cudaFree, reinterpret_cast<void*>(&bench_null_free));
+  // Stored at run time (from a volatile) so the compiler cannot fold it.
+  g_floor_real.store(g_bare_launch, std::memory_order_relaxed);
   Runtime* rt = InstallBenchRuntime();
   Kernels().Insert(reinterpret_cast<const void*>(&KernelStub), 1);
   // Buffers hold every recorded event until a window is collected: empty
