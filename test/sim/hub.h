@@ -85,7 +85,8 @@ typedef struct SimOp {
 } SimOp;
 
 // Called once per op when it is enqueued (its times are already decided by
-// the timing model). CUPTI turns ops into activity records.
+// the timing model); a SIM_OP_SYNC is reported when the call returns, and
+// allocations when they happen. CUPTI turns ops into activity records.
 typedef void (*SimOpHook)(const SimOp* op);
 void simhub_set_op_hook(SimOpHook hook);
 
