@@ -4,10 +4,14 @@
 // waits for those, bounded, and counts the ones that never come).
 //
 // Threads: OnEnter/OnExit run in CUPTI's API callbacks on application
-// threads; the rest on the decoding (writer) thread. Lock order: mutex_ is a
-// leaf; nothing is called while holding it.
+// threads; the rest on the decoding (writer) thread. The table is split in
+// shards by correlation id so threads launching at once rarely share a
+// mutex. Lock order: each shard's mutex is a leaf; a parent lookup takes
+// two shard locks one after the other, never nested.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -19,7 +23,7 @@ class LaunchRegistry {
  public:
   // At most max_calls calls are remembered at once; more are counted in
   // overflowed() and their records fall back to membership by start time.
-  explicit LaunchRegistry(size_t max_calls) : max_calls_(max_calls) {}
+  explicit LaunchRegistry(size_t max_calls) : max_per_shard_(max_calls / kShards + (max_calls % kShards != 0)) {}
 
   // expects_record: the call enqueues device work of an enabled kind.
   // parent_id: the runtime call a driver call was made from (0: none); a
@@ -48,10 +52,17 @@ class LaunchRegistry {
     bool expects_record;
     bool delivered;
   };
-  size_t max_calls_;
-  mutable std::mutex mutex_;
-  std::unordered_map<uint32_t, Call> calls_;
-  uint64_t overflowed_ = 0;
+  static constexpr size_t kShards = 16;
+  struct alignas(64) Shard {
+    mutable std::mutex mutex;
+    std::unordered_map<uint32_t, Call> calls;
+  };
+  Shard& ShardOf(uint32_t correlation_id) { return shards_[correlation_id % kShards]; }
+  const Shard& ShardOf(uint32_t correlation_id) const { return shards_[correlation_id % kShards]; }
+
+  size_t max_per_shard_;
+  std::array<Shard, kShards> shards_;
+  std::atomic<uint64_t> overflowed_{0};
 };
 
 }  // namespace prof::cupti

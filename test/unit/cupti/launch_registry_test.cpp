@@ -1,6 +1,9 @@
 // Window membership and completeness bookkeeping by correlation id.
 #include <catch2/catch.hpp>
 
+#include <thread>
+#include <vector>
+
 #include "collectors/cupti/launch_registry.h"
 
 namespace prof::cupti {
@@ -57,12 +60,27 @@ TEST_CASE("calls of sealed windows are forgotten, later ones kept", "[registry]"
 }
 
 TEST_CASE("past its capacity the registry counts calls it could not remember", "[registry]") {
-  LaunchRegistry registry(2);
+  // Capacity is split evenly over 16 shards by correlation id: 16 calls
+  // allow one per shard, so ids 1 and 17 (same shard) overflow.
+  LaunchRegistry registry(16);
   registry.OnEnter(1, 1, true);
   registry.OnEnter(2, 2, true);
-  registry.OnEnter(3, 3, true);
+  registry.OnEnter(17, 3, true);
   CHECK(registry.size() == 2);
   CHECK(registry.overflowed() == 1);
+}
+
+TEST_CASE("threads entering calls at once are all remembered", "[registry]") {
+  LaunchRegistry registry(1 << 20);
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < 8; ++t) {
+    threads.emplace_back([&registry, t] {
+      for (uint32_t i = 1; i <= 1000; ++i) registry.OnEnter(t * 1000 + i, i, true);
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(registry.size() == 8000);
+  CHECK(registry.Outstanding(0, 2000) == 8000);
 }
 
 }  // namespace
