@@ -61,7 +61,7 @@ bool Exists(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
 std::string FindLibrary() {
   std::string dir = SelfDir();
   for (const std::string& candidate :
-       {dir + "/../" LIBPROF_INSTALL_LIBDIR "/libprof.so", dir + "/../lib/libprof.so", dir + "/../lib64/libprof.so",
+       {dir + "/../" LIBDIR_FROM_PREFIX "/libprof.so", dir + "/../lib/libprof.so", dir + "/../lib64/libprof.so",
         dir + "/../../agent/libprof.so"}) {
     if (Exists(candidate)) {
       char resolved[PATH_MAX];
