@@ -498,6 +498,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     return;
   }
   uint64_t outstanding = 0;
+  auto poll = std::chrono::milliseconds(1);
   for (;;) {
     {
       std::lock_guard<std::mutex> control(control_mutex_);
@@ -507,8 +508,10 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     DrainCompletedLocked();
     outstanding = registry_->Outstanding(start_ns, end_ns);
     if (outstanding == 0 || NowNs() >= deadline_ns) break;
-    // Records still on their way (GPU busy, CUPTI's worker): poll, bounded.
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Records still on their way (GPU busy, CUPTI's worker): poll, bounded,
+    // backing off to 16 ms (each poll flushes and scans the window's calls).
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, std::chrono::milliseconds(16));
   }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     // The last window: force out what CUPTI still holds (half-filled

@@ -1,6 +1,14 @@
 #include "collectors/cupti/launch_registry.h"
 
+#include <algorithm>
+
 namespace prof::cupti {
+
+LaunchRegistry::LaunchRegistry(size_t max_calls) : max_per_shard_(max_calls / kShards + (max_calls % kShards != 0)) {
+  // Sized up front: growing (rehashing) under a shard lock would stall the
+  // application threads that launch meanwhile.
+  for (Shard& shard : shards_) shard.calls.reserve(std::min<size_t>(max_per_shard_, 8192));
+}
 
 void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id) {
   if (correlation_id == 0) return;

@@ -23,7 +23,7 @@ class LaunchRegistry {
  public:
   // At most max_calls calls are remembered at once; more are counted in
   // overflowed() and their records fall back to membership by start time.
-  explicit LaunchRegistry(size_t max_calls) : max_per_shard_(max_calls / kShards + (max_calls % kShards != 0)) {}
+  explicit LaunchRegistry(size_t max_calls);
 
   // expects_record: the call enqueues device work of an enabled kind.
   // parent_id: the runtime call a driver call was made from (0: none); a
