@@ -394,8 +394,15 @@ class TraceWriter {
     for (uint32_t i = 0; i < gpu_annotations_.size(); ++i) {
       device_extra.push_back({gpu_annotations_[i].start_ns, gpu_annotations_[i].end_ns, i, Source::kGpuAnnotation});
     }
-    for (const Slice& s : Ordered(std::move(host), std::move(host_extra))) Emit(s);
-    for (const Slice& s : Ordered(std::move(device), std::move(device_extra))) Emit(s);
+    // Once the sink failed (disk full) nothing more can land: stop early.
+    for (const Slice& s : Ordered(std::move(host), std::move(host_extra))) {
+      if (!out_.ok()) return;
+      Emit(s);
+    }
+    for (const Slice& s : Ordered(std::move(device), std::move(device_extra))) {
+      if (!out_.ok()) return;
+      Emit(s);
+    }
   }
 
   void Emit(const Slice& s) {

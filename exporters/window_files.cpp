@@ -13,11 +13,16 @@
 namespace prof {
 namespace {
 
+// mkdir -p: PROF_OUTPUT_DIR may name several missing levels.
 bool EnsureDir(FileSystem& fs, const std::string& dir, std::string* error) {
-  if (dir.empty()) return true;
-  if (fs.MakeDir(dir.c_str(), 0755) == 0 || errno == EEXIST) return true;
-  *error = "mkdir " + dir + ": " + ErrnoText(errno);
-  return false;
+  for (size_t end = 1; end <= dir.size(); ++end) {
+    if (end != dir.size() && dir[end] != '/') continue;
+    std::string prefix = dir.substr(0, end);
+    if (fs.MakeDir(prefix.c_str(), 0755) == 0 || errno == EEXIST) continue;
+    *error = "mkdir " + prefix + ": " + ErrnoText(errno);
+    return false;
+  }
+  return true;
 }
 
 bool WriteTrace(const Window& window, const std::string& path, const std::string& trace_name, bool gzip,

@@ -10,7 +10,7 @@
 namespace prof {
 
 struct OutputOptions {
-  std::string output_dir;  // created (one level) if missing
+  std::string output_dir;  // created (with missing parents) if missing
   bool chrome = true;      // <stem>.pt.trace.json[.gz]
   bool summary = true;     // <stem>.summary.txt
   bool gzip = false;       // compress the trace

@@ -28,6 +28,7 @@ class FaultyFileSystem final : public FileSystem {
   int fail_write_at = 0;          // 1-based
   int interrupt_writes = 0;       // the first N writes fail with EINTR
   int fail_rename_errno = 0;
+  int fail_mkdir_errno = 0;      // every MakeDir of a missing directory fails with this
   int writes = 0;
 
   int Open(const char* path, int flags, mode_t mode) override {
@@ -47,7 +48,10 @@ class FaultyFileSystem final : public FileSystem {
     return PosixFileSystem().Rename(from, to);
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
-  int MakeDir(const char* path, mode_t mode) override { return PosixFileSystem().MakeDir(path, mode); }
+  int MakeDir(const char* path, mode_t mode) override {
+    if (fail_mkdir_errno && access(path, F_OK) != 0) return errno = fail_mkdir_errno, -1;
+    return PosixFileSystem().MakeDir(path, mode);
+  }
 };
 
 struct TempDir {
@@ -185,11 +189,22 @@ TEST_CASE("EINTR and short writes are retried until every byte is written", "[fi
   CHECK(tool::ValidateTrace(trace).ok());
 }
 
-TEST_CASE("a missing parent directory is reported, not crashed on", "[files]") {
+TEST_CASE("missing output directories are created, parents included", "[files]") {
+  TempDir dir;
   std::string error;
-  CHECK_FALSE(WriteWindowFiles(Small(), {"/nonexistent-libprof-dir/a/b", true, true, false}, &error));
-  CHECK(error.find("mkdir /nonexistent-libprof-dir/a/b") == 0);
-  CHECK(error.find("ENOENT") != std::string::npos);
+  REQUIRE(WriteWindowFiles(Small(), {dir.path + "/a/b/c", true, true, false}, &error));
+  CHECK(access((dir.path + "/a/b/c/worker.35.summary.txt").c_str(), R_OK) == 0);
+}
+
+TEST_CASE("a directory that cannot be created is reported with its errno", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.fail_mkdir_errno = EACCES;
+  std::string error;
+  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path + "/new", true, true, false}, fs, &error));
+  CHECK(error.find("mkdir ") == 0);
+  CHECK(error.find("Permission denied (EACCES)") != std::string::npos);
+  CHECK(dir.Files().empty());
 }
 
 }  // namespace
