@@ -15,6 +15,7 @@ import sim_truth as truth  # noqa: E402
 
 CUDART = os.path.join(harness.SIM_LIB_DIR, "libcudart.so.13")
 PROBE = os.path.join(harness.SIM_LIB_DIR, "..", "testing", "libsim_preload_probe.so")
+DLSYM_PROBE = os.path.join(harness.SIM_LIB_DIR, "..", "testing", "libsim_dlsym_probe.so")
 CUDA = os.path.join(harness.SIM_LIB_DIR, "libcuda.so.1")
 
 
@@ -45,13 +46,18 @@ class SimAbiTest(unittest.TestCase):
         get_proc = cuda.cuGetProcAddress_v2
         get_proc.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, ctypes.c_uint64,
                              ctypes.POINTER(ctypes.c_int)]
-        for base, versioned in (("cuMemAlloc", "cuMemAlloc_v2"), ("cuMemFree", "cuMemFree_v2"),
-                                ("cuLaunchKernel", "cuLaunchKernel"), ("cuMemAllocAsync", "cuMemAllocAsync")):
+        for base, version, versioned in (("cuMemAlloc", 3020, "cuMemAlloc_v2"), ("cuMemFree", 13000, "cuMemFree_v2"),
+                                         ("cuLaunchKernel", 4000, "cuLaunchKernel"),
+                                         ("cuMemAllocAsync", 11020, "cuMemAllocAsync"),
+                                         ("cuGetProcAddress", 11030, "cuGetProcAddress"),
+                                         ("cuGetProcAddress", 12000, "cuGetProcAddress_v2"),
+                                         ("cuCtxSynchronize", 2000, "cuCtxSynchronize"),
+                                         ("cuCtxSynchronize", 13000, "cuCtxSynchronize_v2")):
             fn = ctypes.c_void_p()
             status = ctypes.c_int(-1)
-            self.assertEqual(get_proc(base.encode(), ctypes.byref(fn), 13000, 0, ctypes.byref(status)), 0, base)
+            self.assertEqual(get_proc(base.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status)), 0, base)
             self.assertEqual(status.value, 0)  # CU_GET_PROC_ADDRESS_SUCCESS
-            self.assertEqual(fn.value, ctypes.cast(getattr(cuda, versioned), ctypes.c_void_p).value, base)
+            self.assertEqual(fn.value, ctypes.cast(getattr(cuda, versioned), ctypes.c_void_p).value, (base, version))
         fn = ctypes.c_void_p()
         status = ctypes.c_int(-1)
         self.assertEqual(get_proc(b"cuNoSuchFunction", ctypes.byref(fn), 13000, 0, ctypes.byref(status)), 500)
@@ -114,10 +120,10 @@ class SimAbiTest(unittest.TestCase):
         self.assertEqual(first_runtime["name"], "cudaHostAlloc")
 
 
-    def run_with_probe(self, lib_path):
+    def run_with_probe(self, lib_path, probe=PROBE):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "truth.jsonl")
-            env = harness.clean_env(LD_LIBRARY_PATH=lib_path, LD_PRELOAD=PROBE, SIM_TRUTH_FILE=path)
+            env = harness.clean_env(LD_LIBRARY_PATH=lib_path, LD_PRELOAD=probe, SIM_TRUTH_FILE=path)
             proc = harness.run([os.path.join(harness.WORKLOAD_DIR, "runtime_api")], env)
             return proc, truth.read(path)
 
@@ -142,6 +148,25 @@ class SimAbiTest(unittest.TestCase):
             lookups = truth.api(lines, "cuGetProcAddress_v2", "driver")
             self.assertGreater(len(lookups), 10, f"{name}: resolves the driver through cuGetProcAddress")
             self.assertNotIn("PROBE", proc.stderr, f"{name}: a preloaded cuGetProcAddress_v2 is bypassed")
+
+
+    def test_interposing_dlsym_and_the_bootstrap_sees_every_lookup_as_with_the_real_runtime(self):
+        """Both runtimes take cuGetProcAddress_v2 from the driver's handle, bootstrap
+        with cuGetProcAddress("cuGetProcAddress", 12000) and resolve each function by
+        base name and the version of the ABI they want (cuMemAlloc at 3020)."""
+        real_lib64 = os.path.join(harness.CUDA_HOME, "lib64")
+        if not os.path.exists(os.path.join(real_lib64, "libcudart.so.13")):
+            self.skipTest("no toolkit libcudart.so.13")
+        for name, lib_path in (("real runtime", real_lib64 + ":" + harness.SIM_LIB_DIR),
+                               ("simulated runtime", harness.SIM_LIB_DIR)):
+            proc, _ = self.run_with_probe(lib_path, DLSYM_PROBE)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            lookups = [l for l in proc.stderr.splitlines() if l.startswith("LOOKUP ")]
+            self.assertIn("DLSYM cuGetProcAddress_v2", proc.stderr, name)
+            for expected in ("LOOKUP cuGetProcAddress 12000 0 -> 0", "LOOKUP cuInit 2000 0 -> 0", "LOOKUP cuMemAlloc 3020 0 -> 0",
+                             "LOOKUP cuMemFree 3020 0 -> 0", "LOOKUP cuMemAllocAsync 11020 0 -> 0",
+                             "LOOKUP cuLaunchKernel 4000 0 -> 0", "LOOKUP cuStreamSynchronize 2000 0 -> 0"):
+                self.assertIn(expected, lookups, name)
 
 
 if __name__ == "__main__":

@@ -11,16 +11,20 @@ namespace sim {
 namespace {
 
 struct ProcEntry {
-  const char* name;   // base name
+  const char* name;    // base name
   void* function;
-  int since_version;  // first CUDA version with this entry's ABI
+  int since_version;   // first CUDA version with this entry's ABI
+  int before_version;  // first CUDA version with a newer ABI (0: none)
 };
 
-#define SIM_PROC(base, fn, since) {base, reinterpret_cast<void*>(&fn), since}
+#define SIM_PROC(base, fn, since) {base, reinterpret_cast<void*>(&fn), since, 0}
+#define SIM_PROC_UNTIL(base, fn, since, before) {base, reinterpret_cast<void*>(&fn), since, before}
 
 const ProcEntry kProcs[] = {
     SIM_PROC("cuInit", cuInit, 2000),
     SIM_PROC("cuDriverGetVersion", cuDriverGetVersion, 2020),
+    // NVIDIA's runtime bootstraps with cuGetProcAddress("cuGetProcAddress", 12000).
+    SIM_PROC_UNTIL("cuGetProcAddress", cuGetProcAddress, 11030, 12000),
     SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000),
     SIM_PROC("cuGetErrorString", cuGetErrorString, 6000),
     SIM_PROC("cuGetErrorName", cuGetErrorName, 6000),
@@ -30,12 +34,15 @@ const ProcEntry kProcs[] = {
     SIM_PROC("cuDeviceGetAttribute", cuDeviceGetAttribute, 2000),
     SIM_PROC("cuDeviceTotalMem", cuDeviceTotalMem_v2, 3020),
     SIM_PROC("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain, 7000),
-    SIM_PROC("cuDevicePrimaryCtxReset", cuDevicePrimaryCtxReset_v2, 11000),
-    SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 11000),
+    // _v2 differs from the 7.0 entry only in not releasing a context it never
+    // retained; the sim has no such state, so one function serves both.
+    SIM_PROC("cuDevicePrimaryCtxReset", cuDevicePrimaryCtxReset_v2, 7000),
+    SIM_PROC("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2, 7000),
     SIM_PROC("cuCtxGetCurrent", cuCtxGetCurrent, 4000),
     SIM_PROC("cuCtxSetCurrent", cuCtxSetCurrent, 4000),
     SIM_PROC("cuCtxGetDevice", cuCtxGetDevice, 2000),
-    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize, 2000),
+    SIM_PROC_UNTIL("cuCtxSynchronize", cuCtxSynchronize, 2000, 13000),
+    SIM_PROC("cuCtxSynchronize", cuCtxSynchronize_v2, 13000),
     SIM_PROC("cuDeviceGetDefaultMemPool", cuDeviceGetDefaultMemPool, 11020),
     SIM_PROC("cuMemGetInfo", cuMemGetInfo_v2, 3020),
     SIM_PROC("cuMemAlloc", cuMemAlloc_v2, 3020),
@@ -89,21 +96,22 @@ const ProcEntry kProcs[] = {
 };
 
 #undef SIM_PROC
+#undef SIM_PROC_UNTIL
 
 CUresult Lookup(const char* symbol, void** pfn, int cuda_version, CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
+  bool known = false;
   for (const ProcEntry& entry : kProcs) {
     if (strcmp(entry.name, symbol) != 0) continue;
-    if (cuda_version < entry.since_version) {
-      if (status) *status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-      return CUDA_ERROR_NOT_FOUND;
-    }
+    known = true;
+    if (cuda_version < entry.since_version) continue;
+    if (entry.before_version != 0 && cuda_version >= entry.before_version) continue;
     *pfn = entry.function;
     if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;
   }
-  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  if (status) *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   return CUDA_ERROR_NOT_FOUND;
 }
 

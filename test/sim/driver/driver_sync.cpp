@@ -85,13 +85,29 @@ SIM_DRIVER_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
   });
 }
 
+namespace sim {
+namespace {
+CUresult SynchronizeDevice() {
+  const uint64_t start = simhub_now_ns();
+  const uint64_t done = Device::Get().DeviceDoneNs();
+  WaitUntilNs(done);
+  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, kInvalidId, kInvalidId, start, done);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+}  // namespace sim
+
 SIM_DRIVER_EXPORT CUresult cuCtxSynchronize() {
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize), "cuCtxSynchronize", nullptr, [&]() -> CUresult {
-    const uint64_t start = simhub_now_ns();
-    const uint64_t done = Device::Get().DeviceDoneNs();
-    sim::WaitUntilNs(done);
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, sim::kInvalidId, sim::kInvalidId, start, done);
-    return CUDA_SUCCESS;
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize), "cuCtxSynchronize", nullptr,
+                               [&] { return sim::SynchronizeDevice(); });
+}
+
+// CUDA 13: synchronise a given context (NULL: the current one); one context here.
+SIM_DRIVER_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  cuCtxSynchronize_v2_params params{ctx};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize_v2), "cuCtxSynchronize_v2", &params, [&]() -> CUresult {
+    if (ctx && ctx != Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    return sim::SynchronizeDevice();
   });
 }
 

@@ -15,10 +15,10 @@ std::atomic<bool> g_context_ready{false};
 thread_local cudaError_t t_last_error = cudaSuccess;
 
 template <typename Fn>
-bool Resolve(decltype(&::cuGetProcAddress) get_proc, const char* symbol, Fn* slot) {
+bool Resolve(decltype(&::cuGetProcAddress) get_proc, const char* symbol, int cuda_version, Fn* slot) {
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (get_proc(symbol, &fn, CUDART_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !fn) return false;
+  if (get_proc(symbol, &fn, cuda_version, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !fn) return false;
   *slot = reinterpret_cast<Fn>(fn);
   return true;
 }
@@ -27,63 +27,68 @@ cudaError_t Initialise() {
   // Like the real runtime: find the driver by its SONAME at run time.
   void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
   if (!driver) return cudaErrorInsufficientDriver;
-  auto get_proc = reinterpret_cast<decltype(&::cuGetProcAddress)>(dlsym(driver, "cuGetProcAddress_v2"));
-  if (!get_proc) return cudaErrorInsufficientDriver;
-  bool ok = true;
+  auto bootstrap = reinterpret_cast<decltype(&::cuGetProcAddress)>(dlsym(driver, "cuGetProcAddress_v2"));
+  if (!bootstrap) return cudaErrorInsufficientDriver;
+  // As NVIDIA's runtime does: ask the driver for its own cuGetProcAddress
+  // (12.0 ABI), then resolve everything through what it returned.
   DriverApi& d = g_driver;
-  d.cuGetProcAddress = get_proc;
-  // #name is the base name cuGetProcAddress expects; d.name expands cuda.h's
-  // macro to the versioned member (cuMemAlloc -> cuMemAlloc_v2).
-#define SIMRT_RESOLVE(name) ok = Resolve(get_proc, #name, &d.name) && ok;
-  SIMRT_RESOLVE(cuInit)
-  SIMRT_RESOLVE(cuDriverGetVersion)
-  SIMRT_RESOLVE(cuDeviceGetCount)
-  SIMRT_RESOLVE(cuDeviceGetName)
-  SIMRT_RESOLVE(cuDeviceGetAttribute)
-  SIMRT_RESOLVE(cuDeviceTotalMem)
-  SIMRT_RESOLVE(cuDevicePrimaryCtxRetain)
-  SIMRT_RESOLVE(cuDevicePrimaryCtxReset)
-  SIMRT_RESOLVE(cuCtxSynchronize)
-  SIMRT_RESOLVE(cuDeviceGetDefaultMemPool)
-  SIMRT_RESOLVE(cuMemGetInfo)
-  SIMRT_RESOLVE(cuMemAlloc)
-  SIMRT_RESOLVE(cuMemAllocPitch)
-  SIMRT_RESOLVE(cuMemFree)
-  SIMRT_RESOLVE(cuMemAllocHost)
-  SIMRT_RESOLVE(cuMemHostAlloc)
-  SIMRT_RESOLVE(cuMemFreeHost)
-  SIMRT_RESOLVE(cuMemAllocManaged)
-  SIMRT_RESOLVE(cuMemAllocAsync)
-  SIMRT_RESOLVE(cuMemAllocFromPoolAsync)
-  SIMRT_RESOLVE(cuMemFreeAsync)
-  SIMRT_RESOLVE(cuMemcpy)
-  SIMRT_RESOLVE(cuMemcpyAsync)
-  SIMRT_RESOLVE(cuMemcpy2D)
-  SIMRT_RESOLVE(cuMemcpy2DAsync)
-  SIMRT_RESOLVE(cuMemcpyPeer)
-  SIMRT_RESOLVE(cuMemcpyPeerAsync)
-  SIMRT_RESOLVE(cuMemsetD8)
-  SIMRT_RESOLVE(cuMemsetD8Async)
-  SIMRT_RESOLVE(cuMemsetD2D8)
-  SIMRT_RESOLVE(cuMemsetD2D8Async)
-  SIMRT_RESOLVE(cuStreamCreate)
-  SIMRT_RESOLVE(cuStreamCreateWithPriority)
-  SIMRT_RESOLVE(cuStreamDestroy)
-  SIMRT_RESOLVE(cuStreamQuery)
-  SIMRT_RESOLVE(cuStreamSynchronize)
-  SIMRT_RESOLVE(cuStreamWaitEvent)
-  SIMRT_RESOLVE(cuEventCreate)
-  SIMRT_RESOLVE(cuEventRecord)
-  SIMRT_RESOLVE(cuEventQuery)
-  SIMRT_RESOLVE(cuEventSynchronize)
-  SIMRT_RESOLVE(cuEventElapsedTime)
-  SIMRT_RESOLVE(cuEventDestroy)
-  SIMRT_RESOLVE(cuLibraryLoadData)
-  SIMRT_RESOLVE(cuLibraryGetKernel)
-  SIMRT_RESOLVE(cuKernelGetName)
-  SIMRT_RESOLVE(cuLaunchKernel)
-  SIMRT_RESOLVE(cuLaunchKernelEx)
-  SIMRT_RESOLVE(cuLaunchCooperativeKernel)
+  if (!Resolve(bootstrap, "cuGetProcAddress", 12000, &d.cuGetProcAddress)) return cudaErrorInsufficientDriver;
+  const auto get_proc = d.cuGetProcAddress;
+  bool ok = true;
+  // #name is the base name cuGetProcAddress expects, with the CUDA version
+  // that introduced the ABI the runtime wants (the versions NVIDIA's 13.0
+  // runtime asks for); d.name expands cuda.h's macro to the versioned member
+  // (cuMemAlloc -> cuMemAlloc_v2).
+#define SIMRT_RESOLVE(name, version) ok = Resolve(get_proc, #name, version, &d.name) && ok;
+  SIMRT_RESOLVE(cuInit, 2000)
+  SIMRT_RESOLVE(cuDriverGetVersion, 2020)
+  SIMRT_RESOLVE(cuDeviceGetCount, 2000)
+  SIMRT_RESOLVE(cuDeviceGetName, 2000)
+  SIMRT_RESOLVE(cuDeviceGetAttribute, 2000)
+  SIMRT_RESOLVE(cuDeviceTotalMem, 3020)
+  SIMRT_RESOLVE(cuDevicePrimaryCtxRetain, 7000)
+  SIMRT_RESOLVE(cuDevicePrimaryCtxReset, 7000)
+  SIMRT_RESOLVE(cuCtxSynchronize, 2000)
+  SIMRT_RESOLVE(cuDeviceGetDefaultMemPool, 11020)
+  SIMRT_RESOLVE(cuMemGetInfo, 3020)
+  SIMRT_RESOLVE(cuMemAlloc, 3020)
+  SIMRT_RESOLVE(cuMemAllocPitch, 3020)
+  SIMRT_RESOLVE(cuMemFree, 3020)
+  SIMRT_RESOLVE(cuMemAllocHost, 3020)
+  SIMRT_RESOLVE(cuMemHostAlloc, 2020)
+  SIMRT_RESOLVE(cuMemFreeHost, 2000)
+  SIMRT_RESOLVE(cuMemAllocManaged, 6000)
+  SIMRT_RESOLVE(cuMemAllocAsync, 11020)
+  SIMRT_RESOLVE(cuMemAllocFromPoolAsync, 11020)
+  SIMRT_RESOLVE(cuMemFreeAsync, 11020)
+  SIMRT_RESOLVE(cuMemcpy, 4000)
+  SIMRT_RESOLVE(cuMemcpyAsync, 4000)
+  SIMRT_RESOLVE(cuMemcpy2D, 3020)
+  SIMRT_RESOLVE(cuMemcpy2DAsync, 3020)
+  SIMRT_RESOLVE(cuMemcpyPeer, 4000)
+  SIMRT_RESOLVE(cuMemcpyPeerAsync, 4000)
+  SIMRT_RESOLVE(cuMemsetD8, 3020)
+  SIMRT_RESOLVE(cuMemsetD8Async, 3020)
+  SIMRT_RESOLVE(cuMemsetD2D8, 3020)
+  SIMRT_RESOLVE(cuMemsetD2D8Async, 3020)
+  SIMRT_RESOLVE(cuStreamCreate, 2000)
+  SIMRT_RESOLVE(cuStreamCreateWithPriority, 5050)
+  SIMRT_RESOLVE(cuStreamDestroy, 4000)
+  SIMRT_RESOLVE(cuStreamQuery, 2000)
+  SIMRT_RESOLVE(cuStreamSynchronize, 2000)
+  SIMRT_RESOLVE(cuStreamWaitEvent, 3020)
+  SIMRT_RESOLVE(cuEventCreate, 2000)
+  SIMRT_RESOLVE(cuEventRecord, 2000)
+  SIMRT_RESOLVE(cuEventQuery, 2000)
+  SIMRT_RESOLVE(cuEventSynchronize, 2000)
+  SIMRT_RESOLVE(cuEventElapsedTime, 12080)
+  SIMRT_RESOLVE(cuEventDestroy, 4000)
+  SIMRT_RESOLVE(cuLibraryLoadData, 12000)
+  SIMRT_RESOLVE(cuLibraryGetKernel, 12000)
+  SIMRT_RESOLVE(cuKernelGetName, 12030)
+  SIMRT_RESOLVE(cuLaunchKernel, 4000)
+  SIMRT_RESOLVE(cuLaunchKernelEx, 11060)
+  SIMRT_RESOLVE(cuLaunchCooperativeKernel, 9000)
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;
   // A driver that cannot initialise is, to the runtime, no usable driver.
