@@ -150,7 +150,9 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
   size_t half = std::max<size_t>(config.buffer_bytes / 2, 1);
   // The pool of raw CUPTI buffers and the decoded records share
   // PROF_BUFFER_MB with the host-side buffers: half of it here.
-  pool_ = std::make_unique<BufferPool>(half / 2, /*null_allowed=*/true);
+  // CUPTI accepts a NULL buffer from API version 27 on (every 13.x does);
+  // older ones get scratch buffers whose records are counted and discarded.
+  pool_ = std::make_unique<BufferPool>(half / 2, /*null_allowed=*/cupti_version_ >= 27);
   max_pending_ = std::max<size_t>(half / 2 / sizeof(DeviceRecord), 1024);
   registry_ = std::make_unique<LaunchRegistry>(std::max<size_t>(half / 256, 65536));
   return true;

@@ -468,3 +468,27 @@ TEST_CASE("when the writer collected the last window before Finish, CUPTI goes a
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("cudaDeviceReset and context destruction flush before the records would be lost", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  REQUIRE(fake::State().callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}));
+  uint64_t start = NowNs();
+  h.Launch(1);
+  int before = fake::State().flushes;
+  fake::Enter(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, 2);
+  CHECK(fake::State().flushes == before + 1);
+  fake::Exit(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020, 2);
+  fake::Enter(CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING, 0);
+  CHECK(fake::State().flushes == before + 2);
+  // The record flushed at the reset is still collected into its window.
+  Window w = h.Collect(start, NowNs());
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+}
+
+}  // namespace
+}  // namespace prof::cupti
