@@ -237,12 +237,22 @@ uint32_t Device::ContextUid() {
 }
 
 void WaitUntilNs(uint64_t sim_ns) {
-  // CLOCK_MONOTONIC_RAW cannot be slept on directly: sleep the remaining
-  // interval on CLOCK_MONOTONIC and re-check (the two run at nearly the same rate).
+  // Like CUDA's default (spin) wait: the last stretch is a busy-wait, so a
+  // short synchronize does not give up the CPU and pay the scheduler's wake-up
+  // latency (milliseconds on a loaded machine). Longer waits sleep first;
+  // CLOCK_MONOTONIC_RAW cannot be slept on, so each sleep is re-checked.
+  constexpr uint64_t kSpinNs = 200000;
   for (uint64_t now = simhub_now_ns(); now < sim_ns; now = simhub_now_ns()) {
     const uint64_t left = sim_ns - now;
-    timespec ts{static_cast<time_t>(left / 1000000000ull), static_cast<long>(left % 1000000000ull)};
-    nanosleep(&ts, nullptr);
+    if (left > kSpinNs) {
+      const uint64_t sleep_ns = left - kSpinNs;
+      timespec ts{static_cast<time_t>(sleep_ns / 1000000000ull), static_cast<long>(sleep_ns % 1000000000ull)};
+      nanosleep(&ts, nullptr);
+    } else {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
   }
 }
 
