@@ -13,6 +13,9 @@
 // HTA rely on it), so events are emitted per track in start order through a
 // stack of open slices; an event that would end after its enclosing slice is
 // clipped to that slice's end (its true duration stays in the summary).
+//
+// This file writes the slices and flows; chrome_trace_metadata.cpp the header
+// and process/thread names, chrome_trace_memory.cpp the allocator events.
 #include "exporters/chrome_trace.h"
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "exporters/chrome_trace_parts.h"
 #include "exporters/cuda_names.h"
 #include "exporters/demangle.h"
 #include "exporters/json_writer.h"
@@ -30,9 +34,6 @@
 
 namespace prof {
 namespace {
-
-// Kineto sorts GPU processes after CPU ones with this offset.
-constexpr int64_t kGpuSortIndexBase = 16777216;
 
 enum class Source : uint8_t { kStep, kNvtx, kGpuAnnotation, kHost, kApiRecord, kDevice };
 
@@ -60,24 +61,21 @@ uint64_t TrackKey(bool device, uint64_t pid, uint64_t tid) {
 class TraceWriter {
  public:
   TraceWriter(const Window& w, std::string_view trace_name, ByteSink& sink)
-      : w_(w), trace_name_(trace_name), out_(sink), index_(w), names_(w) {}
+      : w_(w), trace_name_(trace_name), out_(sink), events_(out_, chrome::TimeBase(w)), index_(w), names_(w) {}
 
   bool Write() {
-    ComputeBase();
     AdjustSteps();
     BuildGpuAnnotations();
     out_.Raw("{\n");
     out_.Key("schemaVersion");
     out_.Int(1);
     out_.Raw(",\n");
-    WriteDeviceProperties();
-    WriteDistributedInfo();
-    WriteLibprofInfo();
+    chrome::WriteHeader(w_, events_);
     out_.Key("traceEvents");
     out_.Raw("[\n");
-    WriteMetadataEvents();
+    chrome::WriteProcessMetadata(w_, events_);
     WriteSlices();
-    WriteMemory();
+    chrome::WriteMemoryEvents(w_, events_);
     out_.Raw("\n],\n");
     out_.Key("traceName");
     out_.String(trace_name_);
@@ -86,7 +84,7 @@ class TraceWriter {
     out_.String("ms");
     out_.Raw(",\n");
     out_.Key("baseTimeNanoseconds");
-    out_.Int(static_cast<int64_t>(base_ns_) + w_.meta.epoch_offset_ns);
+    out_.Int(static_cast<int64_t>(events_.base_ns()) + w_.meta.epoch_offset_ns);
     out_.Raw("\n}\n");
     return out_.Finish();
   }
@@ -94,22 +92,7 @@ class TraceWriter {
  private:
   // --- time ---------------------------------------------------------------
 
-  // The earliest known time in the window, so no timestamp is negative.
-  void ComputeBase() {
-    uint64_t base = UINT64_MAX;
-    auto see = [&base](uint64_t t) {
-      if (t != 0 && t < base) base = t;
-    };
-    see(w_.meta.start_ns);
-    for (const auto& e : w_.host_events) see(e.start_ns);
-    for (const auto& r : w_.device_records) see(r.start_ns);
-    for (const auto& s : w_.steps) see(s.start_ns);
-    for (const auto& n : w_.nvtx_ranges) see(n.start_ns);
-    for (const auto& a : w_.alloc_samples) see(a.ts_ns);
-    base_ns_ = base == UINT64_MAX ? 0 : base;
-  }
-  void Ts(uint64_t ns) { out_.Micros(ns > base_ns_ ? ns - base_ns_ : 0); }
-  int64_t Rel(uint64_t ns) const { return static_cast<int64_t>(ns) - static_cast<int64_t>(base_ns_); }
+  void Ts(uint64_t ns) { events_.Ts(ns); }
 
   // A step marker (a sync's return, a launch) may land inside the call that
   // made it; move such boundaries to the call's end so steps still contain
@@ -161,193 +144,7 @@ class TraceWriter {
     }
   }
 
-  // --- header -------------------------------------------------------------
-
-  void WriteDeviceProperties() {
-    out_.Key("deviceProperties");
-    out_.Char('[');
-    for (size_t i = 0; i < w_.devices.size(); ++i) {
-      const DeviceProps& d = w_.devices[i];
-      out_.Raw(i ? ",\n  {" : "\n  {");
-      out_.Key("id"); out_.Int(d.id);
-      out_.Raw(", "); out_.Key("name"); out_.String(d.name);
-      out_.Raw(", "); out_.Key("totalGlobalMem"); out_.UInt(d.total_global_mem);
-      out_.Raw(", "); out_.Key("computeMajor"); out_.Int(d.compute_major);
-      out_.Raw(", "); out_.Key("computeMinor"); out_.Int(d.compute_minor);
-      out_.Raw(", "); out_.Key("maxThreadsPerBlock"); out_.Int(d.max_threads_per_block);
-      out_.Raw(", "); out_.Key("maxThreadsPerMultiprocessor"); out_.Int(d.max_threads_per_sm);
-      out_.Raw(", "); out_.Key("maxBlocksPerMultiprocessor"); out_.Int(d.max_blocks_per_sm);
-      out_.Raw(", "); out_.Key("regsPerBlock"); out_.Int(d.max_regs_per_block);
-      out_.Raw(", "); out_.Key("regsPerMultiprocessor"); out_.Int(d.max_regs_per_sm);
-      out_.Raw(", "); out_.Key("warpSize"); out_.Int(d.warp_size);
-      out_.Raw(", "); out_.Key("sharedMemPerBlock"); out_.Int(d.max_shared_per_block);
-      out_.Raw(", "); out_.Key("sharedMemPerMultiprocessor"); out_.Int(d.max_shared_per_sm);
-      out_.Raw(", "); out_.Key("numSms"); out_.Int(d.sm_count);
-      out_.Char('}');
-    }
-    out_.Raw("],\n");
-  }
-
-  void WriteDistributedInfo() {
-    out_.Key("distributedInfo");
-    out_.Char('{');
-    out_.Key("rank"); out_.Int(w_.meta.rank);
-    out_.Raw(", "); out_.Key("world_size"); out_.Int(w_.meta.world_size);
-    out_.Raw("},\n");
-  }
-
-  void WriteLibprofInfo() {
-    const WindowMeta& m = w_.meta;
-    out_.Key("libprof");
-    out_.Raw("{\n  ");
-    out_.Key("version"); out_.String(m.libprof_version);
-    out_.Raw(",\n  "); out_.Key("name"); out_.String(m.name);
-    out_.Raw(",\n  "); out_.Key("hostname"); out_.String(m.hostname);
-    out_.Raw(",\n  "); out_.Key("pid"); out_.Int(m.pid);
-    out_.Raw(",\n  "); out_.Key("rank_known"); out_.Bool(m.rank_known);
-    out_.Raw(",\n  "); out_.Key("window");
-    out_.Char('{');
-    out_.Key("first_step"); out_.UInt(m.first_step);
-    out_.Raw(", "); out_.Key("last_step"); out_.UInt(m.last_step);
-    out_.Raw(", "); out_.Key("start_ns"); out_.Int(static_cast<int64_t>(m.start_ns) + m.epoch_offset_ns);
-    out_.Raw(", "); out_.Key("end_ns"); out_.Int(static_cast<int64_t>(m.end_ns) + m.epoch_offset_ns);
-    out_.Raw(", "); out_.Key("partial"); out_.Bool(m.partial);
-    out_.Raw(", "); out_.Key("partial_reason"); out_.String(m.partial_reason);
-    out_.Char('}');
-    out_.Raw(",\n  "); out_.Key("cupti_mode"); out_.String(m.cupti_mode);
-    out_.Raw(",\n  "); out_.Key("gpu_timings"); out_.Bool(m.has_gpu_timings);
-    out_.Raw(",\n  "); out_.Key("cuda_runtime_version"); out_.Int(m.cuda_runtime_version);
-    out_.Raw(",\n  "); out_.Key("cuda_driver_version"); out_.Int(m.cuda_driver_version);
-    out_.Raw(",\n  "); out_.Key("cupti_api_version"); out_.UInt(m.cupti_api_version);
-    out_.Raw(",\n  "); out_.Key("losses");
-    const LossCounts& l = m.losses;
-    out_.Char('{');
-    out_.Key("host_events_dropped"); out_.UInt(l.host_events_dropped);
-    out_.Raw(", "); out_.Key("device_records_dropped"); out_.UInt(l.device_records_dropped);
-    out_.Raw(", "); out_.Key("cupti_records_dropped"); out_.UInt(l.cupti_records_dropped);
-    out_.Raw(", "); out_.Key("device_records_missing"); out_.UInt(l.device_records_missing);
-    out_.Raw(", "); out_.Key("unknown_activity_kinds"); out_.UInt(l.unknown_activity_kinds);
-    out_.Raw(", "); out_.Key("alloc_samples_dropped"); out_.UInt(l.alloc_samples_dropped);
-    out_.Char('}');
-    // Exact step spans and what was still allocated: `prof summary` rebuilds
-    // the window from these (ns relative to baseTimeNanoseconds).
-    out_.Raw(",\n  "); out_.Key("steps");
-    out_.Char('[');
-    for (size_t i = 0; i < w_.steps.size(); ++i) {
-      const StepSpan& st = w_.steps[i];
-      out_.Raw(i ? ",[" : "[");
-      out_.UInt(st.step); out_.Char(','); out_.Int(Rel(st.start_ns)); out_.Char(','); out_.Int(Rel(st.end_ns));
-      out_.Char(']');
-    }
-    out_.Char(']');
-    out_.Raw(",\n  "); out_.Key("live_at_end");
-    out_.Raw("{\"columns\":[\"ptr\",\"bytes\",\"alloc_ns\",\"api\",\"device\",\"mem_kind\"],\"rows\":[");
-    for (size_t i = 0; i < w_.live_at_end.size(); ++i) {
-      const LiveAllocation& a = w_.live_at_end[i];
-      out_.Raw(i ? ",[" : "[");
-      out_.UInt(a.ptr); out_.Char(','); out_.UInt(a.bytes); out_.Char(','); out_.Int(Rel(a.alloc_ns));
-      out_.Raw(",\""); out_.Raw(ApiName(static_cast<ApiId>(a.api))); out_.Raw("\",");
-      out_.Int(a.device); out_.Char(','); out_.UInt(a.mem_kind); out_.Char(']');
-    }
-    out_.Raw("]}");
-    out_.Raw(",\n  "); out_.Key("config");
-    out_.Char('{');
-    for (size_t i = 0; i < m.config.size(); ++i) {
-      if (i) out_.Raw(", ");
-      out_.String(m.config[i].first);
-      out_.Char(':');
-      out_.String(m.config[i].second);
-    }
-    out_.Raw("}\n},\n");
-  }
-
-  // --- events -------------------------------------------------------------
-
-  void BeginEvent() {
-    out_.Raw(first_event_ ? "  {" : ",\n  {");
-    first_event_ = false;
-  }
-
-  void Metadata(const char* name, int64_t pid, int64_t tid, const char* arg, std::string_view value) {
-    BeginEvent();
-    out_.Raw("\"ph\":\"M\",\"name\":\"");
-    out_.Raw(name);
-    out_.Raw("\",\"pid\":"); out_.Int(pid);
-    out_.Raw(",\"tid\":"); out_.Int(tid);
-    out_.Raw(",\"ts\":0.000,\"args\":{\""); out_.Raw(arg); out_.Raw("\":");
-    out_.String(value);
-    out_.Raw("}}");
-  }
-  void MetadataInt(const char* name, int64_t pid, int64_t tid, const char* arg, int64_t value) {
-    BeginEvent();
-    out_.Raw("\"ph\":\"M\",\"name\":\"");
-    out_.Raw(name);
-    out_.Raw("\",\"pid\":"); out_.Int(pid);
-    out_.Raw(",\"tid\":"); out_.Int(tid);
-    out_.Raw(",\"ts\":0.000,\"args\":{\""); out_.Raw(arg); out_.Raw("\":");
-    out_.Int(value);
-    out_.Raw("}}");
-  }
-
-  std::string ThreadLabel(uint32_t tid) const {
-    for (const auto& [id, name] : w_.thread_names) {
-      if (id == tid) return "thread " + std::to_string(tid) + " (" + name + ")";
-    }
-    return "thread " + std::to_string(tid);
-  }
-
-  void WriteMetadataEvents() {
-    const int64_t pid = w_.meta.pid;
-    std::string process = w_.meta.name.empty() ? "libprof" : w_.meta.name;
-    Metadata("process_name", pid, 0, "name", process);
-    Metadata("process_labels", pid, 0, "labels", "CPU");
-    MetadataInt("process_sort_index", pid, 0, "sort_index", pid);
-
-    std::vector<uint32_t> threads{static_cast<uint32_t>(pid)};
-    for (const auto& e : w_.host_events) threads.push_back(e.tid);
-    for (const auto& n : w_.nvtx_ranges) threads.push_back(n.tid);
-    for (const auto& a : w_.alloc_samples) threads.push_back(a.tid);
-    for (const auto& r : w_.device_records) {
-      if (IsApiRecord(r)) threads.push_back(r.thread_id);
-    }
-    std::sort(threads.begin(), threads.end());
-    threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
-    for (uint32_t tid : threads) {
-      Metadata("thread_name", pid, tid, "name", ThreadLabel(tid));
-      MetadataInt("thread_sort_index", pid, tid, "sort_index", tid);
-    }
-
-    std::vector<uint64_t> streams;  // device << 32 | stream
-    for (const auto& d : w_.devices) streams.push_back(uint64_t(uint32_t(d.id)) << 32 | kCuptiInvalidStream);
-    for (const auto& r : w_.device_records) {
-      if (IsGpuWork(KindOf(r))) streams.push_back(uint64_t{r.device_id} << 32 | StreamTid(r));
-    }
-    for (const auto& a : w_.alloc_samples) {
-      if (a.device >= 0) streams.push_back(uint64_t(uint32_t(a.device)) << 32 | kCuptiInvalidStream);
-    }
-    std::sort(streams.begin(), streams.end());
-    streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
-    int64_t last_device = -1;
-    for (uint64_t key : streams) {
-      int64_t device = static_cast<int64_t>(key >> 32);
-      uint32_t stream = static_cast<uint32_t>(key);
-      if (device != last_device) {
-        std::string label = "GPU " + std::to_string(device);
-        Metadata("process_name", device, 0, "name", process);
-        Metadata("process_labels", device, 0, "labels", label);
-        MetadataInt("process_sort_index", device, 0, "sort_index", kGpuSortIndexBase + device);
-        last_device = device;
-      }
-      if (stream == kCuptiInvalidStream) continue;
-      Metadata("thread_name", device, stream, "name", "stream " + std::to_string(stream));
-      MetadataInt("thread_sort_index", device, stream, "sort_index", stream);
-    }
-  }
-
-  // Synchronization records without a stream (context sync) go on tid 0.
-  static uint32_t StreamTid(const DeviceRecord& r) {
-    return r.stream_id == kCuptiInvalidStream ? 0 : r.stream_id;
-  }
+  // --- slices -------------------------------------------------------------
 
   // Start order; on equal starts the longer (enclosing) slice first, and
   // steps/ranges before the calls they contain.
@@ -438,7 +235,7 @@ class TraceWriter {
     uint64_t nested_end_ns = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), start_ns, end_ns);
     unclipped_dur_ns_ = nested_end_ns < end_ns ? end_ns - start_ns : 0;
     end_ns = nested_end_ns;
-    BeginEvent();
+    events_.Begin();
     out_.Raw("\"ph\":\"X\",\"cat\":\"");
     out_.Raw(cat);
     out_.Raw("\",\"name\":");
@@ -480,7 +277,7 @@ class TraceWriter {
   // Starts the ac2g flow of `correlation` here when GPU work is on record.
   void FlowStart(uint32_t correlation, int64_t tid, uint64_t ts_ns) {
     if (correlation == 0 || index_.FirstWork(correlation) == WindowIndex::kNone) return;
-    BeginEvent();
+    events_.Begin();
     out_.Raw("\"ph\":\"s\",\"id\":"); out_.UInt(correlation);
     out_.Raw(",\"pid\":"); out_.Int(w_.meta.pid);
     out_.Raw(",\"tid\":"); out_.Int(tid);
@@ -542,7 +339,7 @@ class TraceWriter {
   }
 
   void EmitDeviceRecord(const DeviceRecord& r) {
-    int64_t tid = StreamTid(r);
+    int64_t tid = chrome::StreamTid(r);
     switch (KindOf(r)) {
       case DeviceKind::kKernel: {
         SliceHead("kernel", names_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns);
@@ -593,7 +390,7 @@ class TraceWriter {
     if (r.correlation_id != 0 && index_.FirstWork(r.correlation_id) == &r - w_.device_records.data() &&
         (index_.HostCall(r.correlation_id) != WindowIndex::kNone ||
          index_.ApiRecord(r.correlation_id) != WindowIndex::kNone)) {
-      BeginEvent();
+      events_.Begin();
       out_.Raw("\"ph\":\"f\",\"id\":"); out_.UInt(r.correlation_id);
       out_.Raw(",\"pid\":"); out_.UInt(r.device_id);
       out_.Raw(",\"tid\":"); out_.Int(tid);
@@ -602,45 +399,14 @@ class TraceWriter {
     }
   }
 
-  // PyTorch's allocator events, plus a counter of live bytes per device.
-  void WriteMemory() {
-    static constexpr const char* kKindNames[] = {"device", "host pinned", "managed", "async pool", "vmm"};
-    for (const AllocSample& a : w_.alloc_samples) {
-      BeginEvent();
-      out_.Raw("\"ph\":\"i\",\"cat\":\"cpu_instant_event\",\"s\":\"t\",\"name\":\"[memory]\",\"pid\":");
-      out_.Int(w_.meta.pid);
-      out_.Raw(",\"tid\":"); out_.UInt(a.tid);
-      out_.Raw(",\"ts\":"); Ts(a.ts_ns);
-      out_.Raw(",\"args\":{\"Addr\":"); out_.UInt(a.ptr);
-      out_.Raw(",\"Bytes\":"); out_.Int(a.delta_bytes);
-      out_.Raw(",\"Total Allocated\":"); out_.UInt(a.total_bytes);
-      // No caching allocator at the CUDA API level: reserved = allocated.
-      out_.Raw(",\"Total Reserved\":"); out_.UInt(a.total_bytes);
-      out_.Raw(",\"Device Id\":"); out_.Int(a.device);
-      out_.Raw(",\"Device Type\":"); out_.Int(a.device >= 0 ? 1 : 0);  // c10::DeviceType CUDA / CPU
-      out_.Raw(",\"api\":\""); out_.Raw(ApiName(static_cast<ApiId>(a.api)));
-      out_.Raw("\",\"mem kind\":"); out_.UInt(a.mem_kind); out_.Raw("}}");
-
-      BeginEvent();
-      const char* kind = a.mem_kind < std::size(kKindNames) ? kKindNames[a.mem_kind] : "other";
-      out_.Raw("\"ph\":\"C\",\"name\":\"allocated bytes (");
-      out_.Raw(kind);
-      out_.Raw(")\",\"pid\":");
-      out_.Int(a.device >= 0 ? int64_t{a.device} : int64_t{w_.meta.pid});
-      out_.Raw(",\"tid\":0,\"ts\":"); Ts(a.ts_ns);
-      out_.Raw(",\"args\":{\"bytes\":"); out_.UInt(a.total_bytes); out_.Raw("}}");
-    }
-  }
-
   const Window& w_;
   std::string_view trace_name_;
   JsonWriter out_;
+  chrome::EventStream events_;  // uses out_: declared after it
   WindowIndex index_;
   DisplayNames names_;
-  uint64_t base_ns_ = 0;
   std::vector<StepSpan> steps_;
   std::vector<GpuAnnotation> gpu_annotations_;
-  bool first_event_ = true;
   std::unordered_map<uint64_t, std::vector<uint64_t>> tracks_;  // track -> ends of open slices
   uint64_t last_key_ = UINT64_MAX;
   std::vector<uint64_t>* stack_ = nullptr;

@@ -1,0 +1,49 @@
+// Internal to the Chrome trace exporter (chrome_trace*.cpp): the event
+// stream the parts share, and the parts that are not slices.
+#pragma once
+
+#include <cstdint>
+
+#include "agent/window.h"
+#include "exporters/cuda_names.h"
+#include "exporters/json_writer.h"
+
+namespace prof::chrome {
+
+// The writer plus what every event needs: the time base (timestamps are µs
+// after it, never negative) and the comma between events.
+class EventStream {
+ public:
+  EventStream(JsonWriter& writer, uint64_t base_ns) : out(writer), base_ns_(base_ns) {}
+
+  // Starts the next element of traceEvents.
+  void Begin() {
+    out.Raw(first_ ? "  {" : ",\n  {");
+    first_ = false;
+  }
+  void Ts(uint64_t ns) { out.Micros(ns > base_ns_ ? ns - base_ns_ : 0); }
+  int64_t Rel(uint64_t ns) const { return static_cast<int64_t>(ns) - static_cast<int64_t>(base_ns_); }
+  uint64_t base_ns() const { return base_ns_; }
+
+  JsonWriter& out;
+
+ private:
+  uint64_t base_ns_;
+  bool first_ = true;
+};
+
+// The earliest known time in the window (agent clock), 0 when empty.
+uint64_t TimeBase(const Window& w);
+
+// Synchronization records without a stream (context sync) go on tid 0.
+inline uint32_t StreamTid(const DeviceRecord& r) { return r.stream_id == kCuptiInvalidStream ? 0 : r.stream_id; }
+
+// deviceProperties, distributedInfo and the "libprof" block, each followed
+// by ",\n".
+void WriteHeader(const Window& w, EventStream& s);
+// process_name/labels/sort_index and thread_name/sort_index events.
+void WriteProcessMetadata(const Window& w, EventStream& s);
+// [memory] instants and the allocated-bytes counters.
+void WriteMemoryEvents(const Window& w, EventStream& s);
+
+}  // namespace prof::chrome
