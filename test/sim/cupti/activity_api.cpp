@@ -48,6 +48,24 @@ ContextOverrides& Overrides() {
   return *overrides;
 }
 
+// cuptiActivityEnableRuntimeApi/DriverApi: per-cbid choices for API
+// records (-1: none, follow the RUNTIME/DRIVER kind). Enabling or
+// disabling the kind afterwards overrides them, as documented.
+struct ApiSelection {
+  std::array<std::atomic<int8_t>, CUPTI_RUNTIME_TRACE_CBID_SIZE> runtime;
+  std::array<std::atomic<int8_t>, CUPTI_DRIVER_TRACE_CBID_SIZE> driver;
+  ApiSelection() { Clear(); }
+  void Clear() {
+    for (auto& v : runtime) v.store(-1);
+    for (auto& v : driver) v.store(-1);
+  }
+};
+
+ApiSelection& Selection() {
+  static ApiSelection* selection = new ApiSelection();
+  return *selection;
+}
+
 bool ValidKind(CUpti_ActivityKind kind) {
   return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
 }
@@ -58,7 +76,14 @@ thread_local std::array<std::vector<uint64_t>, CUPTI_EXTERNAL_CORRELATION_KIND_S
 CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
   CUptiResult result = EnsureInitialized();
   if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
-  if (result == CUPTI_SUCCESS) Config().enabled[kind].store(enable);
+  if (result == CUPTI_SUCCESS) {
+    Config().enabled[kind].store(enable);
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      for (auto& v : Selection().runtime) v.store(-1);
+    } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      for (auto& v : Selection().driver) v.store(-1);
+    }
+  }
   TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)));
   return Status(result);
 }
@@ -133,6 +158,15 @@ bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid) {
   return Config().enabled[kind].load(std::memory_order_relaxed);
 }
 
+bool ApiRecordEnabled(int domain, uint32_t cbid, uint32_t context_uid) {
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  int8_t choice = -1;
+  if (runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) choice = Selection().runtime[cbid].load(std::memory_order_relaxed);
+  if (!runtime && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) choice = Selection().driver[cbid].load(std::memory_order_relaxed);
+  if (choice >= 0) return choice == 1;
+  return KindEnabled(runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER, context_uid);
+}
+
 std::vector<int> EnabledKinds() {
   std::vector<int> kinds;
   for (int kind = 1; kind < CUPTI_ACTIVITY_KIND_COUNT; ++kind) {
@@ -143,6 +177,7 @@ std::vector<int> EnabledKinds() {
 
 void ResetActivityConfig() {
   for (auto& kind : Config().enabled) kind.store(false);
+  Selection().Clear();
   std::lock_guard<std::mutex> lock(Overrides().mu);
   Overrides().by_context.clear();
   Overrides().any.store(false);
@@ -188,6 +223,20 @@ CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context, CUpti_Activit
 
 CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context, CUpti_ActivityKind kind) {
   return simcupti::SetContextEnabled("cuptiActivityDisableContext", context, kind, false);
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (CUptiResult init = simcupti::EnsureInitialized(); init != CUPTI_SUCCESS) return Status(init);
+  if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  simcupti::Selection().runtime[cbid].store(enable != 0 ? 1 : 0);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
+  if (CUptiResult init = simcupti::EnsureInitialized(); init != CUPTI_SUCCESS) return Status(init);
+  if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  simcupti::Selection().driver[cbid].store(enable != 0 ? 1 : 0);
+  return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

@@ -58,10 +58,6 @@ void Callback(const SimApiSite& site, CUpti_ApiCallbackSite where, uint64_t* cor
   Dispatch(domain, site.cbid, &data);
 }
 
-CUpti_ActivityKind ApiKind(int domain) {
-  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
-}
-
 void OnApi(const SimApiSite* site, int is_exit) {
   if (site == nullptr) return;
   if (!is_exit) {
@@ -70,7 +66,7 @@ void OnApi(const SimApiSite* site, int is_exit) {
       last_context = static_cast<CUcontext>(site->context);
       RememberContext(last_context, site->context_uid, 0);
     }
-    const bool record = KindEnabled(ApiKind(site->domain), site->context_uid);
+    const bool record = ApiRecordEnabled(site->domain, site->cbid, site->context_uid);
     tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), record});
     Callback(*site, CUPTI_API_ENTER, &tls_frames.back().correlation_data);
     return;

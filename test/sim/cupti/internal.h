@@ -68,6 +68,9 @@ void ResetSubscriber();             // cuptiFinalize
 // uid (0: none): its cuptiActivityEnableContext/DisableContext setting if
 // any, else the global one.
 bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid = 0);
+// Whether an API call gets an API record: its cuptiActivityEnable*Api
+// choice if any, else KindEnabled(RUNTIME or DRIVER, context_uid).
+bool ApiRecordEnabled(int domain, uint32_t cbid, uint32_t context_uid);
 std::vector<int> EnabledKinds();
 void ResetActivityConfig();  // cuptiFinalize
 bool ThreadIdIsSystem();     // cuptiSetThreadIdType(SYSTEM)

@@ -258,3 +258,26 @@ TEST_CASE("per-context settings supersede the global ones for work in that conte
   CHECK(RecordsOf<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL).empty());
   CHECK(RecordsOf<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME).size() == 1);
 }
+
+TEST_CASE("per-cbid API selection holds until the RUNTIME kind is set again", "[activity]") {
+  testclient::Fresh fresh;
+  testclient::Install();
+  const fakehub::Call malloc_call{CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, "cudaMalloc"};
+  // Only cudaMalloc, without the RUNTIME kind.
+  REQUIRE(cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, 1) == CUPTI_SUCCESS);
+  fakehub::MakeCall(malloc_call);
+  fakehub::MakeCall(kLaunch);
+  // Enabling the kind afterwards overrides the selection: everything.
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+  fakehub::MakeCall(kLaunch);
+  // All but launches.
+  REQUIRE(cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, 0) == CUPTI_SUCCESS);
+  fakehub::MakeCall(kLaunch);
+  fakehub::MakeCall(malloc_call);
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  std::vector<uint32_t> cbids;
+  for (const auto& r : RecordsOf<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME)) cbids.push_back(r.cbid);
+  CHECK(cbids == std::vector<uint32_t>{CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
+                                       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                                       CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020});
+}
