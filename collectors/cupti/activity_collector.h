@@ -112,7 +112,7 @@ class CuptiCollector final : public DeviceCollector {
   uint32_t cupti_version_ = 0;
   Config config_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
-  int subscribed_pid_ = 0;  // the process that subscribed (a fork child is another)
+  int subscribed_pid_ = 0;                         // the process that subscribed (a fork child is another)
   std::vector<CUpti_ActivityKind> enabled_kinds_;  // what EnableActivities turned on
 
   std::atomic<CollectorState> state_{CollectorState::kIdle};
@@ -142,17 +142,17 @@ class CuptiCollector final : public DeviceCollector {
   NameTable names_;
   std::vector<Pending> pending_;
   size_t max_pending_ = 0;
-  uint64_t own_dropped_ = 0;       // budget overflow + scratch buffers
-  uint64_t untimed_ = 0;           // records CUPTI could not time
+  uint64_t own_dropped_ = 0;  // budget overflow + scratch buffers
+  uint64_t untimed_ = 0;      // records CUPTI could not time
   uint64_t unknown_kinds_ = 0;
   // cuptiActivityGetNumDroppedRecords is a global counter that resets on
   // read: its readings add up in cupti_dropped_ (control_mutex_). Drops
   // read between Attach and BeginRecord belong to warmup and are set aside
   // in warmup_dropped_ rather than charged to the window.
   std::atomic<uint64_t> cupti_dropped_{0};
-  uint64_t dropped_at_attach_ = 0;                // cupti_dropped_ at Attach
-  std::atomic<uint64_t> warmup_dropped_{0};       // to subtract at the next collect
-  uint64_t dropped_reported_ = 0;                 // decode_mutex_: charged to windows or warmup so far
+  uint64_t dropped_at_attach_ = 0;           // cupti_dropped_ at Attach
+  std::atomic<uint64_t> warmup_dropped_{0};  // to subtract at the next collect
+  uint64_t dropped_reported_ = 0;            // decode_mutex_: charged to windows or warmup so far
 };
 
 }  // namespace prof::cupti

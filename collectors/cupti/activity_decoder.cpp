@@ -125,9 +125,14 @@ DecodeStatus Sync(const CUpti_ActivitySynchronization2& s, const DecodeContext& 
 DecodeStatus Memory(const CUpti_ActivityMemory4& m, const DecodeContext& context, DeviceRecord* out) {
   DeviceKind kind;
   switch (m.memoryOperationType) {
-    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION: kind = DeviceKind::kMemAlloc; break;
-    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE: kind = DeviceKind::kMemFree; break;
-    default: return DecodeStatus::kFiltered;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
+      kind = DeviceKind::kMemAlloc;
+      break;
+    case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE:
+      kind = DeviceKind::kMemFree;
+      break;
+    default:
+      return DecodeStatus::kFiltered;
   }
   *out = Blank(kind);
   // An allocation is an instant: one timestamp.

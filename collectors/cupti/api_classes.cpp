@@ -17,15 +17,16 @@ bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0
 ApiClass ClassifyName(std::string_view name) {
   // Runtime names first, then their driver equivalents.
   if (StartsWith(name, "cudaLaunchHostFunc") || StartsWith(name, "cuLaunchHostFunc")) return ApiClass::kOther;
-  if (StartsWith(name, "cudaLaunch") || StartsWith(name, "__cudaLaunchKernel") ||
-      StartsWith(name, "cudaGraphLaunch") || StartsWith(name, "cuLaunch") || StartsWith(name, "cuGraphLaunch")) {
+  if (StartsWith(name, "cudaLaunch") || StartsWith(name, "__cudaLaunchKernel") || StartsWith(name, "cudaGraphLaunch") ||
+      StartsWith(name, "cuLaunch") || StartsWith(name, "cuGraphLaunch")) {
     return ApiClass::kLaunch;
   }
   if (StartsWith(name, "cudaMemcpy") || StartsWith(name, "cuMemcpy")) return ApiClass::kMemcpy;
   if (StartsWith(name, "cudaMemset") || StartsWith(name, "cuMemset")) return ApiClass::kMemset;
-  if (name == "cudaDeviceSynchronize" || StartsWith(name, "cudaStreamSynchronize") ||
-      name == "cudaEventSynchronize" || StartsWith(name, "cudaStreamWaitEvent") || name == "cuCtxSynchronize" ||
-      StartsWith(name, "cuStreamSynchronize") || name == "cuEventSynchronize" || StartsWith(name, "cuStreamWaitEvent")) {
+  if (name == "cudaDeviceSynchronize" || StartsWith(name, "cudaStreamSynchronize") || name == "cudaEventSynchronize" ||
+      StartsWith(name, "cudaStreamWaitEvent") || name == "cuCtxSynchronize" ||
+      StartsWith(name, "cuStreamSynchronize") || name == "cuEventSynchronize" ||
+      StartsWith(name, "cuStreamWaitEvent")) {
     return ApiClass::kSync;
   }
   if (StartsWith(name, "cudaMalloc") || StartsWith(name, "cudaFree") || name == "cudaHostAlloc" ||

@@ -33,8 +33,8 @@ class BufferPool {
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t cap_bytes() const { return buffer_bytes_ * max_buffers_; }
-  size_t allocated_bytes() const;    // pool buffers ever allocated (<= cap)
-  uint64_t refused() const;          // requests answered NULL or with scratch
+  size_t allocated_bytes() const;  // pool buffers ever allocated (<= cap)
+  uint64_t refused() const;        // requests answered NULL or with scratch
 
  private:
   static constexpr size_t kScratchBuffers = 2;
@@ -44,9 +44,9 @@ class BufferPool {
   bool null_allowed_;
 
   mutable std::mutex mutex_;
-  std::vector<uint8_t*> all_;   // every pool buffer allocated so far
-  std::vector<uint8_t*> free_;  // pool buffers not held by CUPTI
-  std::vector<uint8_t*> scratch_;       // fixed, allocated on first need
+  std::vector<uint8_t*> all_;      // every pool buffer allocated so far
+  std::vector<uint8_t*> free_;     // pool buffers not held by CUPTI
+  std::vector<uint8_t*> scratch_;  // fixed, allocated on first need
   size_t next_scratch_ = 0;
   uint64_t refused_ = 0;
 };

@@ -4,8 +4,8 @@
 
 namespace prof::cupti {
 
-bool ClockMap::Calibrate(const std::function<uint64_t()>& agent_now,
-                         const std::function<bool(uint64_t*)>& cupti_now, int pairs) {
+bool ClockMap::Calibrate(const std::function<uint64_t()>& agent_now, const std::function<bool(uint64_t*)>& cupti_now,
+                         int pairs) {
   uint64_t best_bracket = std::numeric_limits<uint64_t>::max();
   int64_t best_offset = 0;
   for (int i = 0; i < pairs; ++i) {

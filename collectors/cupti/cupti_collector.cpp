@@ -25,8 +25,7 @@ std::atomic<CuptiCollector*> g_buffer_owner{nullptr};
 
 // ---- static trampolines: C callbacks forwarding to the object ----
 
-void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                 const void* data) {
+void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   try {
     static_cast<CuptiCollector*>(userdata)->OnCallback(domain, cbid, data);
   } catch (...) {
@@ -92,10 +91,14 @@ bool VersionCompatible(uint32_t found) { return found / 10000 == CUPTI_API_VERSI
 // Whether a call of this class leaves a record of an enabled kind behind.
 bool ExpectsRecord(ApiClass c, uint32_t activities) {
   switch (c) {
-    case ApiClass::kLaunch: return (activities & kActKernel) != 0;
-    case ApiClass::kMemcpy: return (activities & kActMemcpy) != 0;
-    case ApiClass::kMemset: return (activities & kActMemset) != 0;
-    default: return false;
+    case ApiClass::kLaunch:
+      return (activities & kActKernel) != 0;
+    case ApiClass::kMemcpy:
+      return (activities & kActMemcpy) != 0;
+    case ApiClass::kMemset:
+      return (activities & kActMemset) != 0;
+    default:
+      return false;
   }
 }
 
@@ -124,8 +127,10 @@ void CuptiCollector::GoOff(const std::string& cause) {
   }
   state_.store(CollectorState::kOff, std::memory_order_release);
   callbacks_live_.store(false, std::memory_order_release);
-  Log().warn("CUPTI unavailable: {}; running interception-only (API calls and allocations keep host "
-             "timestamps, no GPU timings)", cause);
+  Log().warn(
+      "CUPTI unavailable: {}; running interception-only (API calls and allocations keep host "
+      "timestamps, no GPU timings)",
+      cause);
 }
 
 bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
@@ -142,8 +147,8 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
   }
   if (!VersionCompatible(cupti_version_)) {
     GoOff(api_.path + " has CUPTI API version " + std::to_string(cupti_version_) + ", libprof needs " +
-          std::to_string(CUPTI_API_VERSION / 10000) + "xxxx (built with CUPTI " +
-          std::to_string(CUPTI_API_VERSION) + "); set PROF_CUPTI_LIB to a CUDA 13 libcupti");
+          std::to_string(CUPTI_API_VERSION / 10000) + "xxxx (built with CUPTI " + std::to_string(CUPTI_API_VERSION) +
+          "); set PROF_CUPTI_LIB to a CUDA 13 libcupti");
     return false;
   }
   loaded_ = true;
@@ -380,11 +385,21 @@ void CuptiCollector::GoOffNoThrow(const std::string& cause) {
   }
 }
 
-void CuptiCollector::Attach(const Config& config) { Guarded("Attach", [&] { AttachImpl(config); }); }
-void CuptiCollector::BeginRecord(uint64_t start_ns) { Guarded("BeginRecord", [&] { BeginRecordImpl(start_ns); }); }
-void CuptiCollector::Pause() { Guarded("Pause", [&] { PauseImpl(); }); }
-void CuptiCollector::Finish() { Guarded("Finish", [&] { FinishImpl(); }); }
-void CuptiCollector::OnExit() { Guarded("OnExit", [&] { OnExitImpl(); }); }
+void CuptiCollector::Attach(const Config& config) {
+  Guarded("Attach", [&] { AttachImpl(config); });
+}
+void CuptiCollector::BeginRecord(uint64_t start_ns) {
+  Guarded("BeginRecord", [&] { BeginRecordImpl(start_ns); });
+}
+void CuptiCollector::Pause() {
+  Guarded("Pause", [&] { PauseImpl(); });
+}
+void CuptiCollector::Finish() {
+  Guarded("Finish", [&] { FinishImpl(); });
+}
+void CuptiCollector::OnExit() {
+  Guarded("OnExit", [&] { OnExitImpl(); });
+}
 void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
   Guarded("CollectWindow", [&] { CollectWindowImpl(start_ns, end_ns, deadline_ns, out); });
 }
@@ -474,10 +489,16 @@ void CuptiCollector::DrainCompletedLocked() {
       }
       DeviceRecord record;
       switch (DecodeActivity(*activity, context, &record)) {
-        case DecodeStatus::kRecord: break;
-        case DecodeStatus::kFiltered: continue;
-        case DecodeStatus::kNoTimestamp: ++untimed_; continue;
-        case DecodeStatus::kUnknownKind: ++unknown_kinds_; continue;
+        case DecodeStatus::kRecord:
+          break;
+        case DecodeStatus::kFiltered:
+          continue;
+        case DecodeStatus::kNoTimestamp:
+          ++untimed_;
+          continue;
+        case DecodeStatus::kUnknownKind:
+          ++unknown_kinds_;
+          continue;
       }
       if (record.correlation_id != 0) registry_->MarkDelivered(record.correlation_id);
       if (pending_.size() >= max_pending_) {
@@ -495,7 +516,8 @@ void CuptiCollector::DrainCompletedLocked() {
 void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
   out->meta.cupti_api_version = cupti_version_;
   if (!loaded_ || state_.load(std::memory_order_acquire) == CollectorState::kOff) {
-    out->meta.cupti_mode = loaded_ || state() == CollectorState::kOff ? Mode() : "interception-only (CUPTI was not attached)";
+    out->meta.cupti_mode =
+        loaded_ || state() == CollectorState::kOff ? Mode() : "interception-only (CUPTI was not attached)";
     out->meta.has_gpu_timings = false;
     return;
   }
@@ -569,10 +591,9 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
 namespace prof {
 
 std::unique_ptr<DeviceCollector> MakeCuptiCollector() {
-  return std::make_unique<cupti::CuptiCollector>(
-      [](const Config& config, cupti::CuptiApi* api, std::string* cause) {
-        return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
-      });
+  return std::make_unique<cupti::CuptiCollector>([](const Config& config, cupti::CuptiApi* api, std::string* cause) {
+    return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
+  });
 }
 
 }  // namespace prof

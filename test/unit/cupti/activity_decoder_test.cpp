@@ -1,10 +1,10 @@
 // Decoding CUPTI's record structs into DeviceRecords: every field the
 // exporters rely on, the clock mapping, and what is filtered or counted.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/activity_decoder.h"
 
+#include <catch2/catch.hpp>
 #include <cstring>
 
-#include "collectors/cupti/activity_decoder.h"
 #include "collectors/cupti/api_classes.h"
 
 namespace prof::cupti {
@@ -222,10 +222,11 @@ TEST_CASE("records CUPTI could not time are not passed on as zero-length work", 
 TEST_CASE("decoded times go through the clock map", "[decoder]") {
   Fixture f;
   // CUPTI 1000 ns behind the agent: every time moves forward by 1000.
-  f.clock.Calibrate([] { return uint64_t{5000}; }, [](uint64_t* ns) {
-    *ns = 4000;
-    return true;
-  });
+  f.clock.Calibrate([] { return uint64_t{5000}; },
+                    [](uint64_t* ns) {
+                      *ns = 4000;
+                      return true;
+                    });
   auto k = Zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   k.start = 10'000;
   k.end = 12'000;

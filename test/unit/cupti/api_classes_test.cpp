@@ -1,11 +1,10 @@
 // Callback ids -> names and classes, from the toolkit's cbid headers.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/api_classes.h"
 
 #include <cupti.h>
 
+#include <catch2/catch.hpp>
 #include <string>
-
-#include "collectors/cupti/api_classes.h"
 
 namespace prof::cupti {
 namespace {

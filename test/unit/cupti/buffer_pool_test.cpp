@@ -1,17 +1,15 @@
 // The activity buffer pool: bounded by its cap, refusals counted, buffers
 // reused, and the scratch path for CUPTI versions that cannot take NULL.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/buffer_pool.h"
 
+#include <catch2/catch.hpp>
 #include <set>
 #include <vector>
-
-#include "collectors/cupti/buffer_pool.h"
 
 namespace prof::cupti {
 namespace {
 
-TEST_CASE("buffer size follows the cap: 256 KiB for large caps, 8 buffers for small ones, 16 KiB at least",
-          "[pool]") {
+TEST_CASE("buffer size follows the cap: 256 KiB for large caps, 8 buffers for small ones, 16 KiB at least", "[pool]") {
   CHECK(BufferBytesForCap(128u << 20) == (256u << 10));
   CHECK(BufferBytesForCap(1u << 20) == (128u << 10));
   CHECK(BufferBytesForCap(4096) == (16u << 10));

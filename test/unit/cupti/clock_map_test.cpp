@@ -1,10 +1,10 @@
 // Mapping CUPTI time onto the agent clock by paired samples.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/clock_map.h"
 
+#include <catch2/catch.hpp>
 #include <vector>
 
 #include "agent/clock.h"
-#include "collectors/cupti/clock_map.h"
 
 namespace prof::cupti {
 namespace {

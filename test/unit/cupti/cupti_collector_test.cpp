@@ -1,9 +1,8 @@
 // The collector's decisions against a fake CUPTI: subscription and the
 // interception-only fallbacks, what is enabled when, window membership and
 // completeness, loss counts, and the detach at the end of the schedule.
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <memory>
 #include <string>
 
@@ -64,8 +63,7 @@ std::vector<uint32_t> Correlations(const Window& w) {
   return ids;
 }
 
-TEST_CASE("attach subscribes as libprof and enables the configured kinds after the timestamp callback",
-          "[collector]") {
+TEST_CASE("attach subscribes as libprof and enables the configured kinds after the timestamp callback", "[collector]") {
   Harness h;
   h.Make().Attach(h.config);
   const auto& s = fake::State();
@@ -153,8 +151,7 @@ TEST_CASE("no libcupti found: interception-only with the loader's reason", "[col
   CHECK(c.Mode().find("no usable libcupti") != std::string::npos);
 }
 
-TEST_CASE("the runtime enter callback sets the thread's correlation id; a nested driver call does not",
-          "[collector]") {
+TEST_CASE("the runtime enter callback sets the thread's correlation id; a nested driver call does not", "[collector]") {
   Harness h;
   h.Make().Attach(h.config);
   tls_correlation_id = 0;
@@ -355,8 +352,7 @@ TEST_CASE("a new cycle after the detach subscribes again", "[collector]") {
   CHECK(fake::State().subscribed);
 }
 
-TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, without finalize",
-          "[collector]") {
+TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, without finalize", "[collector]") {
   Harness h;
   auto& c = h.Make();
   c.Attach(h.config);
@@ -449,8 +445,7 @@ TEST_CASE("an exception inside the collector never reaches the caller and switch
 namespace prof::cupti {
 namespace {
 
-TEST_CASE("when the writer collected the last window before Finish, CUPTI goes at the next API exit",
-          "[collector]") {
+TEST_CASE("when the writer collected the last window before Finish, CUPTI goes at the next API exit", "[collector]") {
   Harness h;
   h.config.flush_timeout_ns = 10'000'000'000;  // long: must not be what releases CUPTI
   auto& c = h.Make();

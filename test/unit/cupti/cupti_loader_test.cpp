@@ -1,13 +1,12 @@
 // Where libcupti is looked for, in DESIGN.md's order, and how a failed
 // search is reported.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/cupti_loader.h"
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include "collectors/cupti/cupti_loader.h"
 
 namespace prof::cupti {
 namespace {

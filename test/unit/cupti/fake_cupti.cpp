@@ -14,17 +14,27 @@ CuptiState* g_state = new CuptiState();
 size_t RecordSize(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-    case CUPTI_ACTIVITY_KIND_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return sizeof(CUpti_ActivityMemcpyPtoP4);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
-    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
-    case CUPTI_ACTIVITY_KIND_OVERHEAD: return sizeof(CUpti_ActivityOverhead3);
-    case CUPTI_ACTIVITY_KIND_MARKER: return sizeof(CUpti_ActivityMarker2);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_DRIVER:
+      return sizeof(CUpti_ActivityAPI);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      return sizeof(CUpti_ActivitySynchronization2);
+    case CUPTI_ACTIVITY_KIND_MEMORY2:
+      return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_OVERHEAD:
+      return sizeof(CUpti_ActivityOverhead3);
+    case CUPTI_ACTIVITY_KIND_MARKER:
+      return sizeof(CUpti_ActivityMarker2);
+    default:
+      return 0;
   }
 }
 

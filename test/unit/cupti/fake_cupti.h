@@ -23,7 +23,7 @@ struct CuptiState {
   bool has_subscribe_v2 = true;
   bool has_timestamp_callback = true;
   CUptiResult subscribe_result = CUPTI_SUCCESS;
-  std::string holder_name;          // written to oldSubscriberName when refused
+  std::string holder_name;            // written to oldSubscriberName when refused
   int64_t cupti_clock_offset_ns = 0;  // cuptiGetTimestamp = NowNs() + this (no timestamp callback)
 
   // What the collector did.

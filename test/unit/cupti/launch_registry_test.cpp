@@ -1,10 +1,9 @@
 // Window membership and completeness bookkeeping by correlation id.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/launch_registry.h"
 
+#include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
-
-#include "collectors/cupti/launch_registry.h"
 
 namespace prof::cupti {
 namespace {
@@ -41,7 +40,7 @@ TEST_CASE("a failed call is not waited for", "[registry]") {
 
 TEST_CASE("a record carrying a nested driver call's id also satisfies the runtime call around it", "[registry]") {
   LaunchRegistry registry(100);
-  registry.OnEnter(10, 500, /*expects_record=*/true);                 // cudaMemcpy
+  registry.OnEnter(10, 500, /*expects_record=*/true);                  // cudaMemcpy
   registry.OnEnter(11, 501, /*expects_record=*/false, /*parent=*/10);  // cuMemcpyDtoH inside it
   CHECK(registry.Outstanding(0, 1000) == 1);
   registry.MarkDelivered(11);

@@ -1,10 +1,9 @@
 // Interning names and mapping them into a window's string table.
-#include <catch2/catch.hpp>
+#include "collectors/cupti/name_table.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 #include <vector>
-
-#include "collectors/cupti/name_table.h"
 
 namespace prof::cupti {
 namespace {

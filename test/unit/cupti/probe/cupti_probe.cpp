@@ -104,8 +104,8 @@ void RegisterKernels(const Runtime& rt) {
                       nullptr);
   rt.RegisterFunction(module, &g_stub_warmup, warmup_name, warmup_name, -1, nullptr, nullptr, nullptr, nullptr,
                       nullptr);
-  rt.RegisterFunction(module, &g_stub_between, between_name, between_name, -1, nullptr, nullptr, nullptr,
-                      nullptr, nullptr);
+  rt.RegisterFunction(module, &g_stub_between, between_name, between_name, -1, nullptr, nullptr, nullptr, nullptr,
+                      nullptr);
   rt.RegisterFatBinaryEnd(module);
 }
 
@@ -148,7 +148,6 @@ int main(int argc, char** argv) {
   Runtime rt{};
   if (!LoadRuntime(&rt)) return 3;
   if (g_kernels) RegisterKernels(rt);
-
 
   Work work{&rt, nullptr, nullptr, nullptr};
   static char host[4096];
