@@ -4,6 +4,7 @@ status is the workload's, the summary's numbers equal those computed from
 the simulator's truth log, and each finding fires on a loop built to trigger
 it and stays silent otherwise."""
 import glob
+import json
 import os
 import re
 import subprocess
@@ -150,6 +151,36 @@ class ProfRunOnSim(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         recomputed = r.stdout.split("\n", 1)[1]  # after the "==> file <==" line
         self.assertEqual(recomputed, self.summary(out, 3))
+
+    def test_four_ranks_merge_into_one_valid_timeline_keeping_every_event(self):
+        schedule = ["--step", "sync", "--wait", "1", "--warmup", "1", "--active", "2", "--repeat", "1"]
+        tmp = tempfile.mkdtemp(prefix="libprof-ranks-")
+        self.addCleanup(subprocess.run, ["rm", "-rf", tmp])
+        procs = [subprocess.Popen([harness.PROF_TOOL, "run", "-q", *schedule, "--out", tmp, "--name", "train", "--",
+                                   TRAIN_LOOP, "--steps", "5"], env=harness.sim_env(RANK=rank, WORLD_SIZE=4),
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for rank in range(4)]
+        for p in procs:
+            _, err = p.communicate(timeout=240)
+            self.assertEqual(p.returncode, 0, err)
+        traces = [os.path.join(tmp, f"train_rank{r}.2.pt.trace.json") for r in range(4)]
+        total = 0
+        for t in traces:
+            self.assertTrue(os.path.exists(t), sorted(os.listdir(tmp)))
+            with open(t) as f:
+                total += len(json.load(f)["traceEvents"])
+        merged = os.path.join(tmp, "merged.json")
+        r = subprocess.run([harness.PROF_TOOL, "merge", *traces, "-o", merged], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(merged) as f:
+            events = json.load(f)["traceEvents"]
+        labels = [e for e in events if e.get("name") == "process_labels" and
+                  str(e.get("args", {}).get("labels", "")).startswith("rank ")]
+        self.assertEqual(len(events), total + len(labels))
+        self.assertEqual({l["args"]["labels"] for l in labels}, {f"rank {r}" for r in range(4)})
+        r = subprocess.run([harness.PROF_TOOL, "summary", merged], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("4 windows compared", r.stdout)
 
     def test_findings_fire_on_the_loop_built_for_them_and_not_otherwise(self):
         _, plain, _ = self.run_loop(steps=13)
