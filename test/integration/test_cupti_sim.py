@@ -53,7 +53,12 @@ class ProbeRun:
         self.finalize_sim_ns = min(finalize) if finalize else float("inf")
 
     def api_in(self, window):
-        """Runtime calls the sim saw entered inside the window (reported clock)."""
+        """Runtime calls the probe made inside the window: by the correlation
+        ids the collector stamped on its first and last call (exact, no clock
+        involved), else by the reported clock."""
+        if window.get("first_correlation"):
+            lo, hi = window["first_correlation"], window["last_correlation"]
+            return [a for a in self.apis if lo <= a["correlation"] <= hi]
         return [a for a in self.apis
                 if a["end_ns"] < self.finalize_sim_ns and window["start_ns"] <= a["start_rep_ns"] < window["end_ns"]]
 

@@ -80,19 +80,40 @@ struct Work {
 
 bool g_kernels = true;
 
+// The correlation ids of a batch's first and last runtime call, as the
+// collector's API-enter callback stamps them into prof::tls_correlation_id
+// (0 when CUPTI is not attached): a window's calls, independent of clocks.
+struct CorrelationRange {
+  uint32_t first = 0;
+  uint32_t last = 0;
+  template <typename Call>
+  void Track(Call&& call) {
+    prof::tls_correlation_id = 0;
+    call();
+    uint32_t id = prof::tls_correlation_id;
+    if (id == 0) return;
+    if (first == 0) first = id;
+    last = id;
+  }
+};
+
 // One batch: `launches` kernels of the stub, a copy, a memset, an
 // allocation and its release, a sync.
-void Batch(const Work& w, const void* stub, int launches) {
+CorrelationRange Batch(const Work& w, const void* stub, int launches) {
+  CorrelationRange range;
   for (int i = 0; g_kernels && i < launches; ++i) {
-    w.rt->LaunchKernel(stub, dim3(64), dim3(128), nullptr, 0, w.stream);
+    range.Track([&] { w.rt->LaunchKernel(stub, dim3(64), dim3(128), nullptr, 0, w.stream); });
   }
-  w.rt->MemcpyAsync(w.device, w.host, 4096, cudaMemcpyHostToDevice, w.stream);
-  w.rt->MemsetAsync(w.device, 0, 4096, w.stream);
+  range.Track([&] { w.rt->MemcpyAsync(w.device, w.host, 4096, cudaMemcpyHostToDevice, w.stream); });
+  range.Track([&] { w.rt->MemsetAsync(w.device, 0, 4096, w.stream); });
   void* scratch = nullptr;
-  if (w.rt->Malloc(&scratch, 1 << 16) == cudaSuccess) w.rt->Free(scratch);
+  cudaError_t allocated = cudaErrorUnknown;
+  range.Track([&] { allocated = w.rt->Malloc(&scratch, 1 << 16); });
+  if (allocated == cudaSuccess) range.Track([&] { w.rt->Free(scratch); });
   int device = 0;
-  w.rt->GetDevice(&device);  // no device work
-  w.rt->StreamSynchronize(w.stream);
+  range.Track([&] { w.rt->GetDevice(&device); });  // no device work
+  range.Track([&] { w.rt->StreamSynchronize(w.stream); });
+  return range;
 }
 
 void RegisterKernels(const Runtime& rt) {
@@ -109,9 +130,11 @@ void RegisterKernels(const Runtime& rt) {
   rt.RegisterFatBinaryEnd(module);
 }
 
-void PrintWindow(int index, uint64_t start_ns, uint64_t end_ns, const prof::Window& w) {
+void PrintWindow(int index, uint64_t start_ns, uint64_t end_ns, const CorrelationRange& calls,
+                 const prof::Window& w) {
   const auto& l = w.meta.losses;
-  std::printf("{\"probe\":\"window\",\"index\":%d,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
+  std::printf("{\"probe\":\"window\",\"first_correlation\":%u,\"last_correlation\":%u", calls.first, calls.last);
+  std::printf(",\"index\":%d,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
               ",\"mode\":\"%s\",\"has_gpu_timings\":%d,\"records\":%zu,\"device_records_dropped\":%" PRIu64
               ",\"cupti_records_dropped\":%" PRIu64 ",\"device_records_missing\":%" PRIu64
               ",\"unknown_activity_kinds\":%" PRIu64 ",\"cupti_api_version\":%u}\n",
@@ -162,7 +185,7 @@ int main(int argc, char** argv) {
     Batch(work, &g_stub_warmup, 3);
     uint64_t start_ns = prof::NowNs();
     collector->BeginRecord(start_ns);
-    Batch(work, &g_stub_window, launches);
+    CorrelationRange calls = Batch(work, &g_stub_window, launches);
     uint64_t end_ns = prof::NowNs();
     if (i + 1 == windows) {
       collector->Finish();
@@ -171,7 +194,7 @@ int main(int argc, char** argv) {
     }
     prof::Window w;
     collector->CollectWindow(start_ns, end_ns, prof::NowNs() + config.flush_timeout_ns, &w);
-    PrintWindow(i, start_ns, end_ns, w);
+    PrintWindow(i, start_ns, end_ns, calls, w);
     Batch(work, &g_stub_between, 2);  // between windows, and after the last
   }
   rt.DeviceSynchronize();
