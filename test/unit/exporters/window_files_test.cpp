@@ -145,7 +145,7 @@ TEST_CASE("ENOSPC mid-write fails with a one-line error and leaves no file behin
   CHECK(dir.Files().empty());  // neither the final name nor the temporary
 }
 
-TEST_CASE("ENOSPC on the gzip trace leaves no trace file; the summary is still written", "[files]") {
+TEST_CASE("ENOSPC on the gzip trace leaves no trace file but the summary is still written", "[files]") {
   TempDir dir;
   FaultyFileSystem fs;
   fs.fail_write_errno = ENOSPC;
