@@ -1,7 +1,8 @@
 # libprof_gen_callback_names(<out.inc>): writes two tables,
 #   kRuntimeCallbackNames[] and kDriverCallbackNames[] of {cbid, "name"},
 # from cupti_runtime_cbid.h / cupti_driver_cbid.h. The version suffix of
-# runtime names ("cudaMalloc_v3020") is stripped: "cudaMalloc".
+# runtime names ("cudaMalloc_v3020") is stripped: "cudaMalloc"; driver names
+# are the exported symbols ("cuMemAlloc_v2") and stay as they are.
 function(libprof_gen_callback_names out)
   find_file(runtime_h cupti_runtime_cbid.h PATHS ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include" NO_DEFAULT_PATH)
   find_file(driver_h cupti_driver_cbid.h PATHS ${CUDAToolkit_INCLUDE_DIRS} "${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include" NO_DEFAULT_PATH)
@@ -26,7 +27,11 @@ function(libprof_gen_callback_names out)
       if(name STREQUAL "INVALID" OR name STREQUAL "SIZE" OR name STREQUAL "FORCE_INT")
         continue()
       endif()
-      string(REGEX REPLACE "_v[0-9]+$" "" name "${name}")
+      if(domain STREQUAL "RUNTIME")
+        # Runtime ids carry the version they appeared in (_v3020); driver
+        # names keep theirs, which are part of the symbol (cuMemAlloc_v2).
+        string(REGEX REPLACE "_v[0-9]+$" "" name "${name}")
+      endif()
       string(APPEND text "    {${id}, \"${name}\"},\n")
     endforeach()
     string(APPEND text "};\n")

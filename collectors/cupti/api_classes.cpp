@@ -76,12 +76,27 @@ ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid) {
   return cbid < classes.size() ? classes[cbid] : ApiClass::kOther;
 }
 
+const uint32_t* RuntimeCallbackIds() {
+  static const std::vector<uint32_t> ids = [] {
+    std::vector<uint32_t> out;
+    for (const auto& entry : kRuntimeCallbackNames) {
+      if (ClassifyName(entry.name) != ApiClass::kOther || std::string_view(entry.name) == "cudaDeviceReset") {
+        out.push_back(entry.cbid);
+      }
+    }
+    out.push_back(0);
+    return out;
+  }();
+  return ids.data();
+}
+
 const uint32_t* DriverWorkCallbackIds() {
   static const std::vector<uint32_t> ids = [] {
     std::vector<uint32_t> out;
     for (const auto& entry : kDriverCallbackNames) {
       ApiClass c = ClassifyName(entry.name);
-      if (c == ApiClass::kLaunch || c == ApiClass::kMemcpy || c == ApiClass::kMemset) out.push_back(entry.cbid);
+      std::string_view name = entry.name;
+      if (c != ApiClass::kOther || name == "cuMemMap" || name == "cuMemUnmap") out.push_back(entry.cbid);
     }
     out.push_back(0);
     return out;

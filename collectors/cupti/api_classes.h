@@ -24,9 +24,19 @@ const char* CallbackName(ApiDomain domain, uint32_t cbid);
 // The class of a call, derived from its name.
 ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid);
 
+// Runtime callback ids the collector subscribes to: every call that
+// enqueues work, synchronizes or allocates (the calls libprof's wrappers
+// stamp with a correlation id), and cudaDeviceReset (flush first). Other
+// runtime calls (cudaGetDevice, cudaGetLastError: PyTorch makes many) cost
+// no callback; their RUNTIME records are placed by their own start time.
+// Ends with 0.
+const uint32_t* RuntimeCallbackIds();
+
 // Driver callback ids worth a callback even when DRIVER records are off:
-// launches and copies/memsets, so work a library launches through the
-// driver API still gets a launch time (window membership). Ends with 0.
+// launches, copies/memsets, syncs and the allocator calls libprof's wrappers
+// stamp (cuMemAlloc_v2, cuMemCreate, cuMemMap, ...), so work a library
+// launches through the driver API gets a launch time and driver wrappers a
+// correlation id. Ends with 0.
 const uint32_t* DriverWorkCallbackIds();
 
 }  // namespace prof::cupti

@@ -197,8 +197,14 @@ bool CuptiCollector::Subscribe() {
 
 void CuptiCollector::EnableCallbacks(bool enable) {
   uint32_t on = enable ? 1 : 0;
-  CUptiResult r = api_.EnableDomain(on, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
-  if (r != CUPTI_SUCCESS) Log().debug("cuptiEnableDomain(runtime, {}) returned {}", on, ResultName(api_, r));
+  if (enable) {
+    for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
+      api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+    }
+  } else {
+    CUptiResult r = api_.EnableDomain(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API);
+    if (r != CUPTI_SUCCESS) Log().debug("cuptiEnableDomain(runtime, 0) returned {}", ResultName(api_, r));
+  }
   // Driver calls that launch or copy: gives work a library launched through
   // the driver API (cuBLAS, Triton) a launch time too.
   for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id) {

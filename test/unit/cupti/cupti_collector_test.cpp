@@ -17,6 +17,8 @@ constexpr auto kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
 constexpr auto kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
 constexpr uint32_t kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
 constexpr uint32_t kGetDevice = CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020;
+// A call that gets callbacks but enqueues no kernel/copy: an API exit.
+constexpr uint32_t kSync = CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020;
 
 struct Harness {
   Config config;
@@ -81,7 +83,13 @@ TEST_CASE("attach subscribes as libprof and enables the configured kinds after t
   CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
   CHECK(s.kinds.count(CUPTI_ACTIVITY_KIND_MEMORY2));
   CHECK_FALSE(s.kinds.count(CUPTI_ACTIVITY_KIND_DRIVER));  // off by default
-  CHECK(s.domains.count(kRuntime));
+  CHECK(s.callbacks.count({kRuntime, kLaunch}));
+  CHECK(s.callbacks.count({kRuntime, CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000}));
+  CHECK(s.callbacks.count({kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020}));
+  CHECK(s.callbacks.count({kRuntime, kSync}));
+  // Calls that enqueue nothing cost no callback (PyTorch makes many).
+  CHECK_FALSE(s.domains.count(kRuntime));
+  CHECK_FALSE(s.callbacks.count({kRuntime, kGetDevice}));
   CHECK(s.callbacks.count({kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}));
 }
 
@@ -151,7 +159,7 @@ TEST_CASE("no libcupti found: interception-only with the loader's reason", "[col
   CHECK(c.Mode().find("no usable libcupti") != std::string::npos);
 }
 
-TEST_CASE("the runtime enter callback sets the thread's correlation id; a nested driver call does not", "[collector]") {
+TEST_CASE("the runtime enter callback sets the thread's correlation id but a nested driver call does not", "[collector]") {
   Harness h;
   h.Make().Attach(h.config);
   tls_correlation_id = 0;
@@ -281,7 +289,7 @@ TEST_CASE("unknown activity kinds are counted in the window", "[collector]") {
   CHECK(w.meta.losses.unknown_activity_kinds == 1);
 }
 
-TEST_CASE("pause disables kinds and callbacks; the next attach re-enables without resubscribing", "[collector]") {
+TEST_CASE("pause disables kinds and callbacks, and the next attach re-enables without resubscribing", "[collector]") {
   Harness h;
   auto& c = h.Make();
   c.Attach(h.config);
@@ -289,6 +297,7 @@ TEST_CASE("pause disables kinds and callbacks; the next attach re-enables withou
   CHECK(c.state() == CollectorState::kPaused);
   CHECK(fake::State().kinds.empty());
   CHECK(fake::State().domains.empty());
+  CHECK(fake::State().callbacks.empty());
   tls_correlation_id = 0;
   fake::Enter(kRuntime, kLaunch, 9);  // not delivered: domain off
   CHECK(tls_correlation_id == 0);
@@ -310,12 +319,12 @@ TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing
   CHECK(c.state() == CollectorState::kFinishing);
   CHECK(fake::State().kinds.empty());
   // Not before the last window is collected.
-  fake::Call(kRuntime, kGetDevice, 2);
+  fake::Call(kRuntime, kSync, 2);
   CHECK(fake::State().finalize_calls == 0);
   Window w = h.Collect(start, end);
   CHECK(Correlations(w) == std::vector<uint32_t>{1});
   CHECK(fake::State().forced_flushes >= 1);
-  fake::Call(kRuntime, kGetDevice, 3);
+  fake::Call(kRuntime, kSync, 3);
   CHECK(c.state() == CollectorState::kDetached);
   CHECK(fake::State().finalize_calls == 1);
   CHECK_FALSE(fake::State().subscribed);
@@ -329,12 +338,12 @@ TEST_CASE("finish while a window awaits collection still detaches once the flush
   c.Attach(h.config);
   c.BeginRecord(NowNs());
   c.Finish();
-  fake::Call(kRuntime, kGetDevice, 1);
+  fake::Call(kRuntime, kSync, 1);
   CHECK(fake::State().finalize_calls == 0);
   uint64_t until = NowNs() + 2'000'000;
   while (NowNs() < until) {
   }
-  fake::Call(kRuntime, kGetDevice, 2);
+  fake::Call(kRuntime, kSync, 2);
   CHECK(fake::State().finalize_calls == 1);
 }
 
@@ -344,7 +353,7 @@ TEST_CASE("a new cycle after the detach subscribes again", "[collector]") {
   c.Attach(h.config);
   c.Finish();
   h.Collect(0, NowNs());
-  fake::Call(kRuntime, kGetDevice, 1);
+  fake::Call(kRuntime, kSync, 1);
   REQUIRE(c.state() == CollectorState::kDetached);
   c.Attach(h.config);
   CHECK(c.state() == CollectorState::kAttached);
@@ -456,7 +465,7 @@ TEST_CASE("when the writer collected the last window before Finish, CUPTI goes a
   Window w = h.Collect(start, NowNs());  // the writer ran first
   c.Pause();
   c.Finish();
-  fake::Call(kRuntime, kGetDevice, 2);
+  fake::Call(kRuntime, kSync, 2);
   CHECK(c.state() == CollectorState::kDetached);
   CHECK(fake::State().finalize_calls == 1);
 }
