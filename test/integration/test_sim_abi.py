@@ -58,6 +58,15 @@ class SimAbiTest(unittest.TestCase):
             self.assertEqual(get_proc(base.encode(), ctypes.byref(fn), version, 0, ctypes.byref(status)), 0, base)
             self.assertEqual(status.value, 0)  # CU_GET_PROC_ADDRESS_SUCCESS
             self.assertEqual(fn.value, ctypes.cast(getattr(cuda, versioned), ctypes.c_void_p).value, (base, version))
+        per_thread = 2  # CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
+        for base, version, versioned in (("cuLaunchKernel", 7000, "cuLaunchKernel_ptsz"),
+                                         ("cuMemcpy", 7000, "cuMemcpy_ptds"),
+                                         ("cuMemAllocAsync", 11020, "cuMemAllocAsync_ptsz"),
+                                         ("cuInit", 7000, "cuInit")):  # no flavour: the legacy entry
+            fn = ctypes.c_void_p()
+            status = ctypes.c_int(-1)
+            self.assertEqual(get_proc(base.encode(), ctypes.byref(fn), version, per_thread, ctypes.byref(status)), 0)
+            self.assertEqual(fn.value, ctypes.cast(getattr(cuda, versioned), ctypes.c_void_p).value, base)
         fn = ctypes.c_void_p()
         status = ctypes.c_int(-1)
         self.assertEqual(get_proc(b"cuNoSuchFunction", ctypes.byref(fn), 13000, 0, ctypes.byref(status)), 500)

@@ -126,6 +126,28 @@ class SimRuntimeApiTest(unittest.TestCase):
         # The legacy-stream peer copy waits for the blocking stream's copy.
         self.assertGreaterEqual(peer["start_ns"], h2m["end_ns"])
 
+    def test_ptsz_and_ptds_entry_points_use_the_per_thread_default_stream(self):
+        results, lines = run_script("""
+            d = ptr(); rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(4096))
+            host = ctypes.create_string_buffer(4096)
+            out("legacy", rt.cudaMemsetAsync(d, 1, ctypes.c_size_t(4096), None))
+            out("ptsz", rt.cudaMemsetAsync_ptsz(d, 2, ctypes.c_size_t(4096), None))
+            out("ptds", rt.cudaMemcpy_ptds(host, d, ctypes.c_size_t(4096), 2))
+            out("value", host.raw[0])
+            out("sync", rt.cudaStreamSynchronize_ptsz(None))
+        """)
+        self.assertEqual(results, {"legacy": "0", "ptsz": "0", "ptds": "0", "value": "2", "sync": "0"})
+        memsets = truth.of_type(lines, "memset")
+        copy = truth.of_type(lines, "memcpy")[0]
+        self.assertEqual(memsets[0]["stream"], truth.LEGACY_STREAM)
+        self.assertNotEqual(memsets[1]["stream"], truth.LEGACY_STREAM)
+        self.assertEqual(copy["stream"], memsets[1]["stream"], "_ptds copies use the per-thread stream too")
+        # The per-thread stream still waits for earlier legacy-stream work.
+        self.assertGreaterEqual(memsets[1]["start_ns"], memsets[0]["end_ns"])
+        driver = {l["name"] for l in truth.api(lines, domain="driver")}
+        self.assertTrue({"cuMemsetD8Async_ptsz", "cuMemcpy_ptds", "cuStreamSynchronize_ptsz"} <= driver, driver)
+        self.assertIn("cuMemsetD8Async", driver)
+
     def test_device_queries_describe_the_simulated_h100(self):
         results, _ = run_script("""
             n = ctypes.c_int(); out("count", (rt.cudaGetDeviceCount(ctypes.byref(n)), n.value))

@@ -18,6 +18,9 @@ inline constexpr int kDriverDomain = 1;  // CUPTI_CB_DOMAIN_DRIVER_API
 
 bool DriverInitialized();  // cuInit succeeded in this process
 
+// The _ptsz/_ptds entry points: stream 0 means the per-thread default stream.
+inline CUstream PerThread(CUstream stream) { return stream ? stream : CU_STREAM_PER_THREAD; }
+
 template <typename Body>
 CUresult DriverCall(uint32_t cbid, const char* name, const void* params, Body&& body,
                     const char* symbol_name = nullptr) {

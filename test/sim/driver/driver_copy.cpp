@@ -174,3 +174,77 @@ SIM_DRIVER_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPi
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD2D8Async), "cuMemsetD2D8Async", &params,
                                [&] { return sim::Set(sim::P(dstDevice), dstPitch, uc, Width, Height, hStream); });
 }
+
+// ---- per-thread default stream flavours.
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  cuMemcpy_ptds_params params{dst, src, ByteCount};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy_ptds), "cuMemcpy_ptds", &params, [&] {
+    return sim::Copy(sim::P(dst), 0, sim::P(src), 0, ByteCount, 1, CU_STREAM_PER_THREAD, /*synchronous=*/true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream) {
+  cuMemcpyAsync_ptsz_params params{dst, src, ByteCount, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyAsync_ptsz), "cuMemcpyAsync_ptsz", &params, [&] {
+    return sim::Copy(sim::P(dst), 0, sim::P(src), 0, ByteCount, 1, sim::PerThread(hStream), /*synchronous=*/false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* pCopy) {
+  cuMemcpy2D_v2_ptds_params params{pCopy};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy2D_v2_ptds), "cuMemcpy2D_v2_ptds", &params,
+                               [&] { return sim::Copy2D(pCopy, CU_STREAM_PER_THREAD, /*synchronous=*/true); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* pCopy, CUstream hStream) {
+  cuMemcpy2DAsync_v2_ptsz_params params{pCopy, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy2DAsync_v2_ptsz), "cuMemcpy2DAsync_v2_ptsz", &params,
+                               [&] { return sim::Copy2D(pCopy, sim::PerThread(hStream), /*synchronous=*/false); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                             CUcontext srcContext, size_t ByteCount) {
+  cuMemcpyPeer_ptds_params params{dstDevice, dstContext, srcDevice, srcContext, ByteCount};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyPeer_ptds), "cuMemcpyPeer_ptds", &params, [&] {
+    return sim::Copy(sim::P(dstDevice), 0, sim::P(srcDevice), 0, ByteCount, 1, CU_STREAM_PER_THREAD,
+                     /*synchronous=*/true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                                                  CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  cuMemcpyPeerAsync_ptsz_params params{dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpyPeerAsync_ptsz), "cuMemcpyPeerAsync_ptsz", &params, [&] {
+    return sim::Copy(sim::P(dstDevice), 0, sim::P(srcDevice), 0, ByteCount, 1, sim::PerThread(hStream),
+                     /*synchronous=*/false);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  cuMemsetD8_v2_ptds_params params{dstDevice, uc, N};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD8_v2_ptds), "cuMemsetD8_v2_ptds", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), 0, uc, N, 1, CU_STREAM_PER_THREAD); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  cuMemsetD8Async_ptsz_params params{dstDevice, uc, N, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD8Async_ptsz), "cuMemsetD8Async_ptsz", &params,
+                               [&] { return sim::Set(sim::P(dstDevice), 0, uc, N, 1, sim::PerThread(hStream)); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                                                size_t Height) {
+  cuMemsetD2D8_v2_ptds_params params{dstDevice, dstPitch, uc, Width, Height};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD2D8_v2_ptds), "cuMemsetD2D8_v2_ptds", &params, [&] {
+    return sim::Set(sim::P(dstDevice), dstPitch, uc, Width, Height, CU_STREAM_PER_THREAD);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                                  size_t Width, size_t Height, CUstream hStream) {
+  cuMemsetD2D8Async_ptsz_params params{dstDevice, dstPitch, uc, Width, Height, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemsetD2D8Async_ptsz), "cuMemsetD2D8Async_ptsz", &params, [&] {
+    return sim::Set(sim::P(dstDevice), dstPitch, uc, Width, Height, sim::PerThread(hStream));
+  });
+}

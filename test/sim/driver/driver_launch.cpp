@@ -181,3 +181,51 @@ SIM_DRIVER_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunc
       },
       sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
 }
+
+// ---- per-thread default stream flavours (cuGetProcAddress with
+// CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM).
+
+SIM_DRIVER_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                               unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                               void** kernelParams, void** extra) {
+  cuLaunchKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
+                                    blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchKernel_ptsz), "cuLaunchKernel_ptsz", &params,
+      [&] {
+        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                           sim::PerThread(hStream));
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}
+
+SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                          unsigned int gridDimZ, unsigned int blockDimX,
+                                                          unsigned int blockDimY, unsigned int blockDimZ,
+                                                          unsigned int sharedMemBytes, CUstream hStream,
+                                                          void** kernelParams) {
+  cuLaunchCooperativeKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
+                                               blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchCooperativeKernel_ptsz), "cuLaunchCooperativeKernel_ptsz", &params,
+      [&] {
+        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
+                           sim::PerThread(hStream));
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}
+
+SIM_DRIVER_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                                 void** extra) {
+  cuLaunchKernelEx_ptsz_params params{config, f, kernelParams, extra};
+  return InitializedDriverCall(
+      SIM_DRIVER_CBID(cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", &params,
+      [&]() -> CUresult {
+        if (!config) return CUDA_ERROR_INVALID_VALUE;
+        return sim::Launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                           config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                           sim::PerThread(config->hStream));
+      },
+      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+}

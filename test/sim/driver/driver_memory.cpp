@@ -265,3 +265,32 @@ SIM_DRIVER_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CU
     return (desc && count) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   });
 }
+
+// ---- per-thread default stream flavours.
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  cuMemAllocAsync_ptsz_params params{dptr, bytesize, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocAsync_ptsz), "cuMemAllocAsync_ptsz", &params, [&] {
+    return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, sim::PerThread(hStream),
+                             true);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
+                                                        CUstream hStream) {
+  cuMemAllocFromPoolAsync_ptsz_params params{dptr, bytesize, pool, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocFromPoolAsync_ptsz), "cuMemAllocFromPoolAsync_ptsz", &params,
+                               [&]() -> CUresult {
+                                 if (!pool) return CUDA_ERROR_INVALID_VALUE;
+                                 return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
+                                                          sim::PerThread(hStream), true);
+                               });
+}
+
+SIM_DRIVER_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  cuMemFreeAsync_ptsz_params params{dptr, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuMemFreeAsync_ptsz), "cuMemFreeAsync_ptsz", &params, [&] {
+    return sim::ReleaseFrom(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, sim::PerThread(hStream),
+                            true);
+  });
+}

@@ -15,10 +15,12 @@ struct ProcEntry {
   void* function;
   int since_version;   // first CUDA version with this entry's ABI
   int before_version;  // first CUDA version with a newer ABI (0: none)
+  bool per_thread;     // the _ptsz/_ptds flavour (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
 };
 
-#define SIM_PROC(base, fn, since) {base, reinterpret_cast<void*>(&fn), since, 0}
-#define SIM_PROC_UNTIL(base, fn, since, before) {base, reinterpret_cast<void*>(&fn), since, before}
+#define SIM_PROC(base, fn, since) {base, reinterpret_cast<void*>(&fn), since, 0, false}
+#define SIM_PROC_UNTIL(base, fn, since, before) {base, reinterpret_cast<void*>(&fn), since, before, false}
+#define SIM_PROC_PT(base, fn, since) {base, reinterpret_cast<void*>(&fn), since, 0, true}
 
 const ProcEntry kProcs[] = {
     SIM_PROC("cuInit", cuInit, 2000),
@@ -93,21 +95,58 @@ const ProcEntry kProcs[] = {
     SIM_PROC("cuLaunchKernel", cuLaunchKernel, 4000),
     SIM_PROC("cuLaunchKernelEx", cuLaunchKernelEx, 11060),
     SIM_PROC("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, 9000),
+    // Per-thread default stream flavours (NVIDIA's runtime asks for these at 7.0
+    // or at the function's own version).
+    SIM_PROC_PT("cuMemcpy", cuMemcpy_ptds, 7000),
+    SIM_PROC_PT("cuMemcpyAsync", cuMemcpyAsync_ptsz, 7000),
+    SIM_PROC_PT("cuMemcpy2D", cuMemcpy2D_v2_ptds, 7000),
+    SIM_PROC_PT("cuMemcpy2DAsync", cuMemcpy2DAsync_v2_ptsz, 7000),
+    SIM_PROC_PT("cuMemcpyPeer", cuMemcpyPeer_ptds, 7000),
+    SIM_PROC_PT("cuMemcpyPeerAsync", cuMemcpyPeerAsync_ptsz, 7000),
+    SIM_PROC_PT("cuMemsetD8", cuMemsetD8_v2_ptds, 7000),
+    SIM_PROC_PT("cuMemsetD8Async", cuMemsetD8Async_ptsz, 7000),
+    SIM_PROC_PT("cuMemsetD2D8", cuMemsetD2D8_v2_ptds, 7000),
+    SIM_PROC_PT("cuMemsetD2D8Async", cuMemsetD2D8Async_ptsz, 7000),
+    SIM_PROC_PT("cuStreamQuery", cuStreamQuery_ptsz, 7000),
+    SIM_PROC_PT("cuStreamSynchronize", cuStreamSynchronize_ptsz, 7000),
+    SIM_PROC_PT("cuStreamWaitEvent", cuStreamWaitEvent_ptsz, 7000),
+    SIM_PROC_PT("cuEventRecord", cuEventRecord_ptsz, 7000),
+    SIM_PROC_PT("cuLaunchKernel", cuLaunchKernel_ptsz, 7000),
+    SIM_PROC_PT("cuLaunchKernelEx", cuLaunchKernelEx_ptsz, 11060),
+    SIM_PROC_PT("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel_ptsz, 9000),
+    SIM_PROC_PT("cuMemAllocAsync", cuMemAllocAsync_ptsz, 11020),
+    SIM_PROC_PT("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync_ptsz, 11020),
+    SIM_PROC_PT("cuMemFreeAsync", cuMemFreeAsync_ptsz, 11020),
 };
 
 #undef SIM_PROC
 #undef SIM_PROC_UNTIL
+#undef SIM_PROC_PT
 
-CUresult Lookup(const char* symbol, void** pfn, int cuda_version, CUdriverProcAddressQueryResult* status) {
+// The entry for (symbol, version, flavour), or nullptr; *known: the name exists.
+const ProcEntry* Find(const char* symbol, int cuda_version, bool per_thread, bool* known) {
+  for (const ProcEntry& entry : kProcs) {
+    if (entry.per_thread != per_thread || strcmp(entry.name, symbol) != 0) continue;
+    *known = true;
+    if (cuda_version < entry.since_version) continue;
+    if (entry.before_version != 0 && cuda_version >= entry.before_version) continue;
+    return &entry;
+  }
+  return nullptr;
+}
+
+// With the per-thread flag, the per-thread flavour when there is one, else the
+// legacy entry (as documented for cuGetProcAddress).
+CUresult Lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t flags,
+                CUdriverProcAddressQueryResult* status) {
   if (!symbol || !pfn) return CUDA_ERROR_INVALID_VALUE;
   *pfn = nullptr;
   bool known = false;
-  for (const ProcEntry& entry : kProcs) {
-    if (strcmp(entry.name, symbol) != 0) continue;
-    known = true;
-    if (cuda_version < entry.since_version) continue;
-    if (entry.before_version != 0 && cuda_version >= entry.before_version) continue;
-    *pfn = entry.function;
+  const ProcEntry* entry = nullptr;
+  if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) entry = Find(symbol, cuda_version, true, &known);
+  if (!entry) entry = Find(symbol, cuda_version, false, &known);
+  if (entry) {
+    *pfn = entry->function;
     if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
     return CUDA_SUCCESS;
   }
@@ -118,18 +157,16 @@ CUresult Lookup(const char* symbol, void** pfn, int cuda_version, CUdriverProcAd
 }  // namespace
 }  // namespace sim
 
-// The per-thread-default-stream flag is accepted and ignored: the runtime
-// passes CU_STREAM_PER_THREAD explicitly instead.
 SIM_DRIVER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                                CUdriverProcAddressQueryResult* symbolStatus) {
   cuGetProcAddress_v2_params params{symbol, pfn, cudaVersion, flags, symbolStatus};
   return sim::DriverCall(SIM_DRIVER_CBID(cuGetProcAddress_v2), "cuGetProcAddress_v2", &params,
-                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, symbolStatus); });
+                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, flags, symbolStatus); });
 }
 
 // The CUDA 11/12 signature, still exported for binaries built against it.
 SIM_DRIVER_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags) {
   cuGetProcAddress_params params{symbol, pfn, cudaVersion, flags};
   return sim::DriverCall(SIM_DRIVER_CBID(cuGetProcAddress), "cuGetProcAddress", &params,
-                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, nullptr); });
+                         [&] { return sim::Lookup(symbol, pfn, cudaVersion, flags, nullptr); });
 }

@@ -63,26 +63,92 @@ SIM_DRIVER_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
   });
 }
 
+namespace sim {
+namespace {
+
+CUresult StreamQuery(CUstream stream) {
+  if (!Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  return simhub_now_ns() >= Device::Get().StreamDoneNs(stream) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult StreamSynchronize(CUstream stream) {
+  Device& device = Device::Get();
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t start = simhub_now_ns();
+  const uint64_t done = device.StreamDoneNs(stream);
+  WaitUntilNs(done);
+  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(stream), kInvalidId, start, done);
+  return CUDA_SUCCESS;
+}
+
+CUresult StreamWaitEvent(CUstream stream, CUevent event) {
+  Device& device = Device::Get();
+  const Device::EventState state = device.StateOf(event);
+  if (!device.IsValid(stream) || !state.valid) return CUDA_ERROR_INVALID_HANDLE;
+  const uint64_t start = simhub_now_ns();
+  device.WaitEvent(stream, event);
+  // The host does not wait; the record says what the stream now waits for.
+  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(stream), state.id, start,
+           state.recorded ? state.time_ns : 0);
+  return CUDA_SUCCESS;
+}
+
+CUresult EventRecord(CUevent event, CUstream stream) {
+  Device& device = Device::Get();
+  if (!device.IsValid(event) || !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  device.RecordEvent(event, stream);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace sim
+
 SIM_DRIVER_EXPORT CUresult cuStreamQuery(CUstream hStream) {
   cuStreamQuery_params params{hStream};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamQuery), "cuStreamQuery", &params, [&]() -> CUresult {
-    if (!Device::Get().IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
-    return simhub_now_ns() >= Device::Get().StreamDoneNs(hStream) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamQuery), "cuStreamQuery", &params,
+                               [&] { return sim::StreamQuery(hStream); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream) {
+  cuStreamQuery_ptsz_params params{hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamQuery_ptsz), "cuStreamQuery_ptsz", &params,
+                               [&] { return sim::StreamQuery(sim::PerThread(hStream)); });
 }
 
 SIM_DRIVER_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
   cuStreamSynchronize_params params{hStream};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamSynchronize), "cuStreamSynchronize", &params, [&]() -> CUresult {
-    Device& device = Device::Get();
-    if (!device.IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
-    const uint64_t start = simhub_now_ns();
-    const uint64_t done = device.StreamDoneNs(hStream);
-    sim::WaitUntilNs(done);
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(hStream), sim::kInvalidId,
-                  start, done);
-    return CUDA_SUCCESS;
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamSynchronize), "cuStreamSynchronize", &params,
+                               [&] { return sim::StreamSynchronize(hStream); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
+  cuStreamSynchronize_ptsz_params params{hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamSynchronize_ptsz), "cuStreamSynchronize_ptsz", &params,
+                               [&] { return sim::StreamSynchronize(sim::PerThread(hStream)); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  cuStreamWaitEvent_params params{hStream, hEvent, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent), "cuStreamWaitEvent", &params,
+                               [&] { return sim::StreamWaitEvent(hStream, hEvent); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  cuStreamWaitEvent_ptsz_params params{hStream, hEvent, Flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent_ptsz), "cuStreamWaitEvent_ptsz", &params,
+                               [&] { return sim::StreamWaitEvent(sim::PerThread(hStream), hEvent); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  cuEventRecord_params params{hEvent, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecord), "cuEventRecord", &params,
+                               [&] { return sim::EventRecord(hEvent, hStream); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+  cuEventRecord_ptsz_params params{hEvent, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecord_ptsz), "cuEventRecord_ptsz", &params,
+                               [&] { return sim::EventRecord(hEvent, sim::PerThread(hStream)); });
 }
 
 namespace sim {
@@ -111,37 +177,12 @@ SIM_DRIVER_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   });
 }
 
-SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-  cuStreamWaitEvent_params params{hStream, hEvent, Flags};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent), "cuStreamWaitEvent", &params, [&]() -> CUresult {
-    Device& device = Device::Get();
-    const Device::EventState event = device.StateOf(hEvent);
-    if (!device.IsValid(hStream) || !event.valid) return CUDA_ERROR_INVALID_HANDLE;
-    const uint64_t start = simhub_now_ns();
-    device.WaitEvent(hStream, hEvent);
-    // The host does not wait; the record says what the stream now waits for.
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(hStream), event.id, start,
-                  event.recorded ? event.time_ns : 0);
-    return CUDA_SUCCESS;
-  });
-}
-
 SIM_DRIVER_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   cuEventCreate_params params{phEvent, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventCreate), "cuEventCreate", &params, [&]() -> CUresult {
     if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
     Device::Get().RetainPrimaryContext();
     *phEvent = Device::Get().CreateEvent(Flags);
-    return CUDA_SUCCESS;
-  });
-}
-
-SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
-  cuEventRecord_params params{hEvent, hStream};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecord), "cuEventRecord", &params, [&]() -> CUresult {
-    Device& device = Device::Get();
-    if (!device.IsValid(hEvent) || !device.IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
-    device.RecordEvent(hEvent, hStream);
     return CUDA_SUCCESS;
   });
 }

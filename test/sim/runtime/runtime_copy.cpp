@@ -1,13 +1,13 @@
 // Runtime: memcpy and memset, synchronous and asynchronous, plain and 2D.
 // The copy direction comes from the pointers (unified addressing); `kind`
-// is only validated. The _ptds synchronous variants run on the legacy
-// stream (a documented simplification).
+// is only validated. The _ptsz/_ptds variants call the driver's per-thread
+// flavours.
 #include "runtime_state.h"
 
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
-using simrt::ToDriver;
+using simrt::S;
 
 namespace {
 
@@ -15,15 +15,15 @@ CUdeviceptr D(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
 bool ValidKind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
-cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) {
   if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
-  return FromDriver(Driver().cuMemcpy(D(dst), D(src), count));
+  return FromDriver(Driver(per_thread).cuMemcpy(D(dst), D(src), count));
 }
 
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream,
                         bool per_thread) {
   if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
-  return FromDriver(Driver().cuMemcpyAsync(D(dst), D(src), count, ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuMemcpyAsync(D(dst), D(src), count, S(stream)));
 }
 
 CUDA_MEMCPY2D Describe2D(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t height) {
@@ -44,21 +44,24 @@ cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, s
   if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
   if (width > dpitch || width > spitch) return cudaErrorInvalidPitchValue;
   const CUDA_MEMCPY2D c = Describe2D(dst, dpitch, src, spitch, width, height);
-  return FromDriver(async ? Driver().cuMemcpy2DAsync(&c, ToDriver(stream, per_thread)) : Driver().cuMemcpy2D(&c));
+  const auto& driver = Driver(per_thread);
+  return FromDriver(async ? driver.cuMemcpy2DAsync(&c, S(stream)) : driver.cuMemcpy2D(&c));
 }
 
 cudaError_t Memset(void* devPtr, int value, size_t count, cudaStream_t stream, bool async, bool per_thread) {
   const auto byte = static_cast<unsigned char>(value);
-  return FromDriver(async ? Driver().cuMemsetD8Async(D(devPtr), byte, count, ToDriver(stream, per_thread))
-                          : Driver().cuMemsetD8(D(devPtr), byte, count));
+  const auto& driver = Driver(per_thread);
+  return FromDriver(async ? driver.cuMemsetD8Async(D(devPtr), byte, count, S(stream))
+                          : driver.cuMemsetD8(D(devPtr), byte, count));
 }
 
 cudaError_t Memset2D(void* devPtr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream,
                      bool async, bool per_thread) {
   if (width > pitch) return cudaErrorInvalidPitchValue;
   const auto byte = static_cast<unsigned char>(value);
-  return FromDriver(async ? Driver().cuMemsetD2D8Async(D(devPtr), pitch, byte, width, height, ToDriver(stream, per_thread))
-                          : Driver().cuMemsetD2D8(D(devPtr), pitch, byte, width, height));
+  const auto& driver = Driver(per_thread);
+  return FromDriver(async ? driver.cuMemsetD2D8Async(D(devPtr), pitch, byte, width, height, S(stream))
+                          : driver.cuMemsetD2D8(D(devPtr), pitch, byte, width, height));
 }
 
 }  // namespace
@@ -66,13 +69,13 @@ cudaError_t Memset2D(void* devPtr, size_t pitch, int value, size_t width, size_t
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   cudaMemcpy_v3020_params params{dst, src, count, kind};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpy_v3020), "cudaMemcpy", &params,
-                          [&] { return Memcpy(dst, src, count, kind); });
+                          [&] { return Memcpy(dst, src, count, kind, false); });
 }
 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy_ptds(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   cudaMemcpy_ptds_v7000_params params{dst, src, count, kind};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpy_ptds_v7000), "cudaMemcpy_ptds", &params,
-                          [&] { return Memcpy(dst, src, count, kind); });
+                          [&] { return Memcpy(dst, src, count, kind, true); });
 }
 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
@@ -101,7 +104,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const
                                                  size_t width, size_t height, cudaMemcpyKind kind) {
   cudaMemcpy2D_ptds_v7000_params params{dst, dpitch, src, spitch, width, height, kind};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpy2D_ptds_v7000), "cudaMemcpy2D_ptds", &params, [&] {
-    return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, false);
+    return Memcpy2D(dst, dpitch, src, spitch, width, height, kind, nullptr, false, true);
   });
 }
 
@@ -137,7 +140,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, con
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyPeerAsync_v4000), "cudaMemcpyPeerAsync", &params,
                           [&]() -> cudaError_t {
     if (dstDevice != 0 || srcDevice != 0) return cudaErrorInvalidDevice;
-    return FromDriver(Driver().cuMemcpyPeerAsync(D(dst), nullptr, D(src), nullptr, count, ToDriver(stream, false)));
+    return FromDriver(Driver().cuMemcpyPeerAsync(D(dst), nullptr, D(src), nullptr, count, S(stream)));
   });
 }
 
@@ -150,7 +153,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemset(void* devPtr, int value, size_t count)
 SIM_RUNTIME_EXPORT cudaError_t cudaMemset_ptds(void* devPtr, int value, size_t count) {
   cudaMemset_ptds_v7000_params params{devPtr, value, count};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemset_ptds_v7000), "cudaMemset_ptds", &params,
-                          [&] { return Memset(devPtr, value, count, nullptr, true, true); });
+                          [&] { return Memset(devPtr, value, count, nullptr, false, true); });
 }
 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemsetAsync(void* devPtr, int value, size_t count, cudaStream_t stream) {
@@ -174,7 +177,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemset2D(void* devPtr, size_t pitch, int valu
 SIM_RUNTIME_EXPORT cudaError_t cudaMemset2D_ptds(void* devPtr, size_t pitch, int value, size_t width, size_t height) {
   cudaMemset2D_ptds_v7000_params params{devPtr, pitch, value, width, height};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemset2D_ptds_v7000), "cudaMemset2D_ptds", &params,
-                          [&] { return Memset2D(devPtr, pitch, value, width, height, nullptr, true, true); });
+                          [&] { return Memset2D(devPtr, pitch, value, width, height, nullptr, false, true); });
 }
 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemset2DAsync(void* devPtr, size_t pitch, int value, size_t width, size_t height,

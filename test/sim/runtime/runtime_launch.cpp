@@ -10,7 +10,7 @@ using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
 using simrt::RuntimeCall;
-using simrt::ToDriver;
+using simrt::S;
 
 namespace {
 
@@ -25,11 +25,12 @@ thread_local std::vector<CallConfiguration> t_configurations;  // <<<>>> may nes
 cudaError_t LaunchResolved(CUkernel kernel, dim3 grid, dim3 block, void** args, size_t shared_bytes,
                            cudaStream_t stream, bool per_thread, bool cooperative) {
   auto f = reinterpret_cast<CUfunction>(kernel);  // a CUkernel may be used where a CUfunction is expected
-  const CUstream s = ToDriver(stream, per_thread);
+  const CUstream s = S(stream);
   const auto shm = static_cast<unsigned>(shared_bytes);
+  const auto& driver = Driver(per_thread);
   CUresult r = cooperative
-                   ? Driver().cuLaunchCooperativeKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shm, s, args)
-                   : Driver().cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shm, s, args, nullptr);
+                   ? driver.cuLaunchCooperativeKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shm, s, args)
+                   : driver.cuLaunchKernel(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shm, s, args, nullptr);
   if (r == CUDA_ERROR_INVALID_VALUE) return cudaErrorInvalidConfiguration;  // bad grid/block
   return FromDriver(r);
 }
@@ -53,9 +54,9 @@ cudaError_t LaunchEx(const cudaLaunchConfig_t* config, const void* func, void** 
   c.blockDimY = config->blockDim.y;
   c.blockDimZ = config->blockDim.z;
   c.sharedMemBytes = static_cast<unsigned>(config->dynamicSmemBytes);
-  c.hStream = ToDriver(config->stream, per_thread);
+  c.hStream = S(config->stream);
   // Attributes (clusters, priorities...) do not change the timing model.
-  CUresult r = Driver().cuLaunchKernelEx(&c, reinterpret_cast<CUfunction>(kernel), args, nullptr);
+  CUresult r = Driver(per_thread).cuLaunchKernelEx(&c, reinterpret_cast<CUfunction>(kernel), args, nullptr);
   if (r == CUDA_ERROR_INVALID_VALUE) return cudaErrorInvalidConfiguration;
   return FromDriver(r);
 }

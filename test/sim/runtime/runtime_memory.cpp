@@ -26,17 +26,17 @@ cudaError_t MallocAsync(void** devPtr, size_t size, cudaStream_t stream, bool pe
     *devPtr = nullptr;
     return cudaSuccess;
   }
-  return FromDriver(Driver().cuMemAllocAsync(AsDevicePtr(devPtr), size, simrt::ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuMemAllocAsync(AsDevicePtr(devPtr), size, simrt::S(stream)));
 }
 
 cudaError_t FreeAsync(void* devPtr, cudaStream_t stream, bool per_thread) {
-  return FromDriver(Driver().cuMemFreeAsync(DevicePtr(devPtr), simrt::ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuMemFreeAsync(DevicePtr(devPtr), simrt::S(stream)));
 }
 
 cudaError_t MallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream, bool per_thread) {
   if (!ptr) return cudaErrorInvalidValue;
-  return FromDriver(Driver().cuMemAllocFromPoolAsync(AsDevicePtr(ptr), size, reinterpret_cast<CUmemoryPool>(pool),
-                                                     simrt::ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuMemAllocFromPoolAsync(AsDevicePtr(ptr), size,
+                                                                reinterpret_cast<CUmemoryPool>(pool), simrt::S(stream)));
 }
 
 }  // namespace

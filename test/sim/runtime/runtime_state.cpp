@@ -9,16 +9,18 @@ namespace simrt {
 namespace {
 
 DriverApi g_driver;
+DriverApi g_driver_per_thread;
 std::once_flag g_init_once;
 cudaError_t g_init_error = cudaSuccess;  // written once under g_init_once
 std::atomic<bool> g_context_ready{false};
 thread_local cudaError_t t_last_error = cudaSuccess;
 
 template <typename Fn>
-bool Resolve(decltype(&::cuGetProcAddress) get_proc, const char* symbol, int cuda_version, Fn* slot) {
+bool Resolve(decltype(&::cuGetProcAddress) get_proc, const char* symbol, int cuda_version, Fn* slot,
+             cuuint64_t flags = CU_GET_PROC_ADDRESS_DEFAULT) {
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-  if (get_proc(symbol, &fn, cuda_version, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || !fn) return false;
+  if (get_proc(symbol, &fn, cuda_version, flags, &status) != CUDA_SUCCESS || !fn) return false;
   *slot = reinterpret_cast<Fn>(fn);
   return true;
 }
@@ -39,7 +41,19 @@ cudaError_t Initialise() {
   // that introduced the ABI the runtime wants (the versions NVIDIA's 13.0
   // runtime asks for); d.name expands cuda.h's macro to the versioned member
   // (cuMemAlloc -> cuMemAlloc_v2).
-#define SIMRT_RESOLVE(name, version) ok = Resolve(get_proc, #name, version, &d.name) && ok;
+// (The per-thread table gets the legacy entry too, overridden below for stream functions.)
+#define SIMRT_RESOLVE(name, version) \
+  ok = Resolve(get_proc, #name, version, &d.name) && ok; \
+  pt.name = d.name;
+  // Stream functions also in their per-thread flavour, asked for at 7.0 (when
+  // per-thread default streams appeared) or the function's own version.
+// (Spelled out, not via SIMRT_RESOLVE: an argument passed on is macro-expanded.)
+#define SIMRT_RESOLVE_PT(name, version)                                                             \
+  ok = Resolve(get_proc, #name, version, &d.name) && ok;                                            \
+  ok = Resolve(get_proc, #name, (version) > 7000 ? (version) : 7000, &pt.name,                      \
+               CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) && ok;
+  DriverApi& pt = g_driver_per_thread;
+  pt.cuGetProcAddress = d.cuGetProcAddress;
   SIMRT_RESOLVE(cuInit, 2000)
   SIMRT_RESOLVE(cuDriverGetVersion, 2020)
   SIMRT_RESOLVE(cuDeviceGetCount, 2000)
@@ -58,27 +72,27 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuMemHostAlloc, 2020)
   SIMRT_RESOLVE(cuMemFreeHost, 2000)
   SIMRT_RESOLVE(cuMemAllocManaged, 6000)
-  SIMRT_RESOLVE(cuMemAllocAsync, 11020)
-  SIMRT_RESOLVE(cuMemAllocFromPoolAsync, 11020)
-  SIMRT_RESOLVE(cuMemFreeAsync, 11020)
-  SIMRT_RESOLVE(cuMemcpy, 4000)
-  SIMRT_RESOLVE(cuMemcpyAsync, 4000)
-  SIMRT_RESOLVE(cuMemcpy2D, 3020)
-  SIMRT_RESOLVE(cuMemcpy2DAsync, 3020)
-  SIMRT_RESOLVE(cuMemcpyPeer, 4000)
-  SIMRT_RESOLVE(cuMemcpyPeerAsync, 4000)
-  SIMRT_RESOLVE(cuMemsetD8, 3020)
-  SIMRT_RESOLVE(cuMemsetD8Async, 3020)
-  SIMRT_RESOLVE(cuMemsetD2D8, 3020)
-  SIMRT_RESOLVE(cuMemsetD2D8Async, 3020)
+  SIMRT_RESOLVE_PT(cuMemAllocAsync, 11020)
+  SIMRT_RESOLVE_PT(cuMemAllocFromPoolAsync, 11020)
+  SIMRT_RESOLVE_PT(cuMemFreeAsync, 11020)
+  SIMRT_RESOLVE_PT(cuMemcpy, 4000)
+  SIMRT_RESOLVE_PT(cuMemcpyAsync, 4000)
+  SIMRT_RESOLVE_PT(cuMemcpy2D, 3020)
+  SIMRT_RESOLVE_PT(cuMemcpy2DAsync, 3020)
+  SIMRT_RESOLVE_PT(cuMemcpyPeer, 4000)
+  SIMRT_RESOLVE_PT(cuMemcpyPeerAsync, 4000)
+  SIMRT_RESOLVE_PT(cuMemsetD8, 3020)
+  SIMRT_RESOLVE_PT(cuMemsetD8Async, 3020)
+  SIMRT_RESOLVE_PT(cuMemsetD2D8, 3020)
+  SIMRT_RESOLVE_PT(cuMemsetD2D8Async, 3020)
   SIMRT_RESOLVE(cuStreamCreate, 2000)
   SIMRT_RESOLVE(cuStreamCreateWithPriority, 5050)
   SIMRT_RESOLVE(cuStreamDestroy, 4000)
-  SIMRT_RESOLVE(cuStreamQuery, 2000)
-  SIMRT_RESOLVE(cuStreamSynchronize, 2000)
-  SIMRT_RESOLVE(cuStreamWaitEvent, 3020)
+  SIMRT_RESOLVE_PT(cuStreamQuery, 2000)
+  SIMRT_RESOLVE_PT(cuStreamSynchronize, 2000)
+  SIMRT_RESOLVE_PT(cuStreamWaitEvent, 3020)
   SIMRT_RESOLVE(cuEventCreate, 2000)
-  SIMRT_RESOLVE(cuEventRecord, 2000)
+  SIMRT_RESOLVE_PT(cuEventRecord, 2000)
   SIMRT_RESOLVE(cuEventQuery, 2000)
   SIMRT_RESOLVE(cuEventSynchronize, 2000)
   SIMRT_RESOLVE(cuEventElapsedTime, 12080)
@@ -86,11 +100,13 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuLibraryLoadData, 12000)
   SIMRT_RESOLVE(cuLibraryGetKernel, 12000)
   SIMRT_RESOLVE(cuKernelGetName, 12030)
-  SIMRT_RESOLVE(cuLaunchKernel, 4000)
-  SIMRT_RESOLVE(cuLaunchKernelEx, 11060)
-  SIMRT_RESOLVE(cuLaunchCooperativeKernel, 9000)
+  SIMRT_RESOLVE_PT(cuLaunchKernel, 4000)
+  SIMRT_RESOLVE_PT(cuLaunchKernelEx, 11060)
+  SIMRT_RESOLVE_PT(cuLaunchCooperativeKernel, 9000)
+#undef SIMRT_RESOLVE_PT
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;
+
   // A driver that cannot initialise is, to the runtime, no usable driver.
   if (d.cuInit(0) != CUDA_SUCCESS) return cudaErrorInsufficientDriver;
   return cudaSuccess;
@@ -98,7 +114,7 @@ cudaError_t Initialise() {
 
 }  // namespace
 
-const DriverApi& Driver() { return g_driver; }
+const DriverApi& Driver(bool per_thread) { return per_thread ? g_driver_per_thread : g_driver; }
 
 cudaError_t Ready() {
   std::call_once(g_init_once, [] { g_init_error = Initialise(); });

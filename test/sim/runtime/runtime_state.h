@@ -73,8 +73,12 @@ struct DriverApi {
 #undef SIMRT_DRIVER_FN
 };
 
-// The driver table. Valid only after Ready() returned cudaSuccess.
-const DriverApi& Driver();
+// The driver table, valid only after Ready() returned cudaSuccess. With
+// per_thread, stream functions are the driver's per-thread-default-stream
+// flavours (_ptsz/_ptds, where stream 0 is the calling thread's default
+// stream), as NVIDIA's runtime uses for its own _ptsz/_ptds entry points;
+// the other members equal the legacy table's.
+const DriverApi& Driver(bool per_thread = false);
 
 // Initialises on first use (find the driver, resolve it, cuInit) and makes
 // sure the primary context exists. A failure is permanent and sticky, as
@@ -93,12 +97,7 @@ void SetLastError(cudaError_t error);
 cudaError_t TakeLastError();
 cudaError_t PeekLastError();
 
-// The stream the driver sees: the _ptsz/_ptds entry points mean the
-// per-thread default stream by 0.
-inline CUstream ToDriver(cudaStream_t stream, bool per_thread) {
-  if (per_thread && stream == nullptr) return CU_STREAM_PER_THREAD;
-  return reinterpret_cast<CUstream>(stream);
-}
+inline CUstream S(cudaStream_t stream) { return reinterpret_cast<CUstream>(stream); }
 
 inline constexpr int kRuntimeDomain = 2;  // CUPTI_CB_DOMAIN_RUNTIME_API
 

@@ -4,26 +4,26 @@
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
-using simrt::ToDriver;
+using simrt::S;
 
 namespace {
 
 CUevent E(cudaEvent_t e) { return reinterpret_cast<CUevent>(e); }
 
 cudaError_t StreamSynchronize(cudaStream_t stream, bool per_thread) {
-  return FromDriver(Driver().cuStreamSynchronize(ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuStreamSynchronize(S(stream)));
 }
 
 cudaError_t StreamQuery(cudaStream_t stream, bool per_thread) {
-  return FromDriver(Driver().cuStreamQuery(ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuStreamQuery(S(stream)));
 }
 
 cudaError_t StreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags, bool per_thread) {
-  return FromDriver(Driver().cuStreamWaitEvent(ToDriver(stream, per_thread), E(event), flags));
+  return FromDriver(Driver(per_thread).cuStreamWaitEvent(S(stream), E(event), flags));
 }
 
 cudaError_t EventRecord(cudaEvent_t event, cudaStream_t stream, bool per_thread) {
-  return FromDriver(Driver().cuEventRecord(E(event), ToDriver(stream, per_thread)));
+  return FromDriver(Driver(per_thread).cuEventRecord(E(event), S(stream)));
 }
 
 }  // namespace
