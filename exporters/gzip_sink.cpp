@@ -1,5 +1,7 @@
 #include "exporters/gzip_sink.h"
 
+#include <algorithm>
+
 namespace prof {
 
 GzipSink::GzipSink(ByteSink& out) : out_(out) {
@@ -24,9 +26,17 @@ bool GzipSink::Pump(int flush) {
 
 bool GzipSink::Append(const char* data, size_t size) {
   if (!ok_ || finished_) return false;
-  stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
-  stream_.avail_in = static_cast<uInt>(size);
-  return Pump(Z_NO_FLUSH);
+  // avail_in is 32-bit: feed huge buffers (a merged trace) in pieces.
+  constexpr size_t kChunk = size_t{1} << 30;
+  while (size > 0) {
+    size_t n = std::min(size, kChunk);
+    stream_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
+    stream_.avail_in = static_cast<uInt>(n);
+    if (!Pump(Z_NO_FLUSH)) return false;
+    data += n;
+    size -= n;
+  }
+  return true;
 }
 
 bool GzipSink::Finish() {
