@@ -103,7 +103,8 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMallocHost(void** ptr, size_t size) {
   cudaMallocHost_v3020_params params{ptr, size};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMallocHost_v3020), "cudaMallocHost", &params, [&] {
     if (!ptr) return cudaErrorInvalidValue;
-    return FromDriver(Driver().cuMemAllocHost(ptr, size));
+    // As NVIDIA's runtime: cudaMallocHost is cuMemHostAlloc with no flags.
+    return FromDriver(Driver().cuMemHostAlloc(ptr, size, 0));
   });
 }
 

@@ -68,7 +68,6 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuMemAlloc, 3020)
   SIMRT_RESOLVE(cuMemAllocPitch, 3020)
   SIMRT_RESOLVE(cuMemFree, 3020)
-  SIMRT_RESOLVE(cuMemAllocHost, 3020)
   SIMRT_RESOLVE(cuMemHostAlloc, 2020)
   SIMRT_RESOLVE(cuMemFreeHost, 2000)
   SIMRT_RESOLVE(cuMemAllocManaged, 6000)

@@ -35,7 +35,6 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuMemAlloc)
   SIMRT_DRIVER_FN(cuMemAllocPitch)
   SIMRT_DRIVER_FN(cuMemFree)
-  SIMRT_DRIVER_FN(cuMemAllocHost)
   SIMRT_DRIVER_FN(cuMemHostAlloc)
   SIMRT_DRIVER_FN(cuMemFreeHost)
   SIMRT_DRIVER_FN(cuMemAllocManaged)
