@@ -83,7 +83,7 @@ run_workload() {  # name, then the workload's arguments
   local dir="$OUT/$name"
   mkdir -p "$dir"
   echo "== $name under libprof: $*"
-  if ! "$PROF" run --step manual --wait 2 --warmup 1 --active 3 --out "$dir" -- "$WORKLOADS/$@" \
+  if ! "$PROF" run --lib "$LIBPROF" --step manual --wait 2 --warmup 1 --active 3 --out "$dir" -- "$WORKLOADS/$@" \
       >"$dir/stdout.txt" 2>"$dir/stderr.txt"; then
     echo "gpu-check: $name failed (exit $?), see $dir/stderr.txt"; FAILED=1; return
   fi
