@@ -53,6 +53,7 @@ struct Config {
   std::string trigger_file;              // empty: schedule starts at once
   std::string name;                      // empty: <host>_<pid>
   int rank = -1;                         // -1: not a multi-process job
+  int world_size = 1;                    // from WORLD_SIZE-like launcher variables
   std::string cupti_lib;                 // empty: search
   uint64_t flush_timeout_ns = 3'000'000'000;  // wait for a window's late device records
 

@@ -1,21 +1,17 @@
-// Entry points: the ELF constructor (LD_PRELOAD), InitializeInjection
-// (CUDA_INJECTION64_PATH) and prof_step(). Whichever comes first starts the
-// one agent of this process; the others find it started.
-#include <atomic>
-
+// Entry points: the ELF constructor (LD_PRELOAD, or any dlopen of libprof),
+// InitializeInjection (CUDA_INJECTION64_PATH) and prof_step(). Whichever
+// comes first starts the one agent of this process; the others find it
+// started (agent_start.cpp).
+#include "agent/agent_start.h"
 #include "agent/export.h"
-#include "agent/log.h"
+#include "agent/hooks.h"
 
 namespace prof {
 namespace {
 
-std::atomic<bool> g_started{false};
-
 void StartOnce(const char* how) {
-  bool expected = false;
-  if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
   try {
-    Log().info("agent loaded via {}", how);
+    StartAgent(how);
   } catch (...) {
     // Never let an exception reach the host.
   }
@@ -33,6 +29,12 @@ EXPORT_SYMBOL int InitializeInjection(void) {
   return 1;
 }
 
-EXPORT_SYMBOL void prof_step(void) {}
+// PROF_STEP=manual: each call ends the current step and starts the next.
+EXPORT_SYMBOL void prof_step(void) {
+  try {
+    prof::hooks::ManualStep();
+  } catch (...) {
+  }
+}
 
 }  // extern "C"

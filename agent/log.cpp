@@ -4,7 +4,9 @@
 #include <spdlog/sinks/stdout_sinks.h>
 
 #include <cstdlib>
+#include <atomic>
 #include <memory>
+#include <mutex>
 
 namespace prof {
 namespace {
@@ -43,11 +45,31 @@ std::shared_ptr<spdlog::logger> MakeLogger() {
 
 }  // namespace
 
+namespace {
+// Created on first use, never destroyed (threads and the exit path log until
+// the very end), never registered globally so the host's own spdlog (if
+// any) is untouched. Replaced wholesale in a fork child, where a parent
+// thread may have held the sink's mutex.
+std::atomic<spdlog::logger*> g_logger{nullptr};
+std::mutex g_logger_mu;
+}  // namespace
+
 spdlog::logger& Log() {
-  // Function-local static: thread-safe init, lives until exit; never
-  // registered globally so the host's own spdlog (if any) is untouched.
-  static std::shared_ptr<spdlog::logger> logger = MakeLogger();
+  spdlog::logger* logger = g_logger.load(std::memory_order_acquire);
+  if (logger != nullptr) return *logger;
+  std::lock_guard<std::mutex> lock(g_logger_mu);
+  logger = g_logger.load(std::memory_order_relaxed);
+  if (logger == nullptr) {
+    auto* holder = new std::shared_ptr<spdlog::logger>(MakeLogger());  // leaked on purpose
+    logger = holder->get();
+    g_logger.store(logger, std::memory_order_release);
+  }
   return *logger;
+}
+
+void ResetLogAfterFork() {
+  new (&g_logger_mu) std::mutex();
+  g_logger.store(nullptr, std::memory_order_release);  // the old one is leaked
 }
 
 }  // namespace prof

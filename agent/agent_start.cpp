@@ -1,0 +1,140 @@
+#include "agent/agent_start.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "agent/agent_thread.h"
+#include "agent/bindings.h"
+#include "agent/clock.h"
+#include "agent/config_loader.h"
+#include "agent/hot_state.h"
+#include "agent/kernel_registry.h"
+#include "agent/lifecycle.h"
+#include "agent/log.h"
+#include "agent/runtime.h"
+#include "agent/strings.h"
+#include "agent/thread_id.h"
+
+extern "C" void prof_step(void);
+
+namespace prof {
+namespace {
+
+std::atomic<bool> g_started{false};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+WindowMeta MetaTemplate(const Config& config, const std::string& cupti_mode) {
+  WindowMeta meta;
+  meta.pid = static_cast<int>(getpid());
+  meta.hostname = HostName();
+  meta.name = config.name.empty() ? meta.hostname + "_" + std::to_string(meta.pid) : config.name;
+  meta.rank_known = config.rank >= 0;
+  meta.rank = config.rank >= 0 ? config.rank : 0;
+  meta.world_size = config.world_size;
+  meta.epoch_offset_ns = EpochOffsetNs();
+  meta.libprof_version = AGENT_VERSION_STRING;
+  meta.config = config.Describe();
+  meta.cupti_mode = cupti_mode;
+  return meta;
+}
+
+uint32_t MarkerBits(const Config& config) {
+  switch (config.step_source) {
+    case StepSource::kKernel: return kHotLaunchMarker;
+    case StepSource::kApi: return kHotApiMarker;
+    case StepSource::kSync: return kHotSyncMarker;
+    default: return 0;
+  }
+}
+
+// Builds and installs a Runtime; the agent thread runs the time steps,
+// the trigger file and signal exits.
+void Launch(const Config& config) {
+  uint64_t start_ns = NowNs();
+  auto* rt = new Runtime;  // never destroyed: see runtime.h
+  rt->config = config;
+  if (!rt->buffers.Init(config.buffer_bytes)) {
+    Log().warn("cannot reserve PROF_BUFFER_MB={} of event memory; host events will be dropped and counted",
+               config.buffer_bytes >> 20);
+  }
+  if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
+    rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
+  }
+  rt->collector = MakeDeviceCollector();
+  WriterDeps deps;
+  deps.buffers = &rt->buffers;
+  deps.allocs = &rt->allocs;
+  deps.collector = rt->collector.get();
+  deps.nvtx = &rt->nvtx;
+  // A process that never loaded CUDA (a shell between the launcher and the
+  // job) has nothing to show: its empty windows are not written.
+  deps.sink = [sink = MakeWindowSink(config)](const Window& w, std::string* note) {
+    if (w.host_events.empty() && w.device_records.empty() && !ProcessHasCudaLoaded()) {
+      *note = "not written: empty, and this process has not loaded CUDA";
+      return true;
+    }
+    return sink(w, note);
+  };
+  deps.enrich = EnrichWindow;
+  rt->writer = std::make_unique<WriterThread>(std::move(deps));
+  ClearHotBits(~0u);
+  rt->session = std::make_unique<Session>(config, rt->collector.get(), rt->writer.get(), &rt->allocs,
+                                          MetaTemplate(config, rt->collector->Mode()), start_ns,
+                                          ProcessHasCudaLoaded);
+  InstallRuntime(rt);
+  SetHotBits(kHotAllocTracking | MarkerBits(config));
+  StartAgentThread(rt, start_ns);
+}
+
+// The Config of the running agent, kept for a fork child.
+Config* g_config = nullptr;
+
+}  // namespace
+
+void StartAgent(const char* how) {
+  bool expected = false;
+  if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  // Another copy of libprof (another path) already owns this process.
+  void* other = dlsym(RTLD_DEFAULT, "prof_step");
+  if (other != nullptr && other != reinterpret_cast<void*>(&prof_step)) {
+    Log().debug("another libprof is loaded in this process; this copy ({}) stays idle", how);
+    return;
+  }
+  Log();  // created now, so a bad PROF_LOG_LEVEL / PROF_LOG_FILE is reported at start
+  Config config = LoadConfigFromEnvironment();
+  if (!config.enabled) {
+    Log().debug("disabled (PROF_ENABLE or a bad value above); loaded via {}", how);
+    return;
+  }
+  g_config = new Config(config);
+  Launch(config);
+  InstallLifecycleHandlers();
+  Log().debug("agent started via {} (pid {})", how, getpid());
+}
+
+void RestartAgentInChild() {
+  if (g_config == nullptr) return;
+  // Locks a parent thread may have held at fork: re-initialised, never
+  // unlocked. The parent's Runtime is abandoned (its memory is a copy).
+  Strings().ResetMutexAfterFork();
+  Kernels().ResetMutexAfterFork();
+  ResetLogAfterFork();
+  ThreadIdsAfterFork();
+  InstallRuntime(nullptr);
+  Launch(*g_config);
+}
+
+}  // namespace prof

@@ -1,0 +1,15 @@
+// Starting the one agent of this process (see lifecycle.h for what runs when).
+#pragma once
+
+#include "agent/config.h"
+
+namespace prof {
+
+// Once per process, whichever entry point comes first. Never throws.
+void StartAgent(const char* how);
+
+// fork child: abandon the parent's agent and start a fresh one with the
+// same configuration (the child's own pid in names).
+void RestartAgentInChild();
+
+}  // namespace prof

@@ -1,0 +1,90 @@
+#include "agent/alloc_tracker.h"
+
+#include <algorithm>
+
+namespace prof {
+
+void AllocTracker::Sample(uint64_t ts_ns, uint64_t ptr, int64_t delta, int device, MemKind kind, ApiId api,
+                          uint32_t tid) {
+  if (samples_.size() >= max_samples_) {
+    ++samples_dropped_;
+    return;
+  }
+  AllocSample s{};
+  s.ts_ns = ts_ns;
+  s.ptr = ptr;
+  s.delta_bytes = delta;
+  s.total_bytes = totals_[{device, kind}];
+  s.tid = tid;
+  s.api = static_cast<uint16_t>(api);
+  s.device = static_cast<int16_t>(device);
+  s.mem_kind = static_cast<uint8_t>(kind);
+  samples_.push_back(s);
+}
+
+void AllocTracker::OnAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid,
+                           uint64_t ts_ns, bool keep_sample) {
+  if (ptr == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = live_.try_emplace(ptr, Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind});
+  if (!inserted) {
+    // Same address again without a free we saw (e.g. freed through an
+    // uninterposed path): replace it rather than counting it twice.
+    totals_[{it->second.device, it->second.kind}] -= it->second.bytes;
+    it->second = Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind};
+  }
+  totals_[{device, kind}] += bytes;
+  if (keep_sample) Sample(ts_ns, ptr, static_cast<int64_t>(bytes), device, kind, api, tid);
+}
+
+void AllocTracker::OnFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample) {
+  if (ptr == 0) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = live_.find(ptr);
+  if (it == live_.end()) return;
+  Live l = it->second;
+  live_.erase(it);
+  totals_[{l.device, l.kind}] -= l.bytes;
+  if (keep_sample) Sample(ts_ns, ptr, -static_cast<int64_t>(l.bytes), l.device, l.kind, api, tid);
+}
+
+std::vector<LiveAllocation> AllocTracker::LiveSnapshot() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LiveAllocation> out;
+  out.reserve(live_.size());
+  for (const auto& [ptr, l] : live_) {
+    LiveAllocation a{};
+    a.ptr = ptr;
+    a.bytes = l.bytes;
+    a.alloc_ns = l.alloc_ns;
+    a.api = l.api;
+    a.device = l.device;
+    a.mem_kind = static_cast<uint8_t>(l.kind);
+    out.push_back(a);
+  }
+  std::sort(out.begin(), out.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.alloc_ns < b.alloc_ns; });
+  return out;
+}
+
+std::vector<AllocSample> AllocTracker::TakeSamples(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<AllocSample> out;
+  std::vector<AllocSample> keep;
+  for (const AllocSample& s : samples_) {
+    if (s.ts_ns >= end_ns) keep.push_back(s);
+    else if (s.ts_ns >= begin_ns) out.push_back(s);
+  }
+  samples_.swap(keep);
+  // Already in lock order, which is the order the running totals follow.
+  if (dropped != nullptr) *dropped += samples_dropped_;
+  samples_dropped_ = 0;
+  return out;
+}
+
+uint64_t AllocTracker::LiveBytes(int device, MemKind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = totals_.find({device, kind});
+  return it == totals_.end() ? 0 : it->second;
+}
+
+}  // namespace prof

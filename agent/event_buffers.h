@@ -1,0 +1,116 @@
+// Per-thread host-event buffers under one memory cap (PROF_BUFFER_MB).
+//
+// Each thread appends HostEvents to its own chain of fixed-size chunks taken
+// from a preallocated pool: no lock, no allocation, no system call per event
+// (a thread's very first event registers it: one mutex and one small
+// allocation per thread, like Tracy's per-thread queues). When the pool is
+// empty, events are dropped and counted per thread.
+//
+// One consumer (the writer thread) drains the chains: it copies the events of
+// a time range and returns chunks the owner has moved past to the pool.
+// Publication: the owner writes an event, then stores chunk->count with
+// release; the consumer loads count with acquire. The owner links a new chunk
+// through chunk->next (release) and never touches the old one again, which is
+// what lets the consumer free it.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "agent/events.h"
+
+namespace prof {
+
+inline constexpr uint32_t kChunkEvents = 255;  // header + 255 events = 16 KiB
+
+struct alignas(64) EventChunk {
+  std::atomic<EventChunk*> next{nullptr};      // owner moved on (owner: release)
+  std::atomic<uint32_t> count{0};              // events published (owner: release)
+  char pad[64 - sizeof(std::atomic<uint32_t>) - sizeof(std::atomic<EventChunk*>)];
+  HostEvent events[kChunkEvents];
+};
+static_assert(sizeof(EventChunk) == 16384);
+
+// Fixed pool of chunks in one lazily reserved mapping; lock-free free list
+// (Treiber stack with a tag against ABA).
+class ChunkPool {
+ public:
+  ChunkPool() = default;
+  ~ChunkPool();
+  ChunkPool(const ChunkPool&) = delete;
+  ChunkPool& operator=(const ChunkPool&) = delete;
+
+  // Reserves max(bytes / 16 KiB, 1) chunks; later calls are no-ops.
+  bool Init(uint64_t bytes);
+  EventChunk* Acquire();  // nullptr when exhausted or not initialised
+  void Release(EventChunk* chunk);
+  uint32_t capacity() const { return count_; }
+  // After fork in the child: every chunk is free again (no other threads).
+  void ResetAllFree();
+
+ private:
+  void Push(uint32_t index);
+
+  EventChunk* base_ = nullptr;
+  uint32_t count_ = 0;
+  std::unique_ptr<std::atomic<uint32_t>[]> next_;  // free-list links, index + 1
+  std::atomic<uint64_t> head_{0};                  // (tag << 32) | (index + 1); 0 = empty
+};
+
+struct ThreadBuffer {
+  uint32_t tid = 0;
+  // Owner only.
+  EventChunk* tail = nullptr;
+  // Owner publishes its first chunk here; the consumer starts from it.
+  std::atomic<EventChunk*> first{nullptr};
+  std::atomic<uint64_t> dropped{0};  // owner increments; consumer reads
+  std::atomic<bool> alive{true};     // cleared at thread exit
+  // Consumer only.
+  EventChunk* head = nullptr;
+  uint32_t consumed = 0;
+  uint64_t dropped_reported = 0;
+};
+
+class EventBuffers {
+ public:
+  static constexpr uint32_t kMaxThreads = 8192;
+
+  EventBuffers();
+  bool Init(uint64_t bytes) { return pool_.Init(bytes); }
+
+  // The calling thread's buffer (registered on first use); owner side.
+  void Append(const HostEvent& event);
+
+  // Consumer: moves events with start_ns in [begin_ns, end_ns) into out,
+  // discards older ones, leaves newer ones. Adds drops since the last call.
+  void Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped);
+  // Consumer: discards everything that started before before_ns.
+  void Discard(uint64_t before_ns);
+
+  // fork child: forget the parent's threads (their buffers stay leaked; the
+  // memory is a copy), free every chunk, and make each thread re-register.
+  void ResetAfterFork();
+
+  uint32_t thread_count() const { return count_.load(std::memory_order_acquire); }
+  uint64_t unregistered_drops() const { return no_slot_drops_.load(std::memory_order_relaxed); }
+
+  // Marks the calling thread's buffer dead (thread exit).
+  void OnThreadExit(ThreadBuffer* buffer);
+
+ private:
+  ThreadBuffer* Register();
+  void Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
+
+  ChunkPool pool_;
+  std::mutex register_mu_;  // registration only; never held by the consumer
+  std::unique_ptr<std::atomic<ThreadBuffer*>[]> threads_;
+  std::atomic<uint32_t> count_{0};
+  std::atomic<uint64_t> no_slot_drops_{0};  // threads past kMaxThreads
+  uint64_t no_slot_drops_reported_ = 0;      // consumer only
+  std::atomic<uint32_t> generation_{1};
+};
+
+}  // namespace prof

@@ -1,0 +1,57 @@
+// The live agent of this process: configuration and the parts that hold
+// state. Created once by agent/agent_start.cpp (or by a test or benchmark)
+// and installed for the collectors to find through agent/hooks.h. It is
+// never destroyed: wrappers, the writer and the exit path may run until the
+// very end of the process.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <regex>
+
+#include "agent/alloc_tracker.h"
+#include "agent/config.h"
+#include "agent/device_collector.h"
+#include "agent/event_buffers.h"
+#include "agent/nvtx_store.h"
+#include "agent/session.h"
+#include "agent/writer.h"
+
+namespace prof {
+
+// Whether an interned name (kernel or NVTX range) is a step marker, decided
+// once per name: the regex runs off the per-call path.
+class MarkerMatcher {
+ public:
+  MarkerMatcher() = default;
+  // demangle: kernel names are matched in demangled form.
+  void Configure(const std::string& pattern, bool demangle);
+  bool Matches(uint32_t name_id);
+  void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
+
+ private:
+  static constexpr uint32_t kCached = 1u << 18;
+  std::optional<std::regex> regex_;
+  bool demangle_ = false;
+  std::mutex mu_;  // regex evaluation (std::regex is not reentrant-safe to share freely)
+  std::unique_ptr<std::atomic<uint8_t>[]> cache_;  // 0 unknown, 1 no, 2 yes
+};
+
+struct Runtime {
+  Config config;
+  EventBuffers buffers;
+  AllocTracker allocs;
+  NvtxStore nvtx;
+  MarkerMatcher markers;
+  std::unique_ptr<DeviceCollector> collector;
+  std::unique_ptr<WriterThread> writer;
+  std::unique_ptr<Session> session;
+};
+
+// nullptr until a runtime is installed (or when the agent is disabled).
+Runtime* CurrentRuntime();
+void InstallRuntime(Runtime* runtime);
+
+}  // namespace prof

@@ -1,0 +1,212 @@
+#include "agent/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "agent/clock.h"
+#include "agent/hot_state.h"
+
+namespace prof {
+
+Session::Session(const Config& config, DeviceCollector* collector, WindowWriter* writer, AllocTracker* allocs,
+                 WindowMeta meta_template, uint64_t start_ns, std::function<bool()> uses_cuda)
+    : config_(config),
+      params_{config.skip_first, config.wait, config.warmup, config.active, config.repeat},
+      collector_(collector),
+      writer_(writer),
+      allocs_(allocs),
+      meta_template_(std::move(meta_template)),
+      uses_cuda_(std::move(uses_cuda)),
+      triggered_(!config.trigger_file.empty()) {
+  std::lock_guard<std::mutex> lock(mu_);
+  step_start_ns_ = start_ns;
+  Action first = ActionFor(0);
+  Enter(Action::kNone, first, start_ns);
+  action_ = first;
+}
+
+Action Session::ActionFor(uint64_t step) const {
+  if (!triggered_) return ScheduleAction(params_, step);
+  if (!armed_ || step < trigger_origin_) return Action::kNone;
+  // One cycle per arm: skip_first applies to the run as a whole, not here.
+  ScheduleParams cycle{0, params_.wait, params_.warmup, params_.active, 1};
+  return ScheduleAction(cycle, step - trigger_origin_);
+}
+
+void Session::AdvanceTriggerCycle() {
+  if (!triggered_ || !armed_) return;
+  uint64_t cycle = params_.wait + params_.warmup + params_.active;
+  if (step_ < trigger_origin_ + cycle) return;
+  if (pending_arms_ > 0) {
+    --pending_arms_;
+    trigger_origin_ = step_;
+  } else {
+    armed_ = false;
+  }
+}
+
+// CUPTI is attached only in a process that has loaded CUDA: a shell the job
+// runs through never loads libcupti. A process that loads CUDA later in the
+// cycle is attached at its next step boundary.
+void Session::AttachIfCuda() {
+  attach_pending_ = false;
+  if (uses_cuda_ && !uses_cuda_()) {
+    attach_pending_ = true;
+    return;
+  }
+  collector_->Attach(config_);
+  attached_ = true;
+  if (window_open_) collector_->BeginRecord(step_start_ns_);
+}
+
+void Session::Step(uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finished_) {
+    ++step_;  // still counted (for the end-of-process line), nothing else to do
+    return;
+  }
+  if (attach_pending_) AttachIfCuda();
+  uint64_t t0 = NowNs();
+  Action prev = action_;
+  if (now_ns < step_start_ns_) now_ns = step_start_ns_;
+  if (window_open_) spans_.push_back({step_, step_start_ns_, now_ns});
+  bool ended = prev == Action::kRecordAndSave && window_open_;
+  if (ended) EndWindow(now_ns, /*partial=*/false, "");
+  ++step_;
+  step_start_ns_ = now_ns;
+  AdvanceTriggerCycle();
+  Action next = ActionFor(step_);
+  Enter(prev, next, now_ns);
+  action_ = next;
+  if (ended) {
+    uint64_t stall = NowNs() - t0;
+    if (stall > max_stall_ns_) max_stall_ns_ = stall;
+  }
+}
+
+void Session::Enter(Action prev, Action next, uint64_t now_ns) {
+  bool recording_next = next == Action::kRecord || next == Action::kRecordAndSave;
+  if (next == Action::kWarmup || recording_next) {
+    if (!attached_ || prev == Action::kNone) AttachIfCuda();
+    SetHotBits(kHotRecording);
+  }
+  if (recording_next && !window_open_) {
+    if (attached_) collector_->BeginRecord(now_ns);
+    window_open_ = true;
+    window_first_step_ = step_;
+    window_start_ns_ = now_ns;
+    spans_.clear();
+    writer_->SubmitDiscard(now_ns);  // warmup events are not part of the window
+  }
+  if (next == Action::kNone) {
+    ClearHotBits(kHotRecording);
+    attach_pending_ = false;
+    if (attached_ && prev != Action::kNone) collector_->Pause();
+    bool done = !triggered_ && ScheduleFinished(params_, step_);
+    if (done && !finished_) {
+      finished_ = true;
+      if (attached_) collector_->Finish();
+      attached_ = false;
+      // Nothing will be recorded again: wrappers go back to one load + branch
+      // (allocator tracking stays, for the live table at exit).
+      ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker);
+    }
+  }
+}
+
+void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason) {
+  WindowJob job;
+  job.meta = meta_template_;
+  job.meta.first_step = window_first_step_;
+  job.meta.last_step = step_;
+  job.meta.start_ns = window_start_ns_;
+  job.meta.end_ns = end_ns;
+  job.meta.partial = partial;
+  job.meta.partial_reason = reason;
+  job.steps = std::move(spans_);
+  spans_.clear();
+  job.live_at_end = allocs_->LiveSnapshot();
+  // At exit the process is waiting on us: bound the wait for late records.
+  uint64_t wait_ns = partial ? std::min<uint64_t>(config_.flush_timeout_ns, 2'000'000'000) : config_.flush_timeout_ns;
+  job.deadline_ns = end_ns + wait_ns;
+  window_open_ = false;
+  ++windows_ended_;
+  writer_->SubmitWindow(std::move(job));
+}
+
+void Session::Arm() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!triggered_) return;
+  if (armed_) {
+    ++pending_arms_;
+    return;
+  }
+  armed_ = true;
+  trigger_origin_ = step_ + 1;  // the current step's action is already decided
+}
+
+bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  bool wrote = false;
+  if (window_open_) {
+    if (now_ns < step_start_ns_) now_ns = step_start_ns_;
+    spans_.push_back({step_, step_start_ns_, now_ns});
+    EndWindow(now_ns, /*partial=*/true, reason);
+    wrote = true;
+  }
+  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker);
+  if (attached_) collector_->OnExit();
+  attached_ = false;
+  action_ = Action::kNone;
+  finished_ = true;
+  return wrote;
+}
+
+std::string Session::EndedBeforeFirstWindowMessage() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (windows_ended_ > 0) return "";
+  if (triggered_) {
+    return fmt::format("process ended at step {} with no window recorded: PROF_TRIGGER_FILE '{}' {}", step_,
+                       config_.trigger_file, armed_ ? "armed a cycle that had not reached its active steps" : "never appeared");
+  }
+  uint64_t first = params_.skip_first + params_.wait + params_.warmup;
+  std::string step_hint;
+  if (config_.step_source == StepSource::kTime) {
+    step_hint = fmt::format(" or a shorter PROF_STEP (now time:{}ms)", config_.step_time_ns / 1'000'000);
+  } else if (config_.step_source == StepSource::kManual) {
+    step_hint = " (PROF_STEP=manual: is prof_step() called once per iteration?)";
+  } else {
+    step_hint = " or a PROF_STEP that matches more often";
+  }
+  return fmt::format(
+      "process ended at step {} before the first window (steps {}-{}): lower PROF_SKIP_FIRST={} PROF_WAIT={} PROF_WARMUP={}{}",
+      step_, first, first + params_.active - 1, params_.skip_first, params_.wait, params_.warmup, step_hint);
+}
+
+uint64_t Session::current_step() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_;
+}
+
+Action Session::current_action() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return action_;
+}
+
+bool Session::finished() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return finished_;
+}
+
+uint64_t Session::windows_ended() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return windows_ended_;
+}
+
+uint64_t Session::max_window_end_stall_ns() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return max_stall_ns_;
+}
+
+}  // namespace prof

@@ -1,0 +1,97 @@
+// The session: counts steps, asks the schedule what each step is, drives the
+// device collector through its phases, turns the "recording" hot bit on and
+// off, and at each window end hands a WindowJob to the writer.
+//
+// Every entry point takes mu_; markers come from any application thread (a
+// launch, a sync return, prof_step(), the time ticker, the trigger watcher).
+// Lock order: Session::mu_ -> AllocTracker::mu_ (live snapshot) ->
+// writer queue mutex. The collector's Attach/BeginRecord/Pause/Finish run
+// under mu_ and must not call back into the session.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "agent/alloc_tracker.h"
+#include "agent/config.h"
+#include "agent/device_collector.h"
+#include "agent/schedule.h"
+#include "agent/window_job.h"
+
+namespace prof {
+
+class Session {
+ public:
+  // meta_template: identity fields (name, rank, pid, host, config,
+  // versions) copied into each window's metadata.
+  // uses_cuda: asked before attaching the collector; a process that has
+  // not loaded CUDA (a shell the job runs through) never loads CUPTI.
+  // Null: always true.
+  Session(const Config& config, DeviceCollector* collector, WindowWriter* writer, AllocTracker* allocs,
+          WindowMeta meta_template, uint64_t start_ns, std::function<bool()> uses_cuda = nullptr);
+
+  // A step marker at now_ns: ends the current step, starts the next
+  // (torch.profiler's prof.step()).
+  void Step(uint64_t now_ns);
+
+  // PROF_TRIGGER_FILE appeared (again): arm one more cycle.
+  void Arm();
+
+  // Exit or fatal signal: a window in progress is ended as partial and
+  // handed to the writer. Returns true if it did so.
+  bool EndPartial(const std::string& reason, uint64_t now_ns);
+
+  // The "process ended before the first window" line, or "" when a window
+  // was written or is being written.
+  std::string EndedBeforeFirstWindowMessage();
+
+  uint64_t current_step();
+  Action current_action();
+  bool finished();
+  uint64_t windows_ended();
+  // Longest time Step() held the calling thread at a window end, in ns.
+  uint64_t max_window_end_stall_ns();
+
+  void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
+
+ private:
+  Action ActionFor(uint64_t step) const;
+  void Enter(Action prev, Action next, uint64_t now_ns);
+  void EndWindow(uint64_t end_ns, bool partial, const std::string& reason);
+  void AdvanceTriggerCycle();
+  void AttachIfCuda();
+
+  std::mutex mu_;
+  const Config config_;
+  const ScheduleParams params_;
+  DeviceCollector* collector_;
+  WindowWriter* writer_;
+  AllocTracker* allocs_;
+  const WindowMeta meta_template_;
+
+  uint64_t step_ = 0;           // current step number
+  uint64_t step_start_ns_ = 0;  // when it began
+  Action action_ = Action::kNone;
+  bool attached_ = false;       // collector attached (warmup or active)
+  bool window_open_ = false;    // between BeginRecord and the window's end
+  bool finished_ = false;       // finite schedule done: collector released
+  uint64_t window_first_step_ = 0;
+  uint64_t window_start_ns_ = 0;
+  std::vector<StepSpan> spans_;  // steps of the open window
+  uint64_t windows_ended_ = 0;
+  bool attach_pending_ = false;   // a cycle began before CUDA was loaded
+  uint64_t max_stall_ns_ = 0;
+
+  // PROF_TRIGGER_FILE: the schedule (one cycle of wait/warmup/active) runs
+  // relative to trigger_origin_ while armed; more arms queue up.
+  std::function<bool()> uses_cuda_;
+  bool triggered_ = false;
+  bool armed_ = false;
+  uint64_t trigger_origin_ = 0;
+  uint64_t pending_arms_ = 0;
+};
+
+}  // namespace prof

@@ -1,0 +1,159 @@
+#include "agent/writer.h"
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "agent/clock.h"
+#include "agent/log.h"
+#include "agent/strings.h"
+
+namespace prof {
+
+Window SealWindow(WindowJob job, const WriterDeps& deps) {
+  Window w;
+  w.meta = std::move(job.meta);
+  w.steps = std::move(job.steps);
+  w.live_at_end = std::move(job.live_at_end);
+  uint64_t start = w.meta.start_ns;
+  uint64_t end = w.meta.end_ns;
+  if (deps.collector != nullptr) deps.collector->CollectWindow(start, end, job.deadline_ns, &w);
+  if (deps.buffers != nullptr) {
+    deps.buffers->Collect(start, end, &w.host_events, &w.meta.losses.host_events_dropped);
+    std::stable_sort(w.host_events.begin(), w.host_events.end(),
+                     [](const HostEvent& a, const HostEvent& b) { return a.start_ns < b.start_ns; });
+  }
+  if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
+  if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);
+  w.strings = Strings().Snapshot();
+  if (deps.enrich) deps.enrich(&w);
+  return w;
+}
+
+WriterThread::WriterThread(WriterDeps deps) : deps_(std::move(deps)) {}
+
+WriterThread::~WriterThread() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void WriterThread::EnsureThread() {
+  if (thread_started_) return;
+  thread_started_ = true;
+  // Block every signal in the writer so SIGINT/SIGTERM go to the host's
+  // threads, as they would without us.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    thread_ = std::thread([this] { Run(); });
+  } catch (...) {
+    Log().warn("cannot start the writer thread; windows will not be written");
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void WriterThread::SubmitWindow(WindowJob job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EnsureThread();
+    Job j;
+    j.is_window = true;
+    j.window = std::move(job);
+    queue_.push_back(std::move(j));
+  }
+  wake_.notify_one();
+}
+
+void WriterThread::SubmitDiscard(uint64_t before_ns) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EnsureThread();
+    Job j;
+    j.discard_before_ns = before_ns;
+    queue_.push_back(std::move(j));
+  }
+  wake_.notify_one();
+}
+
+void WriterThread::Run() {
+  pthread_setname_np(pthread_self(), "libprof-writer");
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stop_ and nothing left
+    Job job = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    try {
+      if (job.is_window) {
+        uint64_t first = job.window.meta.first_step;
+        uint64_t last = job.window.meta.last_step;
+        Window w = SealWindow(std::move(job.window), deps_);
+        std::string error;
+        bool ok = deps_.sink ? deps_.sink(w, &error) : false;
+        std::lock_guard<std::mutex> count_lock(mu_);
+        if (ok) ++written_;
+        else ++failed_;
+        if (ok && !error.empty()) {
+          Log().debug("window steps {}-{} {}", first, last, error);
+        } else if (ok) {
+          Log().info("window steps {}-{}{} written ({} host events)", first, last, w.meta.partial ? " (partial)" : "",
+                     w.host_events.size());
+        } else {
+          Log().warn("window steps {}-{} not written: {}", first, last, error);
+        }
+      } else {
+        if (deps_.buffers != nullptr) deps_.buffers->Discard(job.discard_before_ns);
+        uint64_t ignored = 0;
+        if (deps_.allocs != nullptr) deps_.allocs->TakeSamples(job.discard_before_ns, job.discard_before_ns, &ignored);
+        if (deps_.nvtx != nullptr) deps_.nvtx->Take(job.discard_before_ns, job.discard_before_ns);
+      }
+    } catch (const std::exception& e) {
+      Log().warn("writer: {}", e.what());
+    } catch (...) {
+      Log().warn("writer: unknown error");
+    }
+    lock.lock();
+    busy_ = false;
+    if (queue_.empty()) idle_.notify_all();
+  }
+}
+
+bool WriterThread::Drain(uint64_t timeout_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!thread_.joinable()) return queue_.empty();
+  return idle_.wait_for(lock, std::chrono::nanoseconds(timeout_ns), [this] { return queue_.empty() && !busy_; });
+}
+
+void WriterThread::ResetAfterFork() {
+  new (&mu_) std::mutex();
+  new (&wake_) std::condition_variable();
+  new (&idle_) std::condition_variable();
+  // The parent's thread object is meaningless here; detach the handle
+  // without touching the (non-existent) thread.
+  new (&thread_) std::thread();
+  queue_.clear();
+  busy_ = false;
+  stop_ = false;
+  thread_started_ = false;
+}
+
+uint64_t WriterThread::windows_written() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return written_;
+}
+
+uint64_t WriterThread::windows_failed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return failed_;
+}
+
+}  // namespace prof

@@ -1,0 +1,110 @@
+// The shape every wrapper shares.
+//
+//   fast path: one relaxed load of the hot bits and a branch, then the real
+//              call (nothing records, no step source watches this call);
+//   slow path: nested calls (a runtime function calling a driver function we
+//              also wrap) pass straight through, so nothing is counted twice;
+//              the outermost call runs the step markers, takes start/end on
+//              the agent clock, lets the CUPTI collector's API-enter callback
+//              leave its correlation id in tls_correlation_id, fills the
+//              event's arguments, tracks allocations, and appends one
+//              fixed-size HostEvent to the thread's buffer.
+#pragma once
+
+#include <cstdint>
+
+#include "agent/api_ids.h"
+#include "agent/clock.h"
+#include "agent/device_collector.h"
+#include "agent/events.h"
+#include "agent/hooks.h"
+#include "agent/hot_state.h"
+#include "agent/thread_id.h"
+
+#define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)
+
+namespace prof::interpose {
+
+// ApiKindOf at compile time, so the fast path's mask is a constant.
+constexpr ApiKind kKinds[] = {
+#define KIND_OF_ENTRY(name, kind) ApiKind::kind,
+    FOR_EACH_CUDA_API(KIND_OF_ENTRY)
+#undef KIND_OF_ENTRY
+};
+constexpr ApiKind KindOf(ApiId id) { return kKinds[static_cast<size_t>(id)]; }
+
+// Which hot bits make a call of this kind leave the fast path.
+constexpr uint32_t MaskFor(ApiKind kind) {
+  uint32_t mask = kHotRecording | kHotApiMarker;
+  if (kind == ApiKind::kLaunch) mask |= kHotLaunchMarker;
+  if (kind == ApiKind::kSync) mask |= kHotSyncMarker;
+  if (kind == ApiKind::kAlloc || kind == ApiKind::kFree) mask |= kHotAllocTracking;
+  return mask;
+}
+
+namespace internal {
+// Depth of interposed calls on this thread (the outermost is recorded).
+inline thread_local int t_depth = 0;
+}  // namespace internal
+
+struct DepthGuard {
+  DepthGuard() { ++internal::t_depth; }
+  ~DepthGuard() { --internal::t_depth; }
+  DepthGuard(const DepthGuard&) = delete;
+  DepthGuard& operator=(const DepthGuard&) = delete;
+};
+
+// After an allocation/free succeeded, feed the live table.
+inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
+  ApiKind kind = ApiKindOf(id);
+  if (kind == ApiKind::kAlloc) {
+    hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, ThisThreadId(), keep_sample);
+  } else if (kind == ApiKind::kFree) {
+    hooks::TrackFree(e.ptr, id, ThisThreadId(), keep_sample);
+  }
+}
+
+// Slow path. name_id: interned kernel name for launches (0 otherwise).
+// fill(HostEvent&, R result) sets the arguments that matter.
+template <typename R, typename Fn, typename Fill, typename... A>
+__attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name_id, Fn real, Fill fill, A... a) {
+  if (internal::t_depth > 0) return real(a...);
+  DepthGuard guard;
+  uint32_t hot = LoadHotBits();
+  if (hot & (kHotApiMarker | kHotLaunchMarker)) {
+    hooks::OnCallStart(id, name_id);
+    hot = LoadHotBits();  // the marker may just have opened a window
+  }
+  HostEvent e{};
+  e.api = static_cast<uint16_t>(id);
+  e.name_id = name_id;
+  e.device = -1;
+  e.flags = flags;
+  e.start_ns = NowNs();
+  tls_correlation_id = 0;
+  R result = real(a...);
+  e.end_ns = NowNs();
+  e.correlation_id = tls_correlation_id;
+  e.result = static_cast<int32_t>(result);
+  fill(e, result);
+  bool recording = (hot & kHotRecording) != 0;
+  if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
+  if (recording) hooks::RecordEvent(e);
+  if (hot & kHotSyncMarker) hooks::OnSyncReturn(id);
+  return result;
+}
+
+// The whole wrapper body: resolve, fast path, else slow path.
+// name_of(a...) gives the interned kernel name of a launch (0 for others).
+template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
+inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
+  if (real == nullptr) return missing;
+  constexpr uint32_t kMask = MaskFor(KindOf(kId));
+  if (AGENT_LIKELY((LoadHotBits() & kMask) == 0)) return real(a...);
+  return InterceptSlow<R>(kId, flags, name_of(a...), real, fill, a...);
+}
+
+// For calls that are not launches.
+inline constexpr auto kNoName = [](auto...) -> uint32_t { return 0; };
+
+}  // namespace prof::interpose

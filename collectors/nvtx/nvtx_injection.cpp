@@ -1,0 +1,192 @@
+// NVTX injection: the NVTX library (header-only nvtx3 in the host) dlopens
+// NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2 with a function
+// that hands out its callback tables; we fill the push/pop, start/end and
+// string-registration slots. Each range start may be a step marker
+// (PROF_STEP=nvtx:<regex>); while a window records, finished ranges go to
+// the NvtxStore.
+#include <nvtx3/nvToolsExt.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "agent/clock.h"
+#include "agent/config.h"
+#include "agent/export.h"
+#include "agent/hooks.h"
+#include "agent/hot_state.h"
+#include "agent/strings.h"
+#include "agent/thread_id.h"
+
+namespace prof::nvtx {
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+struct OpenRange {
+  uint64_t start_ns;
+  uint32_t name_id;
+};
+
+// Push/pop ranges nest per thread.
+struct ThreadStack {
+  OpenRange ranges[kMaxDepth];
+  int depth = 0;
+};
+thread_local ThreadStack t_stack;
+
+// Start/end ranges may end on another thread: keyed by their id.
+std::mutex g_started_mu;
+std::unordered_map<uint64_t, std::pair<OpenRange, uint32_t>>* g_started = nullptr;  // id -> range, tid
+std::atomic<uint64_t> g_next_range_id{1};
+
+std::string Narrow(const wchar_t* w) {
+  std::string out;
+  for (; w != nullptr && *w != 0; ++w) out += (*w < 0x80) ? static_cast<char>(*w) : '?';
+  return out;
+}
+
+uint32_t NameOf(const nvtxEventAttributes_t* a) {
+  if (a == nullptr) return 0;
+  switch (a->messageType) {
+    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? Strings().Intern(a->message.ascii) : 0;
+    case NVTX_MESSAGE_TYPE_UNICODE: return Strings().Intern(Narrow(a->message.unicode));
+    case NVTX_MESSAGE_TYPE_REGISTERED:
+      // Our registered handles are interned ids (see RegisterStringA).
+      return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(a->message.registered));
+    default: return 0;
+  }
+}
+
+bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
+
+void Finish(const OpenRange& r, uint32_t depth, uint32_t tid) {
+  if (!Recording()) return;
+  NvtxRange range{};
+  range.start_ns = r.start_ns;
+  range.end_ns = NowNs();
+  range.name_id = r.name_id;
+  range.tid = tid;
+  range.depth = depth;
+  hooks::RecordNvtxRange(range);
+}
+
+int Push(uint32_t name_id) {
+  hooks::OnNvtxRangeStart(name_id);  // may open a window: before the start time
+  ThreadStack& s = t_stack;
+  int level = s.depth;
+  if (s.depth < kMaxDepth) s.ranges[s.depth] = {NowNs(), name_id};
+  ++s.depth;
+  return level;
+}
+
+int Pop() {
+  ThreadStack& s = t_stack;
+  if (s.depth == 0) return -1;
+  --s.depth;
+  if (s.depth < kMaxDepth) Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth), ThisThreadId());
+  return s.depth;
+}
+
+nvtxRangeId_t Start(uint32_t name_id) {
+  hooks::OnNvtxRangeStart(name_id);
+  uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(g_started_mu);
+  if (g_started == nullptr) g_started = new std::unordered_map<uint64_t, std::pair<OpenRange, uint32_t>>;
+  if (g_started->size() < (1u << 20)) (*g_started)[id] = {{NowNs(), name_id}, ThisThreadId()};
+  return id;
+}
+
+void End(nvtxRangeId_t id) {
+  std::pair<OpenRange, uint32_t> r;
+  {
+    std::lock_guard<std::mutex> lock(g_started_mu);
+    if (g_started == nullptr) return;
+    auto it = g_started->find(id);
+    if (it == g_started->end()) return;
+    r = it->second;
+    g_started->erase(it);
+  }
+  Finish(r.first, 0, r.second);
+}
+
+// Core module callbacks.
+int NVTX_API RangePushA(const char* message) { return Push(message ? Strings().Intern(message) : 0); }
+int NVTX_API RangePushW(const wchar_t* message) { return Push(Strings().Intern(Narrow(message))); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Push(NameOf(a)); }
+int NVTX_API RangePop() { return Pop(); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return Start(message ? Strings().Intern(message) : 0); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) { return Start(Strings().Intern(Narrow(message))); }
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return Start(NameOf(a)); }
+void NVTX_API RangeEnd(nvtxRangeId_t id) { End(id); }
+
+// Core2 (domain) callbacks: domains are ignored, ranges are not.
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return Push(NameOf(a)); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return Pop(); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return Start(NameOf(a)); }
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { End(id); }
+nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(Strings().Intern(s ? s : "")));
+}
+nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(Strings().Intern(Narrow(s))));
+}
+// A non-null domain handle so callers that check for NULL keep going.
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char*) { return reinterpret_cast<nvtxDomainHandle_t>(1); }
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t*) { return reinterpret_cast<nvtxDomainHandle_t>(1); }
+
+template <typename F>
+void Set(NvtxFunctionTable table, unsigned int size, unsigned int id, F fn) {
+  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+}
+
+bool FillCore(const NvtxExportTableCallbacks* cb) {
+  NvtxFunctionTable table = nullptr;
+  unsigned int size = 0;
+  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) || table == nullptr) return false;
+  Set(table, size, NVTX_CBID_CORE_RangePushA, &RangePushA);
+  Set(table, size, NVTX_CBID_CORE_RangePushW, &RangePushW);
+  Set(table, size, NVTX_CBID_CORE_RangePushEx, &RangePushEx);
+  Set(table, size, NVTX_CBID_CORE_RangePop, &RangePop);
+  Set(table, size, NVTX_CBID_CORE_RangeStartA, &RangeStartA);
+  Set(table, size, NVTX_CBID_CORE_RangeStartW, &RangeStartW);
+  Set(table, size, NVTX_CBID_CORE_RangeStartEx, &RangeStartEx);
+  Set(table, size, NVTX_CBID_CORE_RangeEnd, &RangeEnd);
+  return true;
+}
+
+void FillCore2(const NvtxExportTableCallbacks* cb) {
+  NvtxFunctionTable table = nullptr;
+  unsigned int size = 0;
+  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) || table == nullptr) return;
+  Set(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx);
+  Set(table, size, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop);
+  Set(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
+  Set(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
+  Set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
+  Set(table, size, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
+  Set(table, size, NVTX_CBID_CORE2_DomainCreateA, &DomainCreateA);
+  Set(table, size, NVTX_CBID_CORE2_DomainCreateW, &DomainCreateW);
+}
+
+}  // namespace
+
+// Test hooks (collectors/nvtx tests drive ranges without an NVTX library).
+int PushForTest(const char* name) { return RangePushA(name); }
+int PopForTest() { return RangePop(); }
+
+}  // namespace prof::nvtx
+
+extern "C" EXPORT_SYMBOL int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table) {
+  try {
+    if (get_export_table == nullptr) return 0;
+    auto* callbacks = static_cast<const NvtxExportTableCallbacks*>(get_export_table(NVTX_ETID_CALLBACKS));
+    if (callbacks == nullptr || callbacks->struct_size < sizeof(NvtxExportTableCallbacks)) return 0;
+    if (!prof::nvtx::FillCore(callbacks)) return 0;
+    prof::nvtx::FillCore2(callbacks);
+    return 1;
+  } catch (...) {
+    return 0;  // NVTX then runs without injection: the host is unaffected
+  }
+}

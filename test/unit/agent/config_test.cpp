@@ -1,0 +1,272 @@
+// PROF_* parsing: each variable's accepted forms, and for each malformed
+// value exactly one problem line naming the variable, the value and what is
+// accepted, with the documented consequence (default or disabled).
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "agent/config_loader.h"
+
+namespace prof {
+namespace {
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup Lookup() const {
+    return [this](const char* name) -> const char* {
+      auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+// A writable output dir so PROF_OUTPUT_DIR itself never adds a problem.
+std::string TempDir() {
+  char tmpl[] = "/tmp/libprof-config-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+ConfigResult Parse(std::map<std::string, std::string> vars) {
+  static const std::string dir = TempDir();
+  if (!vars.count("PROF_OUTPUT_DIR")) vars["PROF_OUTPUT_DIR"] = dir;
+  FakeEnv env{vars};
+  return ParseConfig(env.Lookup());
+}
+
+// One problem line, naming the variable and the value.
+void RequireOneProblem(const ConfigResult& r, const std::string& var, const std::string& value) {
+  INFO("problems: " << (r.problems.empty() ? "(none)" : r.problems[0]));
+  REQUIRE(r.problems.size() == 1);
+  const std::string& line = r.problems[0];
+  CHECK(line.find(var + "='" + value + "'") != std::string::npos);
+  CHECK(line.find("expected") != std::string::npos);
+  CHECK(line.find('\n') == std::string::npos);
+}
+
+TEST_CASE("defaults are DESIGN.md's when nothing is set", "[config]") {
+  ConfigResult r = Parse({});
+  CHECK(r.problems.empty());
+  const Config& c = r.config;
+  CHECK(c.enabled);
+  CHECK(c.step_source == StepSource::kTime);
+  CHECK(c.step_time_ns == 100'000'000);
+  CHECK(c.skip_first == 0);
+  CHECK(c.wait == 30);
+  CHECK(c.warmup == 2);
+  CHECK(c.active == 5);
+  CHECK(c.repeat == 1);
+  CHECK(c.activities == kDefaultActivities);
+  CHECK(c.write_chrome);
+  CHECK(c.write_summary);
+  CHECK_FALSE(c.gzip);
+  CHECK(c.buffer_bytes == 256ull << 20);
+  CHECK(c.trigger_file.empty());
+  CHECK(c.rank == -1);
+  CHECK(c.flush_timeout_ns == 3'000'000'000ull);
+}
+
+TEST_CASE("PROF_ENABLE accepts 1/0 spellings, anything else disables", "[config]") {
+  for (const char* on : {"1", "true", "yes", "on", "TRUE"}) CHECK(Parse({{"PROF_ENABLE", on}}).config.enabled);
+  for (const char* off : {"0", "false", "no", "off"}) {
+    ConfigResult r = Parse({{"PROF_ENABLE", off}});
+    CHECK_FALSE(r.config.enabled);
+    CHECK(r.problems.empty());
+  }
+  for (const char* bad : {"2", "maybe", "", "-1"}) {
+    ConfigResult r = Parse({{"PROF_ENABLE", bad}});
+    RequireOneProblem(r, "PROF_ENABLE", bad);
+    CHECK(r.problems[0].find("profiling disabled") != std::string::npos);
+    CHECK_FALSE(r.config.enabled);
+  }
+}
+
+TEST_CASE("PROF_STEP parses every source", "[config]") {
+  Config c = Parse({{"PROF_STEP", "time:2s"}}).config;
+  CHECK(c.step_source == StepSource::kTime);
+  CHECK(c.step_time_ns == 2'000'000'000ull);
+  c = Parse({{"PROF_STEP", "time:250us"}}).config;
+  CHECK(c.step_time_ns == 250'000);
+  c = Parse({{"PROF_STEP", "time:1.5ms"}}).config;
+  CHECK(c.step_time_ns == 1'500'000);
+  c = Parse({{"PROF_STEP", "kernel:^void sgemm.*"}}).config;
+  CHECK(c.step_source == StepSource::kKernel);
+  CHECK(c.step_pattern == "^void sgemm.*");
+  c = Parse({{"PROF_STEP", "nvtx:ProfilerStep#\\d+"}}).config;
+  CHECK(c.step_source == StepSource::kNvtx);
+  c = Parse({{"PROF_STEP", "api:cudaGraphLaunch"}}).config;
+  CHECK(c.step_source == StepSource::kApi);
+  CHECK(c.step_api == ApiId::cudaGraphLaunch);
+  CHECK(Parse({{"PROF_STEP", "sync"}}).config.step_source == StepSource::kSync);
+  CHECK(Parse({{"PROF_STEP", "manual"}}).config.step_source == StepSource::kManual);
+}
+
+TEST_CASE("PROF_STEP rejects bad sources, durations and regexes and disables profiling", "[config]") {
+  for (const char* bad : {"bogus", "time:", "time:100", "time:-5ms", "time:0ms", "time:10xs", "time:1..5s", "time:100ns",
+                          "kernel:", "kernel:([a-z", "nvtx:*oops", "api:cudaNotAFunction", "api:", "Sync", "time:99999999s"}) {
+    ConfigResult r = Parse({{"PROF_STEP", bad}});
+    RequireOneProblem(r, "PROF_STEP", bad);
+    CHECK(r.problems[0].find("profiling disabled") != std::string::npos);
+    CHECK_FALSE(r.config.enabled);
+  }
+}
+
+TEST_CASE("schedule numbers accept non-negative integers and fall back to defaults", "[config]") {
+  Config c = Parse({{"PROF_SKIP_FIRST", "1"}, {"PROF_WAIT", "3"}, {"PROF_WARMUP", "0"}, {"PROF_ACTIVE", "2"},
+                    {"PROF_REPEAT", "0"}})
+                 .config;
+  CHECK(c.skip_first == 1);
+  CHECK(c.wait == 3);
+  CHECK(c.warmup == 0);
+  CHECK(c.active == 2);
+  CHECK(c.repeat == 0);
+  const std::map<std::string, uint64_t> defaults = {
+      {"PROF_SKIP_FIRST", 0}, {"PROF_WAIT", 30}, {"PROF_WARMUP", 2}, {"PROF_ACTIVE", 5}, {"PROF_REPEAT", 1}};
+  for (const auto& [var, def] : defaults) {
+    for (const char* bad : {"abc", "-1", "1.5", "", " 3x", "99999999999999999999999", "0x10", "1e3", "+4"}) {
+      ConfigResult r = Parse({{var, bad}});
+      RequireOneProblem(r, var, bad);
+      CHECK(r.problems[0].find("using the default " + std::to_string(def)) != std::string::npos);
+      CHECK(r.config.enabled);
+    }
+  }
+  // active must record at least one step.
+  ConfigResult r = Parse({{"PROF_ACTIVE", "0"}});
+  RequireOneProblem(r, "PROF_ACTIVE", "0");
+  CHECK(r.config.active == 5);
+}
+
+TEST_CASE("PROF_ACTIVITIES takes a comma list of known names", "[config]") {
+  Config c = Parse({{"PROF_ACTIVITIES", "kernel, memcpy,driver"}}).config;
+  CHECK(c.activities == (kActKernel | kActMemcpy | kActDriver));
+  for (const char* bad : {"kernel,gpu", "", ",", "KERNELS", "memcpy;memset"}) {
+    ConfigResult r = Parse({{"PROF_ACTIVITIES", bad}});
+    RequireOneProblem(r, "PROF_ACTIVITIES", bad);
+    CHECK(r.config.activities == kDefaultActivities);
+  }
+}
+
+TEST_CASE("PROF_FORMATS and PROF_COMPRESS", "[config]") {
+  Config c = Parse({{"PROF_FORMATS", "summary"}, {"PROF_COMPRESS", "gzip"}}).config;
+  CHECK_FALSE(c.write_chrome);
+  CHECK(c.write_summary);
+  CHECK(c.gzip);
+  for (const char* bad : {"json", "", "chrome,pdf"}) {
+    ConfigResult r = Parse({{"PROF_FORMATS", bad}});
+    RequireOneProblem(r, "PROF_FORMATS", bad);
+    CHECK((r.config.write_chrome && r.config.write_summary));
+  }
+  for (const char* bad : {"zip", "", "gz"}) {
+    ConfigResult r = Parse({{"PROF_COMPRESS", bad}});
+    RequireOneProblem(r, "PROF_COMPRESS", bad);
+    CHECK_FALSE(r.config.gzip);
+  }
+}
+
+TEST_CASE("PROF_BUFFER_MB is a positive number of MiB", "[config]") {
+  CHECK(Parse({{"PROF_BUFFER_MB", "1"}}).config.buffer_bytes == 1ull << 20);
+  for (const char* bad : {"0", "-5", "lots", "1.5", "99999999999"}) {
+    ConfigResult r = Parse({{"PROF_BUFFER_MB", bad}});
+    RequireOneProblem(r, "PROF_BUFFER_MB", bad);
+    CHECK(r.config.buffer_bytes == 256ull << 20);
+  }
+}
+
+TEST_CASE("PROF_FLUSH_TIMEOUT_MS bounds the wait for late device records", "[config]") {
+  CHECK(Parse({{"PROF_FLUSH_TIMEOUT_MS", "250"}}).config.flush_timeout_ns == 250'000'000);
+  CHECK(Parse({{"PROF_FLUSH_TIMEOUT_MS", "0"}}).config.flush_timeout_ns == 0);
+  for (const char* bad : {"-1", "soon", "600001", ""}) {
+    ConfigResult r = Parse({{"PROF_FLUSH_TIMEOUT_MS", bad}});
+    RequireOneProblem(r, "PROF_FLUSH_TIMEOUT_MS", bad);
+    CHECK(r.config.flush_timeout_ns == 3'000'000'000ull);
+  }
+}
+
+TEST_CASE("PROF_NAME, PROF_TRIGGER_FILE, PROF_CUPTI_LIB", "[config]") {
+  CHECK(Parse({{"PROF_NAME", "worker-3"}}).config.name == "worker-3");
+  for (const char* bad : {"", "a/b", "..", "tab\there"}) {
+    ConfigResult r = Parse({{"PROF_NAME", bad}});
+    RequireOneProblem(r, "PROF_NAME", bad);
+    CHECK(r.config.name.empty());
+  }
+  CHECK(Parse({{"PROF_TRIGGER_FILE", "/tmp/go"}}).config.trigger_file == "/tmp/go");
+  RequireOneProblem(Parse({{"PROF_TRIGGER_FILE", ""}}), "PROF_TRIGGER_FILE", "");
+  CHECK(Parse({{"PROF_CUPTI_LIB", "/bin/sh"}}).config.cupti_lib == "/bin/sh");
+  for (const char* bad : {"/no/such/libcupti.so", "/tmp", ""}) {
+    ConfigResult r = Parse({{"PROF_CUPTI_LIB", bad}});
+    RequireOneProblem(r, "PROF_CUPTI_LIB", bad);
+    CHECK(r.config.cupti_lib.empty());
+  }
+}
+
+TEST_CASE("rank comes from PROF_RANK, else the launcher's variables", "[config]") {
+  CHECK(Parse({}).config.rank == -1);
+  CHECK(Parse({{"RANK", "3"}}).config.rank == 3);
+  CHECK(Parse({{"SLURM_PROCID", "5"}}).config.rank == 5);
+  CHECK(Parse({{"OMPI_COMM_WORLD_RANK", "6"}}).config.rank == 6);
+  CHECK(Parse({{"PMI_RANK", "7"}}).config.rank == 7);
+  CHECK(Parse({{"PROF_RANK", "2"}, {"RANK", "3"}}).config.rank == 2);
+  CHECK(Parse({{"WORLD_SIZE", "8"}}).config.world_size == 8);
+  CHECK(Parse({{"SLURM_NTASKS", "4"}}).config.world_size == 4);
+  ConfigResult r = Parse({{"PROF_RANK", "-1"}, {"RANK", "4"}});
+  RequireOneProblem(r, "PROF_RANK", "-1");
+  CHECK(r.config.rank == 4);
+  r = Parse({{"RANK", "x"}});
+  RequireOneProblem(r, "RANK", "x");
+  CHECK(r.config.rank == -1);
+}
+
+TEST_CASE("PROF_OUTPUT_DIR must be usable, else profiling is disabled", "[config]") {
+  ConfigResult r = Parse({{"PROF_OUTPUT_DIR", "/proc/libprof-cannot-create"}});
+  RequireOneProblem(r, "PROF_OUTPUT_DIR", "/proc/libprof-cannot-create");
+  CHECK_FALSE(r.config.enabled);
+  r = Parse({{"PROF_OUTPUT_DIR", "/etc/hostname/sub"}});
+  RequireOneProblem(r, "PROF_OUTPUT_DIR", "/etc/hostname/sub");
+  CHECK_FALSE(r.config.enabled);
+  r = Parse({{"PROF_OUTPUT_DIR", "/etc/hostname"}});
+  RequireOneProblem(r, "PROF_OUTPUT_DIR", "/etc/hostname");
+  CHECK_FALSE(r.config.enabled);
+  // Missing: created (with its parents) at start.
+  std::string fresh = TempDir() + "/a/b";
+  r = Parse({{"PROF_OUTPUT_DIR", fresh}});
+  CHECK(r.problems.empty());
+  CHECK(r.config.enabled);
+  CHECK(access(fresh.c_str(), W_OK) == 0);
+}
+
+TEST_CASE("PROF_CONFIG_FILE sets keys the environment leaves unset", "[config]") {
+  std::string path = TempDir() + "/prof.conf";
+  {
+    std::ofstream out(path);
+    out << "# comment\n\nPROF_WAIT=7\nexport PROF_ACTIVE = 3\nPROF_STEP=\"manual\"\nPROF_WARMUP=zzz\nNOT_A_KEY=1\nno equals sign\n";
+  }
+  ConfigResult r = Parse({{"PROF_CONFIG_FILE", path}, {"PROF_ACTIVE", "4"}});
+  CHECK(r.config.wait == 7);
+  CHECK(r.config.active == 4);  // environment wins
+  CHECK(r.config.step_source == StepSource::kManual);
+  CHECK(r.config.warmup == 2);
+  REQUIRE(r.problems.size() == 3);
+  CHECK(r.problems[0].find("line 7") != std::string::npos);
+  CHECK(r.problems[1].find("line 8") != std::string::npos);
+  CHECK(r.problems[2].find("PROF_WARMUP='zzz'") != std::string::npos);
+
+  ConfigResult missing = Parse({{"PROF_CONFIG_FILE", "/no/such/file"}});
+  RequireOneProblem(missing, "PROF_CONFIG_FILE", "/no/such/file");
+  CHECK(missing.config.enabled);
+}
+
+TEST_CASE("Describe lists every key as applied", "[config]") {
+  Config c = Parse({{"PROF_STEP", "kernel:gemm"}, {"PROF_WAIT", "4"}}).config;
+  auto described = c.Describe();
+  std::map<std::string, std::string> m(described.begin(), described.end());
+  CHECK(m["PROF_STEP"] == "kernel:gemm");
+  CHECK(m["PROF_WAIT"] == "4");
+  CHECK(m["PROF_ACTIVITIES"] == "kernel,memcpy,memset,runtime,sync,memory,nvtx");
+  CHECK(m.count("PROF_FLUSH_TIMEOUT_MS") == 1);
+}
+
+}  // namespace
+}  // namespace prof

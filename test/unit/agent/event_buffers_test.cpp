@@ -1,0 +1,143 @@
+// Per-thread event buffers: what goes in during a window comes out once,
+// in time order per thread; events outside the range are discarded or kept
+// for later; above the cap every drop is counted; chunks are recycled.
+#include <catch2/catch.hpp>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "agent/event_buffers.h"
+
+namespace prof {
+namespace {
+
+HostEvent Event(uint64_t start_ns, uint64_t tag) {
+  HostEvent e{};
+  e.start_ns = start_ns;
+  e.end_ns = start_ns + 1;
+  e.ptr = tag;
+  return e;
+}
+
+TEST_CASE("events in [begin, end) are collected once, later ones wait, earlier ones are discarded", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(1 << 20));
+  for (uint64_t t = 0; t < 1000; ++t) buffers.Append(Event(t, t));
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(100, 600, &out, &dropped);
+  REQUIRE(out.size() == 500);
+  CHECK(out.front().start_ns == 100);
+  CHECK(out.back().start_ns == 599);
+  CHECK(dropped == 0);
+  out.clear();
+  buffers.Collect(600, 2000, &out, &dropped);
+  CHECK(out.size() == 400);
+  out.clear();
+  buffers.Collect(0, 2000, &out, &dropped);
+  CHECK(out.empty());  // nothing is handed out twice
+}
+
+TEST_CASE("the thread id is stamped on every event", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(1 << 20));
+  std::thread([&] { buffers.Append(Event(5, 1)); }).join();
+  buffers.Append(Event(6, 2));
+  std::vector<HostEvent> out;
+  buffers.Collect(0, 100, &out, nullptr);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].tid != 0);
+  CHECK(out[1].tid != 0);
+  CHECK(out[0].tid != out[1].tid);
+}
+
+TEST_CASE("64 threads below the cap lose nothing", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(64ull << 20));
+  constexpr int kThreads = 64;
+  constexpr int kEach = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) buffers.Append(Event(1 + i, static_cast<uint64_t>(t) * kEach + i));
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(0, ~0ull, &out, &dropped);
+  CHECK(dropped == 0);
+  REQUIRE(out.size() == static_cast<size_t>(kThreads) * kEach);
+  std::set<uint64_t> tags;
+  for (const HostEvent& e : out) tags.insert(e.ptr);
+  CHECK(tags.size() == out.size());
+}
+
+TEST_CASE("above the cap every event is either kept or counted as dropped", "[buffers]") {
+  EventBuffers buffers;
+  // 4 chunks of 255 events: 1020 events fit.
+  REQUIRE(buffers.Init(4 * sizeof(EventChunk)));
+  constexpr int kThreads = 8;
+  constexpr int kEach = 1000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i) buffers.Append(Event(1 + i, i));
+    });
+  }
+  for (auto& th : threads) th.join();
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(0, ~0ull, &out, &dropped);
+  CHECK(out.size() <= 4 * kChunkEvents);
+  CHECK(out.size() >= kChunkEvents);
+  CHECK(out.size() + dropped == static_cast<uint64_t>(kThreads) * kEach);
+  // Drops are reported once.
+  uint64_t again = 0;
+  buffers.Collect(0, ~0ull, &out, &again);
+  CHECK(again == 0);
+}
+
+TEST_CASE("consumed chunks go back to the pool, so a later window has room again", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(3 * sizeof(EventChunk)));
+  uint64_t t = 0;
+  for (int window = 0; window < 20; ++window) {
+    uint64_t begin = t;
+    for (uint32_t i = 0; i < 2 * kChunkEvents; ++i) buffers.Append(Event(t++, i));
+    std::vector<HostEvent> out;
+    uint64_t dropped = 0;
+    buffers.Collect(begin, t, &out, &dropped);
+    INFO("window " << window);
+    CHECK(dropped == 0);
+    CHECK(out.size() == 2 * kChunkEvents);
+  }
+}
+
+TEST_CASE("a dead thread's last chunk is returned after it is drained", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(2 * sizeof(EventChunk)));
+  for (int i = 0; i < 5; ++i) {
+    std::thread([&] { buffers.Append(Event(1, 1)); }).join();
+    std::vector<HostEvent> out;
+    uint64_t dropped = 0;
+    buffers.Collect(0, 10, &out, &dropped);
+    INFO("thread " << i);
+    CHECK(out.size() == 1);
+    CHECK(dropped == 0);
+  }
+}
+
+TEST_CASE("Discard drops what started before a window", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(1 << 20));
+  for (uint64_t t = 0; t < 100; ++t) buffers.Append(Event(t, t));
+  buffers.Discard(50);
+  std::vector<HostEvent> out;
+  buffers.Collect(0, 1000, &out, nullptr);
+  REQUIRE(out.size() == 50);
+  CHECK(out.front().start_ns == 50);
+}
+
+}  // namespace
+}  // namespace prof
