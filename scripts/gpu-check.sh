@@ -17,6 +17,9 @@
 #
 # Usage: scripts/gpu-check.sh [--build-dir DIR] [--out DIR] [--wait N]
 #                             [--warmup N] [--active N] [--tail N]
+#                             [--no-build] [--force]
+# --no-build uses an existing build; --force runs without a GPU (to try the
+# script itself on the simulated stack: LD_LIBRARY_PATH=<build>/test/sim/lib).
 # Exit: 0 when everything ran; 1 when a run failed or a trace is invalid.
 set -uo pipefail
 
@@ -27,6 +30,8 @@ WAIT=20
 WARMUP=2
 ACTIVE=5
 TAIL=20
+NO_BUILD=0
+FORCE=0
 
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,7 +41,9 @@ while [[ $# -gt 0 ]]; do
     --warmup) WARMUP="$2"; shift 2 ;;
     --active) ACTIVE="$2"; shift 2 ;;
     --tail) TAIL="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --no-build) NO_BUILD=1; shift ;;
+    --force) FORCE=1; shift ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +55,9 @@ gpu_names() {
   fi
 }
 GPUS="$(gpu_names)"
+if [[ -z "$GPUS" && "$FORCE" == 1 ]]; then
+  GPUS="(none: --force)"
+fi
 if [[ -z "$GPUS" ]]; then
   if [[ -e /dev/nvidia0 ]]; then
     GPUS="(/dev/nvidia0 present, nvidia-smi unavailable)"
@@ -65,9 +75,110 @@ mkdir -p "$OUT"
 echo "gpu-check: outputs in $OUT"
 FAILED=0
 
+# Trace reading shared by the workload and torch.profiler sections.
+cat >"$OUT/compare.py" <<'PY'
+"""Side-by-side comparison of libprof's and torch.profiler's traces (both
+in Kineto's schema) and of the step times of the four runs."""
+import collections, glob, gzip, json, os, statistics, sys
+
+
+def load(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt") as f:
+        return json.load(f)
+
+def per_step(trace):
+    """{step: Counter(kernel name)} and {step: GPU ns}, a kernel belonging to
+    the ProfilerStep#N span holding the runtime call that launched it."""
+    ev = trace.get("traceEvents", [])
+    steps = sorted((e["ts"], e["ts"] + e.get("dur", 0), int(e["name"].split("#")[1]))
+                   for e in ev if e.get("name", "").startswith("ProfilerStep#") and e.get("ph") == "X")
+    launch_ts = {e["args"]["correlation"]: e["ts"] for e in ev
+                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
+    names, gpu_us = collections.defaultdict(collections.Counter), collections.Counter()
+    for e in ev:
+        if e.get("cat") != "kernel":
+            continue
+        ts = launch_ts.get(e.get("args", {}).get("correlation"))
+        for lo, hi, n in steps:
+            if ts is not None and lo <= ts < hi:
+                names[n][e["name"]] += 1
+                gpu_us[n] += e.get("dur", 0)
+                break
+    return names, gpu_us
+
+
+def workload(path):
+    """Kernels and GPU time per recorded step of one libprof trace."""
+    trace = load(path)
+    names, gpu_us = per_step(trace)
+    meta = trace.get("libprof", {})
+    print(f"  CUPTI mode: {meta.get('cupti_mode')}; losses: {meta.get('losses')}")
+    for n in sorted(names):
+        print(f"  step {n}: {sum(names[n].values())} kernels, GPU {gpu_us[n] / 1e3:.3f} ms, "
+              + ", ".join(f"{c}x {k[:40]}" for k, c in names[n].most_common(4)))
+
+
+def compare_torch(out, wait, warmup, active):
+    lib_files = sorted(glob.glob(os.path.join(out, "libprof_torch", "*.pt.trace.json*")))
+    tp_file = os.path.join(out, "torch_profiler.pt.trace.json")
+    if not lib_files or not os.path.exists(tp_file):
+        print(f"gpu-check: missing traces (libprof: {lib_files}, torch.profiler: {os.path.exists(tp_file)})")
+        sys.exit(1)
+    lib = load(lib_files[0])
+    tp = load(tp_file)
+    lib_names, lib_gpu = per_step(lib)
+    tp_names, tp_gpu = per_step(tp)
+    meta = lib.get("libprof", {})
+    print(f"\nlibprof CUPTI mode: {meta.get('cupti_mode')}  losses: {meta.get('losses')}")
+    print("torch.profiler drops: not reported by Kineto")
+
+    print(f"\n{'step':>5} | {'libprof kernels':>15} {'GPU ms':>8} | {'torch.prof kernels':>18} {'GPU ms':>8}")
+    for n in sorted(set(lib_names) | set(tp_names)):
+        print(f"{n:>5} | {sum(lib_names[n].values()):>15} {lib_gpu[n] / 1e3:>8.3f} | "
+              f"{sum(tp_names[n].values()):>18} {tp_gpu[n] / 1e3:>8.3f}")
+
+    first = min(set(lib_names) & set(tp_names), default=None)
+    if first is not None:
+        print(f"\nkernels of step {first} (count libprof / torch.profiler):")
+        for name in sorted(set(lib_names[first]) | set(tp_names[first]), key=lambda k: -tp_names[first][k]):
+            mark = "" if lib_names[first][name] == tp_names[first][name] else "   <-- differs"
+            print(f"  {lib_names[first][name]:>4} / {tp_names[first][name]:<4} {name[:100]}{mark}")
+
+    def times(name):
+        with open(os.path.join(out, name)) as f:
+            return [json.loads(l)["ms"] for l in f if l.startswith("{")]
+
+    def med(xs):
+        return f"{statistics.median(xs):8.3f}" if xs else "     n/a"
+
+    rec_lo, rec_hi = wait + warmup, wait + warmup + active
+    none, libp, torp = times("torch_none.jsonl"), times("torch_libprof.jsonl"), times("torch_torchprof.jsonl")
+    skip = 3  # CUDA/cuBLAS start-up steps are not steady state
+    print("\nmedian step time, ms:")
+    print(f"  no profiler                     {med(none[skip:])}")
+    print(f"  libprof waiting                 {med(libp[skip:wait])}")
+    print(f"  libprof recording               {med(libp[rec_lo:rec_hi])}")
+    print(f"  libprof after schedule finished {med(libp[rec_hi + 1:])}")
+    print(f"  torch.profiler waiting          {med(torp[skip:wait])}")
+    print(f"  torch.profiler recording        {med(torp[rec_lo:rec_hi])}")
+    print(f"  torch.profiler after finished   {med(torp[rec_hi + 1:])}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "workload":
+        for p in sys.argv[2:]:
+            workload(p)
+    else:
+        compare_torch(sys.argv[2], *map(int, sys.argv[3:6]))
+PY
+
+
 # ---- 1. Build ----
 echo "== build ($BUILD)"
-if ! cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/cmake.log" 2>&1 ||
+if [[ "$NO_BUILD" == 1 ]]; then
+  echo "gpu-check: --no-build: using $BUILD as it is"
+elif ! cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$OUT/cmake.log" 2>&1 ||
    ! cmake --build "$BUILD" -j "$(nproc)" >>"$OUT/cmake.log" 2>&1; then
   echo "gpu-check: build failed, see $OUT/cmake.log" >&2
   tail -20 "$OUT/cmake.log" >&2
@@ -92,6 +203,7 @@ run_workload() {  # name, then the workload's arguments
     echo "gpu-check: $name wrote no trace"; FAILED=1; return
   fi
   "$PROF" validate "${traces[@]}" || FAILED=1
+  python3 "$OUT/compare.py" workload "${traces[@]}" || FAILED=1
   grep -h "CUPTI\|warning" "$dir/stderr.txt" | head -5
 }
 if [[ -x "$WORKLOADS/train_loop" ]]; then
@@ -169,81 +281,6 @@ python3 "$OUT/loop.py" --mode torch --trace "$OUT/torch_profiler.pt.trace.json" 
   >"$OUT/torch_torchprof.jsonl" 2>"$OUT/torch_torchprof.err" || FAILED=1
 grep -h "libprof" "$OUT/torch_libprof.err" | head -5
 
-python3 - "$OUT" "$WAIT" "$WARMUP" "$ACTIVE" <<'PY' || FAILED=1
-"""Side-by-side comparison of libprof's and torch.profiler's traces (both
-in Kineto's schema) and of the step times of the four runs."""
-import collections, glob, gzip, json, os, statistics, sys
-
-out, wait, warmup, active = sys.argv[1], *map(int, sys.argv[2:5])
-
-def load(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt") as f:
-        return json.load(f)
-
-def per_step(trace):
-    """{step: Counter(kernel name)} and {step: GPU ns}, a kernel belonging to
-    the ProfilerStep#N span holding the runtime call that launched it."""
-    ev = trace.get("traceEvents", [])
-    steps = sorted((e["ts"], e["ts"] + e.get("dur", 0), int(e["name"].split("#")[1]))
-                   for e in ev if e.get("name", "").startswith("ProfilerStep#") and e.get("ph") == "X")
-    launch_ts = {e["args"]["correlation"]: e["ts"] for e in ev
-                 if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
-    names, gpu_us = collections.defaultdict(collections.Counter), collections.Counter()
-    for e in ev:
-        if e.get("cat") != "kernel":
-            continue
-        ts = launch_ts.get(e.get("args", {}).get("correlation"))
-        for lo, hi, n in steps:
-            if ts is not None and lo <= ts < hi:
-                names[n][e["name"]] += 1
-                gpu_us[n] += e.get("dur", 0)
-                break
-    return names, gpu_us
-
-lib_files = sorted(glob.glob(os.path.join(out, "libprof_torch", "*.pt.trace.json*")))
-tp_file = os.path.join(out, "torch_profiler.pt.trace.json")
-if not lib_files or not os.path.exists(tp_file):
-    print(f"gpu-check: missing traces (libprof: {lib_files}, torch.profiler: {os.path.exists(tp_file)})")
-    sys.exit(1)
-lib = load(lib_files[0])
-tp = load(tp_file)
-lib_names, lib_gpu = per_step(lib)
-tp_names, tp_gpu = per_step(tp)
-meta = lib.get("libprof", {})
-print(f"\nlibprof CUPTI mode: {meta.get('cupti_mode')}  losses: {meta.get('losses')}")
-print("torch.profiler drops: not reported by Kineto")
-
-print(f"\n{'step':>5} | {'libprof kernels':>15} {'GPU ms':>8} | {'torch.prof kernels':>18} {'GPU ms':>8}")
-for n in sorted(set(lib_names) | set(tp_names)):
-    print(f"{n:>5} | {sum(lib_names[n].values()):>15} {lib_gpu[n] / 1e3:>8.3f} | "
-          f"{sum(tp_names[n].values()):>18} {tp_gpu[n] / 1e3:>8.3f}")
-
-first = min(set(lib_names) & set(tp_names), default=None)
-if first is not None:
-    print(f"\nkernels of step {first} (count libprof / torch.profiler):")
-    for name in sorted(set(lib_names[first]) | set(tp_names[first]), key=lambda k: -tp_names[first][k]):
-        mark = "" if lib_names[first][name] == tp_names[first][name] else "   <-- differs"
-        print(f"  {lib_names[first][name]:>4} / {tp_names[first][name]:<4} {name[:100]}{mark}")
-
-def times(name):
-    with open(os.path.join(out, name)) as f:
-        return [json.loads(l)["ms"] for l in f if l.startswith("{")]
-
-def med(xs):
-    return f"{statistics.median(xs):8.3f}" if xs else "     n/a"
-
-rec_lo, rec_hi = wait + warmup, wait + warmup + active
-none, libp, torp = times("torch_none.jsonl"), times("torch_libprof.jsonl"), times("torch_torchprof.jsonl")
-skip = 3  # CUDA/cuBLAS start-up steps are not steady state
-print("\nmedian step time, ms:")
-print(f"  no profiler                     {med(none[skip:])}")
-print(f"  libprof waiting                 {med(libp[skip:wait])}")
-print(f"  libprof recording               {med(libp[rec_lo:rec_hi])}")
-print(f"  libprof after schedule finished {med(libp[rec_hi + 1:])}")
-print(f"  torch.profiler waiting          {med(torp[skip:wait])}")
-print(f"  torch.profiler recording        {med(torp[rec_lo:rec_hi])}")
-print(f"  torch.profiler after finished   {med(torp[rec_hi + 1:])}")
-PY
+python3 "$OUT/compare.py" torch "$OUT" "$WAIT" "$WARMUP" "$ACTIVE" || FAILED=1
 
 exit "$FAILED"
