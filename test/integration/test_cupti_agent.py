@@ -53,14 +53,14 @@ class Run:
         return [t for t in self.truth if t.get("op") == "cupti_state"]
 
 
-def run_train_loop(profiled=True, **env):
+def run_train_loop(profiled=True, schedule=None, **env):
     if not (LIBPROF_SO and os.path.exists(LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
         raise unittest.SkipTest("libprof.so or train_loop not built")
     with tempfile.TemporaryDirectory() as tmp:
         truth_file = os.path.join(tmp, "truth.jsonl")
         extra = dict(SIM_TRUTH_FILE=truth_file, **env)
         if profiled:
-            extra.update(LD_PRELOAD=LIBPROF_SO, PROF_OUTPUT_DIR=tmp, **SCHEDULE)
+            extra.update(LD_PRELOAD=LIBPROF_SO, PROF_OUTPUT_DIR=tmp, **(schedule or SCHEDULE))
         proc = run([TRAIN_LOOP, "--steps", str(STEPS), "--manual-steps"], sim_env(**extra), timeout=120)
         truth = []
         if os.path.exists(truth_file):
@@ -131,6 +131,34 @@ class ThroughTheAgent(unittest.TestCase):
         self.assertEqual(state[0]["enabled_activity_kinds"], [])
         self.assertEqual(state[0]["enabled_callback_domains"], [])
         self.assertEqual(state[0]["finalized"], 1)
+
+
+class RepeatedWindows(unittest.TestCase):
+    """PROF_REPEAT=2: CUPTI is paused between the windows and attached again;
+    each window holds its own steps' work and nothing of the other's."""
+
+    def test_each_window_holds_only_its_own_steps_work(self):
+        schedule = dict(PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1, PROF_ACTIVE=2, PROF_REPEAT=2)
+        r = run_train_loop(schedule=schedule)
+        require_agent(r)
+        self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
+        self.assertEqual(len(r.traces), 2)
+        seen = set()
+        kernels_truth = r.truth_ops("kernel")
+        for trace in r.traces:
+            ids = [e["args"]["correlation"] for e in r.events(trace, "kernel")]
+            self.assertEqual(len(ids), 2 * KERNELS_PER_STEP)
+            self.assertTrue(all(i in kernels_truth for i in ids))
+            self.assertFalse(seen & set(ids), "a kernel landed in two windows")
+            seen |= set(ids)
+            self.assertEqual(trace["libprof"]["losses"]["device_records_missing"], 0)
+        state = r.state()
+        self.assertEqual((state[0]["subscribed"], state[0]["enabled_activity_kinds"], state[0]["finalized"]), (0, [], 1))
+        # Activity was switched off between the windows and on again.
+        enables = [t for t in r.truth if t.get("call") == "cuptiActivityEnable"]
+        disables = [t for t in r.truth if t.get("call") == "cuptiActivityDisable"]
+        self.assertEqual(len(enables), 2 * len({t["kind"] for t in enables}))
+        self.assertGreaterEqual(len(disables), len(enables))
 
 
 class FaultsThroughTheAgent(unittest.TestCase):
