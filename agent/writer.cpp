@@ -5,12 +5,32 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
+#include <set>
 
 #include "agent/clock.h"
 #include "agent/log.h"
 #include "agent/strings.h"
 
 namespace prof {
+namespace {
+
+// Names of the threads that appear in the window, as the kernel knows them
+// (pthread_setname_np / prctl). A thread that already exited keeps no name.
+std::vector<std::pair<uint32_t, std::string>> ThreadNames(const Window& w) {
+  std::set<uint32_t> tids;
+  for (const HostEvent& e : w.host_events) tids.insert(e.tid);
+  for (const NvtxRange& r : w.nvtx_ranges) tids.insert(r.tid);
+  std::vector<std::pair<uint32_t, std::string>> names;
+  for (uint32_t tid : tids) {
+    std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+    std::string name;
+    if (in && std::getline(in, name) && !name.empty()) names.emplace_back(tid, name);
+  }
+  return names;
+}
+
+}  // namespace
 
 Window SealWindow(WindowJob job, const WriterDeps& deps) {
   Window w;
@@ -28,6 +48,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);
   w.strings = Strings().Snapshot();
+  w.thread_names = ThreadNames(w);
   if (deps.enrich) deps.enrich(&w);
   return w;
 }
