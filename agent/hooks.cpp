@@ -74,7 +74,7 @@ void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, bool keep_sample) {
 
 void RecordNvtxRange(const NvtxRange& range) {
   Runtime* rt = CurrentRuntime();
-  if (rt != nullptr) rt->nvtx.Add(range);
+  if (rt != nullptr && (rt->config.activities & kActNvtx)) rt->nvtx.Add(range);
 }
 
 MemKind MemKindOf(ApiId id) {

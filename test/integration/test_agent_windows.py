@@ -3,7 +3,12 @@ source the process writes exactly the windows torch.profiler.schedule
 implies, each holding exactly its steps, and every intercepted call made in a
 window's steps appears in it once, with its result and arguments; none from
 outside."""
+import glob
+import json
 import os
+import subprocess
+import tempfile
+import time
 import unittest
 
 import harness
@@ -106,6 +111,29 @@ class WindowsPerStepSource(unittest.TestCase):
     def test_default_repeat_zero_keeps_writing_windows(self):
         run = self.run_loop("manual", steps=12, sched=(0, 1, 0, 1, 0), extra_args=["--manual-steps"])
         self.assertEqual(run.windows(), [(s, s) for s in range(1, 13, 2)])
+
+
+class TriggerFile(unittest.TestCase):
+    def setUp(self):
+        need(harness.LIBPROF_SO, workload("train_loop"))
+
+    def test_the_schedule_starts_only_when_the_trigger_file_appears(self):
+        trigger = os.path.join(tempfile.mkdtemp(prefix="libprof-trigger-"), "go")
+        env = harness.sim_env(LD_PRELOAD=harness.LIBPROF_SO, PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1,
+                              PROF_ACTIVE=2, PROF_TRIGGER_FILE=trigger,
+                              PROF_OUTPUT_DIR=os.path.join(os.path.dirname(trigger), "traces"))
+        proc = subprocess.Popen([workload("train_loop"), "--steps", "60", "--manual-steps", "--host-sleep-us", "20000"],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.4)
+        open(trigger, "w").close()
+        out, err = proc.communicate(timeout=120)
+        self.assertEqual(proc.returncode, 0, err)
+        traces = [json.load(open(p)) for p in glob.glob(os.path.join(os.path.dirname(trigger), "traces", "*.pt.trace.json"))]
+        self.assertEqual(len(traces), 1, err)
+        window = traces[0]["libprof"]["window"]
+        self.assertGreater(window["first_step"], 2, "nothing is recorded before the trigger")
+        self.assertEqual(window["last_step"] - window["first_step"], 1)
+        self.assertIn("PROF_TRIGGER_FILE", err)
 
 
 class OnlyWindowCallsAreRecorded(unittest.TestCase):
