@@ -13,8 +13,14 @@ export PATH="$CUDA_HOME/bin:$PATH"
 build_dir=${BENCH_BUILD_DIR:-build-bench}
 jobs=${BENCH_JOBS:-$(nproc)}
 scripts/setup-deps.sh
+mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLIBPROF_BUILD_BENCH=ON -DCUDAToolkit_ROOT="$CUDA_HOME" >/dev/null
 # What the benchmarks run: the agent, the simulated stack and the benchmarks.
-cmake --build "$build_dir" -j "$jobs" --target prof_agent sim_cuda sim_cudart sim_cupti bench_all >/dev/null
+log="$build_dir/bench-build.log"
+if ! cmake --build "$build_dir" -j "$jobs" --target prof_agent sim_cuda sim_cudart sim_cupti bench_all >"$log" 2>&1; then
+  tail -40 "$log" >&2
+  echo "bench: build failed (full log: $log)" >&2
+  exit 1
+fi
 echo "bench: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), $(date -u +%Y-%m-%dT%H:%MZ)"
 exec python3 -B test/bench/run_bench.py --build-dir "$build_dir" "$@"
