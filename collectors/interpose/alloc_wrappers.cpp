@@ -28,8 +28,8 @@ template <ApiId kId>
 cudaError_t MallocAsync(void** ptr, size_t size, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t r) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? U64(*ptr) : 0;
         e.bytes = size;
         e.stream = U64(stream);
@@ -42,8 +42,8 @@ template <ApiId kId>
 cudaError_t FreeAsync(void* ptr, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(ptr);
         e.stream = U64(stream);
       },
@@ -54,8 +54,8 @@ template <ApiId kId>
 cudaError_t MallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void**, size_t, cudaMemPool_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t r) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? U64(*ptr) : 0;
         e.bytes = size;
         e.stream = U64(stream);
@@ -69,7 +69,7 @@ template <ApiId kId>
 cudaError_t Free(void* ptr) {
   using Fn = cudaError_t (*)(void*);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName, [&](HostEvent& e, cudaError_t) { e.ptr = U64(ptr); }, ptr);
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName, [=](HostEvent& e, cudaError_t) { e.ptr = U64(ptr); }, ptr);
 }
 
 }  // namespace
@@ -83,8 +83,8 @@ extern "C" {
 EXPORT_SYMBOL cudaError_t cudaMalloc(void** ptr, size_t size) {
   using Fn = cudaError_t (*)(void**, size_t);
   return ip::Intercept<ApiId::cudaMalloc, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMalloc), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t r) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMalloc), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? reinterpret_cast<uint64_t>(*ptr) : 0;
         e.bytes = size;
         e.device = ip::CurrentDevice();
@@ -115,8 +115,8 @@ EXPORT_SYMBOL cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, 
 EXPORT_SYMBOL cudaError_t cudaMallocHost(void** ptr, size_t size) {
   using Fn = cudaError_t (*)(void**, size_t);
   return ip::Intercept<ApiId::cudaMallocHost, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMallocHost), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t r) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMallocHost), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? reinterpret_cast<uint64_t>(*ptr) : 0;
         e.bytes = size;
       },
@@ -126,8 +126,8 @@ EXPORT_SYMBOL cudaError_t cudaMallocHost(void** ptr, size_t size) {
 EXPORT_SYMBOL cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
   using Fn = cudaError_t (*)(void**, size_t, unsigned int);
   return ip::Intercept<ApiId::cudaHostAlloc, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaHostAlloc), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t r) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaHostAlloc), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? reinterpret_cast<uint64_t>(*ptr) : 0;
         e.bytes = size;
       },
@@ -137,8 +137,8 @@ EXPORT_SYMBOL cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int fl
 EXPORT_SYMBOL cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
   using Fn = cudaError_t (*)(void**, size_t, unsigned int);
   return ip::Intercept<ApiId::cudaMallocManaged, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMallocManaged), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t r) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMallocManaged), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t r) {
         e.ptr = (r == cudaSuccess && ptr != nullptr) ? reinterpret_cast<uint64_t>(*ptr) : 0;
         e.bytes = size;
         e.device = ip::CurrentDevice();
@@ -149,8 +149,8 @@ EXPORT_SYMBOL cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned in
 EXPORT_SYMBOL cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t height) {
   using Fn = cudaError_t (*)(void**, size_t*, size_t, size_t);
   return ip::Intercept<ApiId::cudaMallocPitch, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMallocPitch), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t r) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMallocPitch), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t r) {
         bool ok = r == cudaSuccess && ptr != nullptr && pitch != nullptr;
         e.ptr = ok ? reinterpret_cast<uint64_t>(*ptr) : 0;
         e.bytes = ok ? static_cast<uint64_t>(*pitch) * height : static_cast<uint64_t>(width) * height;

@@ -46,7 +46,7 @@ std::atomic<void*> g_proc_real[kProcCount * 2];
 template <ApiId kId, int kSource, typename Fn>
 Fn RealFor() {
   if constexpr (kSource == kDirect) {
-    return Real<Fn>(kId);
+    return Loaded<Fn>(kId);
   } else {
     return reinterpret_cast<Fn>(g_proc_real[kSource].load(std::memory_order_acquire));
   }
@@ -70,7 +70,7 @@ CUresult MemAlloc(CUdeviceptr* ptr, size_t bytes) {
   using Fn = CUresult (*)(CUdeviceptr*, size_t);
   return Intercept<ApiId::cuMemAlloc_v2, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemAlloc_v2, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult r) {
+      [=](HostEvent& e, CUresult r) {
         e.ptr = (r == CUDA_SUCCESS && ptr != nullptr) ? *ptr : 0;
         e.bytes = bytes;
         e.device = CurrentDriverDevice();
@@ -83,7 +83,7 @@ CUresult MemFree(CUdeviceptr ptr) {
   using Fn = CUresult (*)(CUdeviceptr);
   return Intercept<ApiId::cuMemFree_v2, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemFree_v2, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult) { e.ptr = ptr; }, ptr);
+      [=](HostEvent& e, CUresult) { e.ptr = ptr; }, ptr);
 }
 
 template <int kSource>
@@ -91,7 +91,7 @@ CUresult MemAllocAsync(CUdeviceptr* ptr, size_t bytes, CUstream stream) {
   using Fn = CUresult (*)(CUdeviceptr*, size_t, CUstream);
   return Intercept<ApiId::cuMemAllocAsync, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemAllocAsync, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult r) {
+      [=](HostEvent& e, CUresult r) {
         e.ptr = (r == CUDA_SUCCESS && ptr != nullptr) ? *ptr : 0;
         e.bytes = bytes;
         e.stream = reinterpret_cast<uint64_t>(stream);
@@ -105,7 +105,7 @@ CUresult MemFreeAsync(CUdeviceptr ptr, CUstream stream) {
   using Fn = CUresult (*)(CUdeviceptr, CUstream);
   return Intercept<ApiId::cuMemFreeAsync, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemFreeAsync, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult) {
+      [=](HostEvent& e, CUresult) {
         e.ptr = ptr;
         e.stream = reinterpret_cast<uint64_t>(stream);
       },
@@ -120,7 +120,7 @@ CUresult MemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUme
   using Fn = CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*, unsigned long long);
   return Intercept<ApiId::cuMemCreate, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemCreate, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult r) {
+      [=](HostEvent& e, CUresult r) {
         e.ptr = (r == CUDA_SUCCESS && handle != nullptr) ? static_cast<uint64_t>(*handle) : 0;
         e.bytes = size;
         e.device = (prop != nullptr && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
@@ -135,7 +135,7 @@ CUresult MemRelease(CUmemGenericAllocationHandle handle) {
   using Fn = CUresult (*)(CUmemGenericAllocationHandle);
   return Intercept<ApiId::cuMemRelease, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemRelease, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult) { e.ptr = static_cast<uint64_t>(handle); }, handle);
+      [=](HostEvent& e, CUresult) { e.ptr = static_cast<uint64_t>(handle); }, handle);
 }
 
 template <int kSource>
@@ -143,7 +143,7 @@ CUresult MemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocat
   using Fn = CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle, unsigned long long);
   return Intercept<ApiId::cuMemMap, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemMap, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult) {
+      [=](HostEvent& e, CUresult) {
         e.ptr = ptr;
         e.bytes = size;
       },
@@ -155,7 +155,7 @@ CUresult MemUnmap(CUdeviceptr ptr, size_t size) {
   using Fn = CUresult (*)(CUdeviceptr, size_t);
   return Intercept<ApiId::cuMemUnmap, CUresult>(
       kMissing, FlagsFor<kSource>(), RealFor<ApiId::cuMemUnmap, kSource, Fn>(), kNoName,
-      [&](HostEvent& e, CUresult) {
+      [=](HostEvent& e, CUresult) {
         e.ptr = ptr;
         e.bytes = size;
       },

@@ -20,6 +20,7 @@
 #include "agent/hooks.h"
 #include "agent/hot_state.h"
 #include "agent/thread_id.h"
+#include "collectors/interpose/real_functions.h"
 
 #define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)
 
@@ -94,14 +95,28 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   return result;
 }
 
-// The whole wrapper body: resolve, fast path, else slow path.
-// name_of(a...) gives the interned kernel name of a launch (0 for others).
+// Everything but the fast path: first use (resolve the real function),
+// then either the plain call or the recorded one. Out of line, so the fast
+// path needs no stack frame.
 template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
-inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
+__attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
+  if (real == nullptr) real = reinterpret_cast<Fn>(RealFunction(kId));
   if (real == nullptr) return missing;
   constexpr uint32_t kMask = MaskFor(KindOf(kId));
-  if (AGENT_LIKELY((LoadHotBits() & kMask) == 0)) return real(a...);
+  if ((LoadHotBits() & kMask) == 0) return real(a...);
   return InterceptSlow<R>(kId, flags, name_of(a...), real, fill, a...);
+}
+
+// The whole wrapper body. Fast path: the real function is resolved and no
+// hot bit concerns this call: one relaxed load, a branch and a tail call.
+// real: Loaded<Fn>(id) (not resolving), so this path contains no call.
+// name_of(a...) gives the interned kernel name of a launch (0 for others);
+// fill captures by value so nothing is spilled before the branch.
+template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
+__attribute__((always_inline)) inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
+  constexpr uint32_t kMask = MaskFor(KindOf(kId));
+  if (AGENT_LIKELY(real != nullptr && (LoadHotBits() & kMask) == 0)) return real(a...);
+  return InterceptRest<kId, R>(missing, flags, real, name_of, fill, a...);
 }
 
 // For calls that are not launches.

@@ -50,6 +50,13 @@ inline void* RealFunction(size_t slot) {
 inline void* RealFunction(ApiId id) { return RealFunction(static_cast<size_t>(id)); }
 inline void* RealFunction(Extra id) { return RealFunction(kApiCount + static_cast<size_t>(id)); }
 
+// Only what is already resolved (nullptr otherwise): the wrappers' fast
+// path, which must not contain a call.
+template <typename Fn>
+inline Fn Loaded(ApiId id) {
+  return reinterpret_cast<Fn>(internal::g_real[static_cast<size_t>(id)].load(std::memory_order_acquire));
+}
+
 template <typename Fn>
 inline Fn Real(ApiId id) {
   return reinterpret_cast<Fn>(RealFunction(id));

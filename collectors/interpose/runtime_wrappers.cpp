@@ -25,8 +25,8 @@ template <ApiId kId>
 cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
   using Fn = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), [](const void* f, auto...) { return KernelName(f); },
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const void* f, auto...) { return KernelName(f); },
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(func);
         e.stream = U64(stream);
       },
@@ -37,8 +37,8 @@ template <ApiId kId>
 cudaError_t LaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   using Fn = cudaError_t (*)(const cudaLaunchConfig_t*, const void*, void**);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), [](const cudaLaunchConfig_t*, const void* f, void**) { return KernelName(f); },
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const cudaLaunchConfig_t*, const void* f, void**) { return KernelName(f); },
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(func);
         e.stream = config != nullptr ? U64(config->stream) : 0;
       },
@@ -50,8 +50,8 @@ template <ApiId kId>
 cudaError_t LaunchByHandle(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), [](cudaKernel_t k, auto...) { return KernelName(k); },
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](cudaKernel_t k, auto...) { return KernelName(k); },
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(kernel);
         e.stream = U64(stream);
       },
@@ -62,8 +62,8 @@ template <ApiId kId>
 cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaGraphExec_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(exec);
         e.stream = U64(stream);
       },
@@ -76,8 +76,8 @@ template <ApiId kId>
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = count;
         e.copy_kind = static_cast<uint8_t>(kind);
@@ -89,8 +89,8 @@ template <ApiId kId>
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = count;
         e.copy_kind = static_cast<uint8_t>(kind);
@@ -104,8 +104,8 @@ cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, s
                      cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = static_cast<uint64_t>(width) * height;
         e.copy_kind = static_cast<uint8_t>(kind);
@@ -118,8 +118,8 @@ cudaError_t Memcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spit
                           cudaMemcpyKind kind, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = static_cast<uint64_t>(width) * height;
         e.copy_kind = static_cast<uint8_t>(kind);
@@ -134,8 +134,8 @@ template <ApiId kId>
 cudaError_t Memset(void* ptr, int value, size_t count) {
   using Fn = cudaError_t (*)(void*, int, size_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(ptr);
         e.bytes = count;
       },
@@ -146,8 +146,8 @@ template <ApiId kId>
 cudaError_t MemsetAsync(void* ptr, int value, size_t count, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, int, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(ptr);
         e.bytes = count;
         e.stream = U64(stream);
@@ -161,15 +161,15 @@ template <ApiId kId>
 cudaError_t StreamSynchronize(cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName, [&](HostEvent& e, cudaError_t) { e.stream = U64(stream); }, stream);
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName, [=](HostEvent& e, cudaError_t) { e.stream = U64(stream); }, stream);
 }
 
 template <ApiId kId>
 cudaError_t StreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   using Fn = cudaError_t (*)(cudaStream_t, cudaEvent_t, unsigned int);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Real<Fn>(kId), kNoName,
-      [&](HostEvent& e, cudaError_t) {
+      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      [=](HostEvent& e, cudaError_t) {
         e.stream = U64(stream);
         e.ptr = U64(event);
       },
@@ -286,8 +286,8 @@ EXPORT_SYMBOL cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, const
 EXPORT_SYMBOL cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
   using Fn = cudaError_t (*)(void*, int, const void*, int, size_t);
   return ip::Intercept<ApiId::cudaMemcpyPeer, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMemcpyPeer), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemcpyPeer), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t) {
         e.ptr = reinterpret_cast<uint64_t>(dst);
         e.bytes = count;
         e.device = static_cast<int16_t>(dst_device);
@@ -299,8 +299,8 @@ EXPORT_SYMBOL cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const v
                                               cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, int, const void*, int, size_t, cudaStream_t);
   return ip::Intercept<ApiId::cudaMemcpyPeerAsync, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMemcpyPeerAsync), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemcpyPeerAsync), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t) {
         e.ptr = reinterpret_cast<uint64_t>(dst);
         e.bytes = count;
         e.device = static_cast<int16_t>(dst_device);
@@ -324,8 +324,8 @@ EXPORT_SYMBOL cudaError_t cudaMemsetAsync_ptsz(void* ptr, int value, size_t coun
 EXPORT_SYMBOL cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_t width, size_t height) {
   using Fn = cudaError_t (*)(void*, size_t, int, size_t, size_t);
   return ip::Intercept<ApiId::cudaMemset2D, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMemset2D), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemset2D), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t) {
         e.ptr = reinterpret_cast<uint64_t>(ptr);
         e.bytes = static_cast<uint64_t>(width) * height;
       },
@@ -334,8 +334,8 @@ EXPORT_SYMBOL cudaError_t cudaMemset2D(void* ptr, size_t pitch, int value, size_
 EXPORT_SYMBOL cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, size_t width, size_t height, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, size_t, int, size_t, size_t, cudaStream_t);
   return ip::Intercept<ApiId::cudaMemset2DAsync, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaMemset2DAsync), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t) {
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemset2DAsync), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t) {
         e.ptr = reinterpret_cast<uint64_t>(ptr);
         e.bytes = static_cast<uint64_t>(width) * height;
         e.stream = reinterpret_cast<uint64_t>(stream);
@@ -347,7 +347,7 @@ EXPORT_SYMBOL cudaError_t cudaMemset2DAsync(void* ptr, size_t pitch, int value, 
 EXPORT_SYMBOL cudaError_t cudaDeviceSynchronize(void) {
   using Fn = cudaError_t (*)();
   return ip::Intercept<ApiId::cudaDeviceSynchronize, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaDeviceSynchronize), ip::kNoName,
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaDeviceSynchronize), ip::kNoName,
       [](prof::HostEvent&, cudaError_t) {});
 }
 EXPORT_SYMBOL cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -359,8 +359,8 @@ EXPORT_SYMBOL cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t stream) {
 EXPORT_SYMBOL cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   using Fn = cudaError_t (*)(cudaEvent_t);
   return ip::Intercept<ApiId::cudaEventSynchronize, cudaError_t>(
-      ip::kMissing, prof::kHostEventNone, ip::Real<Fn>(ApiId::cudaEventSynchronize), ip::kNoName,
-      [&](prof::HostEvent& e, cudaError_t) { e.ptr = reinterpret_cast<uint64_t>(event); }, event);
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaEventSynchronize), ip::kNoName,
+      [=](prof::HostEvent& e, cudaError_t) { e.ptr = reinterpret_cast<uint64_t>(event); }, event);
 }
 EXPORT_SYMBOL cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
   return ip::StreamWaitEvent<ApiId::cudaStreamWaitEvent>(stream, event, flags);

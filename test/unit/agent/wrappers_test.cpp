@@ -135,10 +135,10 @@ struct Agent {
     ClearHotBits(~0u);
     rt.session = std::make_unique<Session>(rt.config, &collector, &writer, &rt.allocs, WindowMeta{}, NowNs());
     InstallRuntime(&rt);
-    uint32_t marker = source == StepSource::kKernel ? kHotLaunchMarker
-                      : source == StepSource::kApi  ? kHotApiMarker
-                      : source == StepSource::kSync ? kHotSyncMarker
-                                                    : 0;
+    uint32_t marker = 0;
+    if (source == StepSource::kKernel) marker = kHotLaunchMarker;
+    if (source == StepSource::kApi) marker = kHotApiMarker;
+    if (source == StepSource::kSync) marker = kHotSyncMarker;
     SetHotBits(kHotAllocTracking | marker);
   }
   ~Agent() {
