@@ -25,56 +25,88 @@ bool SameBaseApi(ApiId a, ApiId b) {
 }  // namespace
 
 void RecordEvent(const HostEvent& event) {
-  Runtime* rt = CurrentRuntime();
-  if (rt != nullptr) rt->buffers.Append(event);
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr) rt->buffers.Append(event);
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 void OnCallStart(ApiId id, uint32_t name_id) {
-  Runtime* rt = CurrentRuntime();
-  if (rt == nullptr || !rt->session) return;
-  const Config& c = rt->config;
-  bool marker = false;
-  if (c.step_source == StepSource::kApi) {
-    marker = SameBaseApi(id, c.step_api);
-  } else if (c.step_source == StepSource::kKernel && ApiKindOf(id) == ApiKind::kLaunch) {
-    marker = rt->markers.Matches(name_id);
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt == nullptr || !rt->session) return;
+    const Config& c = rt->config;
+    bool marker = false;
+    if (c.step_source == StepSource::kApi) {
+      marker = SameBaseApi(id, c.step_api);
+    } else if (c.step_source == StepSource::kKernel && ApiKindOf(id) == ApiKind::kLaunch) {
+      marker = rt->markers.Matches(name_id);
+    }
+    if (marker) rt->session->Step(NowNs());
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
   }
-  if (marker) rt->session->Step(NowNs());
 }
 
 void OnSyncReturn(ApiId id) {
-  Runtime* rt = CurrentRuntime();
-  if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kSync) return;
-  if (id == ApiId::cudaDeviceSynchronize || id == ApiId::cudaStreamSynchronize || id == ApiId::cudaStreamSynchronize_ptsz) {
-    rt->session->Step(NowNs());
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kSync) return;
+    if (id == ApiId::cudaDeviceSynchronize || id == ApiId::cudaStreamSynchronize || id == ApiId::cudaStreamSynchronize_ptsz) {
+      rt->session->Step(NowNs());
+    }
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
   }
 }
 
 void OnNvtxRangeStart(uint32_t name_id) {
-  Runtime* rt = CurrentRuntime();
-  if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kNvtx) return;
-  if (rt->markers.Matches(name_id)) rt->session->Step(NowNs());
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kNvtx) return;
+    if (rt->markers.Matches(name_id)) rt->session->Step(NowNs());
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 void ManualStep() {
-  Runtime* rt = CurrentRuntime();
-  if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kManual) return;
-  rt->session->Step(NowNs());
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kManual) return;
+    rt->session->Step(NowNs());
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, bool keep_sample) {
-  Runtime* rt = CurrentRuntime();
-  if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, NowNs(), keep_sample);
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, NowNs(), keep_sample);
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, bool keep_sample) {
-  Runtime* rt = CurrentRuntime();
-  if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, NowNs(), keep_sample);
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, NowNs(), keep_sample);
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 void RecordNvtxRange(const NvtxRange& range) {
-  Runtime* rt = CurrentRuntime();
-  if (rt != nullptr && (rt->config.activities & kActNvtx)) rt->nvtx.Add(range);
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr && (rt->config.activities & kActNvtx)) rt->nvtx.Add(range);
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
 }
 
 MemKind MemKindOf(ApiId id) {

@@ -227,7 +227,11 @@ EXPORT_SYMBOL cudaError_t __cudaGetKernel(cudaKernel_t* kernel, const void* entr
   cudaError_t r = real(kernel, entry);
   if (r == cudaSuccess && kernel != nullptr && *kernel != nullptr) {
     uint32_t name = prof::Kernels().Find(entry);
-    if (name != 0) prof::Kernels().Insert(*kernel, name);
+    try {
+      if (name != 0) prof::Kernels().Insert(*kernel, name);
+    } catch (...) {
+      // The launch stays unnamed; the host never sees our failure.
+    }
   }
   return r;
 }
@@ -240,8 +244,13 @@ EXPORT_SYMBOL void __cudaRegisterFunction(void** fatbin, const char* host_fun, c
   auto real = ip::Real<Fn>(ApiId::__cudaRegisterFunction);
   uint64_t start = prof::NowNs();
   if (real != nullptr) real(fatbin, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, wsize);
-  uint32_t name = prof::Strings().Intern(device_name != nullptr ? device_name : (device_fun != nullptr ? device_fun : ""));
-  prof::Kernels().Insert(host_fun, name);
+  uint32_t name = 0;
+  try {
+    name = prof::Strings().Intern(device_name != nullptr ? device_name : (device_fun != nullptr ? device_fun : ""));
+    prof::Kernels().Insert(host_fun, name);
+  } catch (...) {
+    // The kernel stays unnamed; the host never sees our failure.
+  }
   if ((prof::LoadHotBits() & prof::kHotRecording) && ip::internal::t_depth == 0) {
     prof::HostEvent e{};
     e.start_ns = start;

@@ -111,26 +111,50 @@ void End(nvtxRangeId_t id) {
   Finish(r.first, 0, r.second);
 }
 
+// Runs f; an exception (allocation failure) never unwinds into the host's
+// NVTX call: the range is then simply not seen.
+template <typename R, typename F>
+R Guarded(R fallback, F f) {
+  try {
+    return f();
+  } catch (...) {
+    return fallback;
+  }
+}
+
+uint32_t InternOrZero(const char* s) { return s ? Strings().Intern(s) : 0; }
+
 // Core module callbacks.
-int NVTX_API RangePushA(const char* message) { return Push(message ? Strings().Intern(message) : 0); }
-int NVTX_API RangePushW(const wchar_t* message) { return Push(Strings().Intern(Narrow(message))); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Push(NameOf(a)); }
-int NVTX_API RangePop() { return Pop(); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* message) { return Start(message ? Strings().Intern(message) : 0); }
-nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* message) { return Start(Strings().Intern(Narrow(message))); }
-nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) { return Start(NameOf(a)); }
-void NVTX_API RangeEnd(nvtxRangeId_t id) { End(id); }
+int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternOrZero(m)); }); }
+int NVTX_API RangePushW(const wchar_t* m) { return Guarded(-1, [&] { return Push(Strings().Intern(Narrow(m))); }); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Guarded(-1, [&] { return Push(NameOf(a)); }); }
+int NVTX_API RangePop() { return Guarded(-1, [] { return Pop(); }); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternOrZero(m)); }); }
+nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(Strings().Intern(Narrow(m))); });
+}
+nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(NameOf(a)); });
+}
+void NVTX_API RangeEnd(nvtxRangeId_t id) {
+  Guarded(0, [&] {
+    End(id);
+    return 0;
+  });
+}
 
 // Core2 (domain) callbacks: domains are ignored, ranges are not.
-int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return Push(NameOf(a)); }
-int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return Pop(); }
-nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return Start(NameOf(a)); }
-void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { End(id); }
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return RangePushEx(a); }
+int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return RangePop(); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return RangeStartEx(a); }
+void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { RangeEnd(id); }
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(Strings().Intern(s ? s : "")));
+  uint32_t id = Guarded<uint32_t>(0, [&] { return Strings().Intern(s ? s : ""); });
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
-  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(Strings().Intern(Narrow(s))));
+  uint32_t id = Guarded<uint32_t>(0, [&] { return Strings().Intern(Narrow(s)); });
+  return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
 }
 // A non-null domain handle so callers that check for NULL keep going.
 nvtxDomainHandle_t NVTX_API DomainCreateA(const char*) { return reinterpret_cast<nvtxDomainHandle_t>(1); }
@@ -171,10 +195,6 @@ void FillCore2(const NvtxExportTableCallbacks* cb) {
 }
 
 }  // namespace
-
-// Test hooks (collectors/nvtx tests drive ranges without an NVTX library).
-int PushForTest(const char* name) { return RangePushA(name); }
-int PopForTest() { return RangePop(); }
 
 }  // namespace prof::nvtx
 
