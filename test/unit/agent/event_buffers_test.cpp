@@ -19,7 +19,7 @@ HostEvent Event(uint64_t start_ns, uint64_t tag) {
   return e;
 }
 
-TEST_CASE("events in [begin, end) are collected once, later ones wait, earlier ones are discarded", "[buffers]") {
+TEST_CASE("events of a time range are collected once while later ones wait and earlier ones are discarded", "[buffers]") {
   EventBuffers buffers;
   REQUIRE(buffers.Init(1 << 20));
   for (uint64_t t = 0; t < 1000; ++t) buffers.Append(Event(t, t));
