@@ -11,6 +11,7 @@
 // last one (wall and CPU) is reported on its own, for a window that ends
 // with the loop.
 #include <cuda_runtime.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <algorithm>
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
   sync_ns.reserve(steps);
   int errors = 0;
   long long last_sync_cpu_ns = 0;
+  long last_sync_blocked = 0, last_sync_preempted = 0;
   long long t0 = NowNs();
   long long cpu0 = ThreadCpuNs();
   for (int s = 0; s < steps; ++s) {
@@ -60,10 +62,16 @@ int main(int argc, char** argv) {
       tiny<<<1, 32>>>(buf);
     }
     errors += cudaGetLastError() != cudaSuccess;
+    rusage u0{}, u1{};
+    getrusage(RUSAGE_THREAD, &u0);
     long long before = NowNs();
     long long before_cpu = ThreadCpuNs();
     errors += cudaDeviceSynchronize() != cudaSuccess;
     last_sync_cpu_ns = ThreadCpuNs() - before_cpu;
+    getrusage(RUSAGE_THREAD, &u1);
+    // Voluntary: the thread blocked (a lock, a sleep); involuntary: preempted.
+    last_sync_blocked = u1.ru_nvcsw - u0.ru_nvcsw;
+    last_sync_preempted = u1.ru_nivcsw - u0.ru_nivcsw;
     sync_ns.push_back(NowNs() - before);
   }
   long long loop_ns = NowNs() - t0;
@@ -75,7 +83,7 @@ int main(int argc, char** argv) {
   long long median = sorted.empty() ? 0 : sorted[sorted.size() / 2];
   long long max = sorted.empty() ? 0 : sorted.back();
   long long last = sync_ns.empty() ? 0 : sync_ns.back();
-  std::printf("{\"loop_ns\":%lld,\"loop_cpu_ns\":%lld,\"launches\":%lld,\"steps\":%d,\"sync_median_ns\":%lld,\"sync_max_ns\":%lld,\"sync_last_ns\":%lld,\"sync_last_cpu_ns\":%lld,\"errors\":%d}\n",
-              loop_ns, loop_cpu_ns, static_cast<long long>(steps) * launches, steps, median, max, last, last_sync_cpu_ns, errors);
+  std::printf("{\"loop_ns\":%lld,\"loop_cpu_ns\":%lld,\"launches\":%lld,\"steps\":%d,\"sync_median_ns\":%lld,\"sync_max_ns\":%lld,\"sync_last_ns\":%lld,\"sync_last_cpu_ns\":%lld,\"sync_last_blocked\":%ld,\"sync_last_preempted\":%ld,\"errors\":%d}\n",
+              loop_ns, loop_cpu_ns, static_cast<long long>(steps) * launches, steps, median, max, last, last_sync_cpu_ns, last_sync_blocked, last_sync_preempted, errors);
   return errors == 0 ? 0 : 1;
 }

@@ -349,7 +349,7 @@ def main():
                                                    note="agent loaded, no window: code, logger, tables")
         default_cap = 256
         caps = [default_cap] + ([1] if smoke else [64, 16, 4])
-        stall_samples, stall_cpu = [], []
+        stall_samples, stall_cpu, switches = [], [], []
         for cap in caps:
             out = os.path.join(tmp, f"mem{cap}")
             env = agent_env(base, libprof, out, STEP="sync", WAIT=0, WARMUP=0, ACTIVE=steps, REPEAT=1,
@@ -366,13 +366,15 @@ def main():
                 note=f"bare peak {bare:.0f} MB; {traces} trace(s); dropped {dropped} ({losses or 'no trace'})")
             stall_samples.append((res["sync_last_ns"] - res["sync_median_ns"]) / 1e6)
             stall_cpu.append(res["sync_last_cpu_ns"] / 1e6)
+            switches.append(f"{res['sync_last_blocked']}/{res['sync_last_preempted']}")
         # Every run above ends one window of all its launches at its last
         # synchronize; the cap changes what is kept, not what the end does.
         figures["window_end_stall_e2e_ms"] = dict(
             stats(stall_samples), unit="ms",
             note=f"the last sync (it ends one window of {steps * launches} launches, then the schedule "
             f"finishes) minus the median sync, {len(stall_samples)} runs; worst {max(stall_samples):.2f} ms; "
-            f"app-thread CPU in it: median {statistics.median(stall_cpu):.3f} ms, worst {max(stall_cpu):.3f} ms")
+            f"app-thread CPU in it: median {statistics.median(stall_cpu):.3f} ms, worst {max(stall_cpu):.3f} ms; "
+            f"blocked/preempted switches in it per run: {', '.join(switches)}")
 
     step("memory", memory, needs_agent=True)
 
