@@ -81,10 +81,15 @@ void Launch(const Config& config) {
   deps.nvtx = &rt->nvtx;
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
-  deps.sink = [sink = MakeWindowSink(config)](const Window& w, std::string* note) {
+  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir](const Window& w, std::string* note) {
     if (w.host_events.empty() && w.device_records.empty() && !ProcessHasCudaLoaded()) {
       *note = "not written: empty, and this process has not loaded CUDA";
       return true;
+    }
+    std::string why;
+    if (!MakeDirectories(dir, nullptr, &why)) {
+      *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
+      return false;
     }
     return sink(w, note);
   };

@@ -319,33 +319,45 @@ void ReadConfigFile(const std::string& path, std::map<std::string, std::string>*
   }
 }
 
-// The output directory is created at start (DESIGN.md: "created if
-// missing") and must be writable: the user hears about a bad one at start,
-// not at the first window.
-bool OutputDirUsable(const std::string& dir, std::string* why) {
-  struct stat st;
-  std::string partial;
-  for (size_t pos = dir.find('/', 1); ; pos = dir.find('/', pos + 1)) {
-    partial = dir.substr(0, pos);
-    if (!partial.empty() && mkdir(partial.c_str(), 0777) != 0 && errno != EEXIST) {
-      *why = fmt::format("cannot create '{}': {}", partial, std::strerror(errno));
-      return false;
+}  // namespace
+
+bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why) {
+  for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
+    std::string partial = dir.substr(0, pos);
+    if (!partial.empty()) {
+      if (mkdir(partial.c_str(), 0777) == 0) {
+        if (created != nullptr) created->push_back(partial);
+      } else if (errno != EEXIST) {
+        if (why != nullptr) *why = fmt::format("cannot create '{}': {}", partial, std::strerror(errno));
+        return false;
+      }
     }
     if (pos == std::string::npos) break;
   }
-  if (stat(dir.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) {
-      *why = "it exists and is not a directory";
-      return false;
-    }
-    if (access(dir.c_str(), W_OK | X_OK) != 0) {
-      *why = "it is not writable";
-      return false;
-    }
-    return true;
+  struct stat st;
+  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (why != nullptr) *why = "it exists and is not a directory";
+    return false;
   }
-  *why = "it could not be created";
-  return false;
+  return true;
+}
+
+namespace {
+
+// The output directory must be writable or creatable: checked at start so
+// the user hears about a bad one then, not at the first window. A missing
+// one is created to prove it can be, then removed again: processes that
+// never write a window (a shell between the launcher and the job) leave no
+// empty directories behind. The writer creates it for real.
+bool OutputDirUsable(const std::string& dir, std::string* why) {
+  std::vector<std::string> created;
+  bool ok = MakeDirectories(dir, &created, why);
+  if (ok && access(dir.c_str(), W_OK | X_OK) != 0) {
+    *why = "it is not writable";
+    ok = false;
+  }
+  for (auto it = created.rbegin(); it != created.rend(); ++it) rmdir(it->c_str());
+  return ok;
 }
 
 void RankFromLauncher(const EnvLookup& env, Config* config, std::vector<std::string>* problems) {

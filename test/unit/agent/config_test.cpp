@@ -229,11 +229,18 @@ TEST_CASE("PROF_OUTPUT_DIR must be usable, else profiling is disabled", "[config
   r = Parse({{"PROF_OUTPUT_DIR", "/etc/hostname"}});
   RequireOneProblem(r, "PROF_OUTPUT_DIR", "/etc/hostname");
   CHECK_FALSE(r.config.enabled);
-  // Missing: created (with its parents) at start.
-  std::string fresh = TempDir() + "/a/b";
+  // Missing but creatable: accepted, and left for the writer to create (a
+  // process that never writes a window leaves no empty directory behind).
+  std::string base = TempDir();
+  std::string fresh = base + "/a/b";
   r = Parse({{"PROF_OUTPUT_DIR", fresh}});
   CHECK(r.problems.empty());
   CHECK(r.config.enabled);
+  CHECK(access((base + "/a").c_str(), F_OK) != 0);
+  std::vector<std::string> created;
+  std::string why;
+  REQUIRE(MakeDirectories(fresh, &created, &why));
+  CHECK(created == std::vector<std::string>{base + "/a", fresh});
   CHECK(access(fresh.c_str(), W_OK) == 0);
 }
 
