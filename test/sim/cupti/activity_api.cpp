@@ -71,7 +71,13 @@ bool ValidKind(CUpti_ActivityKind kind) {
 }
 
 // External correlation ids pushed by this thread, per kind.
-thread_local std::array<std::vector<uint64_t>, CUPTI_EXTERNAL_CORRELATION_KIND_SIZE> tls_external;
+// Per-thread external correlation stacks; never destroyed, for the same
+// reason as the API frames in hooks.cpp (CUDA calls from atexit handlers).
+using ExternalStacks = std::array<std::vector<uint64_t>, CUPTI_EXTERNAL_CORRELATION_KIND_SIZE>;
+ExternalStacks& ThreadExternal() {
+  thread_local ExternalStacks* stacks = new ExternalStacks();
+  return *stacks;
+}
 
 CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
   CUptiResult result = EnsureInitialized();
@@ -191,8 +197,8 @@ bool ClientZeroesBuffers() { return Config().client_zeroes.load(std::memory_orde
 void RecordExternalCorrelations(const SimApiSite& site) {
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, site.context_uid)) return;
   for (int kind = 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++kind) {
-    if (!tls_external[kind].empty()) {
-      RecordExternalCorrelation(static_cast<CUpti_ExternalCorrelationKind>(kind), tls_external[kind].back(), site);
+    if (!ThreadExternal()[kind].empty()) {
+      RecordExternalCorrelation(static_cast<CUpti_ExternalCorrelationKind>(kind), ThreadExternal()[kind].back(), site);
     }
   }
 }
@@ -347,7 +353,7 @@ CUptiResult CUPTIAPI cuptiActivityPushExternalCorrelationId(CUpti_ExternalCorrel
   if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
     return Status(CUPTI_ERROR_INVALID_PARAMETER);
   }
-  simcupti::tls_external[kind].push_back(id);
+  simcupti::ThreadExternal()[kind].push_back(id);
   return CUPTI_SUCCESS;
 }
 
@@ -355,7 +361,7 @@ CUptiResult CUPTIAPI cuptiActivityPopExternalCorrelationId(CUpti_ExternalCorrela
   if (kind <= CUPTI_EXTERNAL_CORRELATION_KIND_INVALID || kind >= CUPTI_EXTERNAL_CORRELATION_KIND_SIZE) {
     return Status(CUPTI_ERROR_INVALID_PARAMETER);
   }
-  auto& stack = simcupti::tls_external[kind];
+  auto& stack = simcupti::ThreadExternal()[kind];
   if (stack.empty()) return Status(CUPTI_ERROR_QUEUE_EMPTY);
   if (last_id != nullptr) *last_id = stack.back();
   stack.pop_back();

@@ -24,7 +24,14 @@ struct Frame {
   uint64_t epoch;  // Epoch() at enter: a finalize in between cancels the record
   bool record;     // RUNTIME/DRIVER activity was enabled at enter
 };
-thread_local std::deque<Frame> tls_frames;
+// Each thread's open API calls. Never destroyed on purpose: glibc destroys
+// the main thread's thread_local objects before atexit handlers and static
+// destructors run, and CUDA calls made from those (__cudaUnregisterFatBinary)
+// still reach OnApi; a destroyed deque there corrupts the heap.
+std::deque<Frame>& ThreadFrames() {
+  thread_local std::deque<Frame>* frames = new std::deque<Frame>();
+  return *frames;
+}
 
 struct ContextInfo {
   uint32_t uid;
@@ -67,12 +74,14 @@ void OnApi(const SimApiSite* site, int is_exit) {
       RememberContext(last_context, site->context_uid, 0);
     }
     const bool record = ApiRecordEnabled(site->domain, site->cbid, site->context_uid);
+    auto& tls_frames = ThreadFrames();
     tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), record});
     Callback(*site, CUPTI_API_ENTER, &tls_frames.back().correlation_data);
     return;
   }
   // Frames pop in LIFO order; search from the top in case a call's enter
   // happened before CUPTI was initialised.
+  auto& tls_frames = ThreadFrames();
   auto it = tls_frames.end();
   while (it != tls_frames.begin()) {
     --it;
@@ -144,6 +153,7 @@ uint32_t ThreadId() {
 }
 
 uint32_t CurrentRuntimeCorrelationId() {
+  auto& tls_frames = ThreadFrames();
   for (auto it = tls_frames.rbegin(); it != tls_frames.rend(); ++it) {
     if (it->domain == CUPTI_CB_DOMAIN_RUNTIME_API) return it->correlation_id;
   }
