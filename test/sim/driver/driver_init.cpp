@@ -1,10 +1,13 @@
 // Driver: initialisation, versions, device queries, primary context, errors.
 #define __CUDA_API_VERSION_INTERNAL 1  // exact entry-point names, as the driver itself is built
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "device.h"
 #include "device_attributes.h"
@@ -55,6 +58,19 @@ const ErrorText* FindError(CUresult code) {
   return nullptr;
 }
 
+// What NVIDIA's driver does for tools: on the first successful cuInit, load
+// the library named by CUDA_INJECTION64_PATH and call its
+// InitializeInjection(). A missing library or entry point is ignored, as
+// the real driver carries on without the tool.
+void LoadInjectionLibrary() {
+  const char* path = std::getenv("CUDA_INJECTION64_PATH");
+  if (path == nullptr || *path == '\0') return;
+  void* handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) return;
+  using InitFn = int (*)();
+  if (auto init = reinterpret_cast<InitFn>(dlsym(handle, "InitializeInjection"))) init();
+}
+
 }  // namespace
 
 bool DriverInitialized() { return g_init_state.load(std::memory_order_acquire) == 1; }
@@ -66,7 +82,7 @@ using sim::InitializedDriverCall;
 
 SIM_DRIVER_EXPORT CUresult cuInit(unsigned int Flags) {
   cuInit_params params{Flags};
-  return DriverCall(SIM_DRIVER_CBID(cuInit), "cuInit", &params, [&]() -> CUresult {
+  const CUresult result = DriverCall(SIM_DRIVER_CBID(cuInit), "cuInit", &params, [&]() -> CUresult {
     if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (sim::g_init_state.load() == 3) return CUDA_ERROR_NOT_INITIALIZED;
     // A machine without a usable driver: cuInit reports no device, and stays failed.
@@ -77,6 +93,9 @@ SIM_DRIVER_EXPORT CUresult cuInit(unsigned int Flags) {
     sim::g_init_state.store(1, std::memory_order_release);
     return CUDA_SUCCESS;
   });
+  static std::once_flag injection_once;
+  if (result == CUDA_SUCCESS) std::call_once(injection_once, sim::LoadInjectionLibrary);
+  return result;
 }
 
 SIM_DRIVER_EXPORT CUresult cuDriverGetVersion(int* driverVersion) {

@@ -1,0 +1,94 @@
+"""libprof loaded the way NVIDIA's driver loads tools: CUDA_INJECTION64_PATH
+alone, no LD_PRELOAD. The simulated driver, like the real one, dlopens the
+library at the first cuInit and calls InitializeInjection(). The agent's
+wrappers then do not interpose anything (the library is not in the global
+scope), so everything in the window must come through CUPTI.
+
+Proves: the host's stdout and exit status are unchanged; a time-stepped
+window is written and validates; its kernels are exactly the sim's kernels
+launched in the window (by correlation, with the sim's durations); the API
+calls in it come from CUPTI (args.source == "cupti") and each kernel is tied
+to the call that launched it.
+"""
+import glob
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import harness
+
+TRAIN_LOOP = os.path.join(harness.WORKLOAD_DIR, "train_loop")
+ARGS = [TRAIN_LOOP, "--steps", "100", "--host-sleep-us", "2000"]
+SCHEDULE = dict(PROF_STEP="time:20ms", PROF_WAIT=2, PROF_WARMUP=1, PROF_ACTIVE=3, PROF_REPEAT=1)
+
+
+class InjectionOnly(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
+            raise unittest.SkipTest("libprof.so or train_loop not built")
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = os.path.join(cls.tmp.name, "out")
+        truth = os.path.join(cls.tmp.name, "truth.jsonl")
+        cls.bare = harness.run(ARGS, harness.sim_env())
+        cls.profiled = harness.run(ARGS, harness.sim_env(CUDA_INJECTION64_PATH=harness.LIBPROF_SO, PROF_OUTPUT_DIR=out,
+                                                    SIM_TRUTH_FILE=truth, **SCHEDULE))
+        cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+        cls.summaries = sorted(glob.glob(os.path.join(out, "*.summary.txt")))
+        with open(truth) as f:
+            cls.truth = [json.loads(l) for l in f if l.startswith("{")]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def trace(self):
+        with open(self.traces[0]) as f:
+            return json.load(f)
+
+    def test_host_output_and_exit_status_unchanged(self):
+        self.assertEqual(self.bare.returncode, 0, self.bare.stderr)
+        self.assertEqual(self.profiled.returncode, self.bare.returncode, self.profiled.stderr)
+        self.assertEqual(self.profiled.stdout, self.bare.stdout)
+
+    def test_one_window_written_and_valid(self):
+        self.assertEqual(len(self.traces), 1, self.profiled.stderr)
+        self.assertEqual(len(self.summaries), 1)
+        check = subprocess.run([harness.PROF_TOOL, "validate", self.traces[0]], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        meta = self.trace()["libprof"]
+        self.assertEqual(meta["cupti_mode"], "activity")
+
+    def test_kernels_are_the_sims_kernels_with_their_durations(self):
+        kernels = [e for e in self.trace()["traceEvents"] if e.get("cat") == "kernel"]
+        self.assertGreater(len(kernels), 0)
+        truth = {t["correlation"]: t for t in self.truth if t.get("type") == "kernel"}
+        ids = [k["args"]["correlation"] for k in kernels]
+        self.assertEqual(len(ids), len(set(ids)), "a kernel appears twice")
+        for k in kernels:
+            op = truth.get(k["args"]["correlation"])
+            self.assertIsNotNone(op, f"kernel {k['name']} is not in the truth log")
+            self.assertAlmostEqual(k["dur"] * 1000, op["end_rep_ns"] - op["start_rep_ns"], delta=2)
+        # Every kernel the sim ran between the window's first and last kernel is there.
+        first, last = min(ids), max(ids)
+        expected = {c for c in truth if first <= c <= last}
+        self.assertEqual(set(ids), expected)
+
+    def test_api_calls_come_from_cupti_and_tie_to_their_kernels(self):
+        events = self.trace()["traceEvents"]
+        calls = [e for e in events if e.get("cat") == "cuda_runtime"]
+        self.assertGreater(len(calls), 0)
+        self.assertEqual({c["args"].get("source") for c in calls}, {"cupti"},
+                         "with CUDA_INJECTION64_PATH alone no wrapper should have bound")
+        by_corr = {c["args"]["correlation"]: c for c in calls}
+        for k in (e for e in events if e.get("cat") == "kernel"):
+            call = by_corr.get(k["args"]["correlation"])
+            self.assertIsNotNone(call, f"no launching call for {k['name']}")
+            self.assertIn("LaunchKernel", call["name"])
+            self.assertGreaterEqual(k["ts"], call["ts"])
+
+
+if __name__ == "__main__":
+    harness.main()
