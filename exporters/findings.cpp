@@ -22,10 +22,6 @@ std::string ConfigValue(const WindowMeta& meta, const std::string& key) {
   return {};
 }
 
-bool IsBlockingSync(ApiId id) {
-  return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent && id != ApiId::cudaStreamWaitEvent_ptsz;
-}
-
 // Allocation calls that go to the driver each time (the *Async and pool
 // allocators are stream-ordered and cheap by design).
 bool IsSynchronousAllocatorCall(ApiId id) {

@@ -103,12 +103,6 @@ uint64_t BusyWithin(const std::vector<Interval>& busy, uint64_t start_ns, uint64
   return total;
 }
 
-bool IsBlockingSync(uint16_t api) {
-  auto id = static_cast<ApiId>(api);
-  return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent &&
-         id != ApiId::cudaStreamWaitEvent_ptsz;
-}
-
 void ComputeSpan(const Window& w, Summary* s) {
   if (!w.steps.empty()) {
     s->span_start_ns = w.steps.front().start_ns;
@@ -203,7 +197,7 @@ void ComputeMemory(const Window& w, Summary* s) {
                    [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
 }
 
-void ComputeSteps(const Window& w, const std::vector<Interval>& busy, Summary* s) {
+void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<Interval>& busy, Summary* s) {
   for (const StepSpan& step : w.steps) {
     StepRow row;
     row.step = step.step;
@@ -220,20 +214,28 @@ void ComputeSteps(const Window& w, const std::vector<Interval>& busy, Summary* s
     --it;
     return t < it->end_ns ? it - w.steps.begin() : -1;
   };
-  for (const HostEvent& e : w.host_events) {
-    int64_t k = step_of(e.start_ns);
-    if (k < 0) continue;
+  auto count_call = [&](ApiId id, uint64_t start_ns) {
+    int64_t k = step_of(start_ns);
+    if (k < 0) return;
     StepRow& row = s->steps[static_cast<size_t>(k)];
-    switch (ApiKindOf(static_cast<ApiId>(e.api))) {
+    switch (ApiKindOf(id)) {
       case ApiKind::kLaunch: ++row.launches; break;
       case ApiKind::kMemcpy: ++row.copies; break;
       case ApiKind::kAlloc:
       case ApiKind::kFree: ++row.allocs; break;
       case ApiKind::kSync:
-        if (IsBlockingSync(e.api)) ++row.syncs;
+        if (IsBlockingSync(id)) ++row.syncs;
         break;
       default: break;
     }
+  };
+  for (const HostEvent& e : w.host_events) count_call(static_cast<ApiId>(e.api), e.start_ns);
+  // Calls only CUPTI saw (no wrapper bound, e.g. CUDA_INJECTION64_PATH
+  // alone, or a static runtime) count the same, by their API name.
+  for (size_t i = 0; i < w.device_records.size(); ++i) {
+    const DeviceRecord& r = w.device_records[i];
+    ApiId id{};
+    if (IsApiRecord(r) && index.ApiRecordShown(i) && ApiFromName(w.String(r.name_id), &id)) count_call(id, r.start_ns);
   }
   for (const DeviceRecord& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
@@ -243,6 +245,8 @@ void ComputeSteps(const Window& w, const std::vector<Interval>& busy, Summary* s
 }
 
 bool IsLaunchName(const std::string& name) {
+  ApiId id{};
+  if (ApiFromName(name, &id)) return ApiKindOf(id) == ApiKind::kLaunch;  // incl. nvcc 13's __cudaLaunchKernel
   return name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaGraphLaunch", 0) == 0 ||
          name.rfind("cuGraphLaunch", 0) == 0;
 }
@@ -330,7 +334,7 @@ Summary ComputeSummary(const Window& w) {
   s.gpu_busy_percent = span ? 100.0 * static_cast<double>(s.gpu_busy_ns) / static_cast<double>(span) : 0;
   ComputeTables(w, index, &s);
   ComputeMemory(w, &s);
-  ComputeSteps(w, busy, &s);
+  ComputeSteps(w, index, busy, &s);
   ComputeLatency(w, index, &s);
   ComputeKernelGaps(w, &s);
   ComputeIdleGaps(w, busy, &s);

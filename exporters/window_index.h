@@ -19,6 +19,12 @@ inline bool IsApiRecord(const DeviceRecord& r) {
   return KindOf(r) == DeviceKind::kRuntimeApi || KindOf(r) == DeviceKind::kDriverApi;
 }
 
+// A synchronize that blocks the calling host thread (cudaStreamWaitEvent
+// only orders streams).
+inline bool IsBlockingSync(ApiId id) {
+  return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent && id != ApiId::cudaStreamWaitEvent_ptsz;
+}
+
 class WindowIndex {
  public:
   static constexpr int64_t kNone = -1;

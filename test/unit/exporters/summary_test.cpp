@@ -124,6 +124,31 @@ TEST_CASE("launch latency is launch call to GPU start: median and p99", "[summar
   CHECK(s.launch_latency.max_ns == 50'000);
 }
 
+// With CUDA_INJECTION64_PATH alone no wrapper binds, so every call is a
+// CUPTI API record; the step table and launch latency must count them.
+TEST_CASE("calls seen only by CUPTI count in the step table and launch latency", "[summary]") {
+  WindowBuilder b;
+  b.Step(0, 0, 1'000'000);
+  auto api_record = [&b](const char* name, uint64_t start_ns, uint32_t correlation) {
+    DeviceRecord& r = b.Record(DeviceKind::kRuntimeApi, start_ns, start_ns + 2'000, correlation);
+    r.name_id = b.Str(name);
+  };
+  api_record("__cudaLaunchKernel", 100'000, 1);
+  b.Kernel("k", 110'000, 120'000, 1);
+  api_record("__cudaLaunchKernel", 200'000, 2);
+  b.Kernel("k", 230'000, 240'000, 2);
+  api_record("cudaMemcpyAsync", 300'000, 3);
+  api_record("cudaStreamSynchronize", 400'000, 4);
+  api_record("cudaStreamWaitEvent", 500'000, 5);
+  Summary s = ComputeSummary(b.Build());
+  REQUIRE(s.steps.size() == 1);
+  CHECK(s.steps[0].launches == 2);
+  CHECK(s.steps[0].copies == 1);
+  CHECK(s.steps[0].syncs == 1);  // cudaStreamWaitEvent does not block the host
+  CHECK(s.launch_latency.count == 2);
+  CHECK(s.launch_latency.median_ns == Approx(20'000));  // 10 and 30 µs
+}
+
 TEST_CASE("the summary text uses nsys stats' column headers and numbers", "[summary]") {
   std::string text = RenderSummary(Measured());
   auto has_columns = [&text](const std::string& columns) {
