@@ -36,6 +36,6 @@ if [ -z "$summary" ]; then
 fi
 echo
 echo "demo: findings from $(basename "$summary"):"
-sed -n '/^Findings/,$p' "$summary" | head -30
+sed -n '/^== Findings ==/,/^== CUDA GPU Kernel/p' "$summary" | sed '$d'
 echo
 echo "demo: open the .pt.trace.json in https://ui.perfetto.dev or chrome://tracing; 'prof summary <trace>' recomputes the summary."
