@@ -2,6 +2,8 @@
 // drives the collector through its phases in order, ends a window in
 // progress as partial at exit, arms cycles from the trigger file, and holds
 // the application thread for well under 1 ms at a window's end.
+#include <time.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
@@ -19,6 +21,13 @@ namespace {
 
 using testing::FakeCollector;
 using testing::FakeWriter;
+
+// CPU time of the calling thread: what it spent working, not waiting to run.
+uint64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 + static_cast<uint64_t>(ts.tv_nsec);
+}
 
 Config Schedule(uint64_t skip, uint64_t wait, uint64_t warmup, uint64_t active, uint64_t repeat) {
   Config c;
@@ -166,21 +175,29 @@ TEST_CASE("a window's end holds the stepping thread well under 1 ms", "[session]
   Harness h(Schedule(0, 0, 0, 2, 0));
   // A realistic live table: what the caching allocator keeps around.
   for (uint64_t i = 0; i < 2000; ++i) h.allocs.OnAlloc(0x1000 + i * 256, 256, 0, MemKind::kDevice, ApiId::cudaMalloc, 1, i, false);
-  std::vector<uint64_t> stalls;
+  std::vector<uint64_t> stalls, stall_cpus;
   for (int i = 0; i < 200; ++i) {
     bool ends_window = h.session.current_action() == Action::kRecordAndSave;
     uint64_t t0 = NowNs();
+    uint64_t cpu0 = ThreadCpuNs();
     h.session.Step(NowNs());
-    if (ends_window) stalls.push_back(NowNs() - t0);
+    if (ends_window) {
+      stall_cpus.push_back(ThreadCpuNs() - cpu0);
+      stalls.push_back(NowNs() - t0);
+    }
   }
   CHECK(h.writer.windows.size() == 100);
   REQUIRE(stalls.size() == 100);
   std::sort(stalls.begin(), stalls.end());
-  // Median and 90th percentile: the max on a shared CI machine measures the
-  // scheduler, not us.
-  INFO("median " << stalls[50] << " ns, p90 " << stalls[90] << " ns, max " << stalls.back() << " ns");
+  std::sort(stall_cpus.begin(), stall_cpus.end());
+  // Wall time: the median only. On the 2-core CI machine under ctest -j2 a
+  // tenth of the steps may be preempted for a whole time slice (ms), which
+  // measures the scheduler, not us. The tail is bounded on the thread's own
+  // CPU time, which preemption does not add to but any work done inline does.
+  INFO("wall median " << stalls[50] << " ns, p90 " << stalls[90] << " ns, max " << stalls.back()
+                      << " ns; cpu p90 " << stall_cpus[90] << " ns");
   CHECK(stalls[50] < 1'000'000);
-  CHECK(stalls[90] < 1'000'000);
+  CHECK(stall_cpus[90] < 1'000'000);
   CHECK(h.writer.windows[0].live_at_end.size() == 2000);
 }
 
