@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 import unittest
 
 import harness
@@ -122,9 +121,15 @@ class TriggerFile(unittest.TestCase):
         env = harness.sim_env(LD_PRELOAD=harness.LIBPROF_SO, PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1,
                               PROF_ACTIVE=2, PROF_TRIGGER_FILE=trigger,
                               PROF_OUTPUT_DIR=os.path.join(os.path.dirname(trigger), "traces"))
-        proc = subprocess.Popen([workload("train_loop"), "--steps", "60", "--manual-steps", "--host-sleep-us", "20000"],
+        # Line-buffered stdout (stdbuf keeps libprof in LD_PRELOAD) so the
+        # trigger appears after step 3 has run however slowly the loaded
+        # machine starts the process, not after a guessed sleep.
+        proc = subprocess.Popen(["stdbuf", "-oL", workload("train_loop"), "--steps", "60", "--manual-steps",
+                                 "--host-sleep-us", "20000"],
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(0.4)
+        for line in proc.stdout:
+            if line.startswith("train step 3 "):
+                break
         open(trigger, "w").close()
         out, err = proc.communicate(timeout=120)
         self.assertEqual(proc.returncode, 0, err)
