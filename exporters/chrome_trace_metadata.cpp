@@ -114,7 +114,8 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw("}\n},\n");
 }
 
-void Metadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg, std::string_view value) {
+// Everything of a metadata event up to its one argument's value.
+JsonWriter& BeginMetadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg) {
   JsonWriter& out = s.out;
   s.Begin();
   out.Raw("\"ph\":\"M\",\"name\":\"");
@@ -122,17 +123,16 @@ void Metadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const 
   out.Raw("\",\"pid\":"); out.Int(pid);
   out.Raw(",\"tid\":"); out.Int(tid);
   out.Raw(",\"ts\":0.000,\"args\":{\""); out.Raw(arg); out.Raw("\":");
+  return out;
+}
+
+void Metadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg, std::string_view value) {
+  JsonWriter& out = BeginMetadata(s, name, pid, tid, arg);
   out.String(value);
   out.Raw("}}");
 }
 void MetadataInt(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg, int64_t value) {
-  JsonWriter& out = s.out;
-  s.Begin();
-  out.Raw("\"ph\":\"M\",\"name\":\"");
-  out.Raw(name);
-  out.Raw("\",\"pid\":"); out.Int(pid);
-  out.Raw(",\"tid\":"); out.Int(tid);
-  out.Raw(",\"ts\":0.000,\"args\":{\""); out.Raw(arg); out.Raw("\":");
+  JsonWriter& out = BeginMetadata(s, name, pid, tid, arg);
   out.Int(value);
   out.Raw("}}");
 }
