@@ -66,8 +66,11 @@ void Launch(const Config& config) {
   uint64_t start_ns = NowNs();
   auto* rt = new Runtime;  // never destroyed: see runtime.h
   rt->config = config;
-  if (!rt->buffers.Init(config.buffer_bytes)) {
-    Log().warn("cannot reserve PROF_BUFFER_MB={} of event memory; host events will be dropped and counted",
+  // One budget: PROF_BUFFER_MB is split half for host events (here) and half
+  // for the device side (CUPTI buffer pool + decoded records, sized by the
+  // collector from the same config.buffer_bytes).
+  if (!rt->buffers.Init(HostEventBytes(config.buffer_bytes))) {
+    Log().warn("cannot reserve half of PROF_BUFFER_MB={} for host events; host events will be dropped and counted",
                config.buffer_bytes >> 20);
   }
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {

@@ -82,6 +82,12 @@ EventChunk* ChunkPool::Acquire() {
 
 void ChunkPool::Release(EventChunk* chunk) { Push(static_cast<uint32_t>(chunk - base_)); }
 
+void ChunkPool::Evict(EventChunk* chunk) {
+  // Not yet on the free list, so no thread writes it. Failure only keeps the
+  // pages resident (the footprint stays what it was), so it is ignored.
+  (void)madvise(chunk, sizeof(EventChunk), MADV_DONTNEED);
+}
+
 EventBuffers::EventBuffers() : threads_(new std::atomic<ThreadBuffer*>[kMaxThreads]) {
   for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
@@ -153,6 +159,7 @@ void EventBuffers::Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, st
       if (b->consumed < c->count.load(std::memory_order_acquire)) continue;
       b->head = next;
       b->consumed = 0;
+      if (out != nullptr) pool_.Evict(c);
       pool_.Release(c);
       continue;
     }
@@ -161,6 +168,7 @@ void EventBuffers::Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, st
       b->head = nullptr;
       b->first.store(nullptr, std::memory_order_relaxed);
       b->tail = nullptr;
+      if (out != nullptr) pool_.Evict(c);
       pool_.Release(c);
     }
     return;

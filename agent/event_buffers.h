@@ -24,6 +24,11 @@
 
 namespace prof {
 
+// PROF_BUFFER_MB is one budget: half for host events (this pool), half for
+// the device side (the CUPTI collector sizes its raw buffer pool and its
+// decoded records from the other half).
+inline constexpr uint64_t HostEventBytes(uint64_t budget_bytes) { return budget_bytes / 2; }
+
 inline constexpr uint32_t kChunkEvents = 255;  // header + 255 events = 16 KiB
 
 struct alignas(64) EventChunk {
@@ -47,6 +52,11 @@ class ChunkPool {
   bool Init(uint64_t bytes);
   EventChunk* Acquire();  // nullptr when exhausted or not initialised
   void Release(EventChunk* chunk);
+  // Gives a chunk's pages back to the kernel (it must not be on the free
+  // list). Sealing copies events out of the pool; evicting each chunk as it
+  // is copied keeps pool + copy near one pool's worth instead of two. The
+  // price is a zero-filled page fault when the chunk is next used.
+  void Evict(EventChunk* chunk);
   uint32_t capacity() const { return count_; }
   // After fork in the child: every chunk is free again (no other threads).
   void ResetAllFree();
@@ -86,6 +96,8 @@ class EventBuffers {
 
   // Consumer: moves events with start_ns in [begin_ns, end_ns) into out,
   // discards older ones, leaves newer ones. Adds drops since the last call.
+  // Chunks copied out are evicted (ChunkPool::Evict) so the copy does not
+  // double the resident footprint.
   void Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped);
   // Consumer: discards everything that started before before_ns.
   void Discard(uint64_t before_ns);

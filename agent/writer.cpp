@@ -42,8 +42,15 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   if (deps.collector != nullptr) deps.collector->CollectWindow(start, end, job.deadline_ns, &w);
   if (deps.buffers != nullptr) {
     deps.buffers->Collect(start, end, &w.host_events, &w.meta.losses.host_events_dropped);
-    std::stable_sort(w.host_events.begin(), w.host_events.end(),
-                     [](const HostEvent& a, const HostEvent& b) { return a.start_ns < b.start_ns; });
+    // In place: std::stable_sort would allocate a second copy of every event
+    // (the budget is one copy). The tie-breaks keep the order deterministic
+    // and put an enclosing call before a nested one that starts with it.
+    std::sort(w.host_events.begin(), w.host_events.end(), [](const HostEvent& a, const HostEvent& b) {
+      if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
+      if (a.tid != b.tid) return a.tid < b.tid;
+      if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
+      return a.correlation_id < b.correlation_id;
+    });
   }
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);
