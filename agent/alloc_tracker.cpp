@@ -26,13 +26,14 @@ void AllocTracker::OnAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kin
                            uint64_t ts_ns, bool keep_sample) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, inserted] = live_.try_emplace(ptr, Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind});
+  bool inserted = false;
+  Live& slot = live_.FindOrInsert(ptr, &inserted);
   if (!inserted) {
     // Same address again without a free we saw (e.g. freed through an
     // uninterposed path): replace it rather than counting it twice.
-    totals_[{it->second.device, it->second.kind}] -= it->second.bytes;
-    it->second = Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind};
+    totals_[{slot.device, slot.kind}] -= slot.bytes;
   }
+  slot = Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind};
   totals_[{device, kind}] += bytes;
   if (keep_sample) Sample(ts_ns, ptr, static_cast<int64_t>(bytes), device, kind, api, tid);
 }
@@ -40,10 +41,8 @@ void AllocTracker::OnAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kin
 void AllocTracker::OnFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample) {
   if (ptr == 0) return;
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = live_.find(ptr);
-  if (it == live_.end()) return;
-  Live l = it->second;
-  live_.erase(it);
+  Live l;
+  if (!live_.Erase(ptr, &l)) return;
   totals_[{l.device, l.kind}] -= l.bytes;
   if (keep_sample) Sample(ts_ns, ptr, -static_cast<int64_t>(l.bytes), l.device, l.kind, api, tid);
 }
@@ -52,7 +51,7 @@ std::vector<LiveAllocation> AllocTracker::LiveSnapshot() {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<LiveAllocation> out;
   out.reserve(live_.size());
-  for (const auto& [ptr, l] : live_) {
+  live_.ForEach([&out](uint64_t ptr, const Live& l) {
     LiveAllocation a{};
     a.ptr = ptr;
     a.bytes = l.bytes;
@@ -61,8 +60,11 @@ std::vector<LiveAllocation> AllocTracker::LiveSnapshot() {
     a.device = l.device;
     a.mem_kind = static_cast<uint8_t>(l.kind);
     out.push_back(a);
-  }
-  std::sort(out.begin(), out.end(), [](const LiveAllocation& a, const LiveAllocation& b) { return a.alloc_ns < b.alloc_ns; });
+  });
+  // Outside windows alloc_ns is coarse (ties): the address makes the order total.
+  std::sort(out.begin(), out.end(), [](const LiveAllocation& a, const LiveAllocation& b) {
+    return a.alloc_ns != b.alloc_ns ? a.alloc_ns < b.alloc_ns : a.ptr < b.ptr;
+  });
   return out;
 }
 

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "agent/api_ids.h"
 #include "agent/events.h"
+#include "agent/live_table.h"
 
 namespace prof {
 
@@ -35,16 +35,16 @@ class AllocTracker {
 
  private:
   struct Live {
-    uint64_t bytes;
-    uint64_t alloc_ns;
-    uint16_t api;
-    int16_t device;
-    MemKind kind;
+    uint64_t bytes = 0;
+    uint64_t alloc_ns = 0;
+    uint16_t api = 0;
+    int16_t device = 0;
+    MemKind kind{};
   };
   void Sample(uint64_t ts_ns, uint64_t ptr, int64_t delta, int device, MemKind kind, ApiId api, uint32_t tid);
 
   std::mutex mu_;
-  std::unordered_map<uint64_t, Live> live_;
+  LiveTable<Live> live_;  // no heap work per call (see live_table.h)
   std::map<std::pair<int, MemKind>, uint64_t> totals_;
   std::vector<AllocSample> samples_;
   size_t max_samples_;

@@ -14,6 +14,14 @@ inline uint64_t NowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The same clock at tick resolution (1-4 ms): for times that only order
+// things coarsely (when a still-live allocation was made outside a window).
+inline uint64_t CoarseNowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
 // Unix epoch ns minus agent ns, sampled back to back (error: one clock read).
 inline int64_t EpochOffsetNs() {
   timespec rt;

@@ -82,19 +82,20 @@ void ManualStep() {
   }
 }
 
-void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, bool keep_sample) {
+void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,
+                bool keep_sample) {
   try {
     Runtime* rt = CurrentRuntime();
-    if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, NowNs(), keep_sample);
+    if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, ts_ns, keep_sample);
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
   }
 }
 
-void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, bool keep_sample) {
+void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample) {
   try {
     Runtime* rt = CurrentRuntime();
-    if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, NowNs(), keep_sample);
+    if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, ts_ns, keep_sample);
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
   }

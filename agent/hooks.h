@@ -24,8 +24,9 @@ void OnNvtxRangeStart(uint32_t name_id);
 // prof_step().
 void ManualStep();
 
-void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, bool keep_sample);
-void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, bool keep_sample);
+void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,
+                bool keep_sample);
+void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample);
 
 // NVTX ranges (recording only).
 void RecordNvtxRange(const NvtxRange& range);

@@ -55,13 +55,17 @@ struct DepthGuard {
   DepthGuard& operator=(const DepthGuard&) = delete;
 };
 
-// After an allocation/free succeeded, feed the live table.
+// After an allocation/free succeeded, feed the live table. While recording
+// the sample's time is the call's end; otherwise only the live table's
+// allocation time needs one, and the coarse clock (same epoch, tick
+// resolution, a fraction of a precise read's cost) is enough for it.
 inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
   ApiKind kind = ApiKindOf(id);
+  uint64_t ts_ns = keep_sample ? e.end_ns : CoarseNowNs();
   if (kind == ApiKind::kAlloc) {
-    hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, ThisThreadId(), keep_sample);
+    hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, ThisThreadId(), ts_ns, keep_sample);
   } else if (kind == ApiKind::kFree) {
-    hooks::TrackFree(e.ptr, id, ThisThreadId(), keep_sample);
+    hooks::TrackFree(e.ptr, id, ThisThreadId(), ts_ns, keep_sample);
   }
 }
 
@@ -81,14 +85,16 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   e.name_id = name_id;
   e.device = -1;
   e.flags = flags;
-  e.start_ns = NowNs();
+  // Timestamps only for an event that will be kept: outside a window the
+  // slow path runs for markers and allocation tracking, which need none.
+  bool recording = (hot & kHotRecording) != 0;
+  if (recording) e.start_ns = NowNs();
   tls_correlation_id = 0;
   R result = real(a...);
-  e.end_ns = NowNs();
+  if (recording) e.end_ns = NowNs();
   e.correlation_id = tls_correlation_id;
   e.result = static_cast<int32_t>(result);
   fill(e, result);
-  bool recording = (hot & kHotRecording) != 0;
   if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
   if (recording) hooks::RecordEvent(e);
   if (hot & kHotSyncMarker) hooks::OnSyncReturn(id);

@@ -227,9 +227,16 @@ TEST_CASE("allocations are tracked even outside windows", "[wrappers]") {
   Agent agent(StepSource::kManual);
   ClearHotBits(kHotRecording);
   void* p = nullptr;
+  uint64_t before_ns = CoarseNowNs();
   CHECK(cudaMalloc(&p, 64) == cudaSuccess);
+  uint64_t after_ns = CoarseNowNs();
   CHECK(agent.Events().empty());
   CHECK(agent.rt.allocs.LiveBytes(3, MemKind::kDevice) == 64);
+  // Outside a window the live table still knows when (to a clock tick).
+  auto live = agent.rt.allocs.LiveSnapshot();
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].alloc_ns >= before_ns);
+  CHECK(live[0].alloc_ns <= after_ns);
 }
 
 TEST_CASE("cuGetProcAddress hands out our wrapper, which calls what the driver returned", "[wrappers]") {
