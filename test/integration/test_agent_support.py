@@ -1,9 +1,11 @@
 """Helpers shared by the agent's integration tests (test_agent_*.py): run a
 workload under libprof on the simulated stack, read the windows it wrote,
 and cut the sim's truth log into steps the way each step source does."""
+import atexit
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -66,6 +68,9 @@ class Run:
 def run_agent(cmd, sim=True, preload=True, timeout=120, **env):
     """Runs cmd with LD_PRELOAD=libprof.so (and the sim, SIM_TRUTH_FILE set)."""
     out_dir = tempfile.mkdtemp(prefix="libprof-agent-")
+    # Tests still read the files (validate(path)) after this returns: remove
+    # them when the test process ends, not never (CI machines kept thousands).
+    atexit.register(shutil.rmtree, out_dir, ignore_errors=True)
     truth_path = os.path.join(out_dir, "truth.jsonl")
     extra = {"PROF_OUTPUT_DIR": os.path.join(out_dir, "traces"), "PROF_FLUSH_TIMEOUT_MS": "500"}
     extra.update(env)

@@ -6,6 +6,7 @@ outside."""
 import glob
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -117,7 +118,9 @@ class TriggerFile(unittest.TestCase):
         need(harness.LIBPROF_SO, workload("train_loop"))
 
     def test_the_schedule_starts_only_when_the_trigger_file_appears(self):
-        trigger = os.path.join(tempfile.mkdtemp(prefix="libprof-trigger-"), "go")
+        tmp = tempfile.mkdtemp(prefix="libprof-trigger-")
+        self.addCleanup(shutil.rmtree, tmp, ignore_errors=True)
+        trigger = os.path.join(tmp, "go")
         env = harness.sim_env(LD_PRELOAD=harness.LIBPROF_SO, PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1,
                               PROF_ACTIVE=2, PROF_TRIGGER_FILE=trigger,
                               PROF_OUTPUT_DIR=os.path.join(os.path.dirname(trigger), "traces"))
