@@ -5,9 +5,11 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "agent/config_loader.h"
 
@@ -24,10 +26,22 @@ struct FakeEnv {
   }
 };
 
+// Every TempDir() made by this process, removed when it exits (each test
+// case runs as its own process under CTest; /tmp used to keep them all).
+struct TempDirs {
+  std::vector<std::string> paths;
+  ~TempDirs() {
+    std::error_code ignored;
+    for (const auto& p : paths) std::filesystem::remove_all(p, ignored);
+  }
+};
+
 // A writable output dir so PROF_OUTPUT_DIR itself never adds a problem.
 std::string TempDir() {
+  static TempDirs dirs;
   char tmpl[] = "/tmp/libprof-config-XXXXXX";
-  return mkdtemp(tmpl);
+  dirs.paths.push_back(mkdtemp(tmpl));
+  return dirs.paths.back();
 }
 
 ConfigResult Parse(std::map<std::string, std::string> vars) {
