@@ -8,10 +8,17 @@ cd "$(dirname "$0")/.."
 root=$PWD
 scripts/setup-deps.sh
 scripts/build.sh >/dev/null
-build=$root/${BUILD_DIR:-build}
+build=${BUILD_DIR:-build}
+[[ $build = /* ]] || build=$root/$build
 
-out=${PROF_OUTPUT_DIR:-$root/prof-traces/demo}
-rm -rf "$out"
+# The demo's own directory, emptied first. A directory named by PROF_OUTPUT_DIR
+# (perhaps the user's real traces) is written into but never emptied.
+if [ -n "${PROF_OUTPUT_DIR:-}" ]; then
+  out=$PROF_OUTPUT_DIR
+else
+  out=$root/prof-traces/demo
+  rm -rf "$out"
+fi
 mkdir -p "$out"
 
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
@@ -29,7 +36,7 @@ env "${stack_env[@]}" "$build/tools/prof/prof" run --step sync --wait 5 --warmup
 
 echo "demo: files written to $out:"
 ls -l "$out"
-summary=$(ls "$out"/*.summary.txt 2>/dev/null | head -1)
+summary=$(ls -t "$out"/*.summary.txt 2>/dev/null | head -1)  # this run's, if the directory had others
 if [ -z "$summary" ]; then
   echo "demo: no window was written; see the agent's log above" >&2
   exit 1
