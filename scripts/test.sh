@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (labels unit,
-# integration, bench; none needs a GPU: the GPU checks are scripts/gpu-check.sh).
+# integration, bench, and gpu — which skips itself without an NVIDIA GPU;
+# scripts/gpu-check.sh is the fuller side-by-side check on a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
