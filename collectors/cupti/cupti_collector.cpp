@@ -158,7 +158,7 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
   // CUPTI accepts a NULL buffer from API version 27 on (every 13.x does);
   // older ones get scratch buffers whose records are counted and discarded.
   pool_ = std::make_unique<BufferPool>(half / 2, /*null_allowed=*/cupti_version_ >= 27);
-  max_pending_ = std::max<size_t>(half / 2 / sizeof(DeviceRecord), 1024);
+  max_pending_ = std::max<size_t>(half / 2 / sizeof(Pending), 1024);
   registry_ = std::make_unique<LaunchRegistry>(std::max<size_t>(half / 256, 65536));
   return true;
 }
@@ -513,6 +513,9 @@ void CuptiCollector::DrainCompletedLocked() {
       }
       uint64_t launch_ns = record.start_ns;
       if (record.correlation_id != 0) registry_->EnterNs(record.correlation_id, &launch_ns);
+      // Reserved whole (address space only: pages count once written), so
+      // growth never holds an old and a new copy at once.
+      if (pending_.capacity() < max_pending_) pending_.reserve(max_pending_);
       pending_.push_back(Pending{record, launch_ns});
     }
     pool_->Release(done.buffer);
@@ -558,6 +561,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   std::lock_guard<std::mutex> decode(decode_mutex_);
   WindowStrings strings(&out->strings);
   std::vector<Pending> later;
+  // Reserved, not grown: doubling would briefly hold two copies.
+  out->device_records.reserve(out->device_records.size() + pending_.size());
   for (Pending& p : pending_) {
     if (p.launch_ns >= end_ns) {
       later.push_back(p);  // launched after this window: a later one may want it
