@@ -1,5 +1,7 @@
 #include "agent/bindings.h"
 
+#include "agent/device_props.h"
+
 #include "collectors/cupti/cupti_collector.h"
 #include "collectors/interpose/real_functions.h"
 #include "exporters/window_files.h"
@@ -29,6 +31,7 @@ void EnrichWindow(Window* window) {
     int v = 0;
     if (fn(&v) == 0) window->meta.cuda_driver_version = v;
   }
+  if (window->devices.empty()) window->devices = QueryDeviceProps();
 }
 
 }  // namespace prof

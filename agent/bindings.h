@@ -15,7 +15,7 @@ namespace prof {
 std::unique_ptr<DeviceCollector> MakeDeviceCollector();
 WindowSink MakeWindowSink(const Config& config);
 // Fills CUDA runtime/driver versions (through the interposer's real
-// functions) on the writer thread.
+// functions) and the GPUs' properties on the writer thread.
 void EnrichWindow(Window* window);
 
 }  // namespace prof
