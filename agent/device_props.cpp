@@ -68,11 +68,13 @@ std::vector<DeviceProps> Query() {
 }  // namespace
 
 std::vector<DeviceProps> QueryDeviceProps() {
-  static std::mutex mu;
-  static std::vector<DeviceProps> cached;
-  std::lock_guard<std::mutex> lock(mu);
-  if (cached.empty()) cached = Query();
-  return cached;
+  // Never destroyed: the writer thread may still seal a window while the
+  // process runs its exit-time destructors.
+  static auto* mu = new std::mutex;
+  static auto* cached = new std::vector<DeviceProps>;
+  std::lock_guard<std::mutex> lock(*mu);
+  if (cached->empty()) *cached = Query();
+  return *cached;
 }
 
 }  // namespace prof

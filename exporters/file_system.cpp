@@ -22,8 +22,10 @@ class Posix final : public FileSystem {
 }  // namespace
 
 FileSystem& PosixFileSystem() {
-  static Posix posix;  // no state: shared safely
-  return posix;
+  // No state, shared safely; never destroyed, because the writer thread may
+  // still finish a window while the process runs exit-time destructors.
+  static Posix* posix = new Posix;
+  return *posix;
 }
 
 }  // namespace prof

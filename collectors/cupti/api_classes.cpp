@@ -56,28 +56,30 @@ const char* CallbackName(ApiDomain domain, uint32_t cbid) {
 
 ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid) {
   // Called on every API enter while attached: classify each id once.
-  static const std::vector<ApiClass> runtime = [] {
+  // Tables are never destroyed: CUDA calls made while the process runs its
+  // exit-time destructors still reach the callbacks.
+  static const auto& runtime = *new std::vector<ApiClass>([] {
     std::vector<ApiClass> classes;
     for (const auto& entry : kRuntimeCallbackNames) {
       if (entry.cbid >= classes.size()) classes.resize(entry.cbid + 1, ApiClass::kOther);
       classes[entry.cbid] = ClassifyName(entry.name);
     }
     return classes;
-  }();
-  static const std::vector<ApiClass> driver = [] {
+  }());
+  static const auto& driver = *new std::vector<ApiClass>([] {
     std::vector<ApiClass> classes;
     for (const auto& entry : kDriverCallbackNames) {
       if (entry.cbid >= classes.size()) classes.resize(entry.cbid + 1, ApiClass::kOther);
       classes[entry.cbid] = ClassifyName(entry.name);
     }
     return classes;
-  }();
+  }());
   const std::vector<ApiClass>& classes = domain == ApiDomain::kRuntime ? runtime : driver;
   return cbid < classes.size() ? classes[cbid] : ApiClass::kOther;
 }
 
 const uint32_t* RuntimeCallbackIds() {
-  static const std::vector<uint32_t> ids = [] {
+  static const auto& ids = *new std::vector<uint32_t>([] {
     std::vector<uint32_t> out;
     for (const auto& entry : kRuntimeCallbackNames) {
       if (ClassifyName(entry.name) != ApiClass::kOther || std::string_view(entry.name) == "cudaDeviceReset") {
@@ -86,12 +88,12 @@ const uint32_t* RuntimeCallbackIds() {
     }
     out.push_back(0);
     return out;
-  }();
+  }());
   return ids.data();
 }
 
 const uint32_t* DriverWorkCallbackIds() {
-  static const std::vector<uint32_t> ids = [] {
+  static const auto& ids = *new std::vector<uint32_t>([] {
     std::vector<uint32_t> out;
     for (const auto& entry : kDriverCallbackNames) {
       ApiClass c = ClassifyName(entry.name);
@@ -100,7 +102,7 @@ const uint32_t* DriverWorkCallbackIds() {
     }
     out.push_back(0);
     return out;
-  }();
+  }());
   return ids.data();
 }
 
