@@ -51,8 +51,10 @@ DecodeStatus Kernel(const CUpti_ActivityKernel10& k, const DecodeContext& contex
   return DecodeStatus::kRecord;
 }
 
-DecodeStatus Memcpy(const CUpti_ActivityMemcpy6& m, const DecodeContext& context, DeviceRecord* out) {
-  *out = Blank(DeviceKind::kMemcpy);
+// The fields copies (Memcpy6, MemcpyPtoP4) and memsets (Memset4) share.
+template <typename Record>
+DecodeStatus MoveLike(DeviceKind kind, const Record& m, const DecodeContext& context, DeviceRecord* out) {
+  *out = Blank(kind);
   if (!SetTimes(context, m.start, m.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = m.correlationId;
   out->bytes = m.bytes;
@@ -60,38 +62,30 @@ DecodeStatus Memcpy(const CUpti_ActivityMemcpy6& m, const DecodeContext& context
   out->context_id = m.contextId;
   out->device_id = m.deviceId;
   out->graph_id = m.graphId;
+  return DecodeStatus::kRecord;
+}
+
+template <typename CopyRecord>
+DecodeStatus AnyCopy(const CopyRecord& m, const DecodeContext& context, DeviceRecord* out) {
+  DecodeStatus status = MoveLike(DeviceKind::kMemcpy, m, context, out);
   out->copy_kind = m.copyKind;
   out->src_kind = m.srcKind;
   out->dst_kind = m.dstKind;
-  return DecodeStatus::kRecord;
+  return status;
+}
+
+DecodeStatus Memcpy(const CUpti_ActivityMemcpy6& m, const DecodeContext& context, DeviceRecord* out) {
+  return AnyCopy(m, context, out);
 }
 
 DecodeStatus Peer(const CUpti_ActivityMemcpyPtoP4& m, const DecodeContext& context, DeviceRecord* out) {
-  *out = Blank(DeviceKind::kMemcpy);
-  if (!SetTimes(context, m.start, m.end, out)) return DecodeStatus::kNoTimestamp;
-  out->correlation_id = m.correlationId;
-  out->bytes = m.bytes;
-  out->stream_id = m.streamId;
-  out->context_id = m.contextId;
-  out->device_id = m.deviceId;
-  out->graph_id = m.graphId;
-  out->copy_kind = m.copyKind;
-  out->src_kind = m.srcKind;
-  out->dst_kind = m.dstKind;
-  return DecodeStatus::kRecord;
+  return AnyCopy(m, context, out);
 }
 
 DecodeStatus Memset(const CUpti_ActivityMemset4& m, const DecodeContext& context, DeviceRecord* out) {
-  *out = Blank(DeviceKind::kMemset);
-  if (!SetTimes(context, m.start, m.end, out)) return DecodeStatus::kNoTimestamp;
-  out->correlation_id = m.correlationId;
-  out->bytes = m.bytes;
-  out->stream_id = m.streamId;
-  out->context_id = m.contextId;
-  out->device_id = m.deviceId;
-  out->graph_id = m.graphId;
+  DecodeStatus status = MoveLike(DeviceKind::kMemset, m, context, out);
   out->dst_kind = static_cast<uint8_t>(m.memoryKind);
-  return DecodeStatus::kRecord;
+  return status;
 }
 
 DecodeStatus Api(const CUpti_ActivityAPI& a, ApiDomain domain, const DecodeContext& context, DeviceRecord* out) {
