@@ -78,8 +78,8 @@ struct Window {
   std::vector<std::string> strings;          // interned: id -> text; id 0 is ""
 
   const std::string& String(uint32_t id) const {
-    static const std::string kEmpty;
-    return id < strings.size() ? strings[id] : kEmpty;
+    static const std::string* const kEmpty = new std::string;  // never destroyed: used at exit
+    return id < strings.size() ? strings[id] : *kEmpty;
   }
 };
 
