@@ -7,6 +7,7 @@
 #include <cupti_driver_cbid.h>
 #include <generated_cuda_meta.h>
 
+#include "../api_call.h"
 #include "../hub.h"
 
 #define SIM_DRIVER_EXPORT extern "C" __attribute__((visibility("default")))
@@ -24,18 +25,8 @@ inline CUstream PerThread(CUstream stream) { return stream ? stream : CU_STREAM_
 template <typename Body>
 CUresult DriverCall(uint32_t cbid, const char* name, const void* params, Body&& body,
                     const char* symbol_name = nullptr) {
-  CUresult result = CUDA_SUCCESS;
-  SimApiSite site{};
-  site.domain = kDriverDomain;
-  site.cbid = cbid;
-  site.function_name = name;
-  site.symbol_name = symbol_name;
-  site.params = params;
-  site.return_value = &result;
-  simhub_api_enter(&site);
-  result = body();
-  simhub_api_exit(&site);
-  return result;
+  return BracketApiCall<CUresult>(kDriverDomain, cbid, name, params, symbol_name, std::forward<Body>(body),
+                                  [](CUresult) {});
 }
 
 // The same for calls that need cuInit first.

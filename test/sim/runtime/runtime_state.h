@@ -9,6 +9,7 @@
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
 
+#include "api_call.h"
 #include "hub.h"
 
 #define SIM_RUNTIME_EXPORT extern "C" __attribute__((visibility("default")))
@@ -105,19 +106,10 @@ inline constexpr int kRuntimeDomain = 2;  // CUPTI_CB_DOMAIN_RUNTIME_API
 template <typename Body>
 cudaError_t RuntimeCall(uint32_t cbid, const char* name, const void* params, Body&& body,
                         const char* symbol_name = nullptr) {
-  cudaError_t result = cudaSuccess;
-  SimApiSite site{};
-  site.domain = kRuntimeDomain;
-  site.cbid = cbid;
-  site.function_name = name;
-  site.symbol_name = symbol_name;
-  site.params = params;
-  site.return_value = &result;
-  simhub_api_enter(&site);
-  result = body();
-  if (result != cudaSuccess) SetLastError(result);
-  simhub_api_exit(&site);
-  return result;
+  return sim::BracketApiCall<cudaError_t>(kRuntimeDomain, cbid, name, params, symbol_name, std::forward<Body>(body),
+                                          [](cudaError_t result) {
+                                            if (result != cudaSuccess) SetLastError(result);
+                                          });
 }
 
 // The same for calls that need the driver (almost all).
