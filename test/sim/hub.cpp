@@ -24,6 +24,7 @@ namespace {
 std::atomic<SimApiHook> g_api_hook{nullptr};
 std::atomic<SimOpHook> g_op_hook{nullptr};
 std::atomic<SimResourceHook> g_resource_hook{nullptr};
+std::atomic<SimGraphHook> g_graph_hook{nullptr};
 // One counter for runtime and driver calls, as in CUPTI. Starts at 1: CUPTI
 // uses 0 for "no correlation".
 std::atomic<uint32_t> g_next_correlation{1};
@@ -122,6 +123,17 @@ std::string JsonString(const char* text) {
   return out + "\"";
 }
 
+void FireGraphHook(const SimGraphEvent& event) {
+  if (SimGraphHook hook = g_graph_hook.load()) hook(&event);
+  if (!TruthEnabled()) return;
+  std::string line = event.kind == SIM_GRAPH_NODE_CREATED ? "{\"type\":\"graph_node\"" : "{\"type\":\"graph_exec\"";
+  line += ",\"pid\":" + std::to_string(getpid());
+  line += ",\"correlation\":" + U64(OuterCorrelationId());
+  line += ",\"api\":" + JsonString(OuterFunctionName());
+  line += ",\"graph_id\":" + U64(event.graph_id) + ",\"node_id\":" + U64(event.node_id) + "}";
+  WriteTruth(line);
+}
+
 void EmitOp(const SimOp& op) {
   if (SimOpHook hook = g_op_hook.load()) hook(&op);
   if (!TruthEnabled()) return;
@@ -144,7 +156,8 @@ void EmitOp(const SimOp& op) {
   line += ",\"grid\":[" + std::to_string(op.grid[0]) + "," + std::to_string(op.grid[1]) + "," +
           std::to_string(op.grid[2]) + "],\"block\":[" + std::to_string(op.block[0]) + "," +
           std::to_string(op.block[1]) + "," + std::to_string(op.block[2]) + "]";
-  line += ",\"dynamic_shared_bytes\":" + U64(op.dynamic_shared_bytes) + "}";
+  line += ",\"dynamic_shared_bytes\":" + U64(op.dynamic_shared_bytes);
+  line += ",\"graph_id\":" + U64(op.graph_id) + ",\"graph_node_id\":" + U64(op.graph_node_id) + "}";
   WriteTruth(line);
 }
 
@@ -171,6 +184,7 @@ void WriteApiLine(const SimApiSite& site) {
 SIMHUB_EXPORT void simhub_set_api_hook(SimApiHook hook) { sim::g_api_hook.store(hook); }
 SIMHUB_EXPORT void simhub_set_op_hook(SimOpHook hook) { sim::g_op_hook.store(hook); }
 SIMHUB_EXPORT void simhub_set_resource_hook(SimResourceHook hook) { sim::g_resource_hook.store(hook); }
+SIMHUB_EXPORT void simhub_set_graph_hook(SimGraphHook hook) { sim::g_graph_hook.store(hook); }
 
 SIMHUB_EXPORT uint64_t simhub_now_ns(void) {
   timespec ts;

@@ -82,6 +82,7 @@ typedef struct SimOp {
   // Added after the first version (append only, never reorder):
   uint32_t event_id;          // SIM_OP_SYNC on an event (event sync, stream wait event)
   uint64_t waited_until_ns;   // SIM_OP_SYNC: sim-clock end of the device work the call waited for
+  uint64_t graph_node_id;     // kernels run by cuGraphLaunch: the executable graph's node (0: none)
 } SimOp;
 
 // Called once per op when it is enqueued (its times are already decided by
@@ -108,6 +109,25 @@ void simhub_truth_line(const char* json_object);
 // Resource events (context created/destroyed) for CUPTI resource callbacks.
 typedef void (*SimResourceHook)(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id);
 void simhub_set_resource_hook(SimResourceHook hook);
+
+// CUDA graph events for CUPTI resource callbacks. A node created while a
+// stream is being captured is reported inside the API call that created it
+// (between its enter and exit), as CUPTI issues GRAPHNODE_CREATED.
+enum SimGraphEventKind {
+  SIM_GRAPH_NODE_CREATED = 1,  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
+  SIM_GRAPH_EXEC_CREATED = 2,  // CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED
+};
+typedef struct SimGraphEvent {
+  int kind;           // SimGraphEventKind
+  void* graph;        // CUgraph
+  void* node;         // CUgraphNode (node events)
+  int node_type;      // CUgraphNodeType (node events)
+  void* graph_exec;   // CUgraphExec (exec events)
+  uint32_t graph_id;  // the graph's (or executable graph's) unique id
+  uint64_t node_id;   // the node's unique id (node events)
+} SimGraphEvent;
+typedef void (*SimGraphHook)(const SimGraphEvent* event);
+void simhub_set_graph_hook(SimGraphHook hook);
 
 // Fault switches (SIM_* environment variables) read once by the hub.
 // Returns the value of SIM_<name> or NULL; e.g. simhub_fault("NO_DRIVER").

@@ -21,6 +21,9 @@ const char* OuterFunctionName();
 void SetCurrentContext(void* context, uint32_t context_uid);
 void FireResourceHook(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id);
 
+// Reports a graph event: graph hook plus its truth-log line.
+void FireGraphHook(const SimGraphEvent& event);
+
 // Reports one op: op hook plus its truth-log line.
 void EmitOp(const SimOp& op);
 

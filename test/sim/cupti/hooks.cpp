@@ -127,18 +127,36 @@ void OnResource(int is_destroy, void* context, uint32_t context_uid, uint32_t de
   }
 }
 
+// Graph node / executable graph created: a resource callback on the calling
+// thread, inside the API call that created it (a launch into a capturing
+// stream creates a node instead of device work).
+void OnGraph(const SimGraphEvent* event) {
+  if (event == nullptr) return;
+  CUpti_GraphData data{};
+  data.graph = static_cast<CUgraph>(event->graph);
+  data.node = static_cast<CUgraphNode>(event->node);
+  data.nodeType = static_cast<CUgraphNodeType>(event->node_type);
+  data.graphExec = static_cast<CUgraphExec>(event->graph_exec);
+  Dispatch(CUPTI_CB_DOMAIN_RESOURCE,
+           event->kind == SIM_GRAPH_NODE_CREATED ? CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
+                                                 : CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
+           &data);
+}
+
 }  // namespace
 
 void InstallHooks() {
   simhub_set_api_hook(&OnApi);
   simhub_set_op_hook(&OnOp);
   simhub_set_resource_hook(&OnResource);
+  simhub_set_graph_hook(&OnGraph);
 }
 
 void RemoveHooks() {
   simhub_set_api_hook(nullptr);
   simhub_set_op_hook(nullptr);
   simhub_set_resource_hook(nullptr);
+  simhub_set_graph_hook(nullptr);
 }
 
 namespace {

@@ -55,6 +55,7 @@ void RecordKernel(const SimOp& op) {
   r.submitted = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
   r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
   r.graphId = op.graph_id;
+  r.graphNodeId = op.graph_node_id;
   Put(r, {op.start_ns, op.end_ns}, op);
 }
 

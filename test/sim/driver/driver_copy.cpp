@@ -9,6 +9,7 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "graph.h"
 #include "timing.h"
 
 namespace sim {
@@ -39,6 +40,7 @@ CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
   if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // see graph.h
   device.RetainPrimaryContext();
   const int src_kind = device.KindOf(src);
   const int dst_kind = device.KindOf(dst);
@@ -69,6 +71,7 @@ CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t 
   Device& device = Device::Get();
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // see graph.h
   for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
   SimOp op{};
   op.kind = SIM_OP_MEMSET;

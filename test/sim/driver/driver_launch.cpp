@@ -13,6 +13,7 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "graph.h"
 #include "timing.h"
 
 namespace sim {
@@ -58,16 +59,10 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   const uint64_t blocks = static_cast<uint64_t>(gx) * gy * gz;
-  const Placement at = device.Enqueue(stream, KernelDurationNs(f->name, f->demangled, blocks));
+  const uint64_t duration_ns = KernelDurationNs(f->name, f->demangled, blocks);
   SimOp op{};
   op.kind = SIM_OP_KERNEL;
-  op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = Device::Get().ContextUid();
-  op.stream_id = at.stream_id;
-  op.launch_ns = at.launch_ns;
-  op.start_ns = at.start_ns;
-  op.end_ns = at.end_ns;
   op.name = f->name.c_str();  // static storage: kernels live for the process
   op.grid[0] = static_cast<int>(gx);
   op.grid[1] = static_cast<int>(gy);
@@ -77,6 +72,14 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   op.block[2] = static_cast<int>(bz);
   op.registers_per_thread = 32;
   op.dynamic_shared_bytes = shared_bytes;
+  if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
+  const Placement at = device.Enqueue(stream, duration_ns);
+  op.correlation_id = OuterCorrelationId();
+  op.context_id = device.ContextUid();
+  op.stream_id = at.stream_id;
+  op.launch_ns = at.launch_ns;
+  op.start_ns = at.start_ns;
+  op.end_ns = at.end_ns;
   EmitOp(op);
   return CUDA_SUCCESS;
 }

@@ -95,6 +95,13 @@ const ProcEntry kProcs[] = {
     SIM_PROC("cuLaunchKernel", cuLaunchKernel, 4000),
     SIM_PROC("cuLaunchKernelEx", cuLaunchKernelEx, 11060),
     SIM_PROC("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel, 9000),
+    SIM_PROC("cuStreamBeginCapture", cuStreamBeginCapture_v2, 10010),
+    SIM_PROC("cuStreamEndCapture", cuStreamEndCapture, 10000),
+    SIM_PROC("cuStreamIsCapturing", cuStreamIsCapturing, 10000),
+    SIM_PROC("cuGraphInstantiateWithFlags", cuGraphInstantiateWithFlags, 11040),
+    SIM_PROC("cuGraphLaunch", cuGraphLaunch, 10000),
+    SIM_PROC("cuGraphExecDestroy", cuGraphExecDestroy, 10000),
+    SIM_PROC("cuGraphDestroy", cuGraphDestroy, 10000),
     // Per-thread default stream flavours (NVIDIA's runtime asks for these at 7.0
     // or at the function's own version).
     SIM_PROC_PT("cuMemcpy", cuMemcpy_ptds, 7000),
@@ -114,6 +121,7 @@ const ProcEntry kProcs[] = {
     SIM_PROC_PT("cuLaunchKernel", cuLaunchKernel_ptsz, 7000),
     SIM_PROC_PT("cuLaunchKernelEx", cuLaunchKernelEx_ptsz, 11060),
     SIM_PROC_PT("cuLaunchCooperativeKernel", cuLaunchCooperativeKernel_ptsz, 9000),
+    SIM_PROC_PT("cuGraphLaunch", cuGraphLaunch_ptsz, 10000),
     SIM_PROC_PT("cuMemAllocAsync", cuMemAllocAsync_ptsz, 11020),
     SIM_PROC_PT("cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync_ptsz, 11020),
     SIM_PROC_PT("cuMemFreeAsync", cuMemFreeAsync_ptsz, 11020),

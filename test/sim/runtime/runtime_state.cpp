@@ -102,6 +102,13 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE_PT(cuLaunchKernel, 4000)
   SIMRT_RESOLVE_PT(cuLaunchKernelEx, 11060)
   SIMRT_RESOLVE_PT(cuLaunchCooperativeKernel, 9000)
+  SIMRT_RESOLVE(cuStreamBeginCapture, 10010)
+  SIMRT_RESOLVE(cuStreamEndCapture, 10000)
+  SIMRT_RESOLVE(cuStreamIsCapturing, 10000)
+  SIMRT_RESOLVE(cuGraphInstantiateWithFlags, 11040)
+  SIMRT_RESOLVE_PT(cuGraphLaunch, 10000)
+  SIMRT_RESOLVE(cuGraphExecDestroy, 10000)
+  SIMRT_RESOLVE(cuGraphDestroy, 10000)
 #undef SIMRT_RESOLVE_PT
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;

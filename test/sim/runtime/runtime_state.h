@@ -70,6 +70,13 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuLaunchKernel)
   SIMRT_DRIVER_FN(cuLaunchKernelEx)
   SIMRT_DRIVER_FN(cuLaunchCooperativeKernel)
+  SIMRT_DRIVER_FN(cuStreamBeginCapture)
+  SIMRT_DRIVER_FN(cuStreamEndCapture)
+  SIMRT_DRIVER_FN(cuStreamIsCapturing)
+  SIMRT_DRIVER_FN(cuGraphInstantiateWithFlags)
+  SIMRT_DRIVER_FN(cuGraphLaunch)
+  SIMRT_DRIVER_FN(cuGraphExecDestroy)
+  SIMRT_DRIVER_FN(cuGraphDestroy)
 #undef SIMRT_DRIVER_FN
 };
 

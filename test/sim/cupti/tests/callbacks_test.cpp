@@ -22,6 +22,7 @@ struct Seen {
   uint64_t correlation_value;  // *correlation_data when called
   int return_value;            // at exit
   CUcontext context;
+  CUpti_GraphData graph;  // graph resource callbacks
 };
 std::vector<Seen> g_seen;
 bool g_finalize_at_exit = false;
@@ -45,6 +46,9 @@ void CUPTIAPI Record(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       seen.return_value = *static_cast<const int*>(info->functionReturnValue);
       if (g_finalize_at_exit) cuptiFinalize();  // NVIDIA's recommended detach point
     }
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+                                                     cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED)) {
+    seen.graph = *static_cast<const CUpti_GraphData*>(data);
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     seen.context = static_cast<const CUpti_ResourceData*>(data)->context;
   }
@@ -128,6 +132,30 @@ TEST_CASE("resource callbacks report context creation and destruction", "[callba
   CHECK(g_seen[0].cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   CHECK(g_seen[0].context == reinterpret_cast<CUcontext>(&context_storage));
   CHECK(g_seen[1].cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+}
+
+TEST_CASE("graph node and executable graph creation reach enabled resource callbacks with CUpti_GraphData",
+          "[callbacks][graphs]") {
+  Subscribed s;
+  REQUIRE(cuptiEnableCallback(1, s.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) ==
+          CUPTI_SUCCESS);
+  int graph = 0, node = 0, exec = 0;
+  SimGraphEvent created{SIM_GRAPH_NODE_CREATED, &graph, &node, CU_GRAPH_NODE_TYPE_KERNEL, nullptr, 3, 9};
+  fakehub::GraphEvent(created);
+  SimGraphEvent instantiated{SIM_GRAPH_EXEC_CREATED, &graph, nullptr, 0, &exec, 4, 0};
+  fakehub::GraphEvent(instantiated);  // not enabled: not seen
+  REQUIRE(g_seen.size() == 1);
+  CHECK(g_seen[0].cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  CHECK(g_seen[0].graph.graph == reinterpret_cast<CUgraph>(&graph));
+  CHECK(g_seen[0].graph.node == reinterpret_cast<CUgraphNode>(&node));
+  CHECK(g_seen[0].graph.nodeType == CU_GRAPH_NODE_TYPE_KERNEL);
+
+  REQUIRE(cuptiEnableCallback(1, s.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED) ==
+          CUPTI_SUCCESS);
+  fakehub::GraphEvent(instantiated);
+  REQUIRE(g_seen.size() == 2);
+  CHECK(g_seen[1].cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED);
+  CHECK(g_seen[1].graph.graphExec == reinterpret_cast<CUgraphExec>(&exec));
 }
 
 TEST_CASE("cuptiFinalize from an exit callback detaches so that call is not recorded and nothing fires after",

@@ -17,6 +17,7 @@ std::atomic<uint32_t> g_next_correlation{1};
 std::atomic<SimApiHook> g_api_hook{nullptr};
 std::atomic<SimOpHook> g_op_hook{nullptr};
 std::atomic<SimResourceHook> g_resource_hook{nullptr};
+std::atomic<SimGraphHook> g_graph_hook{nullptr};
 std::mutex g_mu;
 uint64_t (*g_source)(void) = nullptr;
 int64_t g_offset_ns = 0;
@@ -32,6 +33,7 @@ extern "C" {
 void simhub_set_api_hook(SimApiHook hook) { g_api_hook.store(hook); }
 void simhub_set_op_hook(SimOpHook hook) { g_op_hook.store(hook); }
 void simhub_set_resource_hook(SimResourceHook hook) { g_resource_hook.store(hook); }
+void simhub_set_graph_hook(SimGraphHook hook) { g_graph_hook.store(hook); }
 
 void simhub_api_enter(SimApiSite* site) {
   site->correlation_id = g_next_correlation.fetch_add(1);
@@ -145,6 +147,10 @@ void Enqueue(const SimOp& op) {
 
 void ContextEvent(bool destroy, void* context, uint32_t uid) {
   if (SimResourceHook hook = g_resource_hook.load()) hook(destroy ? 1 : 0, context, uid, 0);
+}
+
+void GraphEvent(const SimGraphEvent& event) {
+  if (SimGraphHook hook = g_graph_hook.load()) hook(&event);
 }
 
 void* Context() { return &g_context_storage; }

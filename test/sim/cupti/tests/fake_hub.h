@@ -40,6 +40,8 @@ SimOp Op(int kind, uint32_t correlation_id, uint32_t stream, uint64_t start_ns, 
 void Enqueue(const SimOp& op);
 
 void ContextEvent(bool destroy, void* context, uint32_t uid);
+// A graph node or executable graph created (the hub's graph hook).
+void GraphEvent(const SimGraphEvent& event);
 
 void* Context();  // the fake's single context
 std::vector<std::string> TruthLines();
