@@ -107,6 +107,17 @@ bool ExpectsRecord(ApiClass c, uint32_t activities) {
 // its device work may carry the runtime's.
 thread_local int t_runtime_depth = 0;
 thread_local uint32_t t_runtime_correlation = 0;
+// The outermost call in progress on this thread that the registry expects
+// device work from (0: none). A graph node created inside it means the call
+// was captured into a graph: it put nothing in flight.
+thread_local uint32_t t_expecting_correlation = 0;
+
+// Only device work answers a call that put work in flight; the call's own
+// RUNTIME/DRIVER record arrives at its exit, before a kernel still running.
+bool IsDeviceWork(const DeviceRecord& r) {
+  DeviceKind kind = static_cast<DeviceKind>(r.kind);
+  return kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
+}
 
 }  // namespace
 
@@ -212,6 +223,9 @@ void CuptiCollector::EnableCallbacks(bool enable) {
   }
   // Context destruction: flush first so its records survive.
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  // Stream capture: a launch or copy into a capturing stream creates a graph
+  // node instead of device work (CUPTI issues this inside the call).
+  api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   callbacks_live_.store(enable, std::memory_order_release);
 }
 
@@ -414,6 +428,13 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
 
 void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+      // Captured, not run: no record will come for this call, so the window
+      // must not wait for one nor count it missing. (A graph launch's
+      // kernels carry the cudaGraphLaunch call's correlation id.)
+      if (t_expecting_correlation != 0) registry_->OnExit(t_expecting_correlation, /*succeeded=*/false);
+      return;
+    }
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
       // Records of a context are lost with it; flush while it exists. No
       // control_mutex_: a flush may run beside another, CUPTI serializes.
@@ -433,13 +454,15 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
     ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);
     bool nested = !runtime && t_runtime_depth > 0;
-    registry_->OnEnter(info->correlationId, NowNs(), !nested && ExpectsRecord(c, config_.activities),
-                       nested ? t_runtime_correlation : 0);
+    bool expects = !nested && ExpectsRecord(c, config_.activities);
+    if (expects) t_expecting_correlation = info->correlationId;
+    registry_->OnEnter(info->correlationId, NowNs(), expects, nested ? t_runtime_correlation : 0);
     return;
   }
 
   // API exit.
   if (runtime && t_runtime_depth > 0 && --t_runtime_depth == 0) t_runtime_correlation = 0;
+  if (info->correlationId == t_expecting_correlation) t_expecting_correlation = 0;
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
@@ -506,7 +529,7 @@ void CuptiCollector::DrainCompletedLocked() {
           ++unknown_kinds_;
           continue;
       }
-      if (record.correlation_id != 0) registry_->MarkDelivered(record.correlation_id);
+      if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
       if (pending_.size() >= max_pending_) {
         ++own_dropped_;
         continue;
