@@ -22,6 +22,14 @@ namespace prof {
 // call returns (they reset it to 0 before calling). 0: unknown.
 inline thread_local uint32_t tls_correlation_id = 0;
 
+// The start (agent clock) of the interposed call running on this thread, set
+// by a recording wrapper just before the real call and reset after it; 0
+// when no wrapper timed the call. The collector's API-enter callback takes
+// it as the call's launch time instead of reading the clock again, so the
+// host event and the GPU records it launched fall on the same side of a
+// window boundary.
+inline thread_local uint64_t tls_call_start_ns = 0;
+
 class DeviceCollector {
  public:
   virtual ~DeviceCollector() = default;

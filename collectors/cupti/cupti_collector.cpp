@@ -456,7 +456,10 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     bool nested = !runtime && t_runtime_depth > 0;
     bool expects = !nested && ExpectsRecord(c, config_.activities);
     if (expects) t_expecting_correlation = info->correlationId;
-    registry_->OnEnter(info->correlationId, NowNs(), expects, nested ? t_runtime_correlation : 0);
+    // The wrapper's start when it timed this call (same instant as the host
+    // event), else the clock.
+    uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
+    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t_runtime_correlation : 0);
     return;
   }
 

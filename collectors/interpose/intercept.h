@@ -90,7 +90,9 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   bool recording = (hot & kHotRecording) != 0;
   if (recording) e.start_ns = NowNs();
   tls_correlation_id = 0;
+  tls_call_start_ns = e.start_ns;
   R result = real(a...);
+  tls_call_start_ns = 0;
   if (recording) e.end_ns = NowNs();
   e.correlation_id = tls_correlation_id;
   e.result = static_cast<int32_t>(result);
