@@ -245,6 +245,18 @@ TEST_CASE("a launch whose record never comes is counted missing after a bounded 
   CHECK(waited < 1'000'000'000);
 }
 
+TEST_CASE("a launch's own RUNTIME record does not stand in for the kernel still to come", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kLaunch, 2);
+  uint64_t now = NowNs();
+  fake::Write(fake::RuntimeApi(2, kLaunch, now, now + 100));  // at the call's exit; the kernel never comes
+  Window w = h.Collect(start, NowNs(), /*wait_ns=*/20'000'000);
+  CHECK(w.meta.losses.device_records_missing == 1);
+}
+
 TEST_CASE("a failed launch is not waited for and not missing", "[collector]") {
   Harness h;
   auto& c = h.Make();
