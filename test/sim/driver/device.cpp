@@ -18,6 +18,15 @@ constexpr size_t kAlignment = 256;  // cudaMalloc's guarantee
 
 }  // namespace
 
+void Place(SimOp* op, const Placement& at) {
+  op->correlation_id = OuterCorrelationId();
+  op->context_id = Device::Get().ContextUid();
+  op->stream_id = at.stream_id;
+  op->launch_ns = at.launch_ns;
+  op->start_ns = at.start_ns;
+  op->end_ns = at.end_ns;
+}
+
 Device& Device::Get() {
   static Device* device = new Device();  // never destroyed: atexit handlers still use it
   return *device;

@@ -12,6 +12,8 @@
 #include <string>
 #include <unordered_set>
 
+#include "../hub.h"
+
 // The opaque driver handle types of cuda.h, defined here.
 struct CUstream_st {
   uint32_t id;        // CUPTI stream id
@@ -125,6 +127,10 @@ class Device {
   uint32_t next_context_uid_ = 1;
   bool context_alive_ = false;
 };
+
+// Fills what an op gets when it is enqueued: the outermost API call's
+// correlation id, the current context, and where the timeline put it.
+void Place(SimOp* op, const Placement& at);
 
 // Sleeps until the sim clock has passed sim_ns.
 void WaitUntilNs(uint64_t sim_ns);

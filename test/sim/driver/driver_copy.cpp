@@ -54,13 +54,8 @@ CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
   op.dst_kind = dst_kind;
   op.bytes = width * rows;
   const Placement at = device.Enqueue(stream, CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind));
-  op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = Device::Get().ContextUid();
-  op.stream_id = at.stream_id;
-  op.launch_ns = at.launch_ns;
-  op.start_ns = at.start_ns;
-  op.end_ns = at.end_ns;
+  Place(&op, at);
   EmitOp(op);
   if (HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) WaitUntilNs(at.end_ns);
   return CUDA_SUCCESS;
@@ -79,13 +74,8 @@ CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t 
   op.address = reinterpret_cast<uint64_t>(dst);
   op.dst_kind = device.KindOf(dst);
   const Placement at = device.Enqueue(stream, MemsetDurationNs(op.bytes));
-  op.correlation_id = OuterCorrelationId();
   op.device_id = kDeviceId;
-  op.context_id = Device::Get().ContextUid();
-  op.stream_id = at.stream_id;
-  op.launch_ns = at.launch_ns;
-  op.start_ns = at.start_ns;
-  op.end_ns = at.end_ns;
+  Place(&op, at);
   EmitOp(op);
   return CUDA_SUCCESS;
 }

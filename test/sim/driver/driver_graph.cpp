@@ -113,12 +113,7 @@ CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
   for (const CUgraphNode_st& node : nodes) {
     const Placement at = device.Enqueue(stream, node.duration_ns);
     SimOp op = node.op;
-    op.correlation_id = OuterCorrelationId();
-    op.context_id = device.ContextUid();
-    op.stream_id = at.stream_id;
-    op.launch_ns = at.launch_ns;
-    op.start_ns = at.start_ns;
-    op.end_ns = at.end_ns;
+    Place(&op, at);
     op.graph_id = graph_id;
     op.graph_node_id = node.id;
     EmitOp(op);

@@ -74,12 +74,7 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   op.dynamic_shared_bytes = shared_bytes;
   if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
   const Placement at = device.Enqueue(stream, duration_ns);
-  op.correlation_id = OuterCorrelationId();
-  op.context_id = device.ContextUid();
-  op.stream_id = at.stream_id;
-  op.launch_ns = at.launch_ns;
-  op.start_ns = at.start_ns;
-  op.end_ns = at.end_ns;
+  Place(&op, at);
   EmitOp(op);
   return CUDA_SUCCESS;
 }
