@@ -3,8 +3,9 @@
 #
 # What it does (issue "CUPTI collection", item 8):
 #   1. builds libprof, the prof command and the nvcc workloads;
-#   2. runs the nvcc workload train_loop under libprof (manual steps) and
-#      validates its traces;
+#   2. runs the nvcc workloads train_loop and graph_loop (CUDA graphs, with a
+#      capture inside the recorded steps) under libprof (manual steps) and
+#      validates their traces;
 #   3. runs one small PyTorch training loop four ways with the same schedule
 #      (wait/warmup/active): no profiler, under libprof (LD_PRELOAD, manual
 #      steps through prof_step()), under torch.profiler;
@@ -194,9 +195,11 @@ run_workload() {  # name, then the workload's arguments
   local dir="$OUT/$name"
   mkdir -p "$dir"
   echo "== $name under libprof: $*"
-  if ! "$PROF" run --lib "$LIBPROF" --step manual --wait 2 --warmup 1 --active 3 --out "$dir" -- "$WORKLOADS/$@" \
-      >"$dir/stdout.txt" 2>"$dir/stderr.txt"; then
-    echo "gpu-check: $name failed (exit $?), see $dir/stderr.txt"; FAILED=1; return
+  "$PROF" run --lib "$LIBPROF" --step manual --wait 2 --warmup 1 --active 3 --out "$dir" -- "$WORKLOADS/$@" \
+      >"$dir/stdout.txt" 2>"$dir/stderr.txt"
+  local rc=$?
+  if [[ $rc -ne 0 ]]; then
+    echo "gpu-check: $name failed (exit $rc), see $dir/stderr.txt"; FAILED=1; return
   fi
   local traces=("$dir"/*.pt.trace.json*)
   if [[ ! -e "${traces[0]}" ]]; then
@@ -209,6 +212,9 @@ run_workload() {  # name, then the workload's arguments
 if [[ -x "$WORKLOADS/train_loop" ]]; then
   run_workload train_loop train_loop --steps 10 --manual-steps
   run_workload train_loop_tiny train_loop --steps 10 --manual-steps --tiny
+  # CUDA graphs, with a capture inside the recorded steps: expect
+  # device_records_missing 0 (CUPTI's GRAPHNODE_CREATED marks captured launches).
+  run_workload graph_loop graph_loop --steps 10 --kernels 4 --recapture-at 4 --manual-steps
 else
   echo "gpu-check: $WORKLOADS/train_loop not built (nvcc missing?): skipping the nvcc workloads"
 fi

@@ -3,6 +3,7 @@
 // graph, instantiated, and each step replays it with cudaGraphLaunch and
 // waits with cudaStreamSynchronize. Flags: README.md.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct Options {
   int steps = 10;
   int kernels = 4;        // kernels per captured graph
   int recapture_at = -1;  // capture a fresh graph at the start of this step
+  bool manual_steps = false;
 };
 
 bool Check(cudaError_t e, const char* what) {
@@ -63,8 +65,10 @@ int main(int argc, char** argv) {
       opts.kernels = std::atoi(argv[++i]);
     } else if (!std::strcmp(argv[i], "--recapture-at") && i + 1 < argc) {
       opts.recapture_at = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--manual-steps")) {
+      opts.manual_steps = true;
     } else {
-      std::fprintf(stderr, "usage: %s [--steps N] [--kernels K] [--recapture-at STEP]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--steps N] [--kernels K] [--recapture-at STEP] [--manual-steps]\n", argv[0]);
       return 2;
     }
   }
@@ -75,6 +79,9 @@ int main(int argc, char** argv) {
   if (!Check(cudaMalloc(&scratch, n * sizeof(float)), "cudaMalloc")) return 1;
   if (!Check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) return 1;
   if (!Capture(stream, scratch, n, opts.kernels, &exec)) return 1;
+  using StepFn = void (*)();
+  StepFn step_marker = nullptr;
+  if (opts.manual_steps) step_marker = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "prof_step"));
   for (int step = 0; step < opts.steps; ++step) {
     if (step == opts.recapture_at) {
       if (!Check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy")) return 1;
@@ -83,6 +90,7 @@ int main(int argc, char** argv) {
     if (!Check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch")) return 1;
     if (!Check(cudaStreamSynchronize(stream), "cudaStreamSynchronize")) return 1;
     std::printf("graph step %d\n", step);
+    if (step_marker) step_marker();
   }
   Check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   Check(cudaStreamDestroy(stream), "cudaStreamDestroy");
