@@ -63,14 +63,11 @@ class CuptiCollector final : public DeviceCollector {
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
   CollectorState state() const { return state_.load(std::memory_order_acquire); }
+  // Decoded records held at most (budget, fixed at the first attach).
+  size_t decoded_capacity() const { return max_pending_; }
   const ClockMap& clock() const { return clock_; }
 
  private:
-  // A decoded record waiting for the window its launch belongs to.
-  struct Pending {
-    DeviceRecord record;
-    uint64_t launch_ns;  // API enter of its call; its own start when unknown
-  };
   struct Completed {
     uint8_t* buffer;
     size_t valid_size;
@@ -99,6 +96,11 @@ class CuptiCollector final : public DeviceCollector {
 
   // With decode_mutex_ held.
   void DrainCompletedLocked();
+  // Leaves in pending_ only the records launched in [start_ns, end_ns), in
+  // arrival order; those launched at or after end_ns go to *later_records /
+  // *later_launch_ns, earlier ones are discarded.
+  void PartitionPendingLocked(uint64_t start_ns, uint64_t end_ns, std::vector<DeviceRecord>* later_records,
+                              std::vector<uint64_t>* later_launch_ns);
 
   bool Subscribed(CollectorState state) const {
     return state == CollectorState::kAttached || state == CollectorState::kPaused ||
@@ -140,7 +142,12 @@ class CuptiCollector final : public DeviceCollector {
 
   std::mutex decode_mutex_;
   NameTable names_;
-  std::vector<Pending> pending_;
+  // Decoded records waiting for the window their launch belongs to, and
+  // beside each the API enter of its call (its own start when unknown). Kept
+  // apart so that CollectWindow can hand the window pending_ itself (moved,
+  // not copied: the budget holds one copy of the decoded records).
+  std::vector<DeviceRecord> pending_;
+  std::vector<uint64_t> pending_launch_ns_;
   size_t max_pending_ = 0;
   uint64_t own_dropped_ = 0;  // budget overflow + scratch buffers
   uint64_t untimed_ = 0;      // records CUPTI could not time

@@ -15,6 +15,7 @@
 #include "collectors/cupti/activity_decoder.h"
 #include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/cupti_loader.h"
+#include "collectors/cupti/record_order.h"
 
 namespace prof::cupti {
 namespace {
@@ -164,13 +165,18 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
   }
   loaded_ = true;
   size_t half = std::max<size_t>(config.buffer_bytes / 2, 1);
-  // The pool of raw CUPTI buffers and the decoded records share
-  // PROF_BUFFER_MB with the host-side buffers: half of it here.
+  // The pool of raw CUPTI buffers, the launch registry and the decoded
+  // records share PROF_BUFFER_MB with the host-side buffers: half of it
+  // here, a quarter for raw buffers and a quarter for the registry's ring
+  // plus the decoded records (one copy: the window takes them by move).
   // CUPTI accepts a NULL buffer from API version 27 on (every 13.x does);
   // older ones get scratch buffers whose records are counted and discarded.
   pool_ = std::make_unique<BufferPool>(half / 2, /*null_allowed=*/cupti_version_ >= 27);
-  max_pending_ = std::max<size_t>(half / 2 / sizeof(Pending), 1024);
-  registry_ = std::make_unique<LaunchRegistry>(std::max<size_t>(half / 256, 65536));
+  size_t registry_calls = std::max<size_t>(half / 256, 16384);
+  registry_ = std::make_unique<LaunchRegistry>(registry_calls);
+  size_t registry_bytes = LaunchRegistry::BytesFor(registry_calls);
+  size_t decoded_bytes = half / 2 > registry_bytes ? half / 2 - registry_bytes : 0;
+  max_pending_ = std::max<size_t>(decoded_bytes / (sizeof(DeviceRecord) + sizeof(uint64_t)), 1024);
   return true;
 }
 
@@ -258,6 +264,9 @@ void CuptiCollector::AttachImpl(const Config& config) {
     // Subscribe before registering anything: a refused subscriber must not
     // take another tool's buffers or timestamps.
     if (!Subscribe()) return;
+    // A new session may count correlation ids from 1 again; nothing of the
+    // last one is awaited any more (its windows were collected).
+    if (state == CollectorState::kDetached) registry_->Clear();
     subscribed_pid_ = getpid();
     static std::once_flag exit_hook;
     std::call_once(exit_hook, [] { std::atexit(ReleaseAtExit); });
@@ -542,10 +551,32 @@ void CuptiCollector::DrainCompletedLocked() {
       // Reserved whole (address space only: pages count once written), so
       // growth never holds an old and a new copy at once.
       if (pending_.capacity() < max_pending_) pending_.reserve(max_pending_);
-      pending_.push_back(Pending{record, launch_ns});
+      if (pending_launch_ns_.capacity() < max_pending_) pending_launch_ns_.reserve(max_pending_);
+      pending_.push_back(record);
+      pending_launch_ns_.push_back(launch_ns);
     }
     pool_->Release(done.buffer);
   }
+}
+
+void CuptiCollector::PartitionPendingLocked(uint64_t start_ns, uint64_t end_ns, std::vector<DeviceRecord>* later_records,
+                                            std::vector<uint64_t>* later_launch_ns) {
+  // One pass, compacting in place: slot kept <= i, so record i is read
+  // before anything is written over it. Only records of later windows are
+  // copied (usually few: launched after the window's end, before the pause).
+  size_t kept = 0;
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    uint64_t launch_ns = pending_launch_ns_[i];
+    if (launch_ns >= end_ns) {
+      later_records->push_back(pending_[i]);
+      later_launch_ns->push_back(launch_ns);
+    } else if (launch_ns >= start_ns) {
+      if (kept != i) pending_[kept] = pending_[i];
+      ++kept;
+    }  // else launched before the window (warmup, between windows): discarded
+  }
+  pending_.resize(kept);
+  pending_launch_ns_.clear();
 }
 
 void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
@@ -585,21 +616,20 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   }
 
   std::lock_guard<std::mutex> decode(decode_mutex_);
+  std::vector<DeviceRecord> later;
+  std::vector<uint64_t> later_launch_ns;
+  PartitionPendingLocked(start_ns, end_ns, &later, &later_launch_ns);
   WindowStrings strings(&out->strings);
-  std::vector<Pending> later;
-  // Reserved, not grown: doubling would briefly hold two copies.
-  out->device_records.reserve(out->device_records.size() + pending_.size());
-  for (Pending& p : pending_) {
-    if (p.launch_ns >= end_ns) {
-      later.push_back(p);  // launched after this window: a later one may want it
-    } else if (p.launch_ns >= start_ns) {
-      p.record.name_id = strings.Map(names_, p.record.name_id);
-      out->device_records.push_back(p.record);
-    }  // else launched before the window (warmup, between windows): discarded
+  for (DeviceRecord& r : pending_) r.name_id = strings.Map(names_, r.name_id);
+  SortByStart(&pending_);
+  if (out->device_records.empty()) {
+    out->device_records = std::move(pending_);  // the one copy changes hands
+  } else {
+    out->device_records.insert(out->device_records.end(), pending_.begin(), pending_.end());
+    SortByStart(&out->device_records);
   }
-  pending_.swap(later);
-  std::sort(out->device_records.begin(), out->device_records.end(),
-            [](const DeviceRecord& a, const DeviceRecord& b) { return a.start_ns < b.start_ns; });
+  pending_ = std::move(later);
+  pending_launch_ns_ = std::move(later_launch_ns);
   registry_->ForgetBefore(end_ns);
 
   LossCounts& losses = out->meta.losses;

@@ -1,91 +1,149 @@
 #include "collectors/cupti/launch_registry.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <new>
 
 namespace prof::cupti {
+namespace {
 
-LaunchRegistry::LaunchRegistry(size_t max_calls) : max_per_shard_(max_calls / kShards + (max_calls % kShards != 0)) {
-  // Sized up front: growing (rehashing) under a shard lock would stall the
-  // application threads that launch meanwhile.
-  for (Shard& shard : shards_) shard.calls.reserve(std::min<size_t>(max_per_shard_, 8192));
+using Ref64 = std::atomic_ref<uint64_t>;
+using Ref32 = std::atomic_ref<uint32_t>;
+
+size_t RingCalls(size_t max_calls) { return std::bit_ceil(std::max<size_t>(max_calls, 2)); }
+
+}  // namespace
+
+void LaunchRegistry::FreeDeleter::operator()(Slot* p) const { std::free(p); }
+
+size_t LaunchRegistry::BytesFor(size_t max_calls) { return RingCalls(max_calls) * sizeof(Slot); }
+
+LaunchRegistry::LaunchRegistry(size_t max_calls) : mask_(RingCalls(max_calls) - 1) {
+  // calloc: zero pages from the kernel, resident only once written, so a
+  // large ring costs what the calls in it use.
+  slots_.reset(static_cast<Slot*>(std::calloc(mask_ + 1, sizeof(Slot))));
+  if (!slots_) throw std::bad_alloc();
 }
 
 void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id) {
   if (correlation_id == 0) return;
-  Shard& shard = ShardOf(correlation_id);
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  if (shard.calls.size() >= max_per_shard_ && shard.calls.find(correlation_id) == shard.calls.end()) {
-    overflowed_.fetch_add(1, std::memory_order_relaxed);
-    return;
+  Slot& slot = SlotOf(correlation_id);
+  Ref64 key(slot.key);
+  uint64_t old = key.load(std::memory_order_relaxed);
+  if (old != 0 && IdOf(old) != correlation_id) overflowed_.fetch_add(1, std::memory_order_relaxed);
+  // Seqlock write: empty key, fields, then the key with release, so a reader
+  // that sees the new key on both sides of its read saw the new fields.
+  key.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  Ref64(slot.enter_ns).store(enter_ns, std::memory_order_relaxed);
+  Ref32(slot.parent_id).store(parent_id, std::memory_order_relaxed);
+  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0), std::memory_order_release);
+  // Ids come from one counter: on one thread this is a load and one CAS.
+  uint32_t seen = max_id_.load(std::memory_order_relaxed);
+  while (seen < correlation_id &&
+         !max_id_.compare_exchange_weak(seen, correlation_id, std::memory_order_relaxed)) {
   }
-  shard.calls[correlation_id] = Call{enter_ns, parent_id, expects_record, false};
 }
 
 void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded) {
-  if (succeeded) return;
-  Shard& shard = ShardOf(correlation_id);
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto it = shard.calls.find(correlation_id);
-  if (it != shard.calls.end()) it->second.expects_record = false;
+  if (succeeded || correlation_id == 0) return;
+  SetFlags(correlation_id, /*set=*/0, /*clear=*/kExpects);
+}
+
+bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
+  Slot& slot = SlotOf(id);
+  Ref64 key(slot.key);
+  uint64_t before = key.load(std::memory_order_acquire);
+  if (before == 0 || IdOf(before) != id) return false;
+  entry->enter_ns = Ref64(slot.enter_ns).load(std::memory_order_relaxed);
+  entry->parent_id = Ref32(slot.parent_id).load(std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_acquire);
+  uint64_t after = key.load(std::memory_order_relaxed);
+  // Flags may change in between (delivered); the call may not.
+  if (IdOf(after) != id) return false;
+  entry->key = after;
+  return true;
+}
+
+uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {
+  Slot& slot = SlotOf(id);
+  Ref64 key(slot.key);
+  uint64_t expected = key.load(std::memory_order_acquire);
+  for (;;) {
+    if (expected == 0 || IdOf(expected) != id) return 0;
+    uint64_t desired = (expected | set) & ~clear;
+    if (desired == expected || key.compare_exchange_weak(expected, desired, std::memory_order_acq_rel)) break;
+  }
+  Entry entry;
+  return Read(id, &entry) ? entry.parent_id : 0;
 }
 
 bool LaunchRegistry::EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const {
-  const Shard& shard = ShardOf(correlation_id);
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto it = shard.calls.find(correlation_id);
-  if (it == shard.calls.end()) return false;
-  *enter_ns = it->second.enter_ns;
+  Entry entry;
+  if (correlation_id == 0 || !Read(correlation_id, &entry)) return false;
+  *enter_ns = entry.enter_ns;
   return true;
 }
 
 void LaunchRegistry::MarkDelivered(uint32_t correlation_id) {
-  uint32_t parent_id = 0;
-  {
-    Shard& shard = ShardOf(correlation_id);
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    auto it = shard.calls.find(correlation_id);
-    if (it == shard.calls.end()) return;
-    it->second.delivered = true;
-    parent_id = it->second.parent_id;
+  if (correlation_id == 0) return;
+  uint32_t parent_id = SetFlags(correlation_id, kDelivered, 0);
+  if (parent_id != 0) SetFlags(parent_id, kDelivered, 0);
+}
+
+template <typename Fn>
+void LaunchRegistry::ForEachLive(Fn&& fn) const {
+  uint32_t high = max_id_.load(std::memory_order_acquire);
+  uint32_t low_id = low_id_.load(std::memory_order_relaxed);
+  uint32_t low = low_id > kScanSlack ? low_id - kScanSlack : 1;
+  if (high < low) return;
+  // Older ids than one ring's worth were overwritten (overflow).
+  if (high - low > mask_) low = high - static_cast<uint32_t>(mask_);
+  for (uint32_t id = low;; ++id) {
+    Entry entry;
+    if (Read(id, &entry)) fn(id, entry);
+    if (id == high) break;
   }
-  if (parent_id == 0) return;
-  Shard& shard = ShardOf(parent_id);
-  std::lock_guard<std::mutex> lock(shard.mutex);
-  auto parent = shard.calls.find(parent_id);
-  if (parent != shard.calls.end()) parent->second.delivered = true;
 }
 
 uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns) const {
   uint64_t count = 0;
-  for (const Shard& shard : shards_) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    for (const auto& [id, call] : shard.calls) {
-      if (call.expects_record && !call.delivered && call.enter_ns >= start_ns && call.enter_ns < end_ns) ++count;
-    }
-  }
+  ForEachLive([&](uint32_t, const Entry& e) {
+    bool waiting = (e.key & kExpects) != 0 && (e.key & kDelivered) == 0;
+    if (waiting && e.enter_ns >= start_ns && e.enter_ns < end_ns) ++count;
+  });
   return count;
 }
 
 void LaunchRegistry::ForgetBefore(uint64_t end_ns) {
-  for (Shard& shard : shards_) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    std::erase_if(shard.calls, [end_ns](const auto& entry) { return entry.second.enter_ns < end_ns; });
-  }
+  uint32_t high = max_id_.load(std::memory_order_acquire);
+  uint32_t lowest_kept = 0;
+  ForEachLive([&](uint32_t id, const Entry& e) {
+    if (e.enter_ns >= end_ns) {
+      if (lowest_kept == 0) lowest_kept = id;
+      return;
+    }
+    // Fails only if the call's slot was just taken by a newer call.
+    uint64_t expected = e.key;
+    Ref64(SlotOf(id).key).compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  });
+  low_id_.store(lowest_kept != 0 ? lowest_kept : high + 1, std::memory_order_relaxed);
 }
 
 void LaunchRegistry::Clear() {
-  for (Shard& shard : shards_) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    shard.calls.clear();
+  // Stores only where something is: untouched pages stay untouched.
+  for (size_t i = 0; i <= mask_; ++i) {
+    Ref64 key(slots_.get()[i].key);
+    if (key.load(std::memory_order_relaxed) != 0) key.store(0, std::memory_order_relaxed);
   }
+  max_id_.store(0, std::memory_order_release);
+  low_id_.store(0, std::memory_order_relaxed);
 }
 
 size_t LaunchRegistry::size() const {
   size_t total = 0;
-  for (const Shard& shard : shards_) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    total += shard.calls.size();
-  }
+  for (size_t i = 0; i <= mask_; ++i) total += Ref64(slots_.get()[i].key).load(std::memory_order_acquire) != 0;
   return total;
 }
 

@@ -3,26 +3,35 @@
 // device work in flight whose record has not been delivered yet (a window
 // waits for those, bounded, and counts the ones that never come).
 //
+// Layout: a ring of fixed slots indexed by correlation id modulo its
+// (power of two) capacity. CUPTI hands out correlation ids from one
+// increasing counter, so the calls still remembered occupy a window of ids
+// and a slot is only reused capacity ids later. The application thread's
+// OnEnter is a few plain stores into its slot: no lock, no allocation, no
+// hashing. Past the capacity the newest call takes the slot of the one
+// capacity ids older (counted in overflowed(); that call's records fall back
+// to membership by their own start time).
+//
 // Threads: OnEnter/OnExit run in CUPTI's API callbacks on application
-// threads; the rest on the decoding (writer) thread. The table is split in
-// shards by correlation id so threads launching at once rarely share a
-// mutex. Lock order: each shard's mutex is a leaf; a parent lookup takes
-// two shard locks one after the other, never nested.
+// threads; the rest on the decoding (writer) thread. No mutex: each slot is a
+// seqlock-like pair. Its key word (id and flags) is cleared, the fields are
+// written, then the key is published with a release store; readers check the
+// key's id before and after reading the fields. Flag changes (delivered,
+// failed) are compare-and-swaps on the key, so a change meant for an old call
+// never lands on the newer call that took its slot. Nothing here takes a
+// lock, so it is a leaf in every lock order.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <unordered_map>
+#include <memory>
 
 namespace prof::cupti {
 
 class LaunchRegistry {
  public:
-  // At most max_calls calls are remembered at once; more are counted in
-  // overflowed() and their records fall back to membership by start time.
+  // Remembers at least max_calls calls (rounded up to a power of two).
   explicit LaunchRegistry(size_t max_calls);
 
   // expects_record: the call enqueues device work of an enabled kind.
@@ -40,28 +49,59 @@ class LaunchRegistry {
   uint64_t Outstanding(uint64_t start_ns, uint64_t end_ns) const;
   // Forgets every call entered before end_ns (their window is sealed).
   void ForgetBefore(uint64_t end_ns);
+  // Forgets everything, ids included (a new CUPTI session may count ids
+  // from 1 again). Only while no callback can run.
   void Clear();
 
-  size_t size() const;
+  size_t size() const;  // calls remembered (scans the ring: tests, debugging)
+  size_t capacity() const { return mask_ + 1; }
   uint64_t overflowed() const;
 
+  // Bytes of the ring for max_calls: callers charge it to the budget.
+  static size_t BytesFor(size_t max_calls);
+
  private:
-  struct Call {
+  // Plain words accessed through std::atomic_ref: the ring comes from
+  // calloc, so its pages cost nothing until a call lands in them.
+  struct Slot {
+    uint64_t key;       // id << 32 | flags; 0 = empty
+    uint64_t enter_ns;  // agent clock
+    uint32_t parent_id;
+    uint32_t unused;
+  };
+  struct FreeDeleter {
+    void operator()(Slot* p) const;
+  };
+  struct Entry {
+    uint64_t key;
     uint64_t enter_ns;
     uint32_t parent_id;
-    bool expects_record;
-    bool delivered;
   };
-  static constexpr size_t kShards = 16;
-  struct alignas(64) Shard {
-    mutable std::mutex mutex;
-    std::unordered_map<uint32_t, Call> calls;
-  };
-  Shard& ShardOf(uint32_t correlation_id) { return shards_[correlation_id % kShards]; }
-  const Shard& ShardOf(uint32_t correlation_id) const { return shards_[correlation_id % kShards]; }
+  static constexpr uint64_t kExpects = 1;
+  static constexpr uint64_t kDelivered = 2;
+  // Ids below the lowest one still remembered that scans look at anyway: a
+  // thread handed an id by CUPTI may enter it a little after later ids were
+  // entered (and forgotten) by other threads.
+  static constexpr uint32_t kScanSlack = 4096;
 
-  size_t max_per_shard_;
-  std::array<Shard, kShards> shards_;
+  static uint32_t IdOf(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+  Slot& SlotOf(uint32_t id) const { return slots_.get()[id & mask_]; }
+  // A consistent copy of id's slot, or false if the slot holds another call.
+  bool Read(uint32_t id, Entry* entry) const;
+  // Sets bits in id's key (compare-and-swap: never on another call's slot).
+  // Returns the parent id, or 0.
+  uint32_t SetFlags(uint32_t id, uint64_t set, uint64_t clear);
+  // Calls fn(id, entry) for every call remembered among the ids worth
+  // scanning: from a little below low_id_ up to max_id_, one ring at most.
+  template <typename Fn>
+  void ForEachLive(Fn&& fn) const;
+
+  size_t mask_;
+  std::unique_ptr<Slot[], FreeDeleter> slots_;
+  std::atomic<uint32_t> max_id_{0};  // highest id entered (application threads)
+  // Ids below were all forgotten: written by ForgetBefore (writer thread)
+  // and Clear (attach, no callbacks running); atomic only for Clear.
+  std::atomic<uint32_t> low_id_{0};
   std::atomic<uint64_t> overflowed_{0};
 };
 

@@ -1,6 +1,7 @@
 // Window membership and completeness bookkeeping by correlation id.
 #include "collectors/cupti/launch_registry.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 #include <vector>
@@ -58,15 +59,69 @@ TEST_CASE("calls of sealed windows are forgotten, later ones kept", "[registry]"
   CHECK(registry.size() == 1);
 }
 
-TEST_CASE("past its capacity the registry counts calls it could not remember", "[registry]") {
-  // Capacity is split evenly over 16 shards by correlation id: 16 calls
-  // allow one per shard, so ids 1 and 17 (same shard) overflow.
+TEST_CASE("past its capacity the newest call takes the slot of the one a ring older, and that is counted",
+          "[registry]") {
+  // 16 slots: ids 1 and 17 share one.
   LaunchRegistry registry(16);
+  REQUIRE(registry.capacity() == 16);
   registry.OnEnter(1, 1, true);
   registry.OnEnter(2, 2, true);
   registry.OnEnter(17, 3, true);
+  uint64_t enter = 0;
   CHECK(registry.size() == 2);
   CHECK(registry.overflowed() == 1);
+  CHECK_FALSE(registry.EnterNs(1, &enter));
+  REQUIRE(registry.EnterNs(17, &enter));
+  CHECK(enter == 3);
+  // A late flag change for the displaced call must not touch the new one.
+  registry.OnExit(1, /*succeeded=*/false);
+  registry.MarkDelivered(1);
+  CHECK(registry.Outstanding(0, 10) == 2);
+}
+
+TEST_CASE("the capacity is rounded up to a power of two and the ring's bytes are known up front", "[registry]") {
+  LaunchRegistry registry(100);
+  CHECK(registry.capacity() == 128);
+  CHECK(LaunchRegistry::BytesFor(100) == LaunchRegistry::BytesFor(128));
+  CHECK(LaunchRegistry::BytesFor(129) == 2 * LaunchRegistry::BytesFor(128));
+}
+
+TEST_CASE("a slot freed by a sealed window is reused without counting an overflow", "[registry]") {
+  LaunchRegistry registry(16);
+  for (uint32_t id = 1; id <= 16; ++id) registry.OnEnter(id, id, true);
+  registry.ForgetBefore(100);
+  CHECK(registry.size() == 0);
+  for (uint32_t id = 17; id <= 32; ++id) registry.OnEnter(id, 100 + id, true);
+  CHECK(registry.overflowed() == 0);
+  CHECK(registry.Outstanding(100, 1000) == 16);
+}
+
+TEST_CASE("scans after many sealed windows still see every call of the open one", "[registry]") {
+  // Ids move on by far more than the ring while windows are sealed one by
+  // one: the scan range follows them.
+  LaunchRegistry registry(1024);
+  uint32_t id = 0;
+  for (uint64_t window = 0; window < 50; ++window) {
+    uint64_t start = window * 1000;
+    for (int i = 0; i < 700; ++i) registry.OnEnter(++id, start + i, true);
+    CHECK(registry.Outstanding(start, start + 1000) == 700);
+    registry.ForgetBefore(start + 1000);
+    CHECK(registry.size() == 0);
+  }
+  CHECK(registry.overflowed() == 0);
+}
+
+TEST_CASE("clear forgets every call and lets ids start from 1 again", "[registry]") {
+  LaunchRegistry registry(64);
+  for (uint32_t id = 1000; id < 1010; ++id) registry.OnEnter(id, 5, true);
+  registry.Clear();
+  CHECK(registry.size() == 0);
+  CHECK(registry.Outstanding(0, 10) == 0);
+  registry.OnEnter(1, 7, true);
+  registry.OnEnter(2, 8, true);
+  CHECK(registry.Outstanding(0, 10) == 2);
+  registry.ForgetBefore(10);
+  CHECK(registry.size() == 0);
 }
 
 TEST_CASE("threads entering calls at once are all remembered", "[registry]") {
@@ -80,6 +135,53 @@ TEST_CASE("threads entering calls at once are all remembered", "[registry]") {
   for (auto& th : threads) th.join();
   CHECK(registry.size() == 8000);
   CHECK(registry.Outstanding(0, 2000) == 8000);
+}
+
+TEST_CASE("ids handed out by one counter to many threads, delivered meanwhile by another, are counted exactly",
+          "[registry]") {
+  // Like CUPTI: one global counter, threads entering in whatever order they
+  // get the CPU, the writer marking records delivered as they come.
+  constexpr uint32_t kThreads = 8;
+  constexpr uint32_t kCallsPerThread = 20000;
+  constexpr uint32_t kCalls = kThreads * kCallsPerThread;
+  LaunchRegistry registry(kCalls);
+  std::atomic<uint32_t> next_id{1};
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (uint32_t i = 0; i < kCallsPerThread; ++i) {
+        uint32_t id = next_id.fetch_add(1);
+        // Even ids expect a record; every third id fails at exit.
+        registry.OnEnter(id, 1000 + id, /*expects_record=*/id % 2 == 0);
+        registry.OnExit(id, /*succeeded=*/id % 3 != 0);
+      }
+    });
+  }
+  // The writer delivers ids divisible by 4 while the threads still enter.
+  uint64_t delivered = 0;
+  for (uint32_t id = 4; id <= kCalls; id += 4) {
+    uint64_t enter = 0;
+    while (!registry.EnterNs(id, &enter)) std::this_thread::yield();
+    CHECK(enter == 1000 + id);
+    registry.MarkDelivered(id);
+    ++delivered;
+  }
+  for (auto& th : threads) th.join();
+  // Waiting: even, not failed (not divisible by 3), not delivered (not
+  // divisible by 4): even ids in [1, kCalls] minus multiples of 6 or 4.
+  uint64_t expected = 0;
+  for (uint32_t id = 1; id <= kCalls; ++id) expected += id % 2 == 0 && id % 3 != 0 && id % 4 != 0;
+  CHECK(registry.overflowed() == 0);
+  CHECK(registry.size() == kCalls);
+  CHECK(registry.Outstanding(0, ~0ull) == expected);
+  // Half the calls belong to a window that ends at the middle id.
+  uint64_t first_half = 0;
+  for (uint32_t id = 1; id < kCalls / 2; ++id) first_half += id % 2 == 0 && id % 3 != 0 && id % 4 != 0;
+  CHECK(registry.Outstanding(0, 1000 + kCalls / 2) == first_half);
+  registry.ForgetBefore(1000 + kCalls / 2);
+  CHECK(registry.size() == kCalls - (kCalls / 2 - 1));
+  CHECK(registry.Outstanding(0, ~0ull) == expected - first_half);
+  CHECK(delivered == kCalls / 4);
 }
 
 }  // namespace
