@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -29,7 +30,6 @@
 #include "exporters/cuda_names.h"
 #include "exporters/demangle.h"
 #include "exporters/json_writer.h"
-#include "exporters/occupancy.h"
 #include "exporters/window_index.h"
 
 namespace prof {
@@ -58,10 +58,37 @@ uint64_t TrackKey(bool device, uint64_t pid, uint64_t tid) {
   return (uint64_t{device} << 63) | ((pid & 0x7FFFFFFF) << 32) | (tid & 0xFFFFFFFF);
 }
 
+// `text` as JsonWriter::String writes it: quoted and escaped.
+std::string QuoteJson(std::string_view text) {
+  std::string out = "\"";
+  AppendJsonEscaped(text, &out);
+  out += '"';
+  return out;
+}
+
+// Quoted JSON names by id, each made once; an id past `size` is made each
+// time (Window::String maps such ids to "").
+class QuotedNames {
+ public:
+  using Source = std::function<std::string_view(uint32_t)>;
+  QuotedNames(size_t size, Source source) : cache_(size), source_(std::move(source)) {}
+  const std::string& operator()(uint32_t id) {
+    std::string& quoted = id < cache_.size() ? cache_[id] : scratch_;
+    // A quoted string is never empty: empty means not made yet.
+    if (quoted.empty() || id >= cache_.size()) quoted = QuoteJson(source_(id));
+    return quoted;
+  }
+
+ private:
+  std::vector<std::string> cache_;
+  Source source_;
+  std::string scratch_;
+};
+
 class TraceWriter {
  public:
-  TraceWriter(const Window& w, std::string_view trace_name, ByteSink& sink)
-      : w_(w), trace_name_(trace_name), out_(sink), events_(out_, chrome::TimeBase(w)), index_(w), names_(w) {}
+  TraceWriter(const Window& w, const WindowIndex& index, std::string_view trace_name, ByteSink& sink)
+      : w_(w), trace_name_(trace_name), out_(sink), events_(out_, chrome::TimeBase(w)), index_(index), names_(w) {}
 
   bool Write() {
     AdjustSteps();
@@ -90,6 +117,12 @@ class TraceWriter {
   }
 
  private:
+  // `text` as a quoted JSON string, valid until the next call.
+  std::string_view Quoted(std::string_view text) {
+    quote_scratch_ = QuoteJson(text);
+    return quote_scratch_;
+  }
+
   // --- time ---------------------------------------------------------------
 
   void Ts(uint64_t ns) { events_.Ts(ns); }
@@ -154,12 +187,38 @@ class TraceWriter {
     return a.source < b.source;
   }
 
-  // `bulk` (host events or device records: already in start order from the
-  // session) merged with the few `extra` slices; sorting only what is not
-  // already sorted keeps this linear for a sealed window.
+  // Sorts `v` by Before. Host events and device records arrive in start
+  // order, where only runs of equal starts can be out of order (e.g. a
+  // shorter slice first): those runs are put in order in place, stably, so
+  // a sealed window costs one linear pass instead of a full sort.
+  static void SortSlices(std::vector<Slice>* v) {
+    auto starts_ascending = [](const Slice& a, const Slice& b) { return a.start_ns < b.start_ns; };
+    if (!std::is_sorted(v->begin(), v->end(), starts_ascending)) {
+      std::sort(v->begin(), v->end(), Before);
+      return;
+    }
+    for (auto run = v->begin(); run != v->end();) {
+      auto end = run + 1;
+      while (end != v->end() && end->start_ns == run->start_ns) ++end;
+      if (end - run > 32) {
+        std::stable_sort(run, end, Before);
+      } else {
+        for (auto i = run + 1; i < end; ++i) {  // insertion sort: runs are short
+          Slice x = *i;
+          auto j = i;
+          for (; j != run && Before(x, *(j - 1)); --j) *j = *(j - 1);
+          *j = x;
+        }
+      }
+      run = end;
+    }
+  }
+
+  // `bulk` (host events or device records) merged with the few `extra`
+  // slices (steps, ranges, annotations).
   static std::vector<Slice> Ordered(std::vector<Slice> bulk, std::vector<Slice> extra) {
-    if (!std::is_sorted(bulk.begin(), bulk.end(), Before)) std::sort(bulk.begin(), bulk.end(), Before);
-    if (!std::is_sorted(extra.begin(), extra.end(), Before)) std::sort(extra.begin(), extra.end(), Before);
+    SortSlices(&bulk);
+    SortSlices(&extra);
     std::vector<Slice> out(bulk.size() + extra.size());
     std::merge(bulk.begin(), bulk.end(), extra.begin(), extra.end(), out.begin(), Before);
     return out;
@@ -229,9 +288,10 @@ class TraceWriter {
     return end_ns;
   }
 
-  // `"ph":"X","cat":"<cat>","name":<name>,"pid":..,"tid":..,"ts":..,"dur":..`
-  void SliceHead(const char* cat, std::string_view name, bool device, int64_t pid, int64_t tid, uint64_t start_ns,
-                 uint64_t end_ns) {
+  // `"ph":"X","cat":"<cat>","name":<name>,"pid":..,"tid":..,"ts":..,"dur":..`;
+  // `quoted_name` is already a JSON string (Quoted(), or one of the caches).
+  void SliceHead(const char* cat, std::string_view quoted_name, bool device, int64_t pid, int64_t tid,
+                 uint64_t start_ns, uint64_t end_ns) {
     uint64_t nested_end_ns = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), start_ns, end_ns);
     unclipped_dur_ns_ = nested_end_ns < end_ns ? end_ns - start_ns : 0;
     end_ns = nested_end_ns;
@@ -239,7 +299,7 @@ class TraceWriter {
     out_.Raw("\"ph\":\"X\",\"cat\":\"");
     out_.Raw(cat);
     out_.Raw("\",\"name\":");
-    out_.String(name);
+    out_.Raw(quoted_name);
     out_.Raw(",\"pid\":"); out_.Int(pid);
     out_.Raw(",\"tid\":"); out_.Int(tid);
     out_.Raw(",\"ts\":"); Ts(start_ns);
@@ -259,17 +319,17 @@ class TraceWriter {
   void EmitStep(const StepSpan& s) {
     step_name_.assign("ProfilerStep#");
     step_name_ += std::to_string(s.step);
-    SliceHead("user_annotation", step_name_, false, w_.meta.pid, w_.meta.pid, s.start_ns, s.end_ns);
+    SliceHead("user_annotation", Quoted(step_name_), false, w_.meta.pid, w_.meta.pid, s.start_ns, s.end_ns);
     out_.Raw(",\"args\":{\"step\":"); out_.UInt(s.step); EndArgs();
   }
 
   void EmitNvtx(const NvtxRange& n) {
-    SliceHead("user_annotation", w_.String(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
+    SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
   }
 
   void EmitGpuAnnotation(const GpuAnnotation& a) {
-    SliceHead("gpu_user_annotation", w_.String(a.name_id), true, a.device, a.stream, a.start_ns, a.end_ns);
+    SliceHead("gpu_user_annotation", quoted_strings_(a.name_id), true, a.device, a.stream, a.start_ns, a.end_ns);
     out_.Raw(",\"args\":{\"device\":"); out_.UInt(a.device);
     out_.Raw(",\"stream\":"); out_.UInt(a.stream); EndArgs();
   }
@@ -288,7 +348,7 @@ class TraceWriter {
   void EmitHostEvent(uint32_t index) {
     const HostEvent& e = w_.host_events[index];
     bool driver = (e.flags & kHostEventDriver) != 0;
-    SliceHead(driver ? "cuda_driver" : "cuda_runtime", ApiName(static_cast<ApiId>(e.api)), false, w_.meta.pid,
+    SliceHead(driver ? "cuda_driver" : "cuda_runtime", quoted_apis_(e.api), false, w_.meta.pid,
               e.tid, e.start_ns, e.end_ns);
     out_.Raw(",\"args\":{\"correlation\":"); out_.UInt(e.correlation_id);
     if (e.bytes != 0) { out_.Raw(",\"bytes\":"); out_.UInt(e.bytes); }
@@ -307,7 +367,7 @@ class TraceWriter {
   void EmitApiRecord(uint32_t index) {
     const DeviceRecord& r = w_.device_records[index];
     const char* cat = KindOf(r) == DeviceKind::kDriverApi ? "cuda_driver" : "cuda_runtime";
-    SliceHead(cat, w_.String(r.name_id), false, w_.meta.pid, r.thread_id, r.start_ns, r.end_ns);
+    SliceHead(cat, quoted_strings_(r.name_id), false, w_.meta.pid, r.thread_id, r.start_ns, r.end_ns);
     out_.Raw(",\"args\":{\"cbid\":"); out_.UInt(r.cbid);
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
     out_.Raw(",\"source\":\"cupti\"");
@@ -315,18 +375,12 @@ class TraceWriter {
     if (index_.ApiRecord(r.correlation_id) == int64_t{index}) FlowStart(r.correlation_id, r.thread_id, r.start_ns);
   }
 
-  const DeviceProps* Props(uint32_t device) const {
-    for (const DeviceProps& d : w_.devices) {
-      if (static_cast<uint32_t>(d.id) == device) return &d;
-    }
-    return nullptr;
-  }
-
+  // The copy's name as a quoted JSON string.
   const std::string& CopyName(const DeviceRecord& r) {
     bool memset = KindOf(r) == DeviceKind::kMemset;
     size_t key = memset ? 1000 + (r.dst_kind & 0xF) : (r.copy_kind & 0xF) * 256 + (r.src_kind & 0xF) * 16 + (r.dst_kind & 0xF);
     auto [it, inserted] = copy_names_.try_emplace(key);
-    if (inserted) it->second = memset ? MemsetName(r) : MemcpyName(r);
+    if (inserted) it->second = QuoteJson(memset ? MemsetName(r) : MemcpyName(r));
     return it->second;
   }
 
@@ -342,23 +396,9 @@ class TraceWriter {
     int64_t tid = chrome::StreamTid(r);
     switch (KindOf(r)) {
       case DeviceKind::kKernel: {
-        SliceHead("kernel", names_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns);
+        SliceHead("kernel", quoted_kernels_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns);
         CommonDeviceArgs(r);
-        out_.Raw(",\"registers per thread\":"); out_.UInt(r.registers_per_thread);
-        out_.Raw(",\"shared memory\":"); out_.UInt(uint64_t{r.static_shared_bytes} + r.dynamic_shared_bytes);
-        Occupancy occ;
-        const DeviceProps* props = Props(r.device_id);
-        if (props && ComputeOccupancy(r, *props, &occ)) {
-          out_.Raw(",\"blocks per SM\":"); out_.Double(occ.blocks_per_sm);
-          out_.Raw(",\"warps per SM\":"); out_.Double(occ.warps_per_sm);
-        }
-        out_.Raw(",\"grid\":["); out_.Int(r.grid[0]); out_.Char(','); out_.Int(r.grid[1]); out_.Char(','); out_.Int(r.grid[2]);
-        out_.Raw("],\"block\":["); out_.Int(r.block[0]); out_.Char(','); out_.Int(r.block[1]); out_.Char(','); out_.Int(r.block[2]);
-        out_.Char(']');
-        if (props && occ.has_achieved) {
-          out_.Raw(",\"est. achieved occupancy %\":");
-          out_.Int(static_cast<int64_t>(occ.achieved_percent + 0.5));
-        }
+        out_.Raw(kernel_args_(r));
         EndArgs();
         break;
       }
@@ -376,7 +416,7 @@ class TraceWriter {
       }
       case DeviceKind::kSync: {
         const char* kind = SyncKindName(r.cbid);
-        SliceHead("cuda_sync", kind, true, r.device_id, tid, r.start_ns, r.end_ns);
+        SliceHead("cuda_sync", Quoted(kind), true, r.device_id, tid, r.start_ns, r.end_ns);
         CommonDeviceArgs(r);
         out_.Raw(",\"cuda_sync_kind\":\""); out_.Raw(kind); out_.Char('"');
         EndArgs();
@@ -403,8 +443,14 @@ class TraceWriter {
   std::string_view trace_name_;
   JsonWriter out_;
   chrome::EventStream events_;  // uses out_: declared after it
-  WindowIndex index_;
+  const WindowIndex& index_;
   DisplayNames names_;
+  chrome::KernelArgs kernel_args_{w_};
+  // Names repeat on many events: each is escaped and quoted once.
+  QuotedNames quoted_kernels_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return names_(id); }};
+  QuotedNames quoted_strings_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return w_.String(id); }};
+  QuotedNames quoted_apis_{kApiCount + 1, [](uint32_t id) { return ApiName(static_cast<ApiId>(id)); }};
+  std::string quote_scratch_;
   std::vector<StepSpan> steps_;
   std::vector<GpuAnnotation> gpu_annotations_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> tracks_;  // track -> ends of open slices
@@ -417,10 +463,14 @@ class TraceWriter {
 
 }  // namespace
 
-bool WriteChromeTrace(const Window& window, std::string_view trace_name, ByteSink& sink) {
+bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink) {
   // JsonWriter holds a 64 KiB buffer: keep it off the writer thread's stack.
-  auto writer = std::make_unique<TraceWriter>(window, trace_name, sink);
+  auto writer = std::make_unique<TraceWriter>(window, index, trace_name, sink);
   return writer->Write();
+}
+
+bool WriteChromeTrace(const Window& window, std::string_view trace_name, ByteSink& sink) {
+  return WriteChromeTrace(window, WindowIndex(window), trace_name, sink);
 }
 
 }  // namespace prof

@@ -11,8 +11,13 @@
 
 namespace prof {
 
+class WindowIndex;
+
 // Streams the trace into `sink`; `trace_name` becomes "traceName". Returns
 // false when the sink failed.
 bool WriteChromeTrace(const Window& window, std::string_view trace_name, ByteSink& sink);
+// The same with the window's index already built (the writer shares one
+// between the trace and the summary).
+bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink);
 
 }  // namespace prof

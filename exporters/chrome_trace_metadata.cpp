@@ -137,6 +137,12 @@ void MetadataInt(EventStream& s, const char* name, int64_t pid, int64_t tid, con
   out.Raw("}}");
 }
 
+// Appends `value` unless it equals the last element (sort + unique follow).
+template <typename T>
+void AddDistinct(T value, std::vector<T>* out) {
+  if (out->empty() || out->back() != value) out->push_back(value);
+}
+
 std::string ThreadLabel(const Window& w, uint32_t tid) {
   for (const auto& [id, name] : w.thread_names) {
     if (id == tid) return "thread " + std::to_string(tid) + " (" + name + ")";
@@ -153,12 +159,15 @@ void WriteProcessMetadata(const Window& w, EventStream& s) {
   Metadata(s, "process_labels", pid, 0, "labels", "CPU");
   MetadataInt(s, "process_sort_index", pid, 0, "sort_index", pid);
 
+  // Events come in long runs from one thread or stream: AddDistinct skips
+  // repeats of the last value, so what gets sorted is a few entries, not
+  // one per event.
   std::vector<uint32_t> threads{static_cast<uint32_t>(pid)};
-  for (const auto& e : w.host_events) threads.push_back(e.tid);
-  for (const auto& n : w.nvtx_ranges) threads.push_back(n.tid);
-  for (const auto& a : w.alloc_samples) threads.push_back(a.tid);
+  for (const auto& e : w.host_events) AddDistinct(e.tid, &threads);
+  for (const auto& n : w.nvtx_ranges) AddDistinct(n.tid, &threads);
+  for (const auto& a : w.alloc_samples) AddDistinct(a.tid, &threads);
   for (const auto& r : w.device_records) {
-    if (IsApiRecord(r)) threads.push_back(r.thread_id);
+    if (IsApiRecord(r)) AddDistinct(r.thread_id, &threads);
   }
   std::sort(threads.begin(), threads.end());
   threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
@@ -170,10 +179,10 @@ void WriteProcessMetadata(const Window& w, EventStream& s) {
   std::vector<uint64_t> streams;  // device << 32 | stream
   for (const auto& d : w.devices) streams.push_back(uint64_t(uint32_t(d.id)) << 32 | kCuptiInvalidStream);
   for (const auto& r : w.device_records) {
-    if (IsGpuWork(KindOf(r))) streams.push_back(uint64_t{r.device_id} << 32 | StreamTid(r));
+    if (IsGpuWork(KindOf(r))) AddDistinct(uint64_t{r.device_id} << 32 | StreamTid(r), &streams);
   }
   for (const auto& a : w.alloc_samples) {
-    if (a.device >= 0) streams.push_back(uint64_t(uint32_t(a.device)) << 32 | kCuptiInvalidStream);
+    if (a.device >= 0) AddDistinct(uint64_t(uint32_t(a.device)) << 32 | kCuptiInvalidStream, &streams);
   }
   std::sort(streams.begin(), streams.end());
   streams.erase(std::unique(streams.begin(), streams.end()), streams.end());

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <unordered_map>
 
 #include "agent/window.h"
 #include "exporters/cuda_names.h"
@@ -45,5 +47,36 @@ void WriteHeader(const Window& w, EventStream& s);
 void WriteProcessMetadata(const Window& w, EventStream& s);
 // [memory] instants and the allocated-bytes counters.
 void WriteMemoryEvents(const Window& w, EventStream& s);
+
+// The args of a kernel event that follow from its launch shape alone
+// (`,"registers per thread":..` through the grid, block and occupancy),
+// formatted once per distinct shape: a window repeats a handful of shapes,
+// and the occupancy doubles cost a shortest-form conversion each.
+class KernelArgs {
+ public:
+  explicit KernelArgs(const Window& w) : w_(w) {}
+  const std::string& operator()(const DeviceRecord& kernel);
+
+ private:
+  // Everything the text depends on (ComputeOccupancy's inputs included).
+  struct Shape {
+    uint32_t device = 0;
+    int32_t grid[3] = {};
+    int32_t block[3] = {};
+    uint32_t registers = 0;
+    uint64_t shared_bytes = 0;
+    bool operator==(const Shape&) const = default;
+  };
+  struct ShapeHash {
+    size_t operator()(const Shape& s) const;
+  };
+  static Shape ShapeOf(const DeviceRecord& r);
+  std::string Format(const DeviceRecord& r) const;
+
+  const Window& w_;
+  std::unordered_map<Shape, std::string, ShapeHash> cache_;
+  Shape last_shape_;
+  const std::string* last_ = nullptr;
+};
 
 }  // namespace prof::chrome

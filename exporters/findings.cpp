@@ -56,7 +56,7 @@ struct CallTally {
 
 class FindingsBuilder {
  public:
-  FindingsBuilder(const Window& w, const Summary& s) : w_(w), s_(s) {}
+  FindingsBuilder(const Window& w, const Summary& s, const WindowIndex& index) : w_(w), s_(s), index_(index) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();
@@ -203,7 +203,7 @@ class FindingsBuilder {
   // even cudaMemcpyAsync is staged synchronously). Async copies into pinned
   // memory do not block and are not counted.
   void DeviceToHostCopies() {
-    WindowIndex index(w_);
+    const WindowIndex& index = index_;
     CallTally t = Tally([&](const HostEvent& e) {
       auto id = static_cast<ApiId>(e.api);
       if (ApiKindOf(id) != ApiKind::kMemcpy || e.copy_kind != kCudaMemcpyDeviceToHost) return false;
@@ -220,7 +220,7 @@ class FindingsBuilder {
   }
 
   void PageableCopies() {
-    WindowIndex index(w_);
+    const WindowIndex& index = index_;
     uint64_t count = 0, bytes = 0, time_ns = 0;
     for (const DeviceRecord& r : w_.device_records) {
       if (KindOf(r) != DeviceKind::kMemcpy) continue;
@@ -291,13 +291,18 @@ class FindingsBuilder {
 
   const Window& w_;
   const Summary& s_;
+  const WindowIndex& index_;
   std::vector<Finding> out_;
 };
 
 }  // namespace
 
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary, const WindowIndex& index) {
+  return FindingsBuilder(window, summary, index).Build();
+}
+
 std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary) {
-  return FindingsBuilder(window, summary).Build();
+  return ComputeFindings(window, summary, WindowIndex(window));
 }
 
 }  // namespace prof

@@ -12,6 +12,7 @@
 namespace prof {
 
 struct Summary;
+class WindowIndex;
 
 // Thresholds (see README.md, "Reading the summary").
 inline constexpr double kOverheadBusyPercent = 50.0;     // GPU busy below this ...
@@ -30,5 +31,8 @@ struct Finding {
 };
 
 std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary);
+// The same with the window's index already built (ComputeSummary shares its
+// own: building one is a pass over every event).
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary, const WindowIndex& index);
 
 }  // namespace prof

@@ -101,8 +101,14 @@ struct Summary {
   std::vector<Finding> findings;
 };
 
+class WindowIndex;
+
 Summary ComputeSummary(const Window& window);
+// The same with the window's index already built: the agent's writer builds
+// one per window and shares it with the Chrome trace (window_files.cpp).
+Summary ComputeSummary(const Window& window, const WindowIndex& index);
 std::string RenderSummary(const Summary& summary);
 std::string RenderSummary(const Window& window);
+std::string RenderSummary(const Window& window, const WindowIndex& index);
 
 }  // namespace prof

@@ -197,7 +197,53 @@ void ComputeMemory(const Window& w, Summary* s) {
                    [](const LiveAllocation& a, const LiveAllocation& b) { return a.bytes > b.bytes; });
 }
 
-void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<Interval>& busy, Summary* s) {
+bool IsLaunchName(const std::string& name) {
+  ApiId id{};
+  if (ApiFromName(name, &id)) return ApiKindOf(id) == ApiKind::kLaunch;  // incl. nvcc 13's __cudaLaunchKernel
+  return name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaGraphLaunch", 0) == 0 ||
+         name.rfind("cuGraphLaunch", 0) == 0;
+}
+
+// What the name of a CUPTI API record says, looked up once per interned
+// name: ApiFromName is a linear scan over every API name, and a window
+// without wrappers has one such record per call.
+class ApiRecordNames {
+ public:
+  explicit ApiRecordNames(const Window& w) : w_(w), entries_(w.strings.size()) {}
+
+  // False when the name is none of our APIs.
+  bool Api(uint32_t name_id, ApiId* id) {
+    const Entry& e = Get(name_id);
+    if (e.known) *id = e.id;
+    return e.known;
+  }
+  bool IsLaunch(uint32_t name_id) { return Get(name_id).launch; }
+
+ private:
+  struct Entry {
+    bool done = false;
+    bool known = false;
+    bool launch = false;
+    ApiId id{};
+  };
+  const Entry& Get(uint32_t name_id) {
+    // An id past the table names "" (Window::String): looked up uncached.
+    Entry& e = name_id < entries_.size() ? entries_[name_id] : (out_of_range_ = Entry{});
+    if (!e.done) {
+      const std::string& name = w_.String(name_id);
+      e.known = ApiFromName(name, &e.id);
+      e.launch = IsLaunchName(name);
+      e.done = true;
+    }
+    return e;
+  }
+  const Window& w_;
+  std::vector<Entry> entries_;
+  Entry out_of_range_;
+};
+
+void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<Interval>& busy,
+                  ApiRecordNames* api_names, Summary* s) {
   for (const StepSpan& step : w.steps) {
     StepRow row;
     row.step = step.step;
@@ -235,7 +281,7 @@ void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<I
   for (size_t i = 0; i < w.device_records.size(); ++i) {
     const DeviceRecord& r = w.device_records[i];
     ApiId id{};
-    if (IsApiRecord(r) && index.ApiRecordShown(i) && ApiFromName(w.String(r.name_id), &id)) count_call(id, r.start_ns);
+    if (IsApiRecord(r) && index.ApiRecordShown(i) && api_names->Api(r.name_id, &id)) count_call(id, r.start_ns);
   }
   for (const DeviceRecord& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
@@ -244,14 +290,7 @@ void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<I
   }
 }
 
-bool IsLaunchName(const std::string& name) {
-  ApiId id{};
-  if (ApiFromName(name, &id)) return ApiKindOf(id) == ApiKind::kLaunch;  // incl. nvcc 13's __cudaLaunchKernel
-  return name.rfind("cudaLaunch", 0) == 0 || name.rfind("cuLaunch", 0) == 0 || name.rfind("cudaGraphLaunch", 0) == 0 ||
-         name.rfind("cuGraphLaunch", 0) == 0;
-}
-
-void ComputeLatency(const Window& w, const WindowIndex& index, Summary* s) {
+void ComputeLatency(const Window& w, const WindowIndex& index, ApiRecordNames* api_names, Summary* s) {
   std::vector<uint64_t> latencies;
   auto add = [&](uint32_t correlation, uint64_t call_start_ns) {
     int64_t work = index.FirstWork(correlation);
@@ -265,7 +304,7 @@ void ComputeLatency(const Window& w, const WindowIndex& index, Summary* s) {
   }
   for (size_t i = 0; i < w.device_records.size(); ++i) {
     const DeviceRecord& r = w.device_records[i];
-    if (IsApiRecord(r) && r.correlation_id != 0 && index.ApiRecordShown(i) && IsLaunchName(w.String(r.name_id))) {
+    if (IsApiRecord(r) && r.correlation_id != 0 && index.ApiRecordShown(i) && api_names->IsLaunch(r.name_id)) {
       add(r.correlation_id, r.start_ns);
     }
   }
@@ -322,10 +361,11 @@ void ComputeIdleGaps(const Window& w, const std::vector<Interval>& busy, Summary
 
 }  // namespace
 
-Summary ComputeSummary(const Window& w) {
+Summary ComputeSummary(const Window& w) { return ComputeSummary(w, WindowIndex(w)); }
+
+Summary ComputeSummary(const Window& w, const WindowIndex& index) {
   Summary s;
   s.meta = w.meta;
-  WindowIndex index(w);
   ComputeSpan(w, &s);
   std::vector<Interval> busy = BusyIntervals(w);
   s.has_gpu_work = !busy.empty();
@@ -334,11 +374,12 @@ Summary ComputeSummary(const Window& w) {
   s.gpu_busy_percent = span ? 100.0 * static_cast<double>(s.gpu_busy_ns) / static_cast<double>(span) : 0;
   ComputeTables(w, index, &s);
   ComputeMemory(w, &s);
-  ComputeSteps(w, index, busy, &s);
-  ComputeLatency(w, index, &s);
+  ApiRecordNames api_names(w);
+  ComputeSteps(w, index, busy, &api_names, &s);
+  ComputeLatency(w, index, &api_names, &s);
   ComputeKernelGaps(w, &s);
   ComputeIdleGaps(w, busy, &s);
-  s.findings = ComputeFindings(w, s);
+  s.findings = ComputeFindings(w, s, index);
   return s;
 }
 

@@ -168,4 +168,8 @@ std::string RenderSummary(const Summary& s) {
 
 std::string RenderSummary(const Window& window) { return RenderSummary(ComputeSummary(window)); }
 
+std::string RenderSummary(const Window& window, const WindowIndex& index) {
+  return RenderSummary(ComputeSummary(window, index));
+}
+
 }  // namespace prof

@@ -4,11 +4,13 @@
 
 #include <cerrno>
 #include <exception>
+#include <optional>
 
 #include "exporters/atomic_file.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/gzip_sink.h"
 #include "exporters/summary.h"
+#include "exporters/window_index.h"
 
 namespace prof {
 namespace {
@@ -25,16 +27,16 @@ bool EnsureDir(FileSystem& fs, const std::string& dir, std::string* error) {
   return true;
 }
 
-bool WriteTrace(const Window& window, const std::string& path, const std::string& trace_name, bool gzip,
-                FileSystem& fs, std::string* error) {
+bool WriteTrace(const Window& window, const WindowIndex& index, const std::string& path,
+                const std::string& trace_name, bool gzip, FileSystem& fs, std::string* error) {
   AtomicFile file(fs, path);
   bool ok = file.Open();
   if (ok) {
     if (gzip) {
       GzipSink zipped(file);
-      ok = WriteChromeTrace(window, trace_name, zipped);
+      ok = WriteChromeTrace(window, index, trace_name, zipped);
     } else {
-      ok = WriteChromeTrace(window, trace_name, file);
+      ok = WriteChromeTrace(window, index, trace_name, file);
     }
   }
   ok = ok && file.Commit();
@@ -42,8 +44,9 @@ bool WriteTrace(const Window& window, const std::string& path, const std::string
   return ok;
 }
 
-bool WriteSummaryFile(const Window& window, const std::string& path, FileSystem& fs, std::string* error) {
-  std::string text = RenderSummary(window);
+bool WriteSummaryFile(const Window& window, const WindowIndex& index, const std::string& path, FileSystem& fs,
+                      std::string* error) {
+  std::string text = RenderSummary(window, index);
   AtomicFile file(fs, path);
   bool ok = file.Open() && file.Append(text.data(), text.size()) && file.Commit();
   if (!ok) *error = file.error();
@@ -70,14 +73,17 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
     std::string dir = options.output_dir.empty() ? "" : options.output_dir + "/";
     std::string stem = WindowFileStem(window.meta);
     bool ok = true;
+    // One pass over every event builds it; the trace and the summary share it.
+    std::optional<WindowIndex> index;
+    if (options.chrome || options.summary) index.emplace(window);
     if (options.chrome) {
       std::string trace_name = stem + ".pt.trace.json" + (options.gzip ? ".gz" : "");
-      ok = WriteTrace(window, dir + trace_name, trace_name, options.gzip, fs, error);
+      ok = WriteTrace(window, *index, dir + trace_name, trace_name, options.gzip, fs, error);
     }
     // A summary is still worth having when the trace failed (e.g. too big).
     if (options.summary) {
       std::string summary_error;
-      if (!WriteSummaryFile(window, dir + stem + ".summary.txt", fs, &summary_error)) {
+      if (!WriteSummaryFile(window, *index, dir + stem + ".summary.txt", fs, &summary_error)) {
         if (ok) *error = summary_error;
         ok = false;
       }
