@@ -1,20 +1,32 @@
 #include "collectors/cupti/buffer_pool.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <new>
 
 namespace prof::cupti {
 namespace {
 
-// CUPTI requires 8-byte aligned buffers.
+// CUPTI requires 8-byte aligned buffers; mmap gives page-aligned ones, whose
+// pages can be handed back to the kernel (Evict) without freeing them.
 constexpr size_t kAlign = 8;
 
 uint8_t* AllocateBuffer(size_t bytes) {
-  return static_cast<uint8_t*>(::operator new(bytes, std::align_val_t(kAlign), std::nothrow));
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<uint8_t*>(p);
 }
 
-void FreeBuffer(uint8_t* buffer) { ::operator delete(buffer, std::align_val_t(kAlign)); }
+void FreeBuffer(uint8_t* buffer, size_t bytes) { munmap(buffer, bytes); }
+
+// The buffer's pages stop counting in RSS until written again (they read
+// back as zeros). Whole pages only; a failure just keeps them resident.
+void EvictBuffer(uint8_t* buffer, size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  size_t whole = bytes / page * page;
+  if (whole > 0) madvise(buffer, whole, MADV_DONTNEED);
+}
 
 }  // namespace
 
@@ -31,16 +43,19 @@ BufferPool::BufferPool(size_t cap_bytes, bool null_allowed)
       null_allowed_(null_allowed) {}
 
 BufferPool::~BufferPool() {
-  for (uint8_t* buffer : all_) FreeBuffer(buffer);
-  for (uint8_t* buffer : scratch_) FreeBuffer(buffer);
+  for (uint8_t* buffer : all_) FreeBuffer(buffer, buffer_bytes_);
+  for (uint8_t* buffer : scratch_) FreeBuffer(buffer, buffer_bytes_);
 }
 
 uint8_t* BufferPool::Acquire() {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!free_.empty()) {
-    uint8_t* buffer = free_.back();
-    free_.pop_back();
-    return buffer;
+  // Resident buffers first: an evicted one costs page faults to refill.
+  for (std::vector<uint8_t*>* list : {&free_, &evicted_}) {
+    if (!list->empty()) {
+      uint8_t* buffer = list->back();
+      list->pop_back();
+      return buffer;
+    }
   }
   if (all_.size() < max_buffers_) {
     uint8_t* buffer = AllocateBuffer(buffer_bytes_);
@@ -67,12 +82,22 @@ uint8_t* BufferPool::Acquire() {
   return buffer;
 }
 
-void BufferPool::Release(uint8_t* buffer) {
+void BufferPool::Release(uint8_t* buffer, bool evict) {
   if (buffer == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end()) return;
+    if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return;  // not ours
+    if (!evict) {
+      free_.push_back(buffer);
+      return;
+    }
+    ++evictions_;
+  }
+  // Outside the lock (a system call); the buffer is nobody's until pushed.
+  EvictBuffer(buffer, buffer_bytes_);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end()) return;
-  if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return;  // not ours
-  free_.push_back(buffer);
+  evicted_.push_back(buffer);
 }
 
 bool BufferPool::IsScratch(const uint8_t* buffer) const {
@@ -83,6 +108,16 @@ bool BufferPool::IsScratch(const uint8_t* buffer) const {
 size_t BufferPool::allocated_bytes() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return all_.size() * buffer_bytes_;
+}
+
+size_t BufferPool::resident_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return (all_.size() - evicted_.size()) * buffer_bytes_;
+}
+
+uint64_t BufferPool::evictions() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return evictions_;
 }
 
 uint64_t BufferPool::refused() const {

@@ -3,6 +3,8 @@
 // it (CUPTI then drops records and counts them), otherwise with a scratch
 // buffer whose records are counted and discarded.
 //
+// Buffers are mmap'd whole, so a released one can give its pages back.
+//
 // Threads: Acquire runs on whatever thread CUPTI asks for a buffer from
 // (application threads, CUPTI's worker); Release on the decoding thread.
 // Lock order: mutex_ is a leaf; nothing is called while holding it.
@@ -27,14 +29,18 @@ class BufferPool {
 
   // A buffer of buffer_bytes(), or nullptr / a scratch buffer past the cap.
   uint8_t* Acquire();
-  // Gives a buffer back (pool or scratch) once its records are read.
-  void Release(uint8_t* buffer);
+  // Gives a buffer back (pool or scratch) once its records are read. evict:
+  // also hand its pages back to the kernel (madvise), so that it costs no
+  // memory until CUPTI fills it again; for when memory is needed elsewhere.
+  void Release(uint8_t* buffer, bool evict = false);
   bool IsScratch(const uint8_t* buffer) const;
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t cap_bytes() const { return buffer_bytes_ * max_buffers_; }
   size_t allocated_bytes() const;  // pool buffers ever allocated (<= cap)
+  size_t resident_bytes() const;   // allocated minus those evicted since
   uint64_t refused() const;        // requests answered NULL or with scratch
+  uint64_t evictions() const;      // releases that handed the pages back
 
  private:
   static constexpr size_t kScratchBuffers = 2;
@@ -45,10 +51,12 @@ class BufferPool {
 
   mutable std::mutex mutex_;
   std::vector<uint8_t*> all_;      // every pool buffer allocated so far
-  std::vector<uint8_t*> free_;     // pool buffers not held by CUPTI
+  std::vector<uint8_t*> free_;     // pool buffers not held by CUPTI, pages resident
+  std::vector<uint8_t*> evicted_;  // pool buffers not held by CUPTI, pages given back
   std::vector<uint8_t*> scratch_;  // fixed, allocated on first need
   size_t next_scratch_ = 0;
   uint64_t refused_ = 0;
+  uint64_t evictions_ = 0;
 };
 
 // Buffer size for a pool cap: 256 KiB buffers for large caps (per-thread

@@ -555,7 +555,13 @@ void CuptiCollector::DrainCompletedLocked() {
       pending_.push_back(record);
       pending_launch_ns_.push_back(launch_ns);
     }
-    pool_->Release(done.buffer);
+    // Raw and decoded records share the device side's memory: once they
+    // would together exceed the raw pool's cap (a window larger than the
+    // pool), a decoded buffer's pages go back to the kernel, so decoding
+    // turns raw memory into decoded memory instead of adding to it. Small
+    // windows never reach this, and CUPTI refills resident buffers first.
+    size_t decoded_bytes = pending_.size() * (sizeof(DeviceRecord) + sizeof(uint64_t));
+    pool_->Release(done.buffer, /*evict=*/decoded_bytes + pool_->resident_bytes() > pool_->cap_bytes());
   }
 }
 

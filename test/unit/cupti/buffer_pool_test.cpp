@@ -56,6 +56,26 @@ TEST_CASE("without NULL answers, past the cap a scratch buffer is handed out and
   CHECK(pool.allocated_bytes() == (1u << 20));
 }
 
+TEST_CASE("an evicted buffer gives its pages back and is handed out after the resident ones", "[pool]") {
+  BufferPool pool(1u << 20, /*null_allowed=*/true);
+  std::vector<uint8_t*> all;
+  for (int i = 0; i < 8; ++i) all.push_back(pool.Acquire());
+  for (uint8_t* b : all) b[0] = b[pool.buffer_bytes() - 1] = 0xab;  // CUPTI wrote records
+  CHECK(pool.resident_bytes() == (1u << 20));
+  pool.Release(all[1], /*evict=*/true);
+  pool.Release(all[2]);
+  CHECK(pool.evictions() == 1);
+  CHECK(pool.resident_bytes() == (1u << 20) - pool.buffer_bytes());
+  // The kernel took the pages: a private anonymous page reads back as zero.
+  CHECK(all[1][0] == 0);
+  CHECK(all[2][0] == 0xab);
+  // Resident first (no page faults to refill), then the evicted one.
+  CHECK(pool.Acquire() == all[2]);
+  CHECK(pool.Acquire() == all[1]);
+  CHECK(pool.resident_bytes() == (1u << 20));
+  CHECK(pool.Acquire() == nullptr);
+}
+
 TEST_CASE("a pointer the pool never handed out is ignored on release", "[pool]") {
   BufferPool pool(1u << 20, /*null_allowed=*/true);
   uint8_t foreign[64];
