@@ -11,8 +11,9 @@ namespace prof::cupti {
 
 // Sorts by start_ns; records with equal start_ns keep their arrival order
 // (deterministic output). Already sorted input costs one pass. Otherwise
-// 4-byte indices are sorted, then each record is moved once into place
-// (transient memory: 4 bytes per record, not a second copy of the records).
+// 8-byte keys (start and index in one integer) are sorted, then each record
+// is moved once into place (transient memory: 8 bytes per record, not a
+// second copy of the records).
 void SortByStart(std::vector<DeviceRecord>* records);
 
 }  // namespace prof::cupti

@@ -52,6 +52,13 @@ TEST_CASE("interleaved sorted runs (buffers of several streams) come out as a st
   for (const DeviceRecord& r : records) CHECK(r.end_ns == r.start_ns + 1);
 }
 
+TEST_CASE("a span too long for one integer key still sorts stably", "[order]") {
+  // 2^62 ns apart: start and index cannot share 64 bits.
+  std::vector<DeviceRecord> records = Records({1ull << 62, 5, 1ull << 62, 0, 5});
+  SortByStart(&records);
+  CHECK(Arrivals(records) == std::vector<uint32_t>{3, 1, 4, 0, 2});
+}
+
 TEST_CASE("sorted input and empty input are left as they are", "[order]") {
   std::vector<DeviceRecord> records = Records({1, 2, 2, 5});
   SortByStart(&records);
