@@ -214,14 +214,20 @@ class TraceWriter {
     }
   }
 
-  // `bulk` (host events or device records) merged with the few `extra`
-  // slices (steps, ranges, annotations).
-  static std::vector<Slice> Ordered(std::vector<Slice> bulk, std::vector<Slice> extra) {
+  // Emits `bulk` (host events or device records) merged with the few
+  // `extra` slices (steps, ranges, annotations) in Before order, without
+  // building the merged vector (a copy of every slice). On equal keys the
+  // bulk slice goes first, as std::merge would put it.
+  void EmitOrdered(std::vector<Slice> bulk, std::vector<Slice> extra) {
     SortSlices(&bulk);
     SortSlices(&extra);
-    std::vector<Slice> out(bulk.size() + extra.size());
-    std::merge(bulk.begin(), bulk.end(), extra.begin(), extra.end(), out.begin(), Before);
-    return out;
+    size_t i = 0, j = 0;
+    while (i < bulk.size() || j < extra.size()) {
+      // Once the sink failed (disk full) nothing more can land: stop early.
+      if (!out_.ok()) return;
+      bool take_extra = j < extra.size() && (i == bulk.size() || Before(extra[j], bulk[i]));
+      Emit(take_extra ? extra[j++] : bulk[i++]);
+    }
   }
 
   // Host tracks and GPU tracks never share a (pid, tid), so each side is
@@ -250,15 +256,8 @@ class TraceWriter {
     for (uint32_t i = 0; i < gpu_annotations_.size(); ++i) {
       device_extra.push_back({gpu_annotations_[i].start_ns, gpu_annotations_[i].end_ns, i, Source::kGpuAnnotation});
     }
-    // Once the sink failed (disk full) nothing more can land: stop early.
-    for (const Slice& s : Ordered(std::move(host), std::move(host_extra))) {
-      if (!out_.ok()) return;
-      Emit(s);
-    }
-    for (const Slice& s : Ordered(std::move(device), std::move(device_extra))) {
-      if (!out_.ok()) return;
-      Emit(s);
-    }
+    EmitOrdered(std::move(host), std::move(host_extra));
+    EmitOrdered(std::move(device), std::move(device_extra));
   }
 
   void Emit(const Slice& s) {

@@ -2,11 +2,24 @@
 
 #include <algorithm>
 
+#include "exporters/crc32.h"
+
 namespace prof {
+namespace {
+
+// RFC 1952 member header as zlib writes it for level 1: no name, no mtime,
+// XFL 4 (fastest compression), OS 3 (Unix).
+constexpr unsigned char kGzipHeader[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3};
+
+void PutLittleEndian32(uint32_t v, unsigned char* out) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+}  // namespace
 
 GzipSink::GzipSink(ByteSink& out) : out_(out) {
-  // windowBits 15 + 16 selects the gzip header and trailer.
-  ok_ = deflateInit2(&stream_, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
+  // Negative windowBits: raw deflate, no zlib or gzip framing.
+  ok_ = deflateInit2(&stream_, Z_BEST_SPEED, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK;
 }
 
 GzipSink::~GzipSink() { deflateEnd(&stream_); }
@@ -26,6 +39,14 @@ bool GzipSink::Pump(int flush) {
 
 bool GzipSink::Append(const char* data, size_t size) {
   if (!ok_ || finished_) return false;
+  // zlib's gzip framing writes the header with the first compressed bytes;
+  // so does this (an empty stream still gets one, in Finish).
+  if (!header_written_) {
+    header_written_ = true;
+    if (!out_.Append(reinterpret_cast<const char*>(kGzipHeader), sizeof(kGzipHeader))) return ok_ = false;
+  }
+  crc_ = Crc32(crc_, reinterpret_cast<const unsigned char*>(data), size);
+  input_bytes_ += size;
   // avail_in is 32-bit: feed huge buffers (a merged trace) in pieces.
   constexpr size_t kChunk = size_t{1} << 30;
   while (size > 0) {
@@ -41,10 +62,19 @@ bool GzipSink::Append(const char* data, size_t size) {
 
 bool GzipSink::Finish() {
   if (!ok_ || finished_) return false;
+  if (!header_written_) {
+    header_written_ = true;
+    if (!out_.Append(reinterpret_cast<const char*>(kGzipHeader), sizeof(kGzipHeader))) return ok_ = false;
+  }
   finished_ = true;
   stream_.next_in = nullptr;
   stream_.avail_in = 0;
-  return Pump(Z_FINISH) && out_.Finish();
+  if (!Pump(Z_FINISH)) return false;
+  unsigned char trailer[8];
+  PutLittleEndian32(crc_, trailer);
+  PutLittleEndian32(static_cast<uint32_t>(input_bytes_), trailer + 4);
+  if (!out_.Append(reinterpret_cast<const char*>(trailer), sizeof(trailer))) return ok_ = false;
+  return out_.Finish();
 }
 
 }  // namespace prof

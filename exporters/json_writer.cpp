@@ -105,14 +105,50 @@ void JsonWriter::String(std::string_view text) {
   Char('"');
 }
 
+namespace {
+
+// Decimal digits of `v` at `out`; returns the end. Two digits per division
+// from a table, written backwards into a scratch array: the same digits as
+// std::to_chars, without its separate pass to count them.
+char* WriteDecimal(uint64_t v, char* out) {
+  static constexpr char kPairs[] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  char scratch[20];
+  char* p = scratch + sizeof(scratch);
+  while (v >= 100) {
+    p -= 2;
+    std::memcpy(p, kPairs + (v % 100) * 2, 2);
+    v /= 100;
+  }
+  if (v >= 10) {
+    p -= 2;
+    std::memcpy(p, kPairs + v * 2, 2);
+  } else {
+    *--p = static_cast<char>('0' + v);
+  }
+  size_t n = static_cast<size_t>(scratch + sizeof(scratch) - p);
+  std::memcpy(out, p, n);
+  return out + n;
+}
+
+}  // namespace
+
 void JsonWriter::Int(int64_t value) {
   Reserve(24);
-  len_ = static_cast<size_t>(std::to_chars(buffer_ + len_, buffer_ + kCapacity, value).ptr - buffer_);
+  char* p = buffer_ + len_;
+  uint64_t magnitude = static_cast<uint64_t>(value);
+  if (value < 0) {
+    *p++ = '-';
+    magnitude = 0 - magnitude;  // well defined for INT64_MIN too
+  }
+  len_ = static_cast<size_t>(WriteDecimal(magnitude, p) - buffer_);
 }
 
 void JsonWriter::UInt(uint64_t value) {
   Reserve(24);
-  len_ = static_cast<size_t>(std::to_chars(buffer_ + len_, buffer_ + kCapacity, value).ptr - buffer_);
+  len_ = static_cast<size_t>(WriteDecimal(value, buffer_ + len_) - buffer_);
 }
 
 void JsonWriter::Double(double value) {
@@ -123,7 +159,7 @@ void JsonWriter::Double(double value) {
 
 void JsonWriter::Micros(uint64_t ns) {
   Reserve(32);
-  char* p = std::to_chars(buffer_ + len_, buffer_ + kCapacity, ns / 1000).ptr;
+  char* p = WriteDecimal(ns / 1000, buffer_ + len_);
   uint64_t frac = ns % 1000;
   p[0] = '.';
   p[1] = static_cast<char>('0' + frac / 100);

@@ -2,7 +2,10 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <climits>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "exporters/byte_sink.h"
 
@@ -87,6 +90,41 @@ TEST_CASE("non-finite doubles are written as 0 so the output stays JSON", "[json
   w.Char(']');
   REQUIRE(w.Finish());
   CHECK(nlohmann::json::parse(out) == nlohmann::json::parse("[0,0,0.25]"));
+}
+
+}  // namespace
+}  // namespace prof
+
+namespace prof {
+namespace {
+
+TEST_CASE("integers are written as std::to_string writes them, at every digit count and both ends", "[json]") {
+  std::vector<int64_t> signed_values = {0, -1, INT64_MIN, INT64_MAX};
+  std::vector<uint64_t> unsigned_values = {0, UINT64_MAX};
+  for (uint64_t p = 1; p <= 1'000'000'000'000'000'000ull; p *= 10) {
+    for (uint64_t v : {p - 1, p, p + 1, 3 * p + 7}) {
+      unsigned_values.push_back(v);
+      signed_values.push_back(static_cast<int64_t>(v));
+      signed_values.push_back(-static_cast<int64_t>(v));
+    }
+  }
+  std::string out, expected;
+  StringSink sink(&out);
+  JsonWriter w(sink);
+  for (int64_t v : signed_values) {
+    w.Int(v);
+    w.Char(' ');
+    expected += std::to_string(v) + " ";
+  }
+  for (uint64_t v : unsigned_values) {
+    w.UInt(v);
+    w.Char(' ');
+    expected += std::to_string(v) + " ";
+  }
+  w.Micros(12'345'678'901'234ull);
+  expected += "12345678901.234";
+  REQUIRE(w.Finish());
+  CHECK(out == expected);
 }
 
 }  // namespace
