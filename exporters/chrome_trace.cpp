@@ -233,7 +233,7 @@ class TraceWriter {
   // Host tracks and GPU tracks never share a (pid, tid), so each side is
   // ordered on its own; only the order within a track matters for nesting.
   void WriteSlices() {
-    std::vector<Slice> host, host_extra, device, device_extra;
+    std::vector<Slice> host, host_extra, api_records, device, device_extra;
     host.reserve(w_.host_events.size());
     for (uint32_t i = 0; i < w_.host_events.size(); ++i) {
       host.push_back({w_.host_events[i].start_ns, w_.host_events[i].end_ns, i, Source::kHost});
@@ -248,7 +248,7 @@ class TraceWriter {
     for (uint32_t i = 0; i < w_.device_records.size(); ++i) {
       const DeviceRecord& r = w_.device_records[i];
       if (IsApiRecord(r)) {
-        if (index_.ApiRecordShown(i)) host_extra.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
+        if (index_.ApiRecordShown(i)) api_records.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
       } else if (IsGpuWork(KindOf(r))) {
         device.push_back({r.start_ns, r.end_ns, i, Source::kDevice});
       }
@@ -256,7 +256,16 @@ class TraceWriter {
     for (uint32_t i = 0; i < gpu_annotations_.size(); ++i) {
       device_extra.push_back({gpu_annotations_[i].start_ns, gpu_annotations_[i].end_ns, i, Source::kGpuAnnotation});
     }
-    EmitOrdered(std::move(host), std::move(host_extra));
+    // API records only CUPTI saw (one per call a wrapper does not cover)
+    // can be as many as the host events: they arrive in start order, so
+    // they are put in order linearly and merged with the steps and ranges
+    // rather than sorted with them.
+    SortSlices(&api_records);
+    SortSlices(&host_extra);
+    std::vector<Slice> extra(api_records.size() + host_extra.size());
+    std::merge(api_records.begin(), api_records.end(), host_extra.begin(), host_extra.end(), extra.begin(), Before);
+    api_records = {};
+    EmitOrdered(std::move(host), std::move(extra));
     EmitOrdered(std::move(device), std::move(device_extra));
   }
 

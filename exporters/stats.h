@@ -16,6 +16,10 @@ struct Distribution {
   double stddev = 0;  // sample standard deviation (n - 1), 0 below two values
 };
 
+// Sorts `values` ascending (radix sort for large inputs: the summary sorts
+// every call's duration once per window).
+void SortValues(std::vector<uint64_t>* values);
+
 // Sorts `values` in place.
 Distribution Describe(std::vector<uint64_t>* values);
 

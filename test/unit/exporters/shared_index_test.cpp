@@ -124,6 +124,29 @@ TEST_CASE("GPU slices that start together are written longest first whatever the
   CHECK(kernels[1]["dur"].get<double>() == Approx(2.0));
 }
 
+TEST_CASE("CUPTI-only API records interleave with steps, ranges and host calls in start order", "[shared-index]") {
+  WindowBuilder b;
+  b.Step(0, 0, 100'000);
+  b.window().nvtx_ranges.push_back({10'000, 50'000, b.Str("range"), kPid, 0, 0});
+  auto api_record = [&b](const char* name, uint64_t start_ns, uint32_t correlation) {
+    DeviceRecord& r = b.Record(DeviceKind::kRuntimeApi, start_ns, start_ns + 1'000, correlation);
+    r.name_id = b.Str(name);
+    r.thread_id = kPid;
+  };
+  api_record("__cudaPushCallConfiguration", 5'000, 1);
+  api_record("__cudaPopCallConfiguration", 20'000, 2);
+  b.Call(ApiId::cudaLaunchKernel, 30'000, 32'000, 3);
+  api_record("cudaGetLastError", 60'000, 4);
+  json t = TraceJson(b.Build());
+  std::vector<std::string> order;
+  for (const json& e : Events(t, "X")) {
+    if (e["pid"] == kPid && e["tid"] == kPid) order.push_back(e["name"]);
+  }
+  CHECK(order == std::vector<std::string>{"ProfilerStep#0", "__cudaPushCallConfiguration", "range",
+                                          "__cudaPopCallConfiguration", "cudaLaunchKernel", "cudaGetLastError"});
+  for (const json& e : Events(t, "X")) CHECK_FALSE(e["args"].contains("unclipped dur"));
+}
+
 TEST_CASE("threads and streams that alternate between events are each named once", "[shared-index]") {
   WindowBuilder b;
   for (uint32_t i = 0; i < 6; ++i) {
