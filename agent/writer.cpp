@@ -18,8 +18,12 @@ namespace {
 // Names of the threads that appear in the window, as the kernel knows them
 // (pthread_setname_np / prctl). A thread that already exited keeps no name.
 std::vector<std::pair<uint32_t, std::string>> ThreadNames(const Window& w) {
+  // Events come in long runs per thread: skip repeats before the set.
   std::set<uint32_t> tids;
-  for (const HostEvent& e : w.host_events) tids.insert(e.tid);
+  uint32_t last = 0;
+  for (const HostEvent& e : w.host_events) {
+    if (tids.empty() || e.tid != last) tids.insert(last = e.tid);
+  }
   for (const NvtxRange& r : w.nvtx_ranges) tids.insert(r.tid);
   std::vector<std::pair<uint32_t, std::string>> names;
   for (uint32_t tid : tids) {
@@ -45,12 +49,17 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
     // In place: std::stable_sort would allocate a second copy of every event
     // (the budget is one copy). The tie-breaks keep the order deterministic
     // and put an enclosing call before a nested one that starts with it.
-    std::sort(w.host_events.begin(), w.host_events.end(), [](const HostEvent& a, const HostEvent& b) {
+    auto before = [](const HostEvent& a, const HostEvent& b) {
       if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
       if (a.tid != b.tid) return a.tid < b.tid;
       if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
       return a.correlation_id < b.correlation_id;
-    });
+    };
+    // One thread's events are collected already in order: checking is one
+    // pass, sorting them anyway n log n.
+    if (!std::is_sorted(w.host_events.begin(), w.host_events.end(), before)) {
+      std::sort(w.host_events.begin(), w.host_events.end(), before);
+    }
   }
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);

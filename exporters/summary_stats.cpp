@@ -123,7 +123,11 @@ void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
   DisplayNames names(w);
   std::unordered_map<uint32_t, std::vector<uint64_t>> kernels;  // name_id -> durations
   std::map<std::string, std::vector<uint64_t>> copy_time, copy_size;
-  std::map<std::string, std::vector<uint64_t>> api;
+  // Durations are gathered per API id and per interned name first (a map
+  // keyed by string per call costs a string and a lookup each), then
+  // joined by name: a call and a CUPTI record of the same API share a row.
+  std::unordered_map<uint32_t, std::vector<uint64_t>> api_records;  // name_id -> durations
+  std::unordered_map<uint16_t, std::vector<uint64_t>> host_calls;   // ApiId -> durations
   for (size_t i = 0; i < w.device_records.size(); ++i) {
     const DeviceRecord& r = w.device_records[i];
     uint64_t dur = Duration(r.start_ns, r.end_ns);
@@ -141,7 +145,7 @@ void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
         break;
       case DeviceKind::kRuntimeApi:
       case DeviceKind::kDriverApi:
-        if (index.ApiRecordShown(i)) api[w.String(r.name_id)].push_back(dur);
+        if (index.ApiRecordShown(i)) api_records[r.name_id].push_back(dur);
         break;
       default: break;
     }
@@ -149,12 +153,23 @@ void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
   bool sizes_from_host = copy_size.empty();
   for (const HostEvent& e : w.host_events) {
     auto id = static_cast<ApiId>(e.api);
-    api[std::string(ApiName(id))].push_back(Duration(e.start_ns, e.end_ns));
+    host_calls[e.api].push_back(Duration(e.start_ns, e.end_ns));
     if (!sizes_from_host) continue;
     if (ApiKindOf(id) == ApiKind::kMemcpy) copy_size[HostCopyOperation(e.copy_kind)].push_back(e.bytes);
     if (ApiKindOf(id) == ApiKind::kMemset) copy_size["[CUDA memset]"].push_back(e.bytes);
   }
   s->mem_size_from_host = sizes_from_host && !copy_size.empty();
+  std::map<std::string, std::vector<uint64_t>> api;
+  auto join = [&api](std::string name, std::vector<uint64_t>* durations) {
+    std::vector<uint64_t>& row = api[std::move(name)];
+    if (row.empty()) {
+      row.swap(*durations);
+    } else {
+      row.insert(row.end(), durations->begin(), durations->end());
+    }
+  };
+  for (auto& [name_id, durations] : api_records) join(w.String(name_id), &durations);
+  for (auto& [api_id, durations] : host_calls) join(std::string(ApiName(static_cast<ApiId>(api_id))), &durations);
 
   std::vector<uint64_t> all_kernels;
   for (auto& [name_id, durations] : kernels) {

@@ -72,6 +72,33 @@ TEST_CASE("the API table counts every intercepted call by name", "[summary]") {
   CHECK(launch->percent == Approx(20.0));
 }
 
+TEST_CASE("a call and a CUPTI-only record of the same API share one row of the API table", "[summary]") {
+  WindowBuilder b;
+  b.Step(0, 0, 1'000'000);
+  b.Call(ApiId::cudaLaunchKernel, 10'000, 11'000, 1);
+  b.Call(ApiId::cudaLaunchKernel, 20'000, 23'000, 2);
+  auto api_record = [&b](const char* name, uint64_t start_ns, uint64_t dur_ns, uint32_t correlation) {
+    DeviceRecord& r = b.Record(DeviceKind::kRuntimeApi, start_ns, start_ns + dur_ns, correlation);
+    r.name_id = b.Str(name);
+  };
+  api_record("cudaLaunchKernel", 30'000, 2'000, 3);  // no host event has correlation 3
+  api_record("cudaLaunchKernel", 10'000, 1'000, 1);  // covered by the first call: not counted again
+  api_record("cudaGetLastError", 40'000, 500, 4);
+  Summary s = ComputeSummary(b.Build());
+  REQUIRE(s.api_calls.size() == 2);
+  const TimeRow* launch = Row(s.api_calls, "cudaLaunchKernel");
+  REQUIRE(launch);
+  CHECK(launch->count == 3);
+  CHECK(launch->total_ns == 6'000);
+  CHECK(launch->median_ns == Approx(2'000));
+  CHECK(launch->min_ns == 1'000);
+  CHECK(launch->max_ns == 3'000);
+  const TimeRow* error = Row(s.api_calls, "cudaGetLastError");
+  REQUIRE(error);
+  CHECK(error->count == 1);
+  CHECK(s.api_calls[0].name == "cudaLaunchKernel");  // by total time, descending
+}
+
 TEST_CASE("memory operations are summed by time and by size per operation", "[summary]") {
   Summary s = ComputeSummary(Measured());
   const TimeRow* h2d = Row(s.mem_time, "[CUDA memcpy Host-to-Device]");
