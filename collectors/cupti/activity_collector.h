@@ -17,7 +17,8 @@
 //                   calls, so those two never take it. API callbacks only
 //                   try_lock it.
 //   decode_mutex_   pending_, names_, loss counters of decoding.
-//   completed_mutex_, BufferPool, LaunchRegistry, mode_mutex_: leaves.
+//   completed_mutex_, BufferPool, mode_mutex_: leaves. LaunchRegistry takes
+//                   no lock (application threads write it from API callbacks).
 #pragma once
 
 #include <cupti.h>
@@ -65,6 +66,8 @@ class CuptiCollector final : public DeviceCollector {
   CollectorState state() const { return state_.load(std::memory_order_acquire); }
   // Decoded records held at most (budget, fixed at the first attach).
   size_t decoded_capacity() const { return max_pending_; }
+  // Raw buffers whose pages were handed back after decoding (0 before attach).
+  uint64_t raw_buffers_evicted() const { return pool_ ? pool_->evictions() : 0; }
   const ClockMap& clock() const { return clock_; }
 
  private:

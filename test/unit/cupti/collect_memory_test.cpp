@@ -126,5 +126,43 @@ TEST_CASE("records of a later window stay decoded for it while this window's rec
   fake::Reset();
 }
 
+TEST_CASE("a window larger than the raw pool hands decoded buffers' pages back, a small one keeps them",
+          "[collector][memory]") {
+  constexpr auto kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  Config config;
+  config.buffer_bytes = 4u << 20;  // raw pool: 1 MiB, about 4800 kernel records
+  auto launch = [](uint32_t id) {
+    fake::Call(kRuntime, kLaunch, id);
+    uint64_t now = NowNs();
+    fake::Write(fake::Kernel(id, now + 10, now + 20, "_Z1kv"));
+  };
+  SECTION("small window") {
+    auto c = MakeCollector();
+    c->Attach(config);
+    uint64_t start = NowNs();
+    for (uint32_t id = 1; id <= 1000; ++id) launch(id);
+    fake::RetireCurrent();
+    Window w;
+    c->CollectWindow(start, NowNs(), NowNs(), &w);
+    CHECK(w.device_records.size() == 1000);
+    CHECK(c->raw_buffers_evicted() == 0);
+    c.reset();
+  }
+  SECTION("window past the pool") {
+    auto c = MakeCollector();
+    c->Attach(config);
+    uint64_t start = NowNs();
+    for (uint32_t id = 1; id <= 6000; ++id) launch(id);
+    fake::RetireCurrent();
+    Window w;
+    c->CollectWindow(start, NowNs(), NowNs(), &w);
+    CHECK(c->raw_buffers_evicted() > 0);
+    // Eviction changes memory, not content: every record written is kept or counted.
+    CHECK(w.device_records.size() + w.meta.losses.device_records_dropped == fake::State().records_written);
+    c.reset();
+  }
+  fake::Reset();
+}
+
 }  // namespace
 }  // namespace prof::cupti
