@@ -11,7 +11,7 @@ namespace prof::cupti {
 
 uint32_t NameTable::Intern(std::string_view name) {
   if (name.empty()) return 0;
-  auto it = ids_.find(std::string(name));
+  auto it = ids_.find(name);
   if (it != ids_.end()) return it->second;
   auto id = static_cast<uint32_t>(names_.size());
   names_.emplace_back(name);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -22,8 +23,14 @@ class NameTable {
   size_t size() const { return names_.size(); }
 
  private:
+  // Transparent: a lookup hashes the caller's view, no std::string built
+  // (and allocated, for names past the small-string size) per record.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<std::string> names_;
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
 };
 
 // Maps the collector's name ids into a window's string table. With the

@@ -18,6 +18,20 @@ TEST_CASE("a name is interned once and id 0 is the empty name", "[names]") {
   CHECK(names.Get(12345).empty());
 }
 
+TEST_CASE("a long name is found by its exact view, not by a longer or shorter one", "[names]") {
+  // Past the small-string size, looked up through views into a larger
+  // buffer: the lookup hashes and compares exactly the view's characters.
+  const std::string buffer = "_ZN7cutlass6KernelINS_4gemm6kernel4GemmEEEvNT_6ParamsE_suffix";
+  std::string_view kernel(buffer.data(), buffer.size() - 7);
+  NameTable names;
+  uint32_t id = names.Intern(kernel);
+  CHECK(names.Intern(std::string(kernel)) == id);
+  CHECK(names.Intern(buffer) != id);
+  CHECK(names.Intern(kernel.substr(0, kernel.size() - 1)) != id);
+  CHECK(names.Get(id) == kernel);
+  CHECK(names.size() == 4);  // "", the kernel, the longer and the shorter name
+}
+
 TEST_CASE("mapped ids resolve to the same names in the window, which keeps what it had", "[names]") {
   NameTable names;
   uint32_t a = names.Intern("_Z1av");
