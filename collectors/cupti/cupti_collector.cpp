@@ -570,6 +570,12 @@ void CuptiCollector::PartitionPendingLocked(uint64_t start_ns, uint64_t end_ns, 
   // One pass, compacting in place: slot kept <= i, so record i is read
   // before anything is written over it. Only records of later windows are
   // copied (usually few: launched after the window's end, before the pause).
+  // Sized first (a pass over 8-byte launch times), so the copies of later
+  // records are made once, not again at each doubling.
+  size_t later = static_cast<size_t>(
+      std::count_if(pending_launch_ns_.begin(), pending_launch_ns_.end(), [end_ns](uint64_t t) { return t >= end_ns; }));
+  later_records->reserve(later);
+  later_launch_ns->reserve(later);
   size_t kept = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     uint64_t launch_ns = pending_launch_ns_[i];
