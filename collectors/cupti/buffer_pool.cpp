@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
 namespace prof::cupti {
 namespace {
@@ -21,11 +22,12 @@ uint8_t* AllocateBuffer(size_t bytes) {
 void FreeBuffer(uint8_t* buffer, size_t bytes) { munmap(buffer, bytes); }
 
 // The buffer's pages stop counting in RSS until written again (they read
-// back as zeros). Whole pages only; a failure just keeps them resident.
-void EvictBuffer(uint8_t* buffer, size_t bytes) {
+// back as zeros). Whole pages only. False when nothing was given back (a
+// buffer under one page, or madvise failed): its bytes are unchanged.
+bool EvictBuffer(uint8_t* buffer, size_t bytes) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   size_t whole = bytes / page * page;
-  if (whole > 0) madvise(buffer, whole, MADV_DONTNEED);
+  return whole == bytes && madvise(buffer, whole, MADV_DONTNEED) == 0;
 }
 
 }  // namespace
@@ -82,22 +84,26 @@ uint8_t* BufferPool::Acquire() {
   return buffer;
 }
 
-void BufferPool::Release(uint8_t* buffer, bool evict) {
+void BufferPool::Release(uint8_t* buffer, size_t used_bytes, bool evict) {
   if (buffer == nullptr) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Scratch buffers are left alone: CUPTI may be filling one again already
+    // (two rotate), and their records are only counted, never read.
     if (std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end()) return;
     if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return;  // not ours
-    if (!evict) {
-      free_.push_back(buffer);
-      return;
-    }
-    ++evictions_;
   }
-  // Outside the lock (a system call); the buffer is nobody's until pushed.
-  EvictBuffer(buffer, buffer_bytes_);
+  // Outside the lock (a system call, a memset): the buffer is nobody's until
+  // pushed.
+  if (evict && EvictBuffer(buffer, buffer_bytes_)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++evictions_;
+    evicted_.push_back(buffer);
+    return;
+  }
+  std::memset(buffer, 0, std::min(used_bytes, buffer_bytes_));
   std::lock_guard<std::mutex> lock(mutex_);
-  evicted_.push_back(buffer);
+  free_.push_back(buffer);
 }
 
 bool BufferPool::IsScratch(const uint8_t* buffer) const {

@@ -29,10 +29,14 @@ class BufferPool {
 
   // A buffer of buffer_bytes(), or nullptr / a scratch buffer past the cap.
   uint8_t* Acquire();
-  // Gives a buffer back (pool or scratch) once its records are read. evict:
-  // also hand its pages back to the kernel (madvise), so that it costs no
-  // memory until CUPTI fills it again; for when memory is needed elsewhere.
-  void Release(uint8_t* buffer, bool evict = false);
+  // Gives a buffer back (pool or scratch) once its records are read, zeroed
+  // again: every buffer Acquire hands out is all zeros (fresh pages, and
+  // here the used_bytes CUPTI wrote are cleared), which is what lets the
+  // collector tell CUPTI not to zero it on the requesting thread
+  // (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER). evict: hand the pages
+  // back to the kernel instead (madvise; they read back as zeros), so the
+  // buffer costs no memory until CUPTI fills it again.
+  void Release(uint8_t* buffer, size_t used_bytes, bool evict = false);
   bool IsScratch(const uint8_t* buffer) const;
 
   size_t buffer_bytes() const { return buffer_bytes_; }

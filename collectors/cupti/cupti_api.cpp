@@ -48,6 +48,7 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiFinalize", &api->Finalize);
   Resolve(handle, "cuptiGetResultString", &api->GetResultString);
   Resolve(handle, "cuptiSetThreadIdType", &api->SetThreadIdType);
+  Resolve(handle, "cuptiActivitySetAttribute", &api->ActivitySetAttribute);
   const char* first_missing = api->FirstMissing();
   if (first_missing != nullptr && missing != nullptr) *missing = first_missing;
   return first_missing == nullptr;

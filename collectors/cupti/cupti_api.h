@@ -31,6 +31,7 @@ struct CuptiApi {
   decltype(&::cuptiFinalize) Finalize = nullptr;
   decltype(&::cuptiGetResultString) GetResultString = nullptr;
   decltype(&::cuptiSetThreadIdType) SetThreadIdType = nullptr;  // API records with gettid() ids
+  decltype(&::cuptiActivitySetAttribute) ActivitySetAttribute = nullptr;  // zeroed-buffer promise
 
   std::string path;  // where it was loaded from, for messages
 

@@ -283,6 +283,15 @@ void CuptiCollector::AttachImpl(const Config& config) {
     // API records carry the OS thread id (gettid), as host events do;
     // CUPTI's default is pthread_self().
     if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+    // Our buffers come zeroed (fresh pages, and the decoding thread clears
+    // what CUPTI wrote before a buffer goes back): otherwise CUPTI zeroes
+    // each whole buffer on the thread that asked for it, a stall NVIDIA
+    // documents, on an application thread.
+    if (api_.ActivitySetAttribute != nullptr) {
+      uint8_t zeroed = 1;
+      size_t size = sizeof(zeroed);
+      api_.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+    }
     g_buffer_owner.store(this, std::memory_order_release);
     CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
     if (r != CUPTI_SUCCESS) {
@@ -561,7 +570,8 @@ void CuptiCollector::DrainCompletedLocked() {
     // turns raw memory into decoded memory instead of adding to it. Small
     // windows never reach this, and CUPTI refills resident buffers first.
     size_t decoded_bytes = pending_.size() * (sizeof(DeviceRecord) + sizeof(uint64_t));
-    pool_->Release(done.buffer, /*evict=*/decoded_bytes + pool_->resident_bytes() > pool_->cap_bytes());
+    pool_->Release(done.buffer, done.valid_size,
+                   /*evict=*/decoded_bytes + pool_->resident_bytes() > pool_->cap_bytes());
   }
 }
 

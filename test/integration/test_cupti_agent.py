@@ -220,6 +220,21 @@ class FaultsThroughTheAgent(unittest.TestCase):
         self.assertGreater(meta["losses"]["cupti_records_dropped"], 0)
         self.assertLessEqual(meta["losses"]["cupti_records_dropped"], r.state()[0]["records_dropped"])
 
+    def test_buffers_are_handed_to_cupti_zeroed_so_cupti_does_not_clear_them_on_the_app_thread(self):
+        # The sim checks the promise (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER)
+        # on every buffer it is given, reused ones included.
+        # One window per step: buffers CUPTI filled come back and are handed out again.
+        every_step = dict(PROF_STEP="manual", PROF_WAIT=0, PROF_WARMUP=0, PROF_ACTIVE=1, PROF_REPEAT=0)
+        r = run_train_loop(schedule=every_step, SIM_CUPTI_CHECK_ZEROED="1")
+        require_agent(r)
+        full = [t for t in r.traces if not t["libprof"]["window"]["partial"]]
+        self.assertGreaterEqual(len(full), STEPS - 1)
+        for trace in full:
+            self.assertEqual(len(r.events(trace, "kernel")), KERNELS_PER_STEP)
+        state = r.state()[0]
+        self.assertEqual(state["client_zeroes_buffers"], 1)
+        self.assertEqual(state["dirty_buffers"], 0)
+
     def test_late_records_still_land_in_their_window(self):
         r = run_train_loop(SIM_CUPTI_LATE_MS=150)
         require_agent(r)

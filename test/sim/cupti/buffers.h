@@ -59,6 +59,8 @@ class BufferPool {
   uint64_t records_delivered() const { return delivered_.load(); }
   uint64_t records_dropped() const { return dropped_total_.load(); }
   uint64_t records_lost_at_finalize() const { return lost_.load(); }
+  // Buffers the client promised were zeroed that were not (SIM_CUPTI_CHECK_ZEROED).
+  uint64_t dirty_buffers() const { return dirty_.load(); }
 
  private:
   struct Unfinished {
@@ -101,6 +103,7 @@ class BufferPool {
   std::atomic<uint64_t> delivered_{0};
   std::atomic<uint64_t> dropped_total_{0};
   std::atomic<uint64_t> lost_{0};
+  std::atomic<uint64_t> dirty_{0};
 };
 
 }  // namespace simcupti

@@ -24,6 +24,7 @@ Faults CurrentFaults() {
     if (end != late) faults.late_ns = static_cast<uint64_t>(ms) * 1000000ull;
   }
   faults.no_driver = IsOne(simhub_fault("NO_DRIVER"));
+  faults.check_zeroed = IsOne(simhub_fault("CUPTI_CHECK_ZEROED"));
   return faults;
 }
 

@@ -27,6 +27,7 @@ struct Faults {
   bool null_buffers = false;     // SIM_CUPTI_NULL_BUFFERS=1
   uint64_t late_ns = 0;          // SIM_CUPTI_LATE_MS, in ns
   bool no_driver = false;        // SIM_NO_DRIVER=1 (the driver's fault)
+  bool check_zeroed = false;     // SIM_CUPTI_CHECK_ZEROED=1: count promised-zero buffers that are not
 };
 // Read through the hub on every call (the hub caches the environment), so
 // a test hub can change them between cases.

@@ -35,7 +35,9 @@ __attribute__((destructor)) void WriteStateAtExit() {
                      ",\"finalized\":" + std::to_string(g_finalized.load() ? 1 : 0) +
                      ",\"records_delivered\":" + std::to_string(pool.records_delivered()) +
                      ",\"records_dropped\":" + std::to_string(pool.records_dropped()) +
-                     ",\"records_lost_at_finalize\":" + std::to_string(pool.records_lost_at_finalize()) + "}";
+                     ",\"records_lost_at_finalize\":" + std::to_string(pool.records_lost_at_finalize()) +
+                     ",\"client_zeroes_buffers\":" + std::to_string(ClientZeroesBuffers() ? 1 : 0) +
+                     ",\"dirty_buffers\":" + std::to_string(pool.dirty_buffers()) + "}";
   simhub_truth_line(line.c_str());
 }
 

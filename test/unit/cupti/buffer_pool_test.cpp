@@ -2,6 +2,8 @@
 // reused, and the scratch path for CUPTI versions that cannot take NULL.
 #include "collectors/cupti/buffer_pool.h"
 
+#include <algorithm>
+#include <cstring>
 #include <catch2/catch.hpp>
 #include <set>
 #include <vector>
@@ -37,7 +39,7 @@ TEST_CASE("a released buffer is handed out again instead of allocating", "[pool]
   BufferPool pool(1u << 20, /*null_allowed=*/true);
   std::vector<uint8_t*> all;
   for (int i = 0; i < 8; ++i) all.push_back(pool.Acquire());
-  pool.Release(all[3]);
+  pool.Release(all[3], 0);
   CHECK(pool.Acquire() == all[3]);
   CHECK(pool.allocated_bytes() == (1u << 20));
   CHECK(pool.refused() == 0);
@@ -51,7 +53,7 @@ TEST_CASE("without NULL answers, past the cap a scratch buffer is handed out and
   CHECK(pool.IsScratch(scratch));
   CHECK(pool.refused() == 1);
   // Releasing scratch never puts it in the pool: the cap still holds.
-  pool.Release(scratch);
+  pool.Release(scratch, 0);
   CHECK(pool.IsScratch(pool.Acquire()));
   CHECK(pool.allocated_bytes() == (1u << 20));
 }
@@ -62,13 +64,15 @@ TEST_CASE("an evicted buffer gives its pages back and is handed out after the re
   for (int i = 0; i < 8; ++i) all.push_back(pool.Acquire());
   for (uint8_t* b : all) b[0] = b[pool.buffer_bytes() - 1] = 0xab;  // CUPTI wrote records
   CHECK(pool.resident_bytes() == (1u << 20));
-  pool.Release(all[1], /*evict=*/true);
-  pool.Release(all[2]);
+  pool.Release(all[1], pool.buffer_bytes(), /*evict=*/true);
+  pool.Release(all[2], 1);  // CUPTI reported only the first byte as valid
   CHECK(pool.evictions() == 1);
   CHECK(pool.resident_bytes() == (1u << 20) - pool.buffer_bytes());
   // The kernel took the pages: a private anonymous page reads back as zero.
   CHECK(all[1][0] == 0);
-  CHECK(all[2][0] == 0xab);
+  // Kept resident: what CUPTI reported written is cleared, nothing more.
+  CHECK(all[2][0] == 0);
+  CHECK(all[2][pool.buffer_bytes() - 1] == 0xab);
   // Resident first (no page faults to refill), then the evicted one.
   CHECK(pool.Acquire() == all[2]);
   CHECK(pool.Acquire() == all[1]);
@@ -76,10 +80,27 @@ TEST_CASE("an evicted buffer gives its pages back and is handed out after the re
   CHECK(pool.Acquire() == nullptr);
 }
 
+TEST_CASE("every buffer handed out is all zeros, the first time and after CUPTI filled it", "[pool]") {
+  // The collector promises CUPTI zeroed buffers
+  // (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) so that CUPTI does not
+  // clear each one on the application thread that asks for it.
+  BufferPool pool(1u << 20, /*null_allowed=*/true);
+  auto all_zero = [&](const uint8_t* b) {
+    return std::all_of(b, b + pool.buffer_bytes(), [](uint8_t byte) { return byte == 0; });
+  };
+  uint8_t* b = pool.Acquire();
+  CHECK(all_zero(b));
+  std::memset(b, 0x5a, 4096);  // records CUPTI wrote; valid size 4096
+  pool.Release(b, 4096);
+  uint8_t* again = pool.Acquire();
+  REQUIRE(again == b);
+  CHECK(all_zero(again));
+}
+
 TEST_CASE("a pointer the pool never handed out is ignored on release", "[pool]") {
   BufferPool pool(1u << 20, /*null_allowed=*/true);
   uint8_t foreign[64];
-  pool.Release(foreign);
+  pool.Release(foreign, sizeof(foreign));
   uint8_t* b = pool.Acquire();
   CHECK(b != foreign);
 }
