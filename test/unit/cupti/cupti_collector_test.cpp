@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 #include <memory>
 #include <string>
+#include <chrono>
+#include <thread>
 
 #include "agent/clock.h"
 #include "collectors/cupti/activity_collector.h"
@@ -254,6 +256,29 @@ TEST_CASE("a launch's own RUNTIME record does not stand in for the kernel still 
   uint64_t now = NowNs();
   fake::Write(fake::RuntimeApi(2, kLaunch, now, now + 100));  // at the call's exit; the kernel never comes
   Window w = h.Collect(start, NowNs(), /*wait_ns=*/20'000'000);
+  CHECK(w.meta.losses.device_records_missing == 1);
+}
+
+TEST_CASE("a window awaiting a record stops waiting once the exit path detaches CUPTI", "[collector]") {
+  // At exit the writer gets a bounded wait; a window still polling until a
+  // long PROF_FLUSH_TIMEOUT_MS would be lost whole.
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  h.Launch(1);
+  fake::Call(kRuntime, kLaunch, 2);  // its record never comes
+  uint64_t end = NowNs();
+  std::thread exiting([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    c.OnExit();
+  });
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/20'000'000'000);
+  uint64_t waited = NowNs() - before;
+  exiting.join();
+  CHECK(waited < 5'000'000'000);
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
   CHECK(w.meta.losses.device_records_missing == 1);
 }
 
