@@ -26,6 +26,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -152,7 +153,14 @@ class CuptiCollector final : public DeviceCollector {
   std::vector<DeviceRecord> pending_;
   std::vector<uint64_t> pending_launch_ns_;
   size_t max_pending_ = 0;
-  uint64_t own_dropped_ = 0;  // budget overflow + scratch buffers
+  uint64_t own_dropped_ = 0;  // scratch buffers (launch unknown: charged to the window collected next)
+  // Records decoded past the budget, by their call's launch time in buckets
+  // of 2^kDropBucketShift ns: each drop is charged to the window its launch
+  // falls in (to within one bucket at a window's end), not to the window
+  // being collected when it happened. When the writer lags, records are
+  // decoded for windows still queued behind it, and those are what drop.
+  static constexpr int kDropBucketShift = 16;  // ~66 us
+  std::map<uint64_t, uint64_t> dropped_by_launch_;
   uint64_t untimed_ = 0;      // records CUPTI could not time
   uint64_t unknown_kinds_ = 0;
   // cuptiActivityGetNumDroppedRecords is a global counter that resets on

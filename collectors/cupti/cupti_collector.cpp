@@ -551,12 +551,12 @@ void CuptiCollector::DrainCompletedLocked() {
           continue;
       }
       if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
-      if (pending_.size() >= max_pending_) {
-        ++own_dropped_;
-        continue;
-      }
       uint64_t launch_ns = record.start_ns;
       if (record.correlation_id != 0) registry_->EnterNs(record.correlation_id, &launch_ns);
+      if (pending_.size() >= max_pending_) {
+        ++dropped_by_launch_[launch_ns >> kDropBucketShift];
+        continue;
+      }
       // Reserved whole (address space only: pages count once written), so
       // growth never holds an old and a new copy at once.
       if (pending_.capacity() < max_pending_) pending_.reserve(max_pending_);
@@ -661,6 +661,14 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   LossCounts& losses = out->meta.losses;
   losses.device_records_missing += outstanding;
   losses.device_records_dropped += own_dropped_ + untimed_;
+  // Budget drops of calls launched in this window; later windows' stay for
+  // them, earlier ones (warmup, between windows) would have been discarded
+  // anyway and are forgotten.
+  for (auto it = dropped_by_launch_.begin();
+       it != dropped_by_launch_.end() && (it->first << kDropBucketShift) < end_ns;
+       it = dropped_by_launch_.erase(it)) {
+    if (it->first >= (start_ns >> kDropBucketShift)) losses.device_records_dropped += it->second;
+  }
   uint64_t dropped_total = cupti_dropped_.load(std::memory_order_relaxed);
   uint64_t warmup = warmup_dropped_.exchange(0, std::memory_order_relaxed);
   uint64_t window_dropped = dropped_total - dropped_reported_;

@@ -126,6 +126,50 @@ TEST_CASE("records of a later window stay decoded for it while this window's rec
   fake::Reset();
 }
 
+TEST_CASE("records dropped at the decoded cap are charged to the window they were launched in",
+          "[collector][memory]") {
+  // The writer lags (windows queue behind it): collecting window A decodes
+  // window B's records too, and B's are what the cap drops. A must not
+  // report B's losses, and B must.
+  Config config;
+  config.buffer_bytes = 4u << 20;
+  auto c = MakeCollector();
+  c->Attach(config);
+  uint64_t a_start = NowNs();
+  c->BeginRecord(a_start);
+  const size_t cap = c->decoded_capacity();
+  uint32_t id = 0;
+  auto call = [&] {
+    ++id;
+    fake::Call(kRuntime, kSync, id);
+    uint64_t t = NowNs();
+    fake::Write(fake::RuntimeApi(id, kSync, t, t + 5));
+  };
+  for (int i = 0; i < 100; ++i) call();
+  while (NowNs() < a_start + 1'000'000) {
+  }  // a window end well clear of the drop buckets' width
+  uint64_t a_end = NowNs();
+  while (NowNs() < a_end + 1'000'000) {
+  }
+  uint64_t b_start = NowNs();
+  const uint32_t b_calls = static_cast<uint32_t>(cap) + 500;  // 100 + cap + 500 > cap: 600 dropped
+  for (uint32_t i = 0; i < b_calls; ++i) call();
+  uint64_t b_end = NowNs();
+  fake::RetireCurrent();
+  REQUIRE(fake::State().dropped_total == 0);
+
+  Window a;
+  c->CollectWindow(a_start, a_end, NowNs(), &a);
+  CHECK(a.device_records.size() == 100);
+  CHECK(a.meta.losses.device_records_dropped == 0);
+  Window b;
+  c->CollectWindow(b_start, b_end, NowNs(), &b);
+  CHECK(b.device_records.size() == cap - 100);
+  CHECK(b.meta.losses.device_records_dropped == b_calls - (cap - 100));
+  c.reset();
+  fake::Reset();
+}
+
 TEST_CASE("a window larger than the raw pool hands decoded buffers' pages back, a small one keeps them",
           "[collector][memory]") {
   constexpr auto kLaunch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
