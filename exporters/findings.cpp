@@ -145,15 +145,32 @@ class FindingsBuilder {
     uint64_t launches = 0;
     for (const StepRow& r : s_.steps) launches += r.launches;
     if (s_.gpu_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
-      Add("overhead-bound", "Overhead-bound: the GPU mostly waits for the host to launch short kernels",
+      // A step that already replays CUDA graphs gains nothing from "capture
+      // it in a graph": its idle time is between the replays.
+      uint64_t kernels = 0, from_graphs = 0;
+      for (const DeviceRecord& r : w_.device_records) {
+        if (KindOf(r) != DeviceKind::kKernel) continue;
+        ++kernels;
+        if (r.graph_id != 0) ++from_graphs;
+      }
+      bool graphs = from_graphs * 2 > kernels;
+      std::string evidence =
           Printf("GPU busy %.1f%% of %s (threshold < %.0f%%); median kernel %s (threshold < %s); median idle "
                  "between kernels on a stream %s; %llu launches in %zu steps",
                  s_.gpu_busy_percent, FormatDuration(static_cast<double>(span)).c_str(), kOverheadBusyPercent,
                  FormatDuration(s_.median_kernel_ns).c_str(), FormatDuration(kShortKernelNs).c_str(),
                  FormatDuration(s_.median_kernel_gap_ns).c_str(), static_cast<unsigned long long>(launches),
-                 s_.steps.size()),
-          "launch fewer, larger kernels: fuse operations (torch.compile), capture the step in a CUDA graph, "
-          "or raise the batch size");
+                 s_.steps.size());
+      if (from_graphs > 0) {
+        evidence += Printf("; %llu of %llu kernels ran from CUDA graphs", static_cast<unsigned long long>(from_graphs),
+                           static_cast<unsigned long long>(kernels));
+      }
+      Add("overhead-bound", "Overhead-bound: the GPU mostly waits for the host to launch short kernels", evidence,
+          graphs ? "the step already replays CUDA graphs, so the idle time is outside them: capture more of the "
+                   "step into the graph (host work between replays shows as gaps), fuse the graph's short "
+                   "kernels, or raise the batch size"
+                 : "launch fewer, larger kernels: fuse operations (torch.compile), capture the step in a CUDA "
+                   "graph, or raise the batch size");
     } else if (s_.gpu_busy_percent >= kComputeBusyPercent) {
       std::string top;
       for (size_t i = 0; i < s_.kernels.size() && i < 3; ++i) {

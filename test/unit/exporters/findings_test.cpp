@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "exporters/summary.h"
+#include "exporters/window_index.h"
 #include "test/unit/exporters/window_builder.h"
 
 namespace prof {
@@ -48,6 +49,25 @@ TEST_CASE("overhead-bound fires on short kernels with the GPU mostly idle", "[fi
   CHECK(Fires(Loop(4, 50, 2'000).Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
   CHECK(evidence.find("GPU busy 10.0%") != std::string::npos);
   CHECK_FALSE(Fires(Loop(4, 50, 2'000).Build(), "compute-bound"));
+}
+
+TEST_CASE("overhead-bound on a step that already replays CUDA graphs does not advise capturing one", "[findings]") {
+  auto advice_for = [](const Window& w) {
+    for (const Finding& f : ComputeSummary(w).findings) {
+      if (f.id == "overhead-bound") return f.advice + " | " + f.evidence;
+    }
+    return std::string();
+  };
+  Window plain = Loop(4, 50, 2'000).Build();
+  CHECK(advice_for(plain).find("capture the step in a CUDA graph") != std::string::npos);
+  Window graphs = Loop(4, 50, 2'000).Build();
+  for (DeviceRecord& r : graphs.device_records) {
+    if (KindOf(r) == DeviceKind::kKernel) r.graph_id = 7;  // every kernel ran from a graph launch
+  }
+  std::string text = advice_for(graphs);
+  CHECK(text.find("already replays CUDA graphs") != std::string::npos);
+  CHECK(text.find("capture the step in a CUDA graph") == std::string::npos);
+  CHECK(text.find("200 of 200 kernels ran from CUDA graphs") != std::string::npos);
 }
 
 TEST_CASE("overhead-bound stays silent when kernels are long even if the GPU idles", "[findings]") {
