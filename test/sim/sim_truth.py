@@ -15,6 +15,10 @@ PAGEABLE_BYTES_PER_NS = 10
 DEVICE_BYTES_PER_NS = 1000
 MEMSET_LATENCY_NS = 1000
 MEMSET_BYTES_PER_NS = 2000
+# Synchronize calls: return >= max(start + idle cost, work end + wake-up).
+STREAM_SYNC_IDLE_NS = 8000
+CONTEXT_SYNC_IDLE_NS = 14000
+SYNC_WAKE_NS = 5000
 
 # CUpti_ActivityMemcpyKind / CUpti_ActivityMemoryKind / sync types.
 HTOD, DTOH, DTOD, HTOH = 1, 2, 8, 9

@@ -38,8 +38,15 @@ struct CUlib_st {
 struct CUctx_st {
   uint32_t uid;
 };
+// A memory pool (driver_pool.cpp): its attributes and what it holds.
 struct CUmemPoolHandle_st {
-  int unused;
+  uint64_t release_threshold = 0;
+  int reuse_follow_event_dependencies = 1;
+  int reuse_allow_opportunistic = 1;
+  int reuse_allow_internal_dependencies = 1;
+  uint64_t used_bytes = 0;       // live allocations from this pool
+  uint64_t used_high_bytes = 0;  // high-water mark since last reset
+  int access_flags = 3;          // CU_MEM_ACCESS_FLAGS_PROT_READWRITE for its own device
 };
 
 namespace sim {

@@ -10,11 +10,10 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "pools.h"
 
 namespace sim {
 namespace {
-
-CUmemPoolHandle_st g_default_pool{0};
 
 // One MEMORY2-style op for an allocation or a free.
 void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered) {
@@ -31,7 +30,8 @@ void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUst
   EmitOp(op);
 }
 
-CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered) {
+CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered,
+                      CUmemoryPool pool = nullptr) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (stream_ordered && !Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   Device::Get().RetainPrimaryContext();
@@ -42,6 +42,7 @@ CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream
   void* p = Device::Get().Allocate(bytes, memory_kind);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *out = p;
+  if (stream_ordered) PoolAllocated(pool ? pool : CurrentPool(), p, bytes);
   EmitMemoryOp(SIM_OP_MEM_ALLOC, p, bytes, memory_kind, stream, stream_ordered);
   return CUDA_SUCCESS;
 }
@@ -55,6 +56,7 @@ CUresult ReleaseFrom(void* ptr, int expected_kind, CUstream stream, bool stream_
   const int kind = Device::Get().KindOf(ptr);
   size_t bytes = 0;
   if (!Device::Get().Release(ptr, expected_kind, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  PoolReleased(ptr);
   EmitMemoryOp(SIM_OP_MEM_FREE, ptr, bytes, kind, stream, stream_ordered);
   return CUDA_SUCCESS;
 }
@@ -143,9 +145,9 @@ SIM_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t byt
   cuMemAllocFromPoolAsync_params params{dptr, bytesize, pool, hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocFromPoolAsync), "cuMemAllocFromPoolAsync", &params,
                                [&]() -> CUresult {
-                                 if (!pool) return CUDA_ERROR_INVALID_VALUE;
+                                 if (!sim::IsPool(pool)) return CUDA_ERROR_INVALID_VALUE;
                                  return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                                                          hStream, true);
+                                                          hStream, true, pool);
                                });
 }
 
@@ -154,17 +156,6 @@ SIM_DRIVER_EXPORT CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemFreeAsync), "cuMemFreeAsync", &params, [&] {
     return sim::ReleaseFrom(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, hStream, true);
   });
-}
-
-SIM_DRIVER_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
-  cuDeviceGetDefaultMemPool_params params{pool_out, dev};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetDefaultMemPool), "cuDeviceGetDefaultMemPool", &params,
-                               [&]() -> CUresult {
-                                 if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
-                                 if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-                                 *pool_out = &sim::g_default_pool;
-                                 return CUDA_SUCCESS;
-                               });
 }
 
 SIM_DRIVER_EXPORT CUresult cuMemGetInfo_v2(size_t* free_bytes, size_t* total_bytes) {
@@ -281,9 +272,9 @@ SIM_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_
   cuMemAllocFromPoolAsync_ptsz_params params{dptr, bytesize, pool, hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemAllocFromPoolAsync_ptsz), "cuMemAllocFromPoolAsync_ptsz", &params,
                                [&]() -> CUresult {
-                                 if (!pool) return CUDA_ERROR_INVALID_VALUE;
+                                 if (!sim::IsPool(pool)) return CUDA_ERROR_INVALID_VALUE;
                                  return sim::AllocateInto(sim::AsPtr(dptr), bytesize, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE,
-                                                          sim::PerThread(hStream), true);
+                                                          sim::PerThread(hStream), true, pool);
                                });
 }
 

@@ -5,6 +5,8 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cstring>
 
+#include <cudaProfiler.h>
+
 #include "driver_call.h"
 
 namespace sim {
@@ -102,6 +104,32 @@ const ProcEntry kProcs[] = {
     SIM_PROC("cuGraphLaunch", cuGraphLaunch, 10000),
     SIM_PROC("cuGraphExecDestroy", cuGraphExecDestroy, 10000),
     SIM_PROC("cuGraphDestroy", cuGraphDestroy, 10000),
+    SIM_PROC("cuProfilerStart", cuProfilerStart, 4000),
+    SIM_PROC("cuProfilerStop", cuProfilerStop, 4000),
+    SIM_PROC("cuDevicePrimaryCtxSetFlags", cuDevicePrimaryCtxSetFlags_v2, 11000),
+    SIM_PROC("cuDevicePrimaryCtxGetState", cuDevicePrimaryCtxGetState, 7000),
+    SIM_PROC("cuCtxGetFlags", cuCtxGetFlags, 7000),
+    SIM_PROC("cuCtxSetLimit", cuCtxSetLimit, 3010),
+    SIM_PROC("cuCtxGetLimit", cuCtxGetLimit, 3010),
+    SIM_PROC("cuDeviceCanAccessPeer", cuDeviceCanAccessPeer, 4000),
+    SIM_PROC("cuCtxEnablePeerAccess", cuCtxEnablePeerAccess, 4000),
+    SIM_PROC("cuCtxDisablePeerAccess", cuCtxDisablePeerAccess, 4000),
+    SIM_PROC("cuStreamAddCallback", cuStreamAddCallback, 5000),
+    SIM_PROC("cuLaunchHostFunc", cuLaunchHostFunc, 10000),
+    SIM_PROC("cuMemPrefetchAsync", cuMemPrefetchAsync_v2, 12020),
+    SIM_PROC("cuMemAdvise", cuMemAdvise_v2, 12020),
+    SIM_PROC("cuMemPoolCreate", cuMemPoolCreate, 11020),
+    SIM_PROC("cuMemPoolDestroy", cuMemPoolDestroy, 11020),
+    SIM_PROC("cuMemPoolTrimTo", cuMemPoolTrimTo, 11020),
+    SIM_PROC("cuMemPoolSetAttribute", cuMemPoolSetAttribute, 11020),
+    SIM_PROC("cuMemPoolGetAttribute", cuMemPoolGetAttribute, 11020),
+    SIM_PROC("cuMemPoolSetAccess", cuMemPoolSetAccess, 11020),
+    SIM_PROC("cuMemPoolGetAccess", cuMemPoolGetAccess, 11020),
+    SIM_PROC("cuDeviceGetMemPool", cuDeviceGetMemPool, 11020),
+    SIM_PROC("cuDeviceSetMemPool", cuDeviceSetMemPool, 11020),
+    SIM_PROC_PT("cuStreamAddCallback", cuStreamAddCallback_ptsz, 7000),
+    SIM_PROC_PT("cuLaunchHostFunc", cuLaunchHostFunc_ptsz, 10000),
+    SIM_PROC_PT("cuMemPrefetchAsync", cuMemPrefetchAsync_v2_ptsz, 12020),
     // Per-thread default stream flavours (NVIDIA's runtime asks for these at 7.0
     // or at the function's own version).
     SIM_PROC_PT("cuMemcpy", cuMemcpy_ptds, 7000),

@@ -6,6 +6,8 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "host_funcs.h"
+#include "timing.h"
 
 namespace sim {
 namespace {
@@ -77,6 +79,9 @@ CUresult StreamSynchronize(CUstream stream) {
   const uint64_t start = simhub_now_ns();
   const uint64_t done = device.StreamDoneNs(stream);
   WaitUntilNs(done);
+  const bool legacy = stream == nullptr || stream == CU_STREAM_LEGACY;
+  WaitHostFuncs(legacy ? 0 : device.StreamId(stream));  // the legacy stream waits for the blocking streams too
+  WaitUntilNs(SyncReturnNs(start, done, kStreamSyncIdleNs));
   EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(stream), kInvalidId, start, done);
   return CUDA_SUCCESS;
 }
@@ -157,6 +162,8 @@ CUresult SynchronizeDevice() {
   const uint64_t start = simhub_now_ns();
   const uint64_t done = Device::Get().DeviceDoneNs();
   WaitUntilNs(done);
+  WaitHostFuncs(0);
+  WaitUntilNs(SyncReturnNs(start, done, kContextSyncIdleNs));
   EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, kInvalidId, kInvalidId, start, done);
   return CUDA_SUCCESS;
 }
@@ -204,6 +211,7 @@ SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
     const uint64_t start = simhub_now_ns();
     const uint64_t done = event.recorded ? event.time_ns : 0;  // never recorded: nothing to wait for
     sim::WaitUntilNs(done);
+    sim::WaitUntilNs(sim::SyncReturnNs(start, done, sim::kStreamSyncIdleNs));
     sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, event.id, start, done);
     return CUDA_SUCCESS;
   });

@@ -26,6 +26,18 @@ inline constexpr uint64_t kPeerBytesPerNs = 50;      // P2P
 inline constexpr uint64_t kMemsetLatencyNs = 1000;
 inline constexpr uint64_t kMemsetBytesPerNs = 2000;
 
+// Synchronize calls (cuStreamSynchronize, cuEventSynchronize,
+// cuCtxSynchronize) return no earlier than the driver's own cost after the
+// call began, and no earlier than a wake-up delay after the work they waited
+// for ended: return = max(start + idle cost, work end + wake-up). Calibrated
+// on the Kineto traces in shared/data/kineto-traces (see README.md).
+inline constexpr uint64_t kStreamSyncIdleNs = 8000;    // stream and event syncs
+inline constexpr uint64_t kContextSyncIdleNs = 14000;  // device (context) syncs
+inline constexpr uint64_t kSyncWakeNs = 5000;
+inline uint64_t SyncReturnNs(uint64_t start_ns, uint64_t work_end_ns, uint64_t idle_ns) {
+  return start_ns + idle_ns > work_end_ns + kSyncWakeNs ? start_ns + idle_ns : work_end_ns + kSyncWakeNs;
+}
+
 // Duration of a kernel. SIM_KERNEL_NS="substring=ns,..." entries win (first
 // one whose substring occurs in the mangled or demangled name).
 uint64_t KernelDurationNs(const std::string& mangled, const std::string& demangled, uint64_t blocks);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <cuda_runtime_api.h>
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_runtime_api_meta.h>
@@ -77,6 +78,30 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuGraphLaunch)
   SIMRT_DRIVER_FN(cuGraphExecDestroy)
   SIMRT_DRIVER_FN(cuGraphDestroy)
+  // Context settings, host functions, managed hints, pools (driver_context,
+  // driver_host_func, driver_managed, driver_pool).
+  SIMRT_DRIVER_FN(cuProfilerStart)
+  SIMRT_DRIVER_FN(cuProfilerStop)
+  SIMRT_DRIVER_FN(cuDevicePrimaryCtxSetFlags)
+  SIMRT_DRIVER_FN(cuCtxGetFlags)
+  SIMRT_DRIVER_FN(cuCtxSetLimit)
+  SIMRT_DRIVER_FN(cuCtxGetLimit)
+  SIMRT_DRIVER_FN(cuDeviceCanAccessPeer)
+  SIMRT_DRIVER_FN(cuCtxEnablePeerAccess)
+  SIMRT_DRIVER_FN(cuCtxDisablePeerAccess)
+  SIMRT_DRIVER_FN(cuStreamAddCallback)
+  SIMRT_DRIVER_FN(cuLaunchHostFunc)
+  SIMRT_DRIVER_FN(cuMemPrefetchAsync)
+  SIMRT_DRIVER_FN(cuMemAdvise)
+  SIMRT_DRIVER_FN(cuMemPoolCreate)
+  SIMRT_DRIVER_FN(cuMemPoolDestroy)
+  SIMRT_DRIVER_FN(cuMemPoolTrimTo)
+  SIMRT_DRIVER_FN(cuMemPoolSetAttribute)
+  SIMRT_DRIVER_FN(cuMemPoolGetAttribute)
+  SIMRT_DRIVER_FN(cuMemPoolSetAccess)
+  SIMRT_DRIVER_FN(cuMemPoolGetAccess)
+  SIMRT_DRIVER_FN(cuDeviceGetMemPool)
+  SIMRT_DRIVER_FN(cuDeviceSetMemPool)
 #undef SIMRT_DRIVER_FN
 };
 

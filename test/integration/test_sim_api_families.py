@@ -1,0 +1,154 @@
+"""The simulated stack runs the API families ordinary CUDA programs call
+beyond launches and plain copies (test/workloads/api_families.cu), with
+CUDA's documented results, and libprof records them in both of its modes.
+
+Proves: every family gives the documented values and error codes on the
+sim; host functions run after the work before them and before the
+synchronize that covers them returns; synchronisation records span the
+driver's cost and the wake-up after the work (README "Timing model");
+under LD_PRELOAD and under CUDA_INJECTION64_PATH one window over the whole
+run holds exactly the sim's kernels, copies and memsets (by correlation)
+and each family's calls as many times as the program made them, with the
+program's output and exit status unchanged.
+"""
+import collections
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
+import sim_truth  # noqa: E402
+
+WORKLOAD = os.path.join(harness.WORKLOAD_DIR, "api_families")
+ONE_WINDOW = dict(PROF_STEP="time:60s", PROF_WAIT=0, PROF_WARMUP=0, PROF_ACTIVE=1, PROF_REPEAT=1)
+# One call per family the program makes that libprof itself never makes.
+FAMILY_CALLS = ["cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "cudaGetDeviceFlags",
+                "cudaDeviceSetLimit", "cudaDeviceGetLimit", "cudaFuncGetAttributes", "cudaFuncSetAttribute",
+                "cudaFuncSetCacheConfig", "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+                "cudaOccupancyAvailableDynamicSMemPerBlock", "cudaLaunchHostFunc", "cudaStreamAddCallback",
+                "cudaMemPrefetchAsync", "cudaMemAdvise", "cudaMemPoolCreate", "cudaMemPoolSetAttribute",
+                "cudaMemPoolGetAttribute", "cudaMemPoolSetAccess", "cudaMemPoolGetAccess", "cudaMemPoolDestroy",
+                "cudaDeviceCanAccessPeer", "cudaDeviceEnablePeerAccess"]
+
+
+def load_truth(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.startswith("{")]
+
+
+class Bare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(WORKLOAD):
+            raise unittest.SkipTest("api_families not built")
+        cls.tmp = tempfile.TemporaryDirectory()
+        truth = os.path.join(cls.tmp.name, "truth.jsonl")
+        cls.proc = harness.run([WORKLOAD, "--iterations", "2"], harness.sim_env(SIM_TRUTH_FILE=truth))
+        cls.truth = load_truth(truth)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_every_family_gives_the_documented_results(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        families = subprocess.run([WORKLOAD, "--list"], capture_output=True, text=True).stdout.split()
+        self.assertGreaterEqual(len(families), 7)
+        for name in families:
+            self.assertIn(f"family {name} ok", self.proc.stdout)
+
+    def test_host_functions_run_after_prior_work_and_before_the_covering_sync_returns(self):
+        host = [t for t in self.truth if t["type"] == "host_func"]
+        self.assertEqual(len(host), 4)  # two per iteration
+        kernels = [t for t in self.truth if t["type"] == "kernel"]
+        syncs = [t for t in self.truth if t["type"] == "sync" and t["api"] == "cudaStreamSynchronize"]
+        for h in host:
+            self.assertGreaterEqual(h["start_ns"], h["ready_ns"])
+            before = [k for k in kernels if k["stream"] == h["stream"] and k["correlation"] < h["correlation"]]
+            self.assertTrue(before)
+            self.assertGreaterEqual(h["start_ns"], max(k["end_ns"] for k in before))
+            covering = [s for s in syncs if s["stream"] == h["stream"] and s["correlation"] > h["correlation"]]
+            self.assertTrue(covering, h)
+            self.assertGreaterEqual(min(s["end_ns"] for s in covering), h["end_ns"])
+
+    def test_sync_records_span_driver_cost_and_wakeup(self):
+        syncs = [t for t in self.truth if t["type"] == "sync" and t["sync_type"] in (2, 3, 4)]
+        self.assertGreater(len(syncs), 4)
+        for s in syncs:
+            idle = sim_truth.CONTEXT_SYNC_IDLE_NS if s["sync_type"] == 4 else sim_truth.STREAM_SYNC_IDLE_NS
+            self.assertGreaterEqual(s["end_ns"] - s["start_ns"], idle, s)
+            if s["waited_until_ns"]:
+                self.assertGreaterEqual(s["end_ns"], s["waited_until_ns"] + sim_truth.SYNC_WAKE_NS, s)
+
+
+class UnderAgent:
+    """Mixed in per mode: env() says how libprof is loaded."""
+
+    @classmethod
+    def setUpClass(cls):
+        if not (os.path.exists(WORKLOAD) and os.path.exists(harness.LIBPROF_SO)):
+            raise unittest.SkipTest("api_families or libprof.so not built")
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = os.path.join(cls.tmp.name, "out")
+        truth = os.path.join(cls.tmp.name, "truth.jsonl")
+        cls.bare = harness.run([WORKLOAD], harness.sim_env())
+        cls.proc = harness.run([WORKLOAD], harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, **cls.mode(),
+                                                           **ONE_WINDOW))
+        cls.truth = load_truth(truth)
+        cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def events(self):
+        with open(self.traces[0]) as f:
+            return json.load(f)["traceEvents"]
+
+    def test_output_and_exit_status_unchanged(self):
+        self.assertEqual(self.bare.returncode, 0, self.bare.stdout)
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        self.assertEqual(self.proc.stdout, self.bare.stdout)
+
+    def test_one_valid_window(self):
+        self.assertEqual(len(self.traces), 1, self.proc.stderr)
+        check = subprocess.run([harness.PROF_TOOL, "validate", self.traces[0]], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+
+    def test_device_records_equal_the_truth(self):
+        cats = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+        got = sorted((cats[e["cat"]], e["args"]["correlation"]) for e in self.events() if e.get("cat") in cats)
+        want = sorted((t["type"], t["correlation"]) for t in self.truth if t["type"] in cats.values())
+        self.assertTrue(want)
+        self.assertEqual(got, want)
+
+    def test_each_family_call_appears_as_often_as_the_program_made_it(self):
+        calls = collections.Counter(e["name"] for e in self.events() if e.get("cat") == "cuda_runtime")
+        truth = collections.Counter(t["name"] for t in self.truth
+                                    if t["type"] == "api" and t["domain"] == "runtime"
+                                    and t["correlation"] == t["outer_correlation"])
+        for name in FAMILY_CALLS:
+            self.assertGreater(truth[name], 0, name)
+            self.assertEqual(calls[name], truth[name], name)
+
+
+class UnderPreload(UnderAgent, unittest.TestCase):
+    @staticmethod
+    def mode():
+        return {"LD_PRELOAD": harness.LIBPROF_SO}
+
+
+class UnderInjection(UnderAgent, unittest.TestCase):
+    @staticmethod
+    def mode():
+        return {"CUDA_INJECTION64_PATH": harness.LIBPROF_SO}
+
+
+if __name__ == "__main__":
+    harness.main()

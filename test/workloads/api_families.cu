@@ -1,0 +1,239 @@
+// api_families: one program calling, family by family, the runtime API that
+// ordinary CUDA programs use beyond launches and plain copies (see
+// README.md). Each family checks what CUDA documents (values read back,
+// documented error codes) and prints "family <name> ok"; any surprise prints
+// the call and its error and exits 1. Kernels only write scratch memory.
+#include <cuda_profiler_api.h>
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+int g_failures = 0;
+
+bool Expect(cudaError_t got, cudaError_t want, const char* what, int line) {
+  if (got == want) return true;
+  std::printf("line %d: %s -> %s (%d), expected %s\n", line, what, cudaGetErrorName(got), static_cast<int>(got),
+              cudaGetErrorName(want));
+  ++g_failures;
+  return false;
+}
+#define CHECK(call) Expect((call), cudaSuccess, #call, __LINE__)
+#define EXPECT_ERROR(call, code) Expect((call), (code), #call, __LINE__)
+#define REQUIRE(cond)                                            \
+  do {                                                           \
+    if (!(cond)) {                                               \
+      std::printf("line %d: %s is false\n", __LINE__, #cond);    \
+      ++g_failures;                                              \
+    }                                                            \
+  } while (0)
+
+__global__ void fill(float* out, int n, float value) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = value;
+}
+
+__global__ void uses_dynamic_shared(float* out) {
+  extern __shared__ float scratch[];
+  scratch[threadIdx.x] = threadIdx.x;
+  out[threadIdx.x] = scratch[threadIdx.x];
+}
+
+void Profiler() {
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, 4096));
+  CHECK(cudaProfilerStart());
+  fill<<<4, 256>>>(d, 1024, 1.0f);
+  CHECK(cudaGetLastError());
+  CHECK(cudaMemset(d, 0, 4096));
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaProfilerStop());
+  CHECK(cudaFree(d));
+}
+
+void DeviceSettings() {
+  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+  unsigned flags = 0;
+  CHECK(cudaGetDeviceFlags(&flags));
+  REQUIRE((flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync);
+  REQUIRE((flags & cudaDeviceMapHost) != 0);
+  EXPECT_ERROR(cudaSetDeviceFlags(0x1000), cudaErrorInvalidValue);
+  size_t stack = 0;
+  CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  REQUIRE(stack == 1024);
+  CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 4096));
+  CHECK(cudaDeviceGetLimit(&stack, cudaLimitStackSize));
+  REQUIRE(stack == 4096);
+  CHECK(cudaDeviceSetLimit(cudaLimitMallocHeapSize, 64 << 20));
+  EXPECT_ERROR(cudaDeviceSetLimit(static_cast<cudaLimit>(0x7f), 1), cudaErrorUnsupportedLimit);
+  CHECK(cudaSetDeviceFlags(cudaDeviceScheduleAuto));
+  CHECK(cudaDeviceSetLimit(cudaLimitStackSize, 1024));
+}
+
+void Functions() {
+  cudaFuncAttributes attr{};
+  CHECK(cudaFuncGetAttributes(&attr, fill));
+  REQUIRE(attr.maxThreadsPerBlock == 1024 && attr.numRegs > 0 && attr.binaryVersion == 90);
+  REQUIRE(attr.maxDynamicSharedSizeBytes == 48 * 1024);
+  CHECK(cudaFuncSetAttribute(uses_dynamic_shared, cudaFuncAttributeMaxDynamicSharedMemorySize, 96 * 1024));
+  CHECK(cudaFuncGetAttributes(&attr, uses_dynamic_shared));
+  REQUIRE(attr.maxDynamicSharedSizeBytes == 96 * 1024);
+  CHECK(cudaFuncSetCacheConfig(fill, cudaFuncCachePreferL1));
+  int blocks = 0;
+  CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fill, 256, 0));
+  REQUIRE(blocks == 8);  // 2048 threads per SM / 256
+  int min_grid = 0, block = 0;
+  CHECK(cudaOccupancyMaxPotentialBlockSize(&min_grid, &block, fill));
+  REQUIRE(block > 0 && block <= 1024 && min_grid > 0);
+  size_t smem = 0;
+  CHECK(cudaOccupancyAvailableDynamicSMemPerBlock(&smem, uses_dynamic_shared, 2, 256));
+  REQUIRE(smem > 0 && smem <= 96 * 1024);
+  EXPECT_ERROR(cudaFuncGetAttributes(&attr, reinterpret_cast<const void*>(&Functions)), cudaErrorInvalidDeviceFunction);
+  cudaGetLastError();  // the documented error is also the thread's last error
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, 1024 * sizeof(float)));
+  uses_dynamic_shared<<<1, 256, 64 * 1024>>>(d);
+  CHECK(cudaGetLastError());
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaFree(d));
+}
+
+std::atomic<int> g_host_calls{0};
+void CUDART_CB HostFn(void* data) { static_cast<std::atomic<int>*>(data)->fetch_add(1); }
+void CUDART_CB StreamCallback(cudaStream_t, cudaError_t status, void* data) {
+  if (status == cudaSuccess) static_cast<std::atomic<int>*>(data)->fetch_add(10);
+}
+
+void HostFunctions() {
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, 1 << 20));
+  g_host_calls = 0;
+  fill<<<256, 256, 0, stream>>>(d, 1 << 18, 2.0f);
+  CHECK(cudaLaunchHostFunc(stream, HostFn, &g_host_calls));
+  CHECK(cudaStreamAddCallback(stream, StreamCallback, &g_host_calls, 0));
+  fill<<<256, 256, 0, stream>>>(d, 1 << 18, 3.0f);
+  EXPECT_ERROR(cudaStreamAddCallback(stream, StreamCallback, &g_host_calls, 1), cudaErrorInvalidValue);
+  CHECK(cudaStreamSynchronize(stream));
+  REQUIRE(g_host_calls.load() == 11);  // both ran before the synchronize returned
+  CHECK(cudaFree(d));
+  CHECK(cudaStreamDestroy(stream));
+}
+
+void Managed() {
+  const size_t bytes = 1 << 20;
+  float* m = nullptr;
+  CHECK(cudaMallocManaged(&m, bytes));
+  cudaMemLocation device{cudaMemLocationTypeDevice, 0};
+  cudaMemLocation host{cudaMemLocationTypeHost, 0};
+  CHECK(cudaMemAdvise(m, bytes, cudaMemAdviseSetPreferredLocation, device));
+  CHECK(cudaMemAdvise(m, bytes, cudaMemAdviseSetReadMostly, device));
+  CHECK(cudaMemPrefetchAsync(m, bytes, device, 0, 0));
+  fill<<<1024, 256>>>(m, bytes / sizeof(float), 4.0f);
+  CHECK(cudaMemPrefetchAsync(m, bytes, host, 0, 0));
+  CHECK(cudaDeviceSynchronize());
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, bytes));
+  EXPECT_ERROR(cudaMemPrefetchAsync(d, bytes, device, 0, 0), cudaErrorInvalidValue);  // not managed memory
+  cudaGetLastError();
+  CHECK(cudaFree(d));
+  CHECK(cudaFree(m));
+}
+
+void Pools() {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool;
+  CHECK(cudaMemPoolCreate(&pool, &props));
+  uint64_t threshold = 64 << 20;
+  CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  uint64_t read_back = 0;
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &read_back));
+  REQUIRE(read_back == threshold);
+  cudaMemAccessDesc access{};
+  access.location = props.location;
+  access.flags = cudaMemAccessFlagsProtReadWrite;
+  CHECK(cudaMemPoolSetAccess(pool, &access, 1));
+  cudaMemAccessFlags flags;
+  cudaMemLocation where = props.location;
+  CHECK(cudaMemPoolGetAccess(&flags, pool, &where));
+  REQUIRE(flags == cudaMemAccessFlagsProtReadWrite);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  void* p = nullptr;
+  CHECK(cudaMallocFromPoolAsync(&p, 1 << 20, pool, stream));
+  uint64_t used = 0;
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  REQUIRE(used == (1u << 20));
+  CHECK(cudaMemsetAsync(p, 0, 1 << 20, stream));
+  CHECK(cudaFreeAsync(p, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  REQUIRE(used == 0);
+  CHECK(cudaMemPoolTrimTo(pool, 0));
+  cudaMemPool_t current;
+  CHECK(cudaDeviceGetMemPool(&current, 0));
+  CHECK(cudaDeviceSetMemPool(0, pool));
+  CHECK(cudaDeviceSetMemPool(0, current));
+  CHECK(cudaMemPoolDestroy(pool));
+  CHECK(cudaStreamDestroy(stream));
+}
+
+void Peers() {
+  int can = -1;
+  CHECK(cudaDeviceCanAccessPeer(&can, 0, 0));
+  REQUIRE(can == 0);  // a device is not its own peer
+  EXPECT_ERROR(cudaDeviceEnablePeerAccess(0, 0), cudaErrorInvalidDevice);
+  EXPECT_ERROR(cudaDeviceCanAccessPeer(&can, 0, 1), cudaErrorInvalidDevice);
+  cudaGetLastError();
+}
+
+struct Family {
+  const char* name;
+  void (*run)();
+};
+const Family kFamilies[] = {
+    {"profiler", Profiler}, {"device", DeviceSettings}, {"functions", Functions}, {"host_functions", HostFunctions},
+    {"managed", Managed},   {"pools", Pools},           {"peers", Peers},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iterations = 1;
+  std::vector<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) {
+      iterations = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) {
+      only.push_back(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--list")) {
+      for (const Family& f : kFamilies) std::printf("%s\n", f.name);
+      return 0;
+    } else {
+      std::fprintf(stderr, "usage: api_families [--iterations N] [--only FAMILY]... [--list]\n");
+      return 2;
+    }
+  }
+  for (int it = 0; it < iterations; ++it) {
+    for (const Family& f : kFamilies) {
+      bool wanted = only.empty();
+      for (const std::string& name : only) wanted = wanted || name == f.name;
+      if (!wanted) continue;
+      const int before = g_failures;
+      f.run();
+      if (it == 0) std::printf("family %s %s\n", f.name, g_failures == before ? "ok" : "FAILED");
+    }
+  }
+  std::printf("failures=%d\n", g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
