@@ -1,6 +1,8 @@
-// Hub events -> activity records in the toolkit's current structs
-// (CUpti_ActivityKernel10, Memcpy6, MemcpyPtoP4, Memset4, API,
-// Synchronization2, Memory4, ExternalCorrelation).
+// Hub events -> activity records in the structs of this personality's
+// release (record_layouts.h: CUDA 13.0 Kernel10, Memcpy6, MemcpyPtoP4,
+// Memset4, Synchronization2, Memory4; CUDA 12.4 Kernel9, Memcpy5,
+// MemcpyPtoP4, Memset4, Synchronization, Memory3), plus API and
+// ExternalCorrelation.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -8,6 +10,7 @@
 
 #include "buffers.h"
 #include "internal.h"
+#include "record_layouts.h"
 
 namespace simcupti {
 namespace {
@@ -29,7 +32,7 @@ void RecordKernel(const SimOp& op) {
     kind = CUPTI_ACTIVITY_KIND_KERNEL;  // the serialized kind: same struct
   }
   if (kind == CUPTI_ACTIVITY_KIND_INVALID) return;
-  CUpti_ActivityKernel10 r{};
+  KernelRecord r{};
   r.kind = kind;
   r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
   r.start = Reported(op.start_ns);
@@ -62,7 +65,7 @@ void RecordKernel(const SimOp& op) {
 void RecordMemcpy(const SimOp& op) {
   const bool peer = op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   if (peer && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id)) {
-    CUpti_ActivityMemcpyPtoP4 r{};
+    PeerRecord r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
     r.copyKind = static_cast<uint8_t>(op.copy_kind);
     r.srcKind = static_cast<uint8_t>(op.src_kind);
@@ -82,7 +85,7 @@ void RecordMemcpy(const SimOp& op) {
     return;
   }
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id)) return;
-  CUpti_ActivityMemcpy6 r{};
+  MemcpyRecord r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   r.copyKind = static_cast<uint8_t>(op.copy_kind);
   r.srcKind = static_cast<uint8_t>(op.src_kind);
@@ -96,13 +99,13 @@ void RecordMemcpy(const SimOp& op) {
   r.correlationId = op.correlation_id;
   r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
   r.graphId = op.graph_id;
-  r.copyCount = 1;
+  SetCopyCount(r, 1);
   Put(r, {op.start_ns, op.end_ns}, op);
 }
 
 void RecordMemset(const SimOp& op) {
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMSET, op.context_id)) return;
-  CUpti_ActivityMemset4 r{};
+  MemsetRecord r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   r.bytes = op.bytes;
   r.start = Reported(op.start_ns);
@@ -118,7 +121,7 @@ void RecordMemset(const SimOp& op) {
 
 void RecordSync(const SimOp& op) {
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, op.context_id)) return;
-  CUpti_ActivitySynchronization2 r{};
+  SyncRecord r{};
   r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
   r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
   r.start = Reported(op.start_ns);
@@ -130,13 +133,13 @@ void RecordSync(const SimOp& op) {
                    ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
                    : op.stream_id;
   r.cudaEventId = op.event_id != 0 ? op.event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  r.cudaEventSyncId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+  SetEventSyncId(r, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
   Put(r, {op.start_ns, op.end_ns}, op);
 }
 
 void RecordMemory(const SimOp& op) {
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMORY2, op.context_id)) return;
-  CUpti_ActivityMemory4 r{};
+  MemoryRecord r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
   r.memoryOperationType = op.kind == SIM_OP_MEM_ALLOC ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
                                                       : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
@@ -194,14 +197,14 @@ void RecordExternalCorrelation(CUpti_ExternalCorrelationKind kind, uint64_t exte
 size_t RecordSize(uint32_t kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(CUpti_ActivityMemcpyPtoP4);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(KernelRecord);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(MemcpyRecord);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(PeerRecord);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(MemsetRecord);
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(CUpti_ActivitySynchronization2);
-    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(CUpti_ActivityMemory4);
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: return sizeof(SyncRecord);
+    case CUPTI_ACTIVITY_KIND_MEMORY2: return sizeof(MemoryRecord);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
     default: return 0;
   }
@@ -215,16 +218,16 @@ void ClearUnfinishedTimes(CUpti_Activity* record, bool started) {
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-      auto* kernel = reinterpret_cast<CUpti_ActivityKernel10*>(record);
+      auto* kernel = reinterpret_cast<KernelRecord*>(record);
       clear(kernel);
       kernel->completed = 0;
       break;
     }
-    case CUPTI_ACTIVITY_KIND_MEMCPY: clear(reinterpret_cast<CUpti_ActivityMemcpy6*>(record)); break;
-    case CUPTI_ACTIVITY_KIND_MEMCPY2: clear(reinterpret_cast<CUpti_ActivityMemcpyPtoP4*>(record)); break;
-    case CUPTI_ACTIVITY_KIND_MEMSET: clear(reinterpret_cast<CUpti_ActivityMemset4*>(record)); break;
-    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: clear(reinterpret_cast<CUpti_ActivitySynchronization2*>(record)); break;
-    case CUPTI_ACTIVITY_KIND_MEMORY2: reinterpret_cast<CUpti_ActivityMemory4*>(record)->timestamp = 0; break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY: clear(reinterpret_cast<MemcpyRecord*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: clear(reinterpret_cast<PeerRecord*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMSET: clear(reinterpret_cast<MemsetRecord*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION: clear(reinterpret_cast<SyncRecord*>(record)); break;
+    case CUPTI_ACTIVITY_KIND_MEMORY2: reinterpret_cast<MemoryRecord*>(record)->timestamp = 0; break;
     default: break;
   }
 }

@@ -1,7 +1,10 @@
 // Result strings, the per-thread last error, and the version.
 #include <cupti.h>
 
+#include <cstdlib>
+
 #include "internal.h"
+#include "personality.h"
 
 namespace simcupti {
 namespace {
@@ -106,7 +109,11 @@ CUptiResult CUPTIAPI cuptiGetLastError(void) {
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   if (version == nullptr) return simcupti::Status(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = CUPTI_API_VERSION;  // of the headers this library is built from
+  *version = SIM_CUPTI_API_VERSION;  // of the release this personality impersonates
+  // SIM_CUPTI_API_VERSION=<n>: report n instead (an older or newer CUPTI).
+  if (const char* forced = simhub_fault("CUPTI_API_VERSION"); forced != nullptr && *forced != '\0') {
+    *version = static_cast<uint32_t>(std::strtoul(forced, nullptr, 10));
+  }
   return CUPTI_SUCCESS;
 }
 

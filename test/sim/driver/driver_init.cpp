@@ -12,6 +12,7 @@
 #include "device.h"
 #include "device_attributes.h"
 #include "driver_call.h"
+#include "personality.h"
 
 namespace sim {
 namespace {
@@ -102,7 +103,7 @@ SIM_DRIVER_EXPORT CUresult cuDriverGetVersion(int* driverVersion) {
   cuDriverGetVersion_params params{driverVersion};
   return DriverCall(SIM_DRIVER_CBID(cuDriverGetVersion), "cuDriverGetVersion", &params, [&]() -> CUresult {
     if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
-    *driverVersion = CUDA_VERSION;
+    *driverVersion = SIM_CUDA_VERSION;
     return CUDA_SUCCESS;
   });
 }

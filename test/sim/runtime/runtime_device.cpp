@@ -1,6 +1,7 @@
 // Runtime: versions, devices, properties, streams, reset.
 #include <cstring>
 
+#include "personality.h"
 #include "runtime_state.h"
 
 using simrt::Driver;
@@ -12,7 +13,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
   cudaRuntimeGetVersion_v3020_params params{runtimeVersion};
   return RuntimeCall(SIM_RUNTIME_CBID(cudaRuntimeGetVersion_v3020), "cudaRuntimeGetVersion", &params, [&] {
     if (!runtimeVersion) return cudaErrorInvalidValue;
-    *runtimeVersion = CUDART_VERSION;
+    *runtimeVersion = SIM_CUDA_VERSION;
     return cudaSuccess;
   });
 }

@@ -1,0 +1,41 @@
+// The activity record structs this personality's CUPTI delivers, per kind.
+// CUPTI always writes the newest struct of its own release, so a client must
+// know which one that is from cuptiGetVersion; the sim delivers exactly the
+// structs of the release named in ../personality.h.
+//
+// Sources (NVIDIA): CUPTI release notes, "Updates in CUDA 12.0": Kernel8 ->
+// Kernel9; cupti_activity_deprecated.h (CUDA 13.0): Memcpy5 and
+// Synchronization "deprecated in CUDA 12.8" (-> Memcpy6, Synchronization2),
+// MemcpyPtoP3 and Memset3 "deprecated in CUDA 11.6" (-> PtoP4, Memset4);
+// CUPTI Python 13.0.0 release notes: Kernel10 introduced, Kernel9 dropped.
+// Memory records: Memory3 for 12.x, Memory4 (Memory3 plus a trailing
+// `source`) for 13.x.
+#pragma once
+
+#include <cupti.h>
+
+#include "personality.h"
+
+namespace simcupti {
+
+#if SIM_CUDA_MAJOR >= 13
+using KernelRecord = CUpti_ActivityKernel10;
+using MemcpyRecord = CUpti_ActivityMemcpy6;
+using SyncRecord = CUpti_ActivitySynchronization2;
+using MemoryRecord = CUpti_ActivityMemory4;
+#else  // CUDA 12.4
+using KernelRecord = CUpti_ActivityKernel9;
+using MemcpyRecord = CUpti_ActivityMemcpy5;
+using SyncRecord = CUpti_ActivitySynchronization;
+using MemoryRecord = CUpti_ActivityMemory3;
+#endif
+using PeerRecord = CUpti_ActivityMemcpyPtoP4;
+using MemsetRecord = CUpti_ActivityMemset4;
+
+// Fields only the newer structs have.
+inline void SetCopyCount(CUpti_ActivityMemcpy6& r, uint64_t n) { r.copyCount = n; }
+inline void SetCopyCount(CUpti_ActivityMemcpy5&, uint64_t) {}
+inline void SetEventSyncId(CUpti_ActivitySynchronization2& r, uint64_t id) { r.cudaEventSyncId = id; }
+inline void SetEventSyncId(CUpti_ActivitySynchronization&, uint64_t) {}
+
+}  // namespace simcupti
