@@ -1,5 +1,6 @@
 // `prof validate FILE...`
 #include <cstdio>
+#include <exception>
 
 #include "tools/prof/commands.h"
 #include "tools/prof/trace_io.h"
@@ -18,7 +19,13 @@ finish; kernels carry args.stream and args.correlation; distributedInfo.rank.
 Each failure names its rule and the event. Exit status 0 when every file
 passes, 1 otherwise.
 
-  -q   print failures only
+  -q                    print failures only
+  --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
+                        (default 16384)
+
+The file is read as a stream: memory grows with the number of slices and
+flows (about 24 and 40 bytes each), not with the file. A file that cannot be
+read is reported and the others are still checked.
 )";
 
 }  // namespace
@@ -36,38 +43,65 @@ int ValidateCommand(const Args& args) {
     return 0;
   }
   bool quiet = false;
-  size_t files = 0, failed = 0;
-  for (const std::string& path : args) {
-    if (path == "-q") {
+  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-q") {
       quiet = true;
-      continue;
+    } else if (args[i] == "--max-unpacked-mb") {
+      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
+        std::fprintf(stderr, "prof validate: --max-unpacked-mb needs a whole number of MB\n");
+        return 2;
+      }
+      ++i;
+    } else {
+      paths.push_back(args[i]);
     }
-    ++files;
-    nlohmann::json trace;
+  }
+  if (paths.empty()) {
+    std::fprintf(stderr, "prof validate: no files given\n%s", kHelp);
+    return 2;
+  }
+  size_t failed = 0;
+  for (const std::string& path : paths) {
+    ValidateResult result;
+    uint64_t events = 0;
     std::string error;
-    if (!LoadTrace(path, &trace, &error)) {
+    bool read = false;
+    // Whatever goes wrong with one file is reported with its name, and the
+    // next file is still checked.
+    try {
+      read = ValidateFile(path, max_unpacked, &result, &events, &error);
+    } catch (const std::exception& e) {
+      error = path + ": " + e.what();
+    }
+    if (!read) {
       std::printf("%s: FAIL\n  %s\n", path.c_str(), error.c_str());
       ++failed;
       continue;
     }
-    ValidateResult result = ValidateTrace(trace);
-    size_t events = trace.is_object() && trace.contains("traceEvents") ? trace["traceEvents"].size() : 0;
     if (!result.ok()) {
       ++failed;
-      std::printf("%s: FAIL (%zu events)\n", path.c_str(), events);
+      std::printf("%s: FAIL (%llu events)\n", path.c_str(), static_cast<unsigned long long>(events));
       for (const std::string& e : result.errors) std::printf("  %s\n", e.c_str());
     } else if (!quiet) {
-      std::printf("%s: OK (%zu events%s)\n", path.c_str(), events, result.strict ? "" : ", not a libprof trace");
+      std::printf("%s: OK (%llu events%s)\n", path.c_str(), static_cast<unsigned long long>(events),
+                  result.strict ? "" : ", not a libprof trace");
     }
     if (!quiet) {
       for (const std::string& w : result.warnings) std::printf("  warning: %s\n", w.c_str());
     }
-  }
-  if (files == 0) {
-    std::fprintf(stderr, "prof validate: no files given\n%s", kHelp);
-    return 2;
+    std::fflush(stdout);
   }
   return failed ? 1 : 0;
+}
+
+bool ParseMegabytes(const std::string& text, uint64_t* bytes) {
+  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  uint64_t mb = std::stoull(text);
+  if (mb == 0) return false;
+  *bytes = mb << 20;
+  return true;
 }
 
 }  // namespace prof::tool

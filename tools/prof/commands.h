@@ -2,6 +2,7 @@
 // returns the process exit status.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -15,5 +16,7 @@ int ValidateCommand(const Args& args);  // prof validate FILE...
 int MergeCommand(const Args& args);     // prof merge FILE... -o OUT
 
 bool WantsHelp(const Args& args);
+// "--max-unpacked-mb N": N > 0 whole MB, at most 9 digits.
+bool ParseMegabytes(const std::string& text, uint64_t* bytes);
 
 }  // namespace prof::tool

@@ -22,9 +22,16 @@
 // a stream's track overlapping the copy or kernel they wait for.
 #pragma once
 
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <unordered_map>
 #include <vector>
+
+#include "tools/prof/json_stream.h"
 
 namespace prof::tool {
 
@@ -37,5 +44,38 @@ struct ValidateResult {
 
 // At most `max_per_rule` messages are kept per rule, then a count.
 ValidateResult ValidateTrace(const nlohmann::json& trace, size_t max_per_rule = 5);
+
+// Streams a trace file (plain or gzip) through the rules. False with
+// `error` when it cannot be read or is not strict JSON ("rule strict-json:
+// ..."); then `result` holds nothing.
+bool ValidateFile(const std::string& path, uint64_t max_unpacked_bytes, ValidateResult* result, uint64_t* events,
+                  std::string* error, size_t max_per_rule = 5);
+
+// Calls `sink` with each event of the trace again, in order (for the words
+// of a few messages, which name events by their fields). False if the
+// events could not be read again.
+using EventSink = std::function<void(uint64_t index, const JsonValue& event)>;
+using EventReplay = std::function<bool(const EventSink& sink)>;
+
+// The rules, fed one event at a time. What it holds: per X slice 24 bytes
+// (start, end, index), per flow start about 40 and per distinct flow finish
+// 16, and the distinct tracks; never the events themselves.
+class TraceValidator {
+ public:
+  explicit TraceValidator(size_t max_per_rule = 5);
+  ~TraceValidator();
+
+  // Top-level facts: the root is an object holding a "traceEvents" array,
+  // distributedInfo.rank is present, and a "libprof" member (strict rules).
+  void SetTopLevel(bool has_event_array, bool has_rank, bool strict);
+  void Event(uint64_t index, const JsonValue& event);
+  // Forgets the events seen so far (a second "traceEvents" member).
+  void ResetEvents();
+  ValidateResult Finish(const EventReplay& replay);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace prof::tool

@@ -1,0 +1,120 @@
+"""The streaming `prof` readers: the same output as the document-parsing
+readers had (goldens in prof_golden/, see prof_golden.py), and hostile input
+costs one clear message for its file, never a crash, a stack overflow, a
+wrong number or the other files' results."""
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness
+import prof_golden
+
+
+def prof(*args, cwd=None, timeout=300):
+    return subprocess.run([harness.PROF_TOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+DEEP = 50000
+
+
+class GoldenOutputs(unittest.TestCase):
+    """Byte for byte what `prof` printed before it streamed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.work = tempfile.mkdtemp(prefix="prof-golden-")
+        names = prof_golden.make_inputs(os.environ["KINETO_TRACES"], cls.work)
+        cls.outputs = prof_golden.run_all(harness.PROF_TOOL, cls.work, names)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.work)
+
+    def test_every_command_prints_what_it_printed_before(self):
+        goldens = sorted(os.listdir(prof_golden.GOLDEN_DIR))
+        self.assertEqual(goldens, sorted(self.outputs), "a golden file is missing or unused")
+        for name in goldens:
+            with open(os.path.join(prof_golden.GOLDEN_DIR, name)) as f:
+                expected = f.read()
+            with self.subTest(name):
+                self.assertEqual(self.outputs[name], expected)
+
+
+class HostileInput(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="prof-hostile-")
+        self.good = os.path.join(os.environ["KINETO_TRACES"], "simple_add.pt.trace.json.gz")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def trace(self, name, events, **top):
+        doc = {"traceEvents": events, "distributedInfo": {"rank": 0}, **top}
+        return self.write(name, json.dumps(doc))
+
+    def test_validate_survives_50000_deep_nesting_in_a_described_field(self):
+        deep = "[" * DEEP + "]" * DEEP
+        path = self.write("deep.json", '{"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "X", "cat": "c", '
+                          '"dur": 1, "pid": 1, "tid": 1, "ts": ' + deep + "}]}")
+        r = prof("validate", path, self.good)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("rule ts-nonnegative: event #0", r.stdout)
+        self.assertIn("simple_add.pt.trace.json.gz: OK", r.stdout)
+
+    def test_a_type_error_names_its_file_and_the_next_file_is_still_read(self):
+        path = self.trace("cat5.json", [{"ph": "X", "cat": 5, "ts": 1, "dur": 1, "pid": 1, "tid": 1}])
+        r = prof("validate", path, self.good)
+        self.assertIn("cat5.json: OK", r.stdout, r.stdout + r.stderr)
+        self.assertIn("simple_add.pt.trace.json.gz: OK", r.stdout)
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_a_gzip_file_past_the_unpacked_cap_is_refused_and_the_others_read(self):
+        bomb = os.path.join(self.tmp, "bomb.json.gz")
+        with gzip.open(bomb, "wt") as f:
+            f.write('{"traceEvents": [' + " " * (3 << 20) + "]}")
+        self.assertLess(os.path.getsize(bomb), 64 << 10)
+        r = prof("validate", "--max-unpacked-mb", "1", bomb, self.good)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("bomb.json.gz: FAIL", r.stdout)
+        self.assertIn("more than 1 MB once unpacked", r.stdout)
+        self.assertIn("simple_add.pt.trace.json.gz: OK", r.stdout)
+        self.assertEqual(prof("validate", "--max-unpacked-mb", "4", bomb).returncode, 1)  # no distributedInfo
+        self.assertNotIn("unpacked", prof("validate", "--max-unpacked-mb", "4", bomb).stdout)
+
+    def test_strict_json_is_what_a_document_parser_accepts(self):
+        bad = {
+            "trailing comma": '{"traceEvents": [],}',
+            "comment": '{"traceEvents": [] /* c */}',
+            "number overflow": '{"traceEvents": [{"ts": 1e400}]}',
+            "lone surrogate": '{"traceEvents": [{"name": "\\ud800"}]}',
+            "invalid utf-8": b'{"traceEvents": [{"name": "\xc3\x28"}]}',
+            "leading zero": '{"traceEvents": [{"ts": 01}]}',
+            "text after": '{"traceEvents": []} x',
+            "unterminated": '{"traceEvents": [{"ph": "X"',
+            "control character": '{"traceEvents": [{"name": "a\x01b"}]}',
+        }
+        for what, text in bad.items():
+            path = os.path.join(self.tmp, "bad.json")
+            with open(path, "wb") as f:
+                f.write(text if isinstance(text, bytes) else text.encode())
+            with self.subTest(what):
+                r = prof("validate", path)
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("rule strict-json", r.stdout)
+        ok = self.write("ok.json", '{"distributedInfo": {"rank": 0}, "traceEvents": [{"ph": "i", "ts": 1e-400, '
+                        '"pid": 1, "tid": 1, "name": "\\u00e9\\ud83d\\ude00 \\/"}]}')
+        self.assertEqual(prof("validate", ok).returncode, 0, prof("validate", ok).stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
