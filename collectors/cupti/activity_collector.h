@@ -38,6 +38,7 @@
 #include "collectors/cupti/cupti_api.h"
 #include "collectors/cupti/launch_registry.h"
 #include "collectors/cupti/name_table.h"
+#include "collectors/cupti/record_layouts.h"
 
 namespace prof::cupti {
 
@@ -116,6 +117,7 @@ class CuptiCollector final : public DeviceCollector {
   CuptiApi api_;
   bool loaded_ = false;
   uint32_t cupti_version_ = 0;
+  RecordLayouts layouts_;  // each kind's struct for cupti_version_; set with it
   Config config_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   int subscribed_pid_ = 0;                         // the process that subscribed (a fork child is another)

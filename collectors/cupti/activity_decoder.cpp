@@ -1,6 +1,8 @@
 #include "collectors/cupti/activity_decoder.h"
 
+#include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <string>
 
 #include "collectors/cupti/api_classes.h"
@@ -30,7 +32,10 @@ uint32_t ApiName(const DecodeContext& context, ApiDomain domain, uint32_t cbid) 
                                std::to_string(cbid));
 }
 
-DecodeStatus Kernel(const CUpti_ActivityKernel10& k, const DecodeContext& context, DeviceRecord* out) {
+// The fields read from kernel records exist in Kernel9 and Kernel10 alike
+// (Kernel10 appends isDeviceLaunched); a template reads each through its own struct.
+template <typename KernelRecord>
+DecodeStatus Kernel(const KernelRecord& k, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kKernel);
   if (!SetTimes(context, k.start, k.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = k.correlationId;
@@ -74,9 +79,6 @@ DecodeStatus AnyCopy(const CopyRecord& m, const DecodeContext& context, DeviceRe
   return status;
 }
 
-DecodeStatus Memcpy(const CUpti_ActivityMemcpy6& m, const DecodeContext& context, DeviceRecord* out) {
-  return AnyCopy(m, context, out);
-}
 
 DecodeStatus Peer(const CUpti_ActivityMemcpyPtoP4& m, const DecodeContext& context, DeviceRecord* out) {
   return AnyCopy(m, context, out);
@@ -106,7 +108,8 @@ DecodeStatus Api(const CUpti_ActivityAPI& a, ApiDomain domain, const DecodeConte
   return DecodeStatus::kRecord;
 }
 
-DecodeStatus Sync(const CUpti_ActivitySynchronization2& s, const DecodeContext& context, DeviceRecord* out) {
+template <typename SyncRecord>
+DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kSync);
   if (!SetTimes(context, s.start, s.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = s.correlationId;
@@ -116,7 +119,28 @@ DecodeStatus Sync(const CUpti_ActivitySynchronization2& s, const DecodeContext& 
   return DecodeStatus::kRecord;
 }
 
-DecodeStatus Memory(const CUpti_ActivityMemory4& m, const DecodeContext& context, DeviceRecord* out) {
+// Memory2, Memory3 and Memory4 differ only by trailing fields: what is read
+// here sits at the same offsets in each, so a 12.x record of any of them is
+// never read past its end.
+#define PROF_SAME_OFFSET(field)                                                                      \
+  static_assert(offsetof(CUpti_ActivityMemory2, field) == offsetof(CUpti_ActivityMemory3, field) && \
+                offsetof(CUpti_ActivityMemory3, field) == offsetof(CUpti_ActivityMemory4, field))
+PROF_SAME_OFFSET(memoryOperationType);
+PROF_SAME_OFFSET(memoryKind);
+PROF_SAME_OFFSET(correlationId);
+PROF_SAME_OFFSET(address);
+PROF_SAME_OFFSET(bytes);
+PROF_SAME_OFFSET(timestamp);
+PROF_SAME_OFFSET(deviceId);
+PROF_SAME_OFFSET(contextId);
+PROF_SAME_OFFSET(streamId);
+PROF_SAME_OFFSET(memoryPoolConfig);
+#undef PROF_SAME_OFFSET
+static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_ActivityMemoryPoolType) <=
+              sizeof(CUpti_ActivityMemory2));
+
+template <typename MemoryRecord>
+DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceRecord* out) {
   DeviceKind kind;
   switch (m.memoryOperationType) {
     case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
@@ -142,10 +166,12 @@ DecodeStatus Memory(const CUpti_ActivityMemory4& m, const DecodeContext& context
   return DecodeStatus::kRecord;
 }
 
-DecodeStatus Overhead(const CUpti_ActivityOverhead3& o, const DecodeContext& context, DeviceRecord* out) {
+// CUpti_ActivityOverhead (before 12.2) has no correlation id: it stays 0.
+template <typename OverheadRecord>
+DecodeStatus Overhead(const OverheadRecord& o, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kOverhead);
   if (!SetTimes(context, o.start, o.end, out)) return DecodeStatus::kNoTimestamp;
-  out->correlation_id = o.correlationId;
+  if constexpr (!std::is_same_v<OverheadRecord, CUpti_ActivityOverhead>) out->correlation_id = o.correlationId;
   out->cbid = static_cast<uint32_t>(o.overheadKind);
   return DecodeStatus::kRecord;
 }
@@ -158,12 +184,16 @@ const Struct& As(const CUpti_Activity& activity) {
 }  // namespace
 
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out) {
+  static const RecordLayouts kNewest;
+  const RecordLayouts& layouts = context.layouts != nullptr ? *context.layouts : kNewest;
   switch (activity.kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      if (layouts.kernel == KernelLayout::kKernel9) return Kernel(As<CUpti_ActivityKernel9>(activity), context, out);
       return Kernel(As<CUpti_ActivityKernel10>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return Memcpy(As<CUpti_ActivityMemcpy6>(activity), context, out);
+      if (layouts.memcpy == MemcpyLayout::kMemcpy5) return AnyCopy(As<CUpti_ActivityMemcpy5>(activity), context, out);
+      return AnyCopy(As<CUpti_ActivityMemcpy6>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_MEMCPY2:
       return Peer(As<CUpti_ActivityMemcpyPtoP4>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_MEMSET:
@@ -173,11 +203,22 @@ DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext&
     case CUPTI_ACTIVITY_KIND_DRIVER:
       return Api(As<CUpti_ActivityAPI>(activity), ApiDomain::kDriver, context, out);
     case CUPTI_ACTIVITY_KIND_SYNCHRONIZATION:
+      if (layouts.sync == SyncLayout::kSynchronization) {
+        return Sync(As<CUpti_ActivitySynchronization>(activity), context, out);
+      }
       return Sync(As<CUpti_ActivitySynchronization2>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_MEMORY2:
+      if (layouts.memory == MemoryLayout::kMemory3) return Memory(As<CUpti_ActivityMemory3>(activity), context, out);
       return Memory(As<CUpti_ActivityMemory4>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_OVERHEAD:
-      return Overhead(As<CUpti_ActivityOverhead3>(activity), context, out);
+      switch (layouts.overhead) {
+        case OverheadLayout::kOverhead:
+          return Overhead(As<CUpti_ActivityOverhead>(activity), context, out);
+        case OverheadLayout::kOverhead2:
+          return Overhead(As<CUpti_ActivityOverhead2>(activity), context, out);
+        default:
+          return Overhead(As<CUpti_ActivityOverhead3>(activity), context, out);
+      }
     default:
       return DecodeStatus::kUnknownKind;
   }

@@ -1,6 +1,8 @@
-// CUPTI activity records -> prof::DeviceRecord (agent/events.h), from the
-// structs of the headers libprof is built with (CUDA 13: Kernel10, Memcpy6,
-// MemcpyPtoP4, Memset4, API, Synchronization2, Memory4, Overhead3).
+// CUPTI activity records -> prof::DeviceRecord (agent/events.h), each kind
+// read through the struct the loaded CUPTI delivers (record_layouts.h: CUDA
+// 12.x Kernel9, Memcpy5/6, Synchronization/2, Memory3; CUDA 13.0 Kernel10,
+// Memcpy6, Synchronization2, Memory4; MemcpyPtoP4, Memset4 and API
+// throughout). Only fields of that struct are read; what it lacks stays 0.
 #pragma once
 
 #include <cupti.h>
@@ -8,6 +10,7 @@
 #include "agent/events.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/name_table.h"
+#include "collectors/cupti/record_layouts.h"
 
 namespace prof::cupti {
 
@@ -21,6 +24,7 @@ enum class DecodeStatus {
 struct DecodeContext {
   NameTable* names;
   const ClockMap* clock;
+  const RecordLayouts* layouts = nullptr;  // nullptr: the newest (CUDA 13.0)
 };
 
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out);

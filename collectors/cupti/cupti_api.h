@@ -33,7 +33,8 @@ struct CuptiApi {
   decltype(&::cuptiSetThreadIdType) SetThreadIdType = nullptr;  // API records with gettid() ids
   decltype(&::cuptiActivitySetAttribute) ActivitySetAttribute = nullptr;  // zeroed-buffer promise
 
-  std::string path;  // where it was loaded from, for messages
+  std::string path;       // where it was loaded from, for messages
+  std::string found_by;   // which step of the search found it (cupti_loader.h)
 
   // Names the first missing required entry point, or nullptr when complete.
   const char* FirstMissing() const;

@@ -85,9 +85,21 @@ std::vector<CUpti_ActivityKind> KindsFor(uint32_t activities) {
   return kinds;
 }
 
-// CUPTI 13 reports API versions as xxyyzz (13.0 = 130000); the record
-// structs libprof decodes are those of its headers' major version.
-bool VersionCompatible(uint32_t found) { return found / 10000 == CUPTI_API_VERSION / 10000; }
+// The optional entry points a CUPTI lacks, for one log line ("" if none).
+std::string MissingOptional(const CuptiApi& api) {
+  std::string missing;
+  auto note = [&missing](bool absent, const char* what) {
+    if (absent) missing += std::string(missing.empty() ? "" : "; ") + what;
+  };
+  note(api.SubscribeV2 == nullptr, "cuptiSubscribe_v2 (CUPTI 13+): subscribing with cuptiSubscribe, a refusal cannot name the other tool");
+  note(api.ActivityRegisterTimestampCallback == nullptr,
+       "cuptiActivityRegisterTimestampCallback: CUPTI times mapped by paired clock samples");
+  note(api.Finalize == nullptr, "cuptiFinalize: CUPTI stays attached after the last window");
+  note(api.SetThreadIdType == nullptr, "cuptiSetThreadIdType: API records carry pthread ids");
+  note(api.ActivitySetAttribute == nullptr, "cuptiActivitySetAttribute: CUPTI clears each buffer itself");
+  note(api.GetResultString == nullptr, "cuptiGetResultString: results logged as numbers");
+  return missing;
+}
 
 // Whether a call of this class leaves a record of an enabled kind behind.
 bool ExpectsRecord(ApiClass c, uint32_t activities) {
@@ -157,13 +169,18 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
     GoOff("cuptiGetVersion failed in " + api_.path + ": " + ResultName(api_, result));
     return false;
   }
-  if (!VersionCompatible(cupti_version_)) {
-    GoOff(api_.path + " has CUPTI API version " + std::to_string(cupti_version_) + ", libprof needs " +
-          std::to_string(CUPTI_API_VERSION / 10000) + "xxxx (built with CUPTI " + std::to_string(CUPTI_API_VERSION) +
-          "); set PROF_CUPTI_LIB to a CUDA 13 libcupti");
+  if (!LayoutsFor(cupti_version_, &layouts_)) {
+    std::string release = CuptiRelease(cupti_version_);
+    GoOff(api_.path + " reports CUPTI API version " + std::to_string(cupti_version_) +
+          (release.empty() ? std::string() : " (CUDA " + release + ")") + ", outside the range libprof decodes (" +
+          SupportedCuptiRange() + "); set PROF_CUPTI_LIB to a CUPTI in that range");
     return false;
   }
   loaded_ = true;
+  Log().info("CUPTI: {} ({}), API version {} (CUDA {}); records read as {}", api_.path, api_.found_by,
+             cupti_version_, CuptiRelease(cupti_version_), DescribeLayouts(layouts_));
+  std::string missing = MissingOptional(api_);
+  if (!missing.empty()) Log().info("CUPTI {} lacks optional functions: {}", api_.path, missing);
   size_t half = std::max<size_t>(config.buffer_bytes / 2, 1);
   // The pool of raw CUPTI buffers, the launch registry and the decoded
   // records share PROF_BUFFER_MB with the host-side buffers: half of it
@@ -203,11 +220,12 @@ bool CuptiCollector::Subscribe() {
     GoOff("another tool already holds CUPTI" + who + ", e.g. Nsight, torch.profiler or DCGM");
   } else if (result == CUPTI_ERROR_UNKNOWN || result == CUPTI_ERROR_NOT_INITIALIZED) {
     // What NVIDIA's libcupti answers on a machine without a driver (999).
-    std::string why = DriverLoaded() ? "CUPTI could not initialize (no CUDA driver or no GPU?)"
-                                     : "no CUDA driver (libcuda.so.1 is not loaded)";
-    GoOff(why + ": " + how + " returned " + ResultName(api_, result));
+    // Say what happened, with the file; guess at the cause only when the
+    // process has no driver loaded at all.
+    std::string what = std::string(how) + " in " + api_.path + " returned " + ResultName(api_, result);
+    GoOff(DriverLoaded() ? what : what + "; no CUDA driver is loaded in this process (libcuda.so.1)");
   } else {
-    GoOff(std::string(how) + " returned " + ResultName(api_, result));
+    GoOff(std::string(how) + " in " + api_.path + " returned " + ResultName(api_, result));
   }
   return false;
 }
@@ -527,7 +545,7 @@ void CuptiCollector::DrainCompletedLocked() {
     std::lock_guard<std::mutex> lock(completed_mutex_);
     batch.swap(completed_);
   }
-  DecodeContext context{&names_, &clock_};
+  DecodeContext context{&names_, &clock_, &layouts_};
   for (const Completed& done : batch) {
     bool scratch = pool_->IsScratch(done.buffer);
     CUpti_Activity* activity = nullptr;

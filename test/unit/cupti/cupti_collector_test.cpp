@@ -142,14 +142,35 @@ TEST_CASE("an old cuptiSubscribe without _v2 is used when that is all there is",
   CHECK(fake::State().subscriber_name.empty());
 }
 
-TEST_CASE("a libcupti of another major version is refused, saying found and needed", "[collector]") {
+TEST_CASE("a CUDA 12 libcupti is accepted and its records are read through the 12.x layouts", "[collector]") {
   Harness h;
-  fake::State().version = 28;  // CUDA 12.9's numbering
+  fake::State().version = 22;  // CUDA 12.4's numbering
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kAttached);
+  CHECK(fake::State().subscribe_calls == 1);
+}
+
+TEST_CASE("a libcupti older than 12.0 is refused with one line naming file, version and range", "[collector]") {
+  Harness h;
+  fake::State().version = 18;  // CUDA 11.8
   auto& c = h.Make();
   c.Attach(h.config);
   CHECK(c.state() == CollectorState::kOff);
-  CHECK(c.Mode().find("version 28") != std::string::npos);
-  CHECK(c.Mode().find("needs 13") != std::string::npos);
+  CHECK(c.Mode().find("version 18") != std::string::npos);
+  CHECK(c.Mode().find(SupportedCuptiRange()) != std::string::npos);
+  CHECK(c.Mode().find('\n') == std::string::npos);
+  CHECK(fake::State().subscribe_calls == 0);
+}
+
+TEST_CASE("a libcupti newer than the newest layout libprof knows is refused, not misread", "[collector]") {
+  Harness h;
+  fake::State().version = 130100;  // CUDA 13.1: kernels arrive as CUpti_ActivityKernel11
+  auto& c = h.Make();
+  c.Attach(h.config);
+  CHECK(c.state() == CollectorState::kOff);
+  CHECK(c.Mode().find("version 130100 (CUDA 13.1)") != std::string::npos);
+  CHECK(c.Mode().find(SupportedCuptiRange()) != std::string::npos);
   CHECK(fake::State().subscribe_calls == 0);
 }
 

@@ -28,21 +28,57 @@ TEST_CASE("PROF_CUPTI_LIB is the only candidate when set", "[loader]") {
   CHECK(CandidatePaths(s) == Paths{"/my/libcupti.so.13"});
 }
 
-TEST_CASE("the search goes beside libcudart (and pip's cuda_cupti), then CUDA_HOME, then the loader", "[loader]") {
+TEST_CASE("the search goes beside libcudart, then pip's cuda_cupti, then the loader, then CUDA_HOME", "[loader]") {
   CuptiSearch s;
   s.cudart_path = "/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcudart.so.13";
   s.cuda_home = "/usr/local/cuda";
   CHECK(CandidatePaths(s) == Paths{
                                  "/venv/lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcupti.so.13",
                                  "/venv/lib/python3.11/site-packages/nvidia/cuda_cupti/lib/libcupti.so.13",
+                                 "libcupti.so.13",
                                  "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
                                  "/usr/local/cuda/lib64/libcupti.so.13",
-                                 "libcupti.so.13",
                              });
 }
 
-TEST_CASE("with nothing known, only the loader's own search is tried", "[loader]") {
-  CHECK(CandidatePaths(CuptiSearch{}) == Paths{"libcupti.so.13"});
+TEST_CASE("a CUDA 12 runtime from a pip wheel gets the wheel's libcupti.so.12, never the toolkit's 13", "[loader]") {
+  CuptiSearch s;
+  s.cudart_path = "/venv/lib/python3.10/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12";
+  s.cuda_home = "/usr/local/cuda-13.0";
+  std::vector<CuptiCandidate> c = Candidates(s);
+  REQUIRE(c.size() == 5);
+  CHECK(c[0].path == "/venv/lib/python3.10/site-packages/nvidia/cuda_runtime/lib/libcupti.so.12");
+  CHECK(c[0].step == "beside libcudart.so.12");
+  CHECK(c[1].path == "/venv/lib/python3.10/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12");
+  CHECK(c[1].step == "pip wheel layout beside libcudart.so.12");
+  CHECK(c[2].path == "libcupti.so.12");
+  CHECK(c[3].path == "/usr/local/cuda-13.0/extras/CUPTI/lib64/libcupti.so.12");
+  CHECK(c[4].path == "/usr/local/cuda-13.0/lib64/libcupti.so.12");
+}
+
+TEST_CASE("the major comes from libcudart's full version name too (libcudart.so.12.4.127)", "[loader]") {
+  CuptiSearch s;
+  s.cudart_path = "/opt/cuda-12.4/lib64/libcudart.so.12.4.127";
+  CHECK(SearchMajor(s) == 12);
+  CHECK(CandidatePaths(s).front() == "/opt/cuda-12.4/lib64/libcupti.so.12");
+}
+
+TEST_CASE("a toolkit's lib64 is not mistaken for a pip wheel", "[loader]") {
+  CuptiSearch s;
+  s.cudart_path = "/usr/local/cuda/lib64/libcudart.so.13";
+  CHECK(CandidatePaths(s) == Paths{"/usr/local/cuda/lib64/libcupti.so.13", "libcupti.so.13"});
+}
+
+TEST_CASE("a driver-only program gets the CUPTI of the driver's major", "[loader]") {
+  CuptiSearch s;
+  s.driver_major = 12;  // cuDriverGetVersion 12080, no libcudart loaded
+  s.cuda_home = "/usr/local/cuda";
+  CHECK(CandidatePaths(s) == Paths{"libcupti.so.12", "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12",
+                                   "/usr/local/cuda/lib64/libcupti.so.12"});
+}
+
+TEST_CASE("with nothing known, the loader's own search is tried for 13, then 12", "[loader]") {
+  CHECK(CandidatePaths(CuptiSearch{}) == Paths{"libcupti.so.13", "libcupti.so.12"});
 }
 
 TEST_CASE("a failed load names every path it tried", "[loader]") {
@@ -51,7 +87,8 @@ TEST_CASE("a failed load names every path it tried", "[loader]") {
   CuptiApi api;
   std::string error;
   REQUIRE_FALSE(LoadCupti(s, &api, &error));
-  CHECK(error.find("/nonexistent/libcupti.so.13") != std::string::npos);
+  CHECK(error.find("/nonexistent/libcupti.so.13: /nonexistent/libcupti.so.13: cannot open shared object file") !=
+        std::string::npos);
   CHECK(api.GetVersion == nullptr);
 }
 
