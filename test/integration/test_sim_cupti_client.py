@@ -120,6 +120,29 @@ class SimCuptiClientTest(unittest.TestCase):
             self.assertLess(abs(t["start_rep_ns"] - t["start_ns"] - CLIENT_OFFSET_NS), 60 * 10**9, t)
         self.assertTrue(all(e["start"] > CLIENT_OFFSET_NS for e in r.records()))
 
+    def test_timestamp_callback_in_ticks_reports_ticks(self):
+        # A client clock of 3 ticks per ns (a TSC-like count): every record is
+        # in ticks, so durations and gaps are 3x the sim's ns, and records
+        # still equal the truth's reported times exactly.
+        r = Run("trace", CLIENT_TICKS_PER_NS=3)
+        self.assertClean(r)
+        apis, ops = r.window()
+        devices = [t for t in ops if t["type"] in ("kernel", "memcpy", "memset")]
+        self.assertGreater(len(devices), 2)
+        for t in devices:
+            rec = [e for e in r.records(OP_KIND[t["type"]]) if e["corr"] == t["correlation"]][0]
+            self.assertEqual((rec["start"], rec["end"]), (t["start_rep_ns"], t["end_rep_ns"]), t)
+            ns = t["end_ns"] - t["start_ns"]
+            self.assertAlmostEqual(rec["end"] - rec["start"], 3 * ns, delta=3 * ns * 0.001 + 30, msg=t)
+        # Gaps between calls far apart in time: 3x too, to 0.1%.
+        first, last = apis[0], apis[-1]
+        span_ns = last["end_ns"] - first["start_ns"]
+        self.assertGreater(span_ns, 10000)
+        self.assertAlmostEqual(last["end_rep_ns"] - first["start_rep_ns"], 3 * span_ns, delta=3 * span_ns * 0.001 + 30)
+        # And on the client's base: its clock reads ~3x CLOCK_MONOTONIC + offset.
+        for t in apis:
+            self.assertLess(abs(t["start_rep_ns"] - 3 * t["start_ns"] - CLIENT_OFFSET_NS), 3 * 60 * 10**9, t)
+
     def test_second_subscriber_is_refused_and_told_the_holder(self):
         r = Run("trace")
         second = r.one("second_subscriber")

@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -32,9 +35,32 @@ std::atomic<uint32_t> g_next_correlation{1};
 std::atomic<void*> g_context{nullptr};
 std::atomic<uint32_t> g_context_uid{0};
 
-// Reported clock: source() - offset_ns maps sim time to the client's clock.
+// Reported clock: the client's timestamp callback, in whatever monotonic
+// unit it counts (ns, TSC ticks...). The map from sim ns to it is linear
+// through the latest "knot", a (sim, client) pair sampled together, with
+// the rate measured between the first sample and the latest one:
+//   reported(t) = knot_client + (t - knot_sim) * rate
+// Knots are taken at API entry, spaced by what the rate's baseline allows
+// (the gap never exceeds the time since the first sample, nor 10 ms), so the
+// error stays near the sampling jitter whatever the unit.
 std::atomic<uint64_t (*)(void)> g_ts_source{nullptr};
-std::atomic<int64_t> g_ts_offset_ns{0};
+struct Knot {
+  int64_t sim_ns;
+  int64_t client;
+  double rate;  // client units per sim ns
+};
+std::atomic<uint32_t> g_knot_seq{0};  // seqlock: odd while a knot is written
+std::atomic<int64_t> g_knot_sim{0};
+std::atomic<int64_t> g_knot_client{0};
+std::atomic<double> g_knot_rate{1.0};
+int64_t g_anchor_sim = 0;     // first sample (under g_knot_mutex)
+int64_t g_anchor_client = 0;
+std::mutex g_knot_mutex;      // one writer at a time
+constexpr int64_t kMaxKnotGapNs = 10000000;
+// Conversions made for one event (an op's record and its truth line, an API
+// record and its truth line) use one knot, even if another thread moves it.
+thread_local int t_pin_depth = 0;
+thread_local Knot t_pinned{};
 
 // Nesting of API calls on this thread; the outermost call owns device work.
 thread_local int t_depth = 0;
@@ -86,6 +112,65 @@ const char* OpKindName(int kind) {
 
 std::string U64(uint64_t v) { return std::to_string(v); }
 
+// One (sim, client) sample: the client clock read between two sim reads,
+// the tightest of three tries, dated at the middle.
+void Sample(uint64_t (*source)(void), int64_t* sim_ns, int64_t* client) {
+  int64_t best_width = INT64_MAX;
+  for (int i = 0; i < 3; ++i) {
+    const auto before = static_cast<int64_t>(simhub_now_ns());
+    const auto value = static_cast<int64_t>(source());
+    const auto after = static_cast<int64_t>(simhub_now_ns());
+    if (after - before < best_width) {
+      best_width = after - before;
+      *sim_ns = before + (after - before) / 2;
+      *client = value;
+    }
+  }
+}
+
+Knot LoadKnot() {
+  if (t_pin_depth > 0) return t_pinned;
+  for (;;) {
+    const uint32_t seq = g_knot_seq.load(std::memory_order_acquire);
+    if (seq & 1) continue;
+    Knot k{g_knot_sim.load(std::memory_order_relaxed), g_knot_client.load(std::memory_order_relaxed),
+           g_knot_rate.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (g_knot_seq.load(std::memory_order_relaxed) == seq) return k;
+  }
+}
+
+void StoreKnot(const Knot& k) {
+  g_knot_seq.fetch_add(1, std::memory_order_acq_rel);
+  g_knot_sim.store(k.sim_ns, std::memory_order_relaxed);
+  g_knot_client.store(k.client, std::memory_order_relaxed);
+  g_knot_rate.store(k.rate, std::memory_order_relaxed);
+  g_knot_seq.fetch_add(1, std::memory_order_release);
+}
+
+// Takes a new knot when the latest is old enough (called at API entry).
+void MaybeRefreshKnot() {
+  uint64_t (*source)(void) = g_ts_source.load(std::memory_order_acquire);
+  if (!source) return;
+  const Knot k = LoadKnot();
+  const auto now = static_cast<int64_t>(simhub_now_ns());
+  std::unique_lock<std::mutex> lock(g_knot_mutex, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  const int64_t gap = std::min<int64_t>(kMaxKnotGapNs, std::max<int64_t>(k.sim_ns - g_anchor_sim, 1));
+  if (now - k.sim_ns < gap || g_ts_source.load() != source) return;
+  Knot next{};
+  Sample(source, &next.sim_ns, &next.client);
+  if (next.sim_ns <= g_anchor_sim) return;
+  next.rate = static_cast<double>(next.client - g_anchor_client) / static_cast<double>(next.sim_ns - g_anchor_sim);
+  StoreKnot(next);
+}
+
+void PinKnot() {
+  if (t_pin_depth == 0) t_pinned = LoadKnot();
+  ++t_pin_depth;
+}
+void UnpinKnot() { --t_pin_depth; }
+
 }  // namespace
 
 uint32_t OuterCorrelationId() { return t_outer_correlation; }
@@ -123,6 +208,8 @@ std::string JsonString(const char* text) {
   return out + "\"";
 }
 
+void EmitOpPinned(const SimOp& op);
+
 void FireGraphHook(const SimGraphEvent& event) {
   if (SimGraphHook hook = g_graph_hook.load()) hook(&event);
   if (!TruthEnabled()) return;
@@ -135,6 +222,12 @@ void FireGraphHook(const SimGraphEvent& event) {
 }
 
 void EmitOp(const SimOp& op) {
+  PinKnot();
+  EmitOpPinned(op);
+  UnpinKnot();
+}
+
+void EmitOpPinned(const SimOp& op) {
   if (SimOpHook hook = g_op_hook.load()) hook(&op);
   if (!TruthEnabled()) return;
   std::string line = "{\"type\":\"" + std::string(OpKindName(op.kind)) + "\"";
@@ -193,14 +286,28 @@ SIMHUB_EXPORT uint64_t simhub_now_ns(void) {
 }
 
 SIMHUB_EXPORT void simhub_set_timestamp_source(uint64_t (*source)(void)) {
-  // Offset sampled once, so the mapping is a fixed shift tests can check exactly.
-  if (source) sim::g_ts_offset_ns.store(static_cast<int64_t>(source() - simhub_now_ns()));
-  sim::g_ts_source.store(source);
+  std::lock_guard<std::mutex> lock(sim::g_knot_mutex);
+  sim::g_ts_source.store(nullptr);
+  if (!source) return;
+  // The first rate comes from two samples 50 us apart; later knots measure
+  // it over ever longer baselines from the first sample.
+  int64_t sim0 = 0, client0 = 0, sim1 = 0, client1 = 0;
+  sim::Sample(source, &sim0, &client0);
+  while (static_cast<int64_t>(simhub_now_ns()) - sim0 < 50000) {
+  }
+  sim::Sample(source, &sim1, &client1);
+  sim::g_anchor_sim = sim0;
+  sim::g_anchor_client = client0;
+  const double rate = sim1 > sim0 ? static_cast<double>(client1 - client0) / static_cast<double>(sim1 - sim0) : 1.0;
+  sim::StoreKnot(sim::Knot{sim1, client1, rate});
+  sim::g_ts_source.store(source, std::memory_order_release);
 }
 
 SIMHUB_EXPORT uint64_t simhub_to_reported_ns(uint64_t sim_ns) {
-  if (sim_ns == 0 || sim::g_ts_source.load() == nullptr) return sim_ns;
-  return static_cast<uint64_t>(static_cast<int64_t>(sim_ns) + sim::g_ts_offset_ns.load());
+  if (sim_ns == 0 || sim::g_ts_source.load(std::memory_order_acquire) == nullptr) return sim_ns;
+  const sim::Knot k = sim::LoadKnot();
+  const double delta = static_cast<double>(static_cast<int64_t>(sim_ns) - k.sim_ns) * k.rate;
+  return static_cast<uint64_t>(k.client + static_cast<int64_t>(std::llround(delta)));
 }
 
 SIMHUB_EXPORT void simhub_api_enter(SimApiSite* site) {
@@ -211,6 +318,7 @@ SIMHUB_EXPORT void simhub_api_enter(SimApiSite* site) {
   site->process_id = static_cast<uint32_t>(getpid());
   site->start_ns = simhub_now_ns();
   site->end_ns = 0;
+  sim::MaybeRefreshKnot();
   if (sim::t_depth++ == 0) {
     sim::t_outer_correlation = site->correlation_id;
     sim::t_outer_name = site->function_name;
@@ -225,9 +333,11 @@ SIMHUB_EXPORT void simhub_api_exit(SimApiSite* site) {
     site->context = sim::g_context.load();
     site->context_uid = sim::g_context_uid.load();
   }
+  sim::PinKnot();  // the API record and its truth line convert with one knot
   if (SimApiHook hook = sim::g_api_hook.load()) hook(site, /*is_exit=*/1);
   const bool outermost = --sim::t_depth == 0;
   if (sim::TruthEnabled()) sim::WriteApiLine(*site);
+  sim::UnpinKnot();
   if (outermost) {
     sim::t_outer_correlation = 0;
     sim::t_outer_name = "";

@@ -96,9 +96,11 @@ uint64_t simhub_now_ns(void);
 
 // The clock CUPTI reports on. Without a source it is the sim clock; the
 // simulated CUPTI sets the client's cuptiActivityRegisterTimestampCallback
-// function here, and every sim-clock time is then reported as
-// source() - simhub_now_ns() + sim_ns (offset sampled when set). The truth
-// log writes both clocks so tests can compare exactly.
+// function here, and every sim-clock time is then reported in the source's
+// own unit and base (any monotonic count: ns, TSC ticks...), through a
+// linear map re-measured from samples of source() as the process runs
+// (README "Clocks"). The truth log writes both clocks, converted with the
+// same map as the records, so tests can compare exactly.
 void simhub_set_timestamp_source(uint64_t (*source)(void));
 uint64_t simhub_to_reported_ns(uint64_t sim_ns);
 
@@ -128,6 +130,16 @@ typedef struct SimGraphEvent {
 } SimGraphEvent;
 typedef void (*SimGraphHook)(const SimGraphEvent* event);
 void simhub_set_graph_hook(SimGraphHook hook);
+
+// Ids CUPTI reports for driver objects (cuptiGetStreamId[Ex],
+// cuptiGetGraphId, cuptiGetGraphExecId, cuptiGetGraphNodeId). Each returns 1
+// and fills *id for a live object of the simulated driver, else 0. For a NULL
+// stream, per_thread picks the calling thread's per-thread default stream
+// instead of the legacy one.
+int simhub_stream_id(void* stream, int per_thread, uint32_t* id);
+int simhub_graph_id(void* graph, uint32_t* id);
+int simhub_graph_exec_id(void* graph_exec, uint32_t* id);
+int simhub_graph_node_id(void* node, uint64_t* id);
 
 // Fault switches (SIM_* environment variables) read once by the hub.
 // Returns the value of SIM_<name> or NULL; e.g. simhub_fault("NO_DRIVER").

@@ -266,3 +266,13 @@ void WaitUntilNs(uint64_t sim_ns) {
 }
 
 }  // namespace sim
+
+extern "C" __attribute__((visibility("default"))) int simhub_stream_id(void* stream, int per_thread, uint32_t* id) {
+  if (!id) return 0;
+  CUstream s = static_cast<CUstream>(stream);
+  if (!s && per_thread) s = CU_STREAM_PER_THREAD;
+  sim::Device& device = sim::Device::Get();
+  if (!device.IsValid(s)) return 0;
+  *id = device.StreamId(s);
+  return 1;
+}

@@ -166,6 +166,41 @@ bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns) {
 
 using sim::InitializedDriverCall;
 
+#define SIMHUB_EXPORT extern "C" __attribute__((visibility("default")))
+
+SIMHUB_EXPORT int simhub_graph_id(void* graph, uint32_t* id) {
+  sim::Graphs& g = sim::State();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto* object = static_cast<CUgraph_st*>(graph);
+  if (!id || !g.graphs.count(object)) return 0;
+  *id = object->id;
+  return 1;
+}
+
+SIMHUB_EXPORT int simhub_graph_exec_id(void* graph_exec, uint32_t* id) {
+  sim::Graphs& g = sim::State();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto* object = static_cast<CUgraphExec_st*>(graph_exec);
+  if (!id || !g.execs.count(object)) return 0;
+  *id = object->id;
+  return 1;
+}
+
+SIMHUB_EXPORT int simhub_graph_node_id(void* node, uint64_t* id) {
+  sim::Graphs& g = sim::State();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  if (!id) return 0;
+  for (CUgraph_st* graph : g.graphs) {
+    for (const auto& n : graph->nodes) {
+      if (n.get() == node) {
+        *id = n->id;
+        return 1;
+      }
+    }
+  }
+  return 0;
+}
+
 SIM_DRIVER_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   cuStreamBeginCapture_v2_params params{hStream, mode};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamBeginCapture_v2), "cuStreamBeginCapture_v2", &params,

@@ -39,7 +39,9 @@ uint64_t MonotonicNs() {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
-uint64_t CUPTIAPI ClientClock() { return MonotonicNs() + kClientOffsetNs; }
+// CLIENT_TICKS_PER_NS=k: the clock counts k ticks per ns (like a TSC), not ns.
+uint64_t g_ticks_per_ns = 1;
+uint64_t CUPTIAPI ClientClock() { return MonotonicNs() * g_ticks_per_ns + kClientOffsetNs; }
 uint32_t Tid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
 
 std::mutex g_print_mu;
@@ -309,6 +311,7 @@ int SubscribeScenario() {
 
 int main(int argc, char** argv) {
   g_main_tid = Tid();
+  if (const char* ticks = std::getenv("CLIENT_TICKS_PER_NS")) g_ticks_per_ns = std::strtoull(ticks, nullptr, 10);
   const std::string scenario = argc > 1 ? argv[1] : "";
   if (scenario == "trace") return Trace();
   if (scenario == "flush") return Flush();

@@ -69,6 +69,12 @@ void simhub_truth_line(const char* json_object) {
   g_truth.emplace_back(json_object);
 }
 
+// The fake hub has no driver objects.
+int simhub_stream_id(void*, int, uint32_t*) { return 0; }
+int simhub_graph_id(void*, uint32_t*) { return 0; }
+int simhub_graph_exec_id(void*, uint32_t*) { return 0; }
+int simhub_graph_node_id(void*, uint64_t*) { return 0; }
+
 const char* simhub_fault(const char* name) {
   std::lock_guard<std::mutex> lock(g_mu);
   auto it = g_faults.find(name);
