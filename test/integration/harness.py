@@ -10,6 +10,17 @@ LIBPROF_SO = os.environ.get("LIBPROF_SO", "")
 PROF_TOOL = os.environ.get("PROF_TOOL", "")
 SIM_LIB_DIR = os.environ.get("SIM_LIB_DIR", "")
 WORKLOAD_DIR = os.environ.get("WORKLOAD_DIR", "")
+# Which personality of the simulated stack a test runs on (CMakeLists.txt
+# registers the window tests once per personality): "13" (lib/, workloads
+# built by nvcc 13) or "12" (lib12/: libcudart.so.12, CUPTI 12.4; workloads
+# with nvcc 12's host code, in workloads/cuda12).
+SIM_PERSONALITY = os.environ.get("SIM_PERSONALITY", "13")
+if SIM_PERSONALITY == "12":
+    SIM_LIB_DIR = os.environ.get("SIM12_LIB_DIR", "")
+    WORKLOAD_DIR = os.path.join(WORKLOAD_DIR, "cuda12")
+# The sonames of the personality's runtime and CUPTI.
+CUDART_SONAME = "libcudart.so." + SIM_PERSONALITY
+CUPTI_SONAME = "libcupti.so." + SIM_PERSONALITY
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 KINETO_TRACES = os.environ.get("KINETO_TRACES", "")
 

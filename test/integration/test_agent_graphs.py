@@ -37,7 +37,10 @@ class GraphsThroughTheAgent(unittest.TestCase):
         trace = run.traces[0][1]
         self.assertEqual(trace["libprof"]["losses"]["device_records_missing"], 0)
         self.assertLess(wall_s, FLUSH_TIMEOUT_S / 2, "the window waited for records of captured launches")
-        captured = [e for e in api_events(trace) if e["name"] == "__cudaLaunchKernel"]
+        # nvcc 13 host code launches through __cudaLaunchKernel, nvcc 12's
+        # through cudaLaunchKernel.
+        launch = "cudaLaunchKernel" if harness.SIM_PERSONALITY == "12" else "__cudaLaunchKernel"
+        captured = [e for e in api_events(trace) if e["name"] == launch]
         self.assertEqual(len(captured), KERNELS, "the recapture's launches are in the window")
         return trace
 

@@ -21,6 +21,7 @@ import os
 import tempfile
 import unittest
 
+import harness
 from harness import LIBPROF_SO, WORKLOAD_DIR, main, run, sim_env
 
 TRAIN_LOOP = os.path.join(WORKLOAD_DIR, "train_loop")
@@ -114,6 +115,18 @@ class ThroughTheAgent(unittest.TestCase):
         for e in kernels:
             self.assertAlmostEqual(e["ts"] * 1000 - t0, truth[e["args"]["correlation"]]["start_rep_ns"] - s0, delta=2)
 
+    def test_each_synchronization_record_is_a_sim_sync_inside_its_span(self):
+        trace = self.r.traces[0]
+        syncs = self.r.events(trace, "cuda_sync")
+        # One cudaStreamSynchronize per train_loop step.
+        self.assertGreaterEqual(len(syncs), SCHEDULE["PROF_ACTIVE"])
+        truth = self.r.truth_ops("sync")
+        for e in syncs:
+            op = truth.get(e["args"]["correlation"])
+            self.assertIsNotNone(op, f"sync {e['name']} has no op in the truth log")
+            self.assertLessEqual(e["dur"] * 1000, op["end_rep_ns"] - op["start_rep_ns"] + 2)
+            self.assertGreater(e["dur"], 0)
+
     def test_every_kernel_is_tied_to_the_runtime_call_that_launched_it(self):
         trace = self.r.traces[0]
         launches = {e["args"]["correlation"]: e for e in self.r.events(trace, "cuda_runtime")
@@ -193,7 +206,10 @@ class FaultsThroughTheAgent(unittest.TestCase):
         return r
 
     def test_another_subscriber(self):
-        self.check_host_unchanged_and_interception_only("Nsight Systems", SIM_CUPTI_SUBSCRIBER="Nsight Systems")
+        # CUPTI 13's cuptiSubscribe_v2 names the holder; CUDA 12's CUPTI has
+        # only cuptiSubscribe, which cannot.
+        cause = "another tool already holds CUPTI" if harness.SIM_PERSONALITY == "12" else "Nsight Systems"
+        self.check_host_unchanged_and_interception_only(cause, SIM_CUPTI_SUBSCRIBER="Nsight Systems")
 
     def test_cupti_init_failure(self):
         self.check_host_unchanged_and_interception_only("CUPTI_ERROR_NOT_INITIALIZED", SIM_CUPTI_INIT_FAIL=1)
