@@ -15,6 +15,7 @@
 #include "agent/bindings.h"
 #include "agent/clock.h"
 #include "agent/config_loader.h"
+#include "collectors/python/python_stacks.h"
 #include "agent/hot_state.h"
 #include "agent/kernel_registry.h"
 #include "agent/lifecycle.h"
@@ -77,11 +78,14 @@ void Launch(const Config& config) {
     rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
   }
   rt->collector = MakeDeviceCollector();
+  // Detection waits for the first recorded call: nothing is spent outside windows.
+  rt->python = std::make_unique<python::PythonStacks>(config.python_stacks, config.python_depth);
   WriterDeps deps;
   deps.buffers = &rt->buffers;
   deps.allocs = &rt->allocs;
   deps.collector = rt->collector.get();
   deps.nvtx = &rt->nvtx;
+  deps.python = rt->python.get();
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
   deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir](const Window& w, std::string* note) {

@@ -84,6 +84,9 @@ class Parser {
     if (key == "PROF_RANK") return Rank(value);
     if (key == "PROF_CUPTI_LIB") return CuptiLib(value);
     if (key == "PROF_FLUSH_TIMEOUT_MS") return FlushTimeout(value);
+    if (key == "PROF_PYTHON") return Python(value);
+    if (key == "PROF_PYTHON_DEPTH") return PythonDepth(value);
+    if (key == "PROF_PYTHON_USER") config_.python_user = value;
   }
 
   bool disabled_by_error() const { return disabled_by_error_; }
@@ -262,6 +265,27 @@ class Parser {
     config_.flush_timeout_ns = ms * 1'000'000;
   }
 
+  void Python(const std::string& value) {
+    std::string v = Lower(value);
+    if (v == "auto" || v == "1" || v == "on" || v == "true" || v == "yes") {
+      config_.python_stacks = true;
+    } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+      config_.python_stacks = false;
+    } else {
+      config_.python_stacks = true;
+      Problem("PROF_PYTHON", value, "auto or 0", "using auto");
+    }
+  }
+
+  void PythonDepth(const std::string& value) {
+    uint64_t n = 0;
+    if (!ParseUnsigned(value, 256, &n) || n < 1) {
+      config_.python_depth = 64;
+      return Problem("PROF_PYTHON_DEPTH", value, "an integer from 1 to 256", "using the default 64");
+    }
+    config_.python_depth = static_cast<int>(n);
+  }
+
   ConfigResult* result_;
   Config& config_;
   std::string raw_;  // the value being applied, as given
@@ -277,7 +301,7 @@ const std::vector<std::string>& Keys() {
       "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_SKIP_FIRST",   "PROF_WAIT",
       "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
       "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
-      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS"};
+      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER"};
   return kKeys;
 }
 
@@ -487,6 +511,9 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_RANK", rank >= 0 ? std::to_string(rank) : ""},
       {"PROF_CUPTI_LIB", cupti_lib},
       {"PROF_FLUSH_TIMEOUT_MS", std::to_string(flush_timeout_ns / 1'000'000)},
+      {"PROF_PYTHON", python_stacks ? "auto" : "0"},
+      {"PROF_PYTHON_DEPTH", std::to_string(python_depth)},
+      {"PROF_PYTHON_USER", python_user},
   };
 }
 

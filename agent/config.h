@@ -56,6 +56,9 @@ struct Config {
   int world_size = 1;                    // from WORLD_SIZE-like launcher variables
   std::string cupti_lib;                 // empty: search
   uint64_t flush_timeout_ns = 3'000'000'000;  // wait for a window's late device records
+  bool python_stacks = true;              // PROF_PYTHON: auto (on in CPython processes) or 0
+  int python_depth = 64;                  // PROF_PYTHON_DEPTH: frames kept per stack, 1..256
+  std::string python_user;                // PROF_PYTHON_USER: comma list of path prefixes of user code
 
   // PROF_* keys as applied (after defaults and fixes), for the trace metadata.
   std::vector<std::pair<std::string, std::string>> Describe() const;

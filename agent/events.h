@@ -30,9 +30,11 @@ struct HostEvent {
   int32_t result;           // cudaError_t or CUresult, returned unchanged
   uint16_t api;             // ApiId
   int16_t device;           // device ordinal; -1 when unknown
-  uint8_t copy_kind;        // cudaMemcpyKind for copies
-  uint8_t flags;            // HostEventFlags
-  uint16_t reserved;
+  // The last word is shared: cudaMemcpyKind is 0..4 and two flag bits are
+  // in use, which leaves 24 bits for the calling thread's Python stack.
+  uint32_t copy_kind : 3;   // cudaMemcpyKind for copies
+  uint32_t flags : 5;       // HostEventFlags
+  uint32_t stack_id : 24;   // interned Python stack (PythonInfo): 0 none, 1 no Python frames
 };
 static_assert(sizeof(HostEvent) == 64, "HostEvent is one cache line");
 

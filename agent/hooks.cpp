@@ -33,6 +33,11 @@ void RecordEvent(const HostEvent& event) {
   }
 }
 
+uint32_t CaptureStack() {
+  Runtime* rt = CurrentRuntime();
+  return rt != nullptr && rt->python ? rt->python->Capture() : 0;  // Capture never throws
+}
+
 void OnCallStart(ApiId id, uint32_t name_id) {
   try {
     Runtime* rt = CurrentRuntime();

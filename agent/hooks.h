@@ -14,6 +14,9 @@ namespace prof::hooks {
 // The calling thread's host event (recording only).
 void RecordEvent(const HostEvent& event);
 
+// The calling thread's Python stack id (recording only); 0 when none.
+uint32_t CaptureStack();
+
 // Step markers. Call-start markers come before the call's start_ns is taken,
 // so the marking call belongs to the step it starts.
 void OnCallStart(ApiId id, uint32_t name_id);

@@ -17,6 +17,7 @@
 #include "agent/event_buffers.h"
 #include "agent/nvtx_store.h"
 #include "agent/session.h"
+#include "agent/stack_source.h"
 #include "agent/writer.h"
 
 namespace prof {
@@ -46,6 +47,7 @@ struct Runtime {
   NvtxStore nvtx;
   MarkerMatcher markers;
   std::unique_ptr<DeviceCollector> collector;
+  std::unique_ptr<StackSource> python;  // Python stacks (collectors/python); may be null
   std::unique_ptr<WriterThread> writer;
   std::unique_ptr<Session> session;
 };

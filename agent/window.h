@@ -65,6 +65,24 @@ struct WindowMeta {
   LossCounts losses;
 };
 
+// A Python frame: file and function (interned strings) and the line it was
+// executing.
+struct PyFrame {
+  uint32_t file_id;
+  uint32_t function_id;
+  int32_t line;  // -1 when the code has no line there
+  uint32_t reserved;
+};
+
+// The Python stacks HostEvent::stack_id refers to.
+struct PythonInfo {
+  // "on (CPython 3.11.2)", "off (<why>)"; empty when the process is not
+  // CPython or PROF_PYTHON=0 (nothing to say).
+  std::string status;
+  std::vector<PyFrame> frames;                // frame id -> frame; id 0 unused
+  std::vector<std::vector<uint32_t>> stacks;  // stack id -> frame ids, innermost first; 0 none, 1 empty
+};
+
 struct Window {
   WindowMeta meta;
   std::vector<HostEvent> host_events;        // sorted by start_ns
@@ -76,6 +94,7 @@ struct Window {
   std::vector<DeviceProps> devices;
   std::vector<std::pair<uint32_t, std::string>> thread_names;  // tid -> name
   std::vector<std::string> strings;          // interned: id -> text; id 0 is ""
+  PythonInfo python;                         // stacks of the host events' calling threads
 
   const std::string& String(uint32_t id) const {
     static const std::string* const kEmpty = new std::string;  // never destroyed: used at exit

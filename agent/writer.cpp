@@ -63,6 +63,9 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   }
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);
+  // Before the strings: a stack's file and function names are interned
+  // before any event that refers to it is recorded.
+  if (deps.python != nullptr) deps.python->Snapshot(&w.python);
   w.strings = Strings().Snapshot();
   w.thread_names = ThreadNames(w);
   if (deps.enrich) deps.enrich(&w);

@@ -15,6 +15,7 @@
 #include "agent/device_collector.h"
 #include "agent/event_buffers.h"
 #include "agent/nvtx_store.h"
+#include "agent/stack_source.h"
 #include "agent/window_job.h"
 
 namespace prof {
@@ -31,6 +32,8 @@ struct WriterDeps {
   WindowSink sink;
   // Optional: fills versions and device properties (needs the CUDA libs).
   std::function<void(Window*)> enrich;
+  // Optional: the Python stacks the host events refer to.
+  StackSource* python = nullptr;
 };
 
 // Builds the sealed Window for a job: device records first (that wait is

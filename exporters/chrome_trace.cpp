@@ -4,6 +4,8 @@
 //   DeviceRecord kRuntime/Driver   X cuda_runtime / cuda_driver   (only when no HostEvent has its correlation)
 //   DeviceRecord kernel/memcpy/..  X kernel / gpu_memcpy / gpu_memset / cuda_sync   pid = device, tid = stream
 //   StepSpan                       X user_annotation "ProfilerStep#N" on the main thread (tid = pid)
+//   HostEvent stacks               X python_function "<file>(<line>): <function>" on the calling
+//                                  thread (python_sites.h), enclosing the calls made under them
 //   NvtxRange                      X user_annotation on its thread, and X gpu_user_annotation per
 //                                  stream spanning the GPU work launched inside it
 //   launch -> GPU work             s/f ac2g flow, id = correlation
@@ -30,12 +32,14 @@
 #include "exporters/cuda_names.h"
 #include "exporters/demangle.h"
 #include "exporters/json_writer.h"
+#include "exporters/python_sites.h"
 #include "exporters/window_index.h"
 
 namespace prof {
 namespace {
 
-enum class Source : uint8_t { kStep, kNvtx, kGpuAnnotation, kHost, kApiRecord, kDevice };
+// kPython before kHost: a frame's slice encloses a call with the same span.
+enum class Source : uint8_t { kStep, kNvtx, kGpuAnnotation, kPython, kHost, kApiRecord, kDevice };
 
 // One X event to emit; `index` points into the Source's vector.
 struct Slice {
@@ -184,7 +188,9 @@ class TraceWriter {
   static bool Before(const Slice& a, const Slice& b) {
     if (a.start_ns != b.start_ns) return a.start_ns < b.start_ns;
     if (a.end_ns != b.end_ns) return a.end_ns > b.end_ns;
-    return a.source < b.source;
+    if (a.source != b.source) return a.source < b.source;
+    // Python slices of equal span: outer first (they are built outer first).
+    return a.source == Source::kPython && a.index < b.index;
   }
 
   // Sorts `v` by Before. Host events and device records arrive in start
@@ -244,6 +250,10 @@ class TraceWriter {
     for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
       host_extra.push_back({w_.nvtx_ranges[i].start_ns, w_.nvtx_ranges[i].end_ns, i, Source::kNvtx});
     }
+    BuildPythonFunctions();
+    for (uint32_t i = 0; i < py_slices_.size(); ++i) {
+      host_extra.push_back({py_slices_[i].start_ns, py_slices_[i].end_ns, i, Source::kPython});
+    }
     device.reserve(w_.device_records.size());
     for (uint32_t i = 0; i < w_.device_records.size(); ++i) {
       const DeviceRecord& r = w_.device_records[i];
@@ -274,6 +284,7 @@ class TraceWriter {
       case Source::kStep: EmitStep(steps_[s.index]); break;
       case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index]); break;
       case Source::kGpuAnnotation: EmitGpuAnnotation(gpu_annotations_[s.index]); break;
+      case Source::kPython: EmitPython(s.index); break;
       case Source::kHost: EmitHostEvent(s.index); break;
       case Source::kApiRecord: EmitApiRecord(s.index); break;
       case Source::kDevice: EmitDeviceRecord(w_.device_records[s.index]); break;
@@ -329,6 +340,41 @@ class TraceWriter {
     step_name_ += std::to_string(s.step);
     SliceHead("user_annotation", Quoted(step_name_), false, w_.meta.pid, w_.meta.pid, s.start_ns, s.end_ns);
     out_.Raw(",\"args\":{\"step\":"); out_.UInt(s.step); EndArgs();
+  }
+
+  // python_function slices break at the edges of what else is drawn on a
+  // thread (steps on the main thread, NVTX ranges), so they nest with it.
+  void BuildPythonFunctions() {
+    if (w_.python.stacks.size() <= 2) return;
+    std::unordered_map<uint32_t, std::vector<uint64_t>> edges;
+    auto main_tid = static_cast<uint32_t>(w_.meta.pid);
+    for (const StepSpan& st : steps_) {
+      edges[main_tid].push_back(st.start_ns);
+      edges[main_tid].push_back(st.end_ns);
+    }
+    for (const NvtxRange& r : w_.nvtx_ranges) {
+      edges[r.tid].push_back(r.start_ns);
+      edges[r.tid].push_back(r.end_ns);
+    }
+    std::vector<std::pair<uint32_t, std::vector<uint64_t>>> barriers;
+    for (auto& [tid, times] : edges) {
+      std::sort(times.begin(), times.end());
+      barriers.emplace_back(tid, std::move(times));
+    }
+    py_slices_ = BuildPythonSlices(w_, barriers);
+    py_names_.assign(w_.python.frames.size(), std::string());
+  }
+
+  void EmitPython(uint32_t index) {
+    const PySlice& p = py_slices_[index];
+    std::string& name = py_names_[p.frame_id];
+    if (name.empty()) name = QuoteJson(PythonSliceName(w_, p.frame_id));
+    SliceHead("python_function", name, false, w_.meta.pid, p.tid, p.start_ns, p.end_ns);
+    out_.Raw(",\"args\":{\"Python id\":"); out_.UInt(index + 1);
+    out_.Raw(",\"Python parent id\":");
+    if (p.parent == 0) out_.Raw("null");
+    else out_.UInt(p.parent);
+    EndArgs();
   }
 
   void EmitNvtx(const NvtxRange& n) {
@@ -461,6 +507,8 @@ class TraceWriter {
   std::string quote_scratch_;
   std::vector<StepSpan> steps_;
   std::vector<GpuAnnotation> gpu_annotations_;
+  std::vector<PySlice> py_slices_;
+  std::vector<std::string> py_names_;  // frame id -> quoted slice name
   std::unordered_map<uint64_t, std::vector<uint64_t>> tracks_;  // track -> ends of open slices
   uint64_t last_key_ = UINT64_MAX;
   std::vector<uint64_t>* stack_ = nullptr;

@@ -72,6 +72,24 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(",\n  "); out.Key("cuda_runtime_version"); out.Int(m.cuda_runtime_version);
   out.Raw(",\n  "); out.Key("cuda_driver_version"); out.Int(m.cuda_driver_version);
   out.Raw(",\n  "); out.Key("cupti_api_version"); out.UInt(m.cupti_api_version);
+  if (!w.python.status.empty()) {
+    // Python stacks: what was recorded, and which threads had no Python
+    // frames when they made a recorded call (C++ threads: not an error).
+    out.Raw(",\n  "); out.Key("python");
+    out.Char('{');
+    out.Key("stacks"); out.String(w.python.status);
+    out.Raw(", "); out.Key("threads_without_python_frames"); out.Char('[');
+    std::vector<uint32_t> tids;
+    for (const HostEvent& e : w.host_events) {
+      if (e.stack_id == 1 && std::find(tids.begin(), tids.end(), e.tid) == tids.end()) tids.push_back(e.tid);
+    }
+    std::sort(tids.begin(), tids.end());
+    for (size_t i = 0; i < tids.size(); ++i) {
+      if (i) out.Char(',');
+      out.UInt(tids[i]);
+    }
+    out.Raw("]}");
+  }
   out.Raw(",\n  "); out.Key("losses");
   const LossCounts& l = m.losses;
   out.Char('{');

@@ -93,7 +93,11 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   tls_call_start_ns = e.start_ns;
   R result = real(a...);
   tls_call_start_ns = 0;
-  if (recording) e.end_ns = NowNs();
+  if (recording) {
+    e.end_ns = NowNs();
+    // After the call: walking the stack is not counted in its duration.
+    e.stack_id = hooks::CaptureStack() & 0xFFFFFF;
+  }
   e.correlation_id = tls_correlation_id;
   e.result = static_cast<int32_t>(result);
   fill(e, result);

@@ -37,3 +37,68 @@ extern "C" __attribute__((visibility("default"))) long long run_steps(int steps)
   cudaFree(scratch);
   return e == cudaSuccess ? total : -static_cast<long long>(e);
 }
+
+// --- One CUDA operation per call, for test/workloads/python_model.py --------
+// The model calls these through ctypes (CDLL: the GIL is released during the
+// call, as PyTorch does around its operators; PyDLL: it is kept), so each
+// recorded CUDA call has a known Python line above it. All return a
+// cudaError_t (0 on success) except wl_item.
+
+namespace {
+constexpr int kWlN = 1 << 16;
+float* g_dev = nullptr;      // model state on the device
+float* g_pinned = nullptr;   // pinned staging buffer
+float g_pageable[kWlN];      // pageable host buffer (the data loader's batch)
+cudaStream_t g_stream = nullptr;
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int wl_init() {
+  cudaError_t e = cudaMalloc(&g_dev, kWlN * sizeof(float));
+  if (e == cudaSuccess) e = cudaMallocHost(&g_pinned, kWlN * sizeof(float));
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
+  return e;
+}
+
+// The data loader's batch: a pageable host-to-device copy.
+extern "C" __attribute__((visibility("default"))) int wl_load_batch(int step) {
+  for (int i = 0; i < kWlN; i += 1024) g_pageable[i] = static_cast<float>(step);
+  return cudaMemcpyAsync(g_dev, g_pageable, kWlN * sizeof(float), cudaMemcpyHostToDevice, g_stream);
+}
+
+// One layer's work: `kernels` kernel launches on the model's stream.
+extern "C" __attribute__((visibility("default"))) int wl_layer(int kernels) {
+  for (int k = 0; k < kernels; ++k) ctypes_step_kernel<<<kWlN / 256, 256, 0, g_stream>>>(g_dev, kWlN);
+  return cudaGetLastError();
+}
+
+// A .item()-like read: a synchronous 4-byte device-to-host copy. Returns the
+// value read (or -1 on failure).
+extern "C" __attribute__((visibility("default"))) float wl_item() {
+  float v = 0;
+  if (cudaMemcpy(&v, g_dev, sizeof v, cudaMemcpyDeviceToHost) != cudaSuccess) return -1.0f;
+  return v;
+}
+
+// A scratch buffer allocated and freed inside the step (allocator churn).
+extern "C" __attribute__((visibility("default"))) int wl_scratch() {
+  void* p = nullptr;
+  cudaError_t e = cudaMalloc(&p, 1 << 20);
+  if (e == cudaSuccess) e = cudaFree(p);
+  return e;
+}
+
+// Waits for the model's stream.
+extern "C" __attribute__((visibility("default"))) int wl_sync() { return cudaStreamSynchronize(g_stream); }
+
+// A worker thread's own work on its own stream.
+extern "C" __attribute__((visibility("default"))) int wl_worker(int kernels) {
+  cudaStream_t s = nullptr;
+  cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  for (int k = 0; e == cudaSuccess && k < kernels; ++k) {
+    ctypes_step_kernel<<<kWlN / 256, 256, 0, s>>>(g_dev, kWlN);
+    e = cudaGetLastError();
+  }
+  if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+  if (s) cudaStreamDestroy(s);
+  return e;
+}

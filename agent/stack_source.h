@@ -1,0 +1,23 @@
+// The seam between the agent and the Python stack collector
+// (collectors/python): the wrappers ask for the calling thread's stack id
+// while recording, the writer asks for the interned stacks at a window's
+// seal. Null in a Runtime without one (PROF_PYTHON=0 still installs one that
+// answers 0, so the config is reported the same way).
+#pragma once
+
+#include <cstdint>
+
+#include "agent/window.h"
+
+namespace prof {
+
+class StackSource {
+ public:
+  virtual ~StackSource() = default;
+  // The calling thread's stack id; 0 when none is recorded.
+  virtual uint32_t Capture() = 0;
+  // Frames, stacks and status for a window being sealed.
+  virtual void Snapshot(PythonInfo* out) = 0;
+};
+
+}  // namespace prof

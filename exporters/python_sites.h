@@ -1,0 +1,54 @@
+// Python stacks of a sealed window, as the exporters use them: the
+// python_function slices of the Chrome trace and the call site (innermost
+// frame of the user's own code) that the summary and findings name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/window.h"
+
+namespace prof {
+
+// One python_function slice on a thread.
+struct PySlice {
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t tid;
+  uint32_t frame_id;   // PythonInfo::frames
+  uint32_t parent;     // index + 1 of the enclosing slice; 0 at the top
+  uint32_t depth;      // 0 = outermost
+};
+
+// Builds the slices from the host events' stacks. Per thread, consecutive
+// recorded calls whose stacks agree on a frame (same file, function and line
+// at the same depth from the outermost) share that frame's slice, which spans
+// from the first such call's start to the last one's end. A call without a
+// stack ends every open slice, and so does a barrier between two calls
+// (`barriers`: per thread, sorted times; step boundaries and NVTX range
+// edges), so slices nest with the steps and ranges drawn on that thread.
+// Slices come out sorted by (start, depth).
+std::vector<PySlice> BuildPythonSlices(const Window& w,
+                                       const std::vector<std::pair<uint32_t, std::vector<uint64_t>>>& barriers);
+
+// "<file>(<line>): <function>", Kineto's python_function name.
+std::string PythonSliceName(const Window& w, uint32_t frame_id);
+
+// Whether a frame's file is the user's own code: not the standard library
+// (".../lib/python3.N/...", "<frozen ...>"), not site-packages or
+// dist-packages; or under one of the comma-separated `user_prefixes`
+// (PROF_PYTHON_USER), which always count as the user's.
+bool IsUserFile(const std::string& file, const std::string& user_prefixes);
+
+// The innermost user frame of a stack (a frame id), or 0 when the stack has
+// none. `user_prefixes`: PROF_PYTHON_USER.
+uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& user_prefixes);
+
+// "train.py:57 in train_step" (the file's last path component).
+std::string CallSiteText(const Window& w, uint32_t frame_id);
+
+// PROF_PYTHON_USER as the window's metadata recorded it.
+std::string PythonUserPrefixes(const Window& w);
+
+}  // namespace prof

@@ -1,0 +1,145 @@
+"""Python call sites on a real interpreter: Debian's python3 runs
+test/workloads/python_model.py, a small model driving the simulated stack
+through ctypes, under LD_PRELOAD=libprof.so. The recorded calls must carry
+the exact Python stack (file, line, function) of the line that made them,
+with the GIL released (ctypes.CDLL) and held (ctypes.PyDLL); the trace's
+python_function slices must nest and validate; PROF_PYTHON=0 and a C++-only
+workload must look as they did before stacks existed."""
+import os
+import re
+import sys
+import unittest
+
+import harness
+from test_agent_support import need, run_agent, validate, workload
+
+# CI's interpreter: Debian's python3 (scripts/setup-deps.sh installs it).
+PYTHON = os.environ.get("PROF_TEST_PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                                                 else sys.executable)
+SCHEDULE = dict(PROF_STEP="manual", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="3", PROF_REPEAT="1")
+
+
+def sites(path):
+    """'# site: <name>' comment -> line number."""
+    found = {}
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            m = re.search(r"# site: ([\w-]+)", line)
+            if m:
+                found[m.group(1)] = number
+    return found
+
+
+def x_events(trace, cat):
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == cat]
+
+
+def enclosing_python(trace, call):
+    """The python_function slices on the call's thread that contain it,
+    outermost first, as (name, Python id, Python parent id)."""
+    out = []
+    for e in x_events(trace, "python_function"):
+        if e["tid"] == call["tid"] and e["ts"] <= call["ts"] and call["ts"] + call["dur"] <= e["ts"] + e["dur"] + 1e-3:
+            out.append(e)
+    out.sort(key=lambda e: (e["ts"], -e["dur"], e["args"]["Python id"]))
+    return out
+
+
+class PythonStacks(unittest.TestCase):
+    def setUp(self):
+        self.model = workload("python_model.py")
+        need(harness.LIBPROF_SO, self.model, workload("libctypes_workload.so"))
+        self.site = sites(self.model)
+
+    def run_model(self, *args, **env):
+        run = run_agent([PYTHON, self.model, *args], **dict(SCHEDULE, **env))
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        self.assertIn("done steps=", run.proc.stdout)
+        self.assertEqual(len(run.traces), 1, "\n".join(run.log_lines()))
+        return run.traces[0]
+
+    def name(self, site, function):
+        return f"{self.model}({self.site[site]}): {function}"
+
+    def check_model_stacks(self, gil):
+        path, trace = self.run_model("--gil", gil)
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        self.assertTrue(trace["libprof"]["python"]["stacks"].startswith("on (CPython 3."), trace["libprof"]["python"])
+        calls = [e for e in x_events(trace, "cuda_runtime") if e["args"].get("source") != "cupti"]
+        by_name = {}
+        for c in calls:
+            by_name.setdefault(c["name"], []).append(c)
+        expected = {
+            # call -> the innermost frames (innermost last) that must enclose it
+            "cudaMemcpyAsync": [self.name("load", "data_loader")],
+            "cudaMalloc": [self.name("scratch", "train_step")],
+            "cudaFree": [self.name("scratch", "train_step")],
+            "__cudaLaunchKernel": [self.name("forward", "train_step"), self.name("model-layer", "Model.forward"),
+                                   self.name("layer", "Linear.forward")],
+            "cudaMemcpy": [self.name("loss", "train_step"), self.name("item", "item")],
+            "cudaStreamSynchronize": [],
+        }
+        for api, inner in expected.items():
+            self.assertIn(api, by_name, sorted(by_name))
+            for call in by_name[api]:
+                stack = enclosing_python(trace, call)
+                names = [e["name"] for e in stack]
+                self.assertTrue(names, f"{api} at {call['ts']} has no python_function above it")
+                self.assertTrue(names[0].endswith("): <module>"), names)
+                if inner:
+                    self.assertEqual(names[-len(inner):], inner, api)
+                if api == "cudaStreamSynchronize":
+                    self.assertEqual(names[-1], self.name("sync", "main"))
+                # Python parent id links each slice to the one enclosing it.
+                self.assertIsNone(stack[0]["args"]["Python parent id"])
+                for outer, inner_slice in zip(stack, stack[1:]):
+                    self.assertEqual(inner_slice["args"]["Python parent id"], outer["args"]["Python id"])
+        # The data loader's frame is a generator's: main is its caller.
+        load = enclosing_python(trace, by_name["cudaMemcpyAsync"][0])
+        self.assertEqual(load[-2]["name"], f"{self.model}({self.site['loop']}): main")
+        return trace
+
+    def test_gil_released_calls_carry_their_python_stack(self):
+        self.check_model_stacks("released")
+
+    def test_gil_held_calls_carry_their_python_stack(self):
+        self.check_model_stacks("held")
+
+    def test_worker_thread_has_its_own_stack(self):
+        path, trace = self.run_model("--worker")
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        main_tid = trace["libprof"]["pid"]
+        worker_calls = [e for e in x_events(trace, "cuda_runtime")
+                        if e["tid"] != main_tid and e["name"] == "__cudaLaunchKernel"]
+        self.assertTrue(worker_calls, "the worker launched inside the window")
+        names = [e["name"] for e in enclosing_python(trace, worker_calls[0])]
+        self.assertEqual(names[-1], self.name("worker", "worker"))
+        self.assertTrue(names[0].endswith("_bootstrap"), names)  # threading's entry, not main's frames
+
+    def test_prof_python_0_records_no_stacks(self):
+        path, trace = self.run_model(PROF_PYTHON="0")
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        self.assertEqual(x_events(trace, "python_function"), [])
+        self.assertNotIn("python", trace["libprof"])
+        self.assertEqual(trace["libprof"]["config"]["PROF_PYTHON"], "0")
+
+
+class CppOnly(unittest.TestCase):
+    def test_cpp_workload_trace_has_no_python(self):
+        loop = workload("train_loop")
+        need(harness.LIBPROF_SO, loop)
+        run = run_agent([loop, "--steps", "8"], PROF_STEP="sync", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="2")
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        path, trace = run.traces[0]
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        self.assertEqual(x_events(trace, "python_function"), [])
+        self.assertNotIn("python", trace["libprof"])
+        self.assertFalse([l for l in run.log_lines() if "Python" in l], run.log_lines())
+
+
+if __name__ == "__main__":
+    harness.main()
