@@ -116,7 +116,13 @@ CuptiSearch ProcessSearch(const std::string& configured) {
   LoadedLibs libs;
   dl_iterate_phdr(VisitObject, &libs);
   search.already_loaded = libs.cupti;
+  // Canonical, so a runtime found through RUNPATH $ORIGIN/../.. still shows
+  // the pip-wheel layout it lies in.
   search.cudart_path = libs.cudart;
+  if (char* real = libs.cudart.empty() ? nullptr : realpath(libs.cudart.c_str(), nullptr); real != nullptr) {
+    search.cudart_path = real;
+    std::free(real);
+  }
   if (search.cudart_path.empty()) search.driver_major = LoadedDriverMajor();
   const char* home = std::getenv("CUDA_HOME");
   if (home == nullptr || *home == '\0') home = std::getenv("CUDA_PATH");
