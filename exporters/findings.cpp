@@ -5,6 +5,7 @@
 
 #include "exporters/cuda_names.h"
 #include "exporters/format.h"
+#include "exporters/python_sites.h"
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
 
@@ -44,6 +45,7 @@ struct CallTally {
   uint64_t bytes = 0;
   size_t steps_with = 0;
   std::map<std::string, uint64_t> by_api;
+  std::map<uint32_t, uint64_t> by_site;  // Python call-site frame id -> calls (0: none)
 
   std::string Describe(size_t steps) const {
     std::string apis;
@@ -56,7 +58,8 @@ struct CallTally {
 
 class FindingsBuilder {
  public:
-  FindingsBuilder(const Window& w, const Summary& s, const WindowIndex& index) : w_(w), s_(s), index_(index) {}
+  FindingsBuilder(const Window& w, const Summary& s, const WindowIndex& index)
+      : w_(w), s_(s), index_(index), sites_(w) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();
@@ -101,9 +104,28 @@ class FindingsBuilder {
       t.time_ns += Duration(e.start_ns, e.end_ns);
       t.bytes += e.bytes;
       ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
+      ++t.by_site[sites_.Of(e.stack_id)];
       if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
     }
     return t;
+  }
+
+  // "; top call sites: train.py:57 in train_step x5, ..." (Python
+  // processes only), the three sites with the most calls.
+  std::string TopSites(const std::map<uint32_t, uint64_t>& by_site) {
+    std::vector<std::pair<uint64_t, uint32_t>> ranked;
+    for (const auto& [site, n] : by_site) {
+      if (site != 0) ranked.emplace_back(n, site);
+    }
+    if (ranked.empty()) return "";
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string text = "; top call sites: ";
+    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + sites_.Text(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+    }
+    return text;
   }
 
   void InterceptionOnly() {
@@ -210,7 +232,7 @@ class FindingsBuilder {
     CallTally t = Tally([](const HostEvent& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
     if (t.count == 0) return;
     Add("sync-in-step", "Synchronization inside steps: the host waits for the GPU and the launch queue drains",
-        t.Describe(s_.steps.size()),
+        t.Describe(s_.steps.size()) + TopSites(t.by_site),
         "remove the synchronize (or move it out of the step); read results back asynchronously "
         "(non_blocking copies, events) and check values less often");
   }
@@ -231,7 +253,8 @@ class FindingsBuilder {
     });
     if (t.count == 0) return;
     Add("d2h-copy-in-step", "Blocking device-to-host copies inside steps: each one waits for the GPU to catch up",
-        t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied",
+        t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied" +
+            TopSites(t.by_site),
         "avoid .item()/.cpu()/printing tensors inside the step; copy into pinned memory with "
         "non_blocking=True (cudaMemcpyAsync) and read it a step later");
   }
@@ -239,6 +262,7 @@ class FindingsBuilder {
   void PageableCopies() {
     const WindowIndex& index = index_;
     uint64_t count = 0, bytes = 0, time_ns = 0;
+    std::map<uint32_t, uint64_t> by_site;
     for (const DeviceRecord& r : w_.device_records) {
       if (KindOf(r) != DeviceKind::kMemcpy) continue;
       if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
@@ -247,6 +271,7 @@ class FindingsBuilder {
       uint64_t t = call != WindowIndex::kNone && r.correlation_id ? w_.host_events[static_cast<size_t>(call)].start_ns
                                                                   : r.start_ns;
       if (StepOf(t) < 0) continue;
+      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Of(w_.host_events[static_cast<size_t>(call)].stack_id)];
       ++count;
       bytes += r.bytes;
       time_ns += Duration(r.start_ns, r.end_ns);
@@ -254,7 +279,8 @@ class FindingsBuilder {
     if (count == 0) return;
     Add("pageable-copy", "Copies from/to pageable host memory inside steps: staged and synchronous",
         Printf("%llu copies, %s, %s of GPU copy time", static_cast<unsigned long long>(count),
-               FormatBytes(static_cast<double>(bytes)).c_str(), FormatDuration(static_cast<double>(time_ns)).c_str()),
+               FormatBytes(static_cast<double>(bytes)).c_str(), FormatDuration(static_cast<double>(time_ns)).c_str()) +
+            TopSites(by_site),
         "use pinned host memory (pin_memory=True, cudaMallocHost) so copies can be asynchronous");
   }
 
@@ -269,7 +295,7 @@ class FindingsBuilder {
     if (t.count == 0) return;
     size_t steady = w_.steps.size() > 1 ? w_.steps.size() - 1 : w_.steps.size();
     Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
-        t.Describe(steady) + " (first step of the window not counted)",
+        t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site),
         "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
   }
 
@@ -309,6 +335,7 @@ class FindingsBuilder {
   const Window& w_;
   const Summary& s_;
   const WindowIndex& index_;
+  mutable CallSites sites_;  // caches per stack id
   std::vector<Finding> out_;
 };
 

@@ -51,4 +51,23 @@ std::string CallSiteText(const Window& w, uint32_t frame_id);
 // PROF_PYTHON_USER as the window's metadata recorded it.
 std::string PythonUserPrefixes(const Window& w);
 
+// The call site of each stack of a window, worked out once per stack.
+class CallSites {
+ public:
+  explicit CallSites(const Window& w) : w_(w), user_(PythonUserPrefixes(w)), site_(w.python.stacks.size(), kUnknown) {}
+  // The call-site frame of a host event's stack (0: none).
+  uint32_t Of(uint32_t stack_id) {
+    if (stack_id >= site_.size()) return 0;
+    if (site_[stack_id] == kUnknown) site_[stack_id] = CallSiteFrame(w_, stack_id, user_);
+    return site_[stack_id];
+  }
+  std::string Text(uint32_t frame_id) const { return CallSiteText(w_, frame_id); }
+
+ private:
+  static constexpr uint32_t kUnknown = UINT32_MAX;
+  const Window& w_;
+  std::string user_;
+  std::vector<uint32_t> site_;
+};
+
 }  // namespace prof

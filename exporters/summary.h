@@ -69,6 +69,20 @@ struct LatencyStats {
   uint64_t max_ns = 0;
 };
 
+// GPU time by Python call site: the innermost frame of the user's own code
+// above the calls (python_sites.h).
+struct CallSiteRow {
+  std::string site;       // "train.py:57 in train_step"; "(no Python frames)", "(library code only)"
+  std::string file;       // the frame's full file name ("" for the two rows above)
+  uint64_t gpu_ns = 0;    // GPU time of the kernels, copies and memsets its calls launched
+  uint64_t kernels = 0;   // kernels those calls ran
+  uint64_t launches = 0;  // launch calls
+  uint64_t syncs = 0;     // blocking synchronizations
+  uint64_t copies = 0;    // memcpy calls
+  uint64_t allocs = 0;    // allocation and free calls
+  uint64_t calls = 0;     // every recorded call
+};
+
 struct IdleGap {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -98,6 +112,9 @@ struct Summary {
   std::vector<IdleGap> idle_gaps;   // ≥ kIdleGapMinNs, longest first
   uint64_t idle_gap_total_ns = 0;
 
+  std::string python_status;            // empty: not a CPython process (no table)
+  std::vector<CallSiteRow> call_sites;  // by GPU time, then calls, descending
+
   std::vector<Finding> findings;
 };
 
@@ -108,6 +125,8 @@ Summary ComputeSummary(const Window& window);
 // one per window and shares it with the Chrome trace (window_files.cpp).
 Summary ComputeSummary(const Window& window, const WindowIndex& index);
 std::string RenderSummary(const Summary& summary);
+// Fills summary->python_status and call_sites (summary_call_sites.cpp).
+void ComputeCallSites(const Window& window, const WindowIndex& index, Summary* summary);
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
 

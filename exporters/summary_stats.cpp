@@ -394,6 +394,7 @@ Summary ComputeSummary(const Window& w, const WindowIndex& index) {
   ComputeLatency(w, index, &api_names, &s);
   ComputeKernelGaps(w, &s);
   ComputeIdleGaps(w, busy, &s);
+  ComputeCallSites(w, index, &s);
   s.findings = ComputeFindings(w, s, index);
   return s;
 }

@@ -132,6 +132,26 @@ void IdleGaps(const Summary& s, std::string* out) {
   *out += t.Render();
 }
 
+// Only in CPython processes (a C++ program's summary is unchanged).
+void CallSites(const Summary& s, std::string* out) {
+  if (s.python_status.empty()) return;
+  *out += "\n== GPU time by Python call site (innermost frame of your code; PROF_PYTHON_USER) ==\n";
+  if (s.python_status.rfind("on", 0) != 0) {
+    *out += " Python stacks " + s.python_status + "\n";
+    return;
+  }
+  uint64_t total = 0;
+  for (const CallSiteRow& r : s.call_sites) total += r.gpu_ns;
+  TextTable t({"GPU time (%)", "GPU time (ns)", "Kernels", "Launches", "Syncs", "Copies", "Allocs/frees", "Calls",
+               "Call site"});
+  for (const CallSiteRow& r : s.call_sites) {
+    t.AddRow({Printf("%.1f", total ? 100.0 * double(r.gpu_ns) / double(total) : 0.0), std::to_string(r.gpu_ns),
+           std::to_string(r.kernels), std::to_string(r.launches), std::to_string(r.syncs), std::to_string(r.copies),
+           std::to_string(r.allocs), std::to_string(r.calls), r.site});
+  }
+  *out += t.empty() ? " (no recorded calls)\n" : t.Render();
+}
+
 void Losses(const Summary& s, std::string* out) {
   const LossCounts& l = s.meta.losses;
   *out += "\n== Data loss ==\n";
@@ -158,6 +178,7 @@ std::string RenderSummary(const Summary& s) {
   out += "\n== GPU MemOps Summary by Size (cuda_gpu_mem_size_sum) ==\n";
   if (s.mem_size_from_host) out += " (no GPU copy records: sizes from the host calls)\n";
   out += SizeTable(s.mem_size);
+  CallSites(s, &out);
   Memory(s, &out);
   Steps(s, &out);
   Latency(s, &out);

@@ -51,6 +51,8 @@ class PythonStacks(unittest.TestCase):
         need(harness.LIBPROF_SO, self.model, workload("libctypes_workload.so"))
         self.site = sites(self.model)
 
+    minor = int(os.environ.get("PROF_TEST_PYTHON_MINOR", "11"))
+
     def run_model(self, *args, **env):
         run = run_agent([PYTHON, self.model, *args], **dict(SCHEDULE, **env))
         self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
@@ -59,10 +61,18 @@ class PythonStacks(unittest.TestCase):
         return run.traces[0]
 
     def name(self, site, function):
-        return f"{self.model}({self.site[site]}): {function}"
+        return f"{self.model}({self.site[site]}): {self.function(function)}"
+
+    def function(self, qualified):
+        """3.10's code objects have no co_qualname: the bare name."""
+        return qualified.split(".")[-1] if self.minor == 10 else qualified
+
+    def site_text(self, site, function):
+        return f"python_model.py:{self.site[site]} in {self.function(function)}"
 
     def check_model_stacks(self, gil):
         path, trace = self.run_model("--gil", gil)
+        self.minor = int(re.search(r"CPython 3\.(\d+)", trace["libprof"]["python"]["stacks"]).group(1))
         ok, out = validate(path)
         self.assertTrue(ok, out)
         self.assertTrue(trace["libprof"]["python"]["stacks"].startswith("on (CPython 3."), trace["libprof"]["python"])
@@ -100,6 +110,30 @@ class PythonStacks(unittest.TestCase):
         self.assertEqual(load[-2]["name"], f"{self.model}({self.site['loop']}): main")
         return trace
 
+    def test_summary_names_the_call_sites(self):
+        path, trace = self.run_model()
+        self.minor = int(re.search(r"CPython 3\.(\d+)", trace["libprof"]["python"]["stacks"]).group(1))
+        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
+            summary = f.read()
+        table = summary.split("== GPU time by Python call site")[1].split("\n== ")[0]
+        rows = {}
+        for line in table.splitlines()[3:]:
+            cells = line.split(None, 8)
+            rows[cells[8]] = [float(cells[0])] + [int(c) for c in cells[1:8]]
+        # columns after the share: GPU ns, kernels, launches, syncs, copies, allocs/frees, calls
+        layer = rows[self.site_text("layer", "Linear.forward")]
+        self.assertEqual(layer[2:4], [15, 15], "5 kernels per step, 3 steps, all launched on the layer's line")
+        self.assertGreater(layer[1], 0)
+        self.assertEqual(rows[self.site_text("scratch", "train_step")][6:8], [6, 6])
+        self.assertEqual(rows[self.site_text("item", "item")][5], 3)
+        self.assertEqual(rows[self.site_text("sync", "main")][4], 3)
+        self.assertEqual(rows[self.site_text("load", "data_loader")][5], 3)
+        findings = {m.group(1): m.group(2) for m in re.finditer(r"\[([\w-]+)\] .*\n\s+evidence: (.*)", summary)}
+        self.assertIn("top call sites: " + self.site_text("sync", "main") + " x3", findings["sync-in-step"])
+        self.assertIn("top call sites: " + self.site_text("item", "item") + " x3", findings["d2h-copy-in-step"])
+        self.assertIn(self.site_text("load", "data_loader") + " x3", findings["pageable-copy"])
+        self.assertIn("top call sites: " + self.site_text("scratch", "train_step") + " x4", findings["allocator-churn"])
+
     def test_gil_released_calls_carry_their_python_stack(self):
         self.check_model_stacks("released")
 
@@ -125,6 +159,8 @@ class PythonStacks(unittest.TestCase):
         self.assertEqual(x_events(trace, "python_function"), [])
         self.assertNotIn("python", trace["libprof"])
         self.assertEqual(trace["libprof"]["config"]["PROF_PYTHON"], "0")
+        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
+            self.assertNotIn("Python call site", f.read())
 
 
 class CppOnly(unittest.TestCase):
@@ -139,6 +175,10 @@ class CppOnly(unittest.TestCase):
         self.assertEqual(x_events(trace, "python_function"), [])
         self.assertNotIn("python", trace["libprof"])
         self.assertFalse([l for l in run.log_lines() if "Python" in l], run.log_lines())
+        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
+            summary = f.read()
+        self.assertNotIn("Python call site", summary)
+        self.assertNotIn("top call sites", summary)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,64 @@
+// The summary's "GPU time by Python call site" table: each recorded call is
+// charged to the innermost frame of the user's own code on its stack, and
+// each GPU record to the call that launched it (by correlation id).
+#include <algorithm>
+#include <unordered_map>
+
+#include "exporters/python_sites.h"
+#include "exporters/summary.h"
+#include "exporters/window_index.h"
+
+namespace prof {
+
+void ComputeCallSites(const Window& w, const WindowIndex& index, Summary* s) {
+  s->python_status = w.python.status;
+  if (w.python.status.empty()) return;
+  CallSites sites(w);
+  // Row keys: a frame id, or one of two rows for calls without a user frame.
+  constexpr uint64_t kNoFrames = UINT64_MAX, kLibraryOnly = UINT64_MAX - 1;
+  std::unordered_map<uint64_t, CallSiteRow> rows;
+  auto key_of = [&](const HostEvent& e) -> uint64_t {
+    if (e.stack_id <= 1) return kNoFrames;  // stack 0 (none recorded) counts as no frames too
+    uint32_t site = sites.Of(e.stack_id);
+    return site == 0 ? kLibraryOnly : site;
+  };
+  for (const HostEvent& e : w.host_events) {
+    CallSiteRow& r = rows[key_of(e)];
+    auto id = static_cast<ApiId>(e.api);
+    ApiKind kind = ApiKindOf(id);
+    ++r.calls;
+    if (kind == ApiKind::kLaunch) ++r.launches;
+    if (IsBlockingSync(id)) ++r.syncs;
+    if (kind == ApiKind::kMemcpy) ++r.copies;
+    if (kind == ApiKind::kAlloc || kind == ApiKind::kFree) ++r.allocs;
+  }
+  for (const DeviceRecord& d : w.device_records) {
+    DeviceKind kind = KindOf(d);
+    // Kernels, copies and memsets: a synchronization record is waiting, not work.
+    bool work = kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
+    if (!work || d.correlation_id == 0) continue;
+    int64_t call = index.HostCall(d.correlation_id);
+    if (call == WindowIndex::kNone) continue;
+    CallSiteRow& r = rows[key_of(w.host_events[static_cast<size_t>(call)])];
+    r.gpu_ns += d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
+    if (kind == DeviceKind::kKernel) ++r.kernels;
+  }
+  for (auto& [key, row] : rows) {
+    if (key == kNoFrames) {
+      row.site = "(no Python frames)";
+    } else if (key == kLibraryOnly) {
+      row.site = "(library code only)";
+    } else {
+      row.site = sites.Text(static_cast<uint32_t>(key));
+      row.file = w.String(w.python.frames[key].file_id);
+    }
+    s->call_sites.push_back(std::move(row));
+  }
+  std::sort(s->call_sites.begin(), s->call_sites.end(), [](const CallSiteRow& a, const CallSiteRow& b) {
+    if (a.gpu_ns != b.gpu_ns) return a.gpu_ns > b.gpu_ns;
+    if (a.calls != b.calls) return a.calls > b.calls;
+    return a.site < b.site;
+  });
+}
+
+}  // namespace prof
