@@ -72,6 +72,7 @@ std::string CuptiRelease(uint32_t version) {
     case 28: return "12.9 Update 1";
     default: break;
   }
+  if (version >= 1 && version < kFirst12) return "11.8 or older";
   if (version >= 100000 && version < 1000000) {
     return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100);
   }

@@ -211,6 +211,19 @@ class FaultsThroughTheAgent(unittest.TestCase):
         cause = "another tool already holds CUPTI" if harness.SIM_PERSONALITY == "12" else "Nsight Systems"
         self.check_host_unchanged_and_interception_only(cause, SIM_CUPTI_SUBSCRIBER="Nsight Systems")
 
+    def test_a_cupti_older_than_12_0_gives_one_line_naming_file_version_and_range(self):
+        cupti = os.path.join(harness.SIM_LIB_DIR, harness.CUPTI_SONAME)
+        self.check_host_unchanged_and_interception_only(
+            f"{cupti} reports CUPTI API version 18 (CUDA 11.8 or older), outside the range libprof decodes "
+            "(CUPTI API version 19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1) and 130000 to 130099 (CUDA 13.0.x))",
+            SIM_CUPTI_API_VERSION=18)
+
+    def test_a_cupti_newer_than_the_newest_known_layout_is_not_misread(self):
+        cupti = os.path.join(harness.SIM_LIB_DIR, harness.CUPTI_SONAME)
+        self.check_host_unchanged_and_interception_only(
+            f"{cupti} reports CUPTI API version 130200 (CUDA 13.2), outside the range libprof decodes",
+            SIM_CUPTI_API_VERSION=130200)
+
     def test_cupti_init_failure(self):
         self.check_host_unchanged_and_interception_only("CUPTI_ERROR_NOT_INITIALIZED", SIM_CUPTI_INIT_FAIL=1)
 
