@@ -115,6 +115,86 @@ class HostileInput(unittest.TestCase):
                         '"pid": 1, "tid": 1, "name": "\\u00e9\\ud83d\\ude00 \\/"}]}')
         self.assertEqual(prof("validate", ok).returncode, 0, prof("validate", ok).stdout)
 
+    def test_summary_and_merge_survive_50000_deep_nesting_in_the_libprof_block(self):
+        deep = "[" * DEEP + "]" * DEEP
+        path = self.write("deep.json", '{"distributedInfo": {"rank": 0}, "libprof": {"config": {"PROF_X": ' + deep +
+                          '}}, "traceEvents": []}')
+        r = prof("summary", path, self.good)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.count("cuda_gpu_kern_sum"), 2)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", path, self.good, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(out) as f:
+            text = f.read()
+        self.assertIn(deep, text)  # the libprof block is carried whole into libprof_merge
+
+    def test_a_type_error_in_summary_names_nothing_lost_and_the_next_file_is_read(self):
+        path = self.trace("types.json", [{"ph": 5, "cat": 5, "name": 7, "ts": "x", "pid": [1], "tid": {}},
+                                         {"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2, "pid": 0,
+                                          "tid": 7, "args": {"stream": 7, "correlation": 1.5e300, "grid": [1e300]}}])
+        r = prof("summary", path, self.good)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("==> " + path, r.stdout)
+        self.assertIn("2 windows compared", r.stdout)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", path, self.good, "-o", out)
+        self.assertIn("events written", r.stdout, r.stderr)
+
+    def test_merge_maps_hostile_numbers_without_overflow(self):
+        a = self.trace("a.json", [
+            {"ph": "X", "cat": "c", "name": "big pid", "ts": 1, "dur": 1, "pid": 1e30, "tid": 1},
+            {"ph": "X", "cat": "c", "name": "negative pid", "ts": 1, "dur": 1, "pid": -1, "tid": 1},
+            {"ph": "X", "cat": "c", "name": "pid past a block", "ts": 1, "dur": 1, "pid": 2 ** 40, "tid": 1},
+            {"ph": "s", "cat": "ac2g", "name": "f", "ts": 1, "pid": 5, "tid": 1, "id": 1e300},
+            {"ph": "f", "cat": "ac2g", "name": "f", "ts": 1, "pid": 5, "tid": 1, "id": 2 ** 50},
+            {"ph": "M", "name": "process_sort_index", "ts": 0, "pid": 5, "tid": 0, "args": {"sort_index": 1e300}},
+        ], baseTimeNanoseconds=1e300)
+        b = self.trace("b.json", [{"ph": "X", "cat": "c", "name": "x", "ts": 1, "dur": 1, "pid": 3, "tid": 1}],
+                       baseTimeNanoseconds=1000)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", a, b, "-o", out)
+        self.assertIn("events written", r.stdout, r.stderr)
+        with open(out) as f:
+            merged = json.load(f)
+        for e in merged["traceEvents"]:
+            pid = e.get("pid")
+            if isinstance(pid, (int, float)):
+                self.assertEqual(pid // 100000000, {"a.json": 1, "b.json": 2}[self.source_of(merged, pid)], e)
+            if isinstance(e.get("id"), (int, float)):
+                self.assertTrue(0 <= e["id"] < 2 ** 42, e)
+            if e.get("name") == "process_sort_index":
+                self.assertEqual(e["args"]["sort_index"], 1e300)
+        strings = [e["pid"] for e in merged["traceEvents"] if isinstance(e.get("pid"), str)]
+        self.assertIn("rank 0: 1e+30", strings)
+        self.assertIn("rank 0: -1", strings)
+        self.assertIn("rank 0: 1099511627776", strings)
+        self.assertEqual(merged["baseTimeNanoseconds"], 0)  # a's base is not an integer: treated as absent
+
+    @staticmethod
+    def source_of(merged, pid):
+        block = int(pid) // 100000000
+        return os.path.basename(merged["libprof_merge"]["inputs"][block - 1]["file"])
+
+    def test_merge_refuses_bases_too_far_apart_and_writes_nothing(self):
+        a = self.trace("a.json", [], baseTimeNanoseconds=9000000000000000000)
+        b = self.trace("b.json", [], baseTimeNanoseconds=-9000000000000000000)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", a, b, "-o", out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("a.json: baseTimeNanoseconds", r.stderr)
+        self.assertFalse(os.path.exists(out))
+        self.assertEqual(os.listdir(self.tmp), ["a.json", "b.json"], "a temporary file was left behind")
+
+    def test_merge_names_every_unreadable_input_and_writes_nothing(self):
+        bad = self.write("bad.json", '{"traceEvents": [,]}')
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", bad, os.path.join(self.tmp, "missing.json"), self.good, "-o", out)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("rule strict-json: " + bad, r.stderr)
+        self.assertIn("missing.json: No such file", r.stderr)
+        self.assertFalse(os.path.exists(out))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,11 +1,13 @@
 // `prof merge FILE... -o OUT`
 #include <cstdio>
+#include <exception>
+#include <memory>
 
 #include "exporters/atomic_file.h"
 #include "exporters/gzip_sink.h"
 #include "tools/prof/commands.h"
 #include "tools/prof/merge.h"
-#include "tools/prof/trace_io.h"
+#include "tools/prof/json_stream.h"
 #include "tools/prof/validate.h"
 
 namespace prof::tool {
@@ -19,26 +21,18 @@ block per input), flow ids stay distinct, and times share the earliest
 baseTimeNanoseconds. OUT ending in .gz is gzip-compressed. The result is
 validated (as `prof validate`) before it is written; exit status 0 when it
 was written and is valid, 1 otherwise.
+
+  --max-unpacked-mb N   refuse an input larger than N MB once gunzipped
+                        (default 16384)
+
+Inputs are streamed (read three times: their headers, the merged events
+validated, then written), so memory does not grow with their size beyond
+what validation holds. Every input that cannot be read is named, and then
+nothing is written.
 )";
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-bool WriteJson(const nlohmann::json& doc, const std::string& path, std::string* error) {
-  std::string text = doc.dump(-1, ' ', /*ensure_ascii=*/false, nlohmann::json::error_handler_t::replace);
-  text += '\n';
-  AtomicFile file(PosixFileSystem(), path);
-  bool ok = file.Open();
-  if (ok && EndsWith(path, ".gz")) {
-    GzipSink zipped(file);
-    ok = zipped.Append(text.data(), text.size()) && zipped.Finish();
-  } else if (ok) {
-    ok = file.Append(text.data(), text.size());
-  }
-  ok = ok && file.Commit();
-  if (!ok) *error = file.error().empty() ? "writing " + path + " failed" : file.error();
-  return ok;
 }
 
 }  // namespace
@@ -49,7 +43,8 @@ int MergeCommand(const Args& args) {
     return 0;
   }
   std::string out;
-  std::vector<MergeInput> inputs;
+  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
+  std::vector<MergeSource> sources;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-o" || args[i] == "--output") {
       if (i + 1 >= args.size()) {
@@ -59,36 +54,70 @@ int MergeCommand(const Args& args) {
       out = args[++i];
       continue;
     }
-    inputs.push_back({args[i], {}});
+    if (args[i] == "--max-unpacked-mb") {
+      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
+        std::fprintf(stderr, "prof merge: --max-unpacked-mb needs a whole number of MB\n");
+        return 2;
+      }
+      ++i;
+      continue;
+    }
+    std::string path = args[i];
+    sources.push_back({path, [path, &max_unpacked](std::string* error) {
+                         return OpenFileSource(path, max_unpacked, error);
+                       }});
   }
-  if (out.empty() || inputs.empty()) {
+  if (out.empty() || sources.empty()) {
     std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
     return 2;
   }
-  size_t total = 0;
-  for (MergeInput& in : inputs) {
-    std::string error;
-    if (!LoadTrace(in.path, &in.trace, &error)) {
-      std::fprintf(stderr, "prof merge: %s\n", error.c_str());
-      return 1;
-    }
-    if (in.trace.contains("traceEvents")) total += in.trace["traceEvents"].size();
-  }
-  nlohmann::json merged;
+  // Written under a temporary name and renamed into place once whole: the
+  // output never exists half-written, and an input that fails on a later
+  // pass leaves nothing behind.
+  AtomicFile file(PosixFileSystem(), out);
+  std::unique_ptr<GzipSink> zipped;
+  MergeReport report;
   std::string error;
-  if (!MergeTraces(&inputs, &merged, &error)) {
-    std::fprintf(stderr, "prof merge: %s\n", error.c_str());
+  bool ok = false;
+  try {
+    ok = file.Open();
+    ByteSink* sink = &file;
+    if (ok && EndsWith(out, ".gz")) {
+      zipped = std::make_unique<GzipSink>(file);
+      sink = zipped.get();
+    }
+    auto validated = [](const MergeReport& r) {
+      for (const std::string& e : r.validation.errors) {
+        std::fprintf(stderr, "prof merge: invalid result: %s\n", e.c_str());
+      }
+      return true;  // written all the same, and the exit status says it is invalid
+    };
+    if (ok) {
+      ok = StreamMerge(sources, *sink, &report, &error, validated);
+      if (!ok && error.empty()) error = file.error();
+    } else {
+      error = file.error();
+    }
+    ok = ok && sink->Finish() && file.Commit();
+    if (!ok && error.empty()) error = file.error().empty() ? "writing " + out + " failed" : file.error();
+  } catch (const std::exception& e) {
+    ok = false;
+    error = e.what();
+  }
+  if (!ok) {
+    file.Abort();
+    for (size_t start = 0; start <= error.size();) {
+      size_t nl = error.find('\n', start);
+      if (nl == std::string::npos) nl = error.size();
+      std::fprintf(stderr, "prof merge: %s\n", error.substr(start, nl - start).c_str());
+      start = nl + 1;
+    }
     return 1;
   }
-  ValidateResult result = ValidateTrace(merged);
-  for (const std::string& e : result.errors) std::fprintf(stderr, "prof merge: invalid result: %s\n", e.c_str());
-  if (!WriteJson(merged, out, &error)) {
-    std::fprintf(stderr, "prof merge: %s\n", error.c_str());
-    return 1;
-  }
-  std::printf("%s: %zu inputs, %zu input events, %zu events written%s\n", out.c_str(), inputs.size(), total,
-              merged["traceEvents"].size(), result.ok() ? "" : " (INVALID, see above)");
-  return result.ok() ? 0 : 1;
+  std::printf("%s: %zu inputs, %llu input events, %llu events written%s\n", out.c_str(), sources.size(),
+              static_cast<unsigned long long>(report.input_events),
+              static_cast<unsigned long long>(report.events_written), report.validation.ok() ? "" : " (INVALID, see above)");
+  return report.validation.ok() ? 0 : 1;
 }
 
 }  // namespace prof::tool

@@ -1,11 +1,13 @@
 // `prof summary FILE...`: the summary exporter run on windows read back from
 // traces; with several windows, a table comparing them follows.
 #include <cstdio>
+#include <exception>
 
 #include "exporters/format.h"
 #include "exporters/summary.h"
 #include "exporters/text_table.h"
 #include "tools/prof/commands.h"
+#include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"
 #include "tools/prof/trace_io.h"
 #include "tools/prof/trace_to_window.h"
@@ -19,7 +21,16 @@ Recomputes the summary of each window from its saved trace (.pt.trace.json or
 .json.gz; a `prof merge` output is split back into its ranks) with the same
 code the agent uses for .summary.txt, and prints it. With several windows
 (several files, several ranks) a table comparing them follows.
-Exit status 0, or 1 when a file could not be read.
+Exit status 0, or 1 when a file could not be read (it is named, and the
+others are still read).
+
+  --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
+                        (default 16384)
+
+The file is read as a stream: what is held is the window in the agent's own
+fixed-size records (about 64 bytes per CUDA call and 128 per GPU record),
+not the JSON; events the summary does not use (cpu_op, python_function...)
+are not held.
 )";
 
 struct Row {
@@ -54,33 +65,54 @@ int SummaryCommand(const Args& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  if (args.empty()) {
+  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
+  std::vector<std::string> paths;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--max-unpacked-mb") {
+      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
+        std::fprintf(stderr, "prof summary: --max-unpacked-mb needs a whole number of MB\n");
+        return 2;
+      }
+      ++i;
+    } else {
+      paths.push_back(args[i]);
+    }
+  }
+  if (paths.empty()) {
     std::fprintf(stderr, "prof summary: no files given\n%s", kHelp);
     return 2;
   }
   int status = 0;
   std::vector<Row> rows;
-  for (const std::string& path : args) {
-    nlohmann::json trace;
+  for (const std::string& path : paths) {
+    std::vector<Window> windows;
     std::string error;
-    if (!LoadTrace(path, &trace, &error)) {
+    bool read = false;
+    // Whatever goes wrong with one file is reported with its name, and the
+    // next file is still read.
+    try {
+      read = ReadWindows(path, max_unpacked, &windows, &error);
+    } catch (const std::exception& e) {
+      error = path + ": " + e.what();
+    }
+    if (!read) {
       std::fprintf(stderr, "prof summary: %s\n", error.c_str());
       status = 1;
       continue;
     }
-    std::vector<nlohmann::json> parts;
-    if (!SplitMerged(trace, &parts)) parts.push_back(std::move(trace));
-    for (size_t i = 0; i < parts.size(); ++i) {
-      Window window;
-      if (!TraceToWindow(parts[i], &window, &error)) {
-        std::fprintf(stderr, "prof summary: %s: %s\n", path.c_str(), error.c_str());
+    for (size_t i = 0; i < windows.size(); ++i) {
+      try {
+        Row row{windows.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(windows[i])};
+        windows[i] = Window();
+        std::printf("%s==> %s <==\n%s", rows.empty() ? "" : "\n", row.label.c_str(),
+                    RenderSummary(row.summary).c_str());
+        rows.push_back(std::move(row));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "prof summary: %s: %s\n", path.c_str(), e.what());
         status = 1;
-        continue;
       }
-      Row row{parts.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(window)};
-      std::printf("%s==> %s <==\n%s", rows.empty() ? "" : "\n", row.label.c_str(), RenderSummary(row.summary).c_str());
-      rows.push_back(std::move(row));
     }
+    std::fflush(stdout);
   }
   if (rows.size() > 1) Compare(rows);
   return status;

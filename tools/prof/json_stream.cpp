@@ -71,7 +71,9 @@ bool IsWs(int c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 class Parser {
  public:
-  explicit Parser(ByteSource* source) : source_(source), buf_(1 << 20) {}
+  explicit Parser(ByteSource* source) : source_(source), storage_(new char[kBufferBytes]), buf_(storage_.get()) {}
+  // Parses text in memory: no buffer, no copy.
+  explicit Parser(std::string_view text) : buf_(text.data()), end_(text.size()), eof_(true) {}
 
   bool failed() const { return !error_.empty(); }
   const std::string& error() const { return error_; }
@@ -105,7 +107,7 @@ class Parser {
 
   bool Fail(const std::string& what) {
     if (error_.empty()) {
-      error_ = source_->error().empty() ? "syntax error at byte " + std::to_string(consumed()) + ": " + what
+      error_ = !source_ || source_->error().empty() ? "syntax error at byte " + std::to_string(consumed()) + ": " + what
                                         : source_->error();
     }
     end_ = pos_;  // stop
@@ -140,7 +142,7 @@ class Parser {
         ++pos_;
       }
       if (out) {
-        out->append(buf_.data() + start, pos_ - start);
+        out->append(buf_ + start, pos_ - start);
         if (out->size() > kMaxValueBytes) return Fail("a string longer than " + std::to_string(kMaxValueBytes >> 20) + " MB");
       }
       int c = Get();
@@ -175,7 +177,7 @@ class Parser {
     consumed_ += end_;
     pos_ = end_ = 0;
     capture_from_ = 0;
-    long n = source_->Read(buf_.data(), buf_.size());
+    long n = source_->Read(storage_.get(), kBufferBytes);
     if (n < 0) {
       eof_ = true;
       Fail("read error");
@@ -190,7 +192,7 @@ class Parser {
   }
 
   void FlushCapture() {
-    if (pos_ > capture_from_) doc_->raw.append(buf_.data() + capture_from_, pos_ - capture_from_);
+    if (pos_ > capture_from_) doc_->raw.append(buf_ + capture_from_, pos_ - capture_from_);
     capture_from_ = pos_;
   }
   uint32_t RawPos() const { return static_cast<uint32_t>(doc_->raw.size() + (pos_ - capture_from_)); }
@@ -285,12 +287,57 @@ class Parser {
     return true;
   }
 
+  // The number grammar over [s, e): the token's length, or 0 when it is
+  // malformed; `open` when it may continue past e.
+  static size_t ScanNumber(const char* s, const char* e, bool* integer, bool* open) {
+    const char* p = s;
+    *open = false;
+    *integer = true;
+    auto digit = [&]() { return p < e && *p >= '0' && *p <= '9'; };
+    auto at_end = [&]() { return p == e ? (*open = true) : false; };
+    if (p < e && *p == '-') ++p;
+    if (at_end()) return 0;
+    if (*p == '0') {
+      ++p;
+    } else if (digit()) {
+      while (digit()) ++p;
+    } else {
+      return 0;
+    }
+    if (at_end()) return 0;
+    if (*p == '.') {
+      *integer = false;
+      ++p;
+      if (!digit()) return at_end(), 0;
+      while (digit()) ++p;
+      if (at_end()) return 0;
+    }
+    if (*p == 'e' || *p == 'E') {
+      *integer = false;
+      ++p;
+      if (p < e && (*p == '+' || *p == '-')) ++p;
+      if (!digit()) return at_end(), 0;
+      while (digit()) ++p;
+      if (at_end()) return 0;
+    }
+    return static_cast<size_t>(p - s);
+  }
+
   bool ParseNumber(JsonDoc::Node* node) {
+    bool integer, open;
+    size_t n = ScanNumber(buf_ + pos_, buf_ + end_, &integer, &open);
+    if (!open) {
+      if (n == 0) return Fail("invalid number");
+      std::string_view token(buf_ + pos_, n);
+      pos_ += n;
+      return StoreNumber(token, integer, node);
+    }
+    // The token runs past the buffer (or the input ends inside it).
     token_.clear();
     auto digits = [this]() {
-      size_t n = 0;
-      for (int c = Peek(); c >= '0' && c <= '9'; c = Peek()) token_.push_back(static_cast<char>(Get())), ++n;
-      return n;
+      size_t count = 0;
+      for (int c = Peek(); c >= '0' && c <= '9'; c = Peek()) token_.push_back(static_cast<char>(Get())), ++count;
+      return count;
     };
     if (Peek() == '-') token_.push_back(static_cast<char>(Get()));
     int first = Peek();
@@ -301,7 +348,7 @@ class Parser {
     } else {
       return Fail("invalid number");
     }
-    bool integer = true;
+    integer = true;
     if (Peek() == '.') {
       integer = false;
       token_.push_back(static_cast<char>(Get()));
@@ -313,23 +360,37 @@ class Parser {
       if (Peek() == '+' || Peek() == '-') token_.push_back(static_cast<char>(Get()));
       if (digits() == 0) return Fail("invalid number");
     }
+    std::string token = token_;
+    return StoreNumber(token, integer, node);
+  }
+
+  bool StoreNumber(std::string_view token, bool integer, JsonDoc::Node* node) {
     double value = 0;
-    auto [ptr, ec] = std::from_chars(token_.data(), token_.data() + token_.size(), value);
-    (void)ptr;
-    if (ec == std::errc::result_out_of_range) {
-      // Underflow rounds to zero (as strtod); overflow is refused, as
-      // nlohmann's parser refuses it.
-      if (!std::isfinite(std::strtod(token_.c_str(), nullptr))) return Fail("number overflow: " + token_);
-      value = std::strtod(token_.c_str(), nullptr);
-    } else if (ec != std::errc() || !std::isfinite(value)) {
-      return Fail("number overflow: " + token_);
+    size_t digits = token.size() - (token[0] == '-');
+    if (integer && digits <= 15) {
+      // Exact in a double: no conversion routine needed.
+      int64_t v = 0;
+      for (char c : token.substr(token[0] == '-')) v = v * 10 + (c - '0');
+      value = static_cast<double>(token[0] == '-' ? -v : v);
+    } else {
+      auto [ptr, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+      (void)ptr;
+      if (ec == std::errc::result_out_of_range) {
+        // Underflow rounds to zero (as strtod); overflow is refused, as
+        // nlohmann's parser refuses it.
+        std::string copy(token);
+        value = std::strtod(copy.c_str(), nullptr);
+        if (!std::isfinite(value)) return Fail("number overflow: " + copy);
+      } else if (ec != std::errc() || !std::isfinite(value)) {
+        return Fail("number overflow: " + std::string(token));
+      }
     }
     if (node) {
       node->integer = integer;
       node->number = value;
       node->str_off = static_cast<uint32_t>(doc_->text.size());
-      node->str_len = static_cast<uint32_t>(token_.size());
-      doc_->text += token_;
+      node->str_len = static_cast<uint32_t>(token.size());
+      doc_->text += token;
     }
     return true;
   }
@@ -439,8 +500,10 @@ class Parser {
     }
   }
 
-  ByteSource* source_;
-  std::vector<char> buf_;
+  static constexpr size_t kBufferBytes = 1 << 20;
+  ByteSource* source_ = nullptr;
+  std::unique_ptr<char[]> storage_;
+  const char* buf_;
   size_t pos_ = 0, end_ = 0;
   uint64_t consumed_ = 0;
   bool eof_ = false;
@@ -608,8 +671,7 @@ std::string JsonValue::Dump() const {
 }
 
 bool ParseJson(std::string_view text, JsonDoc* doc, std::string* error) {
-  StringSource source(text);
-  Parser p(&source);
+  Parser p(text);
   p.SkipWs();
   if (!p.ParseValue(doc) || !p.AtEnd()) {
     if (!p.failed()) p.Fail("unexpected text after the value");

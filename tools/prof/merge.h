@@ -5,9 +5,15 @@
 // shifted so all inputs share the earliest baseTimeNanoseconds.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "exporters/byte_sink.h"
+#include "tools/prof/json_stream.h"
+#include "tools/prof/validate.h"
 
 namespace prof::tool {
 
@@ -26,5 +32,31 @@ bool SplitMerged(const nlohmann::json& merged, std::vector<nlohmann::json>* trac
 
 // Pid block size: larger than Linux's pid_max (2^22).
 inline constexpr int64_t kMergePidBlock = 100000000;
+// Flow ids of input `slot` are slot << kMergeFlowIdBits | id, for integer
+// ids in [0, 2^40); any other id becomes the string "<slot>:<id>".
+inline constexpr int kMergeFlowIdBits = 40;
+
+// One input of a streaming merge: a name for messages and the `libprof_merge`
+// block, and how to (re)open its bytes (it is read three times).
+struct MergeSource {
+  std::string path;
+  std::function<std::unique_ptr<ByteSource>(std::string* error)> open;
+};
+
+struct MergeReport {
+  uint64_t input_events = 0;
+  uint64_t events_written = 0;
+  ValidateResult validation;
+};
+
+// The streaming merge: reads each input's top-level members (first pass),
+// validates the merged events as they will be written (second pass), then
+// writes them to `out` (third pass); `validated` is called between the second
+// and third with the result, and may return false to write nothing. Memory:
+// the validator's (see TraceValidator) plus each input's top-level members;
+// never the events. False with `error` when an input cannot be read (every
+// unreadable input is named in `error`, one per line).
+bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
+                 const std::function<bool(const MergeReport&)>& validated = nullptr);
 
 }  // namespace prof::tool

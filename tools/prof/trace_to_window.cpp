@@ -2,37 +2,102 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <type_traits>
 #include <unordered_map>
+
+#include "tools/prof/json_stream.h"
+#include "tools/prof/merge.h"
 
 #include "exporters/cuda_names.h"
 
 namespace prof::tool {
 namespace {
 
-using nlohmann::json;
+// Numbers from a trace are converted without undefined behaviour: a value a
+// field cannot hold is treated as absent.
 
-// µs (possibly fractional, possibly absolute epoch µs) -> whole ns.
-uint64_t ToNs(const json& us) {
-  if (us.is_number_unsigned()) return us.get<uint64_t>() * 1000;
-  if (us.is_number_integer()) return static_cast<uint64_t>(std::max<int64_t>(0, us.get<int64_t>())) * 1000;
-  if (us.is_number()) return static_cast<uint64_t>(std::llround(std::max(0.0, us.get<double>()) * 1000.0));
-  return 0;
+// µs (possibly fractional, possibly absolute epoch µs) -> whole ns,
+// saturating at INT64_MAX.
+uint64_t ToNs(const JsonValue& us) {
+  if (!us.is_number()) return 0;
+  uint64_t u;
+  int64_t i;
+  if (us.is_integer() && us.ToUint64(&u)) return u * 1000;  // wraps as before for > 1.8e16 µs
+  if (us.is_integer() && us.ToInt64(&i)) return 0;         // negative
+  double ns = std::max(0.0, us.number()) * 1000.0;
+  if (!(ns < 9.2e18)) return static_cast<uint64_t>(INT64_MAX);
+  return static_cast<uint64_t>(std::llround(ns));
 }
 
+// As a document's get<int64_t>(): integers exactly (above INT64_MAX: modulo
+// 2^64), fractions truncated; out-of-range floats give the fallback.
+int64_t IntOf(const JsonValue& v, int64_t fallback) {
+  if (!v.is_number()) return fallback;
+  int64_t i;
+  uint64_t u;
+  if (v.is_integer() && v.ToInt64(&i)) return i;
+  if (v.is_integer() && v.ToUint64(&u)) return static_cast<int64_t>(u);
+  double d = v.number();
+  if (d > -9223372036854775808.0 && d < 9223372036854775808.0) return static_cast<int64_t>(d);
+  return fallback;
+}
+
+// A number (or bool) converted to T as a static_cast would, when T can
+// hold its integer part; otherwise `fallback`.
 template <typename T>
-T Arg(const json& e, const char* key, T fallback) {
-  if (!e.contains("args") || !e["args"].is_object()) return fallback;
-  const json& args = e["args"];
-  auto it = args.find(key);
-  if (it == args.end() || it->is_null()) return fallback;
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
+T NumOf(const JsonValue& v, T fallback) {
+  if (v.is_bool()) return static_cast<T>(v.boolean());
+  if (!v.is_number()) return fallback;
+  int64_t i;
+  uint64_t u;
+  if (v.is_integer() && v.ToInt64(&i)) return static_cast<T>(i);
+  if (v.is_integer() && v.ToUint64(&u)) return static_cast<T>(u);
+  double d = v.number();
+  if constexpr (std::is_same_v<T, bool>) {
+    return d != 0;
+  } else {
+    if (d > static_cast<double>(std::numeric_limits<T>::min()) - 1.0 &&
+        d < static_cast<double>(std::numeric_limits<T>::max()) + 1.0) {
+      return static_cast<T>(d);
+    }
     return fallback;
   }
 }
 
-int64_t IntOf(const json& v, int64_t fallback) { return v.is_number() ? v.get<int64_t>() : fallback; }
+JsonValue ArgOf(const JsonValue& e, const char* key) {
+  JsonValue args = e.Get("args");
+  if (!args.is_object()) return {};
+  JsonValue v = args.Get(key);
+  return v.is_null() ? JsonValue() : v;
+}
+template <typename T>
+T Arg(const JsonValue& e, const char* key, T fallback) {
+  return NumOf<T>(ArgOf(e, key), fallback);
+}
+std::string StrArg(const JsonValue& e, const char* key, const std::string& fallback) {
+  JsonValue v = ArgOf(e, key);
+  return v.is_string() ? std::string(v.str()) : fallback;
+}
+bool BoolArg(const JsonValue& e, const char* key, bool fallback) {
+  JsonValue v = ArgOf(e, key);
+  return v.is_bool() ? v.boolean() : fallback;
+}
+std::string StrOf(const JsonValue& obj, const char* key, const std::string& fallback) {
+  JsonValue v = obj.Get(key);
+  return v.is_string() ? std::string(v.str()) : fallback;
+}
+bool BoolOf(const JsonValue& obj, const char* key, bool fallback) {
+  JsonValue v = obj.Get(key);
+  return v.is_bool() ? v.boolean() : fallback;
+}
+int64_t IntMember(const JsonValue& obj, const char* key, int64_t fallback) {
+  JsonValue v = obj.Get(key);
+  return v.valid() ? IntOf(v, fallback) : fallback;
+}
 
 // Index of `name` in `names` (as cuda_names.cpp spells them), or fallback.
 template <typename NameOf>
@@ -43,143 +108,34 @@ uint8_t Lookup(const std::string& name, NameOf name_of, int count, uint8_t fallb
   return fallback;
 }
 
+// An event of a `prof merge` output mapped back onto its input: its own
+// pid, and its times shifted back by `shift_ns`.
+struct Unmerge {
+  bool active = false;
+  int64_t pid = 0;
+  int64_t shift_ns = 0;
+};
+
 class Reader {
  public:
   explicit Reader(Window* w) : w_(*w) { w_.strings.assign(1, ""); }
 
-  bool Read(const json& trace, std::string* error) {
-    if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
-      *error = "no traceEvents array";
-      return false;
-    }
-    ReadMeta(trace);
-    for (const json& e : trace["traceEvents"]) {
-      if (e.is_object()) ReadEvent(e);
-    }
-    Finish(trace);
-    return true;
-  }
-
- private:
-  uint32_t Intern(const std::string& s) {
-    auto [it, inserted] = ids_.try_emplace(s, static_cast<uint32_t>(w_.strings.size()));
-    if (inserted) w_.strings.push_back(s);
-    return it->second;
-  }
-
-  void ReadMeta(const json& t) {
-    WindowMeta& m = w_.meta;
-    // baseTimeNanoseconds: times become ns since it, and it is the offset to
-    // the epoch. Kineto traces without it carry absolute epoch µs.
-    m.epoch_offset_ns = t.contains("baseTimeNanoseconds") ? IntOf(t["baseTimeNanoseconds"], 0) : 0;
-    if (t.contains("distributedInfo") && t["distributedInfo"].is_object()) {
-      const json& d = t["distributedInfo"];
-      m.rank = static_cast<int>(IntOf(d.value("rank", json(0)), 0));
-      m.world_size = static_cast<int>(IntOf(d.value("world_size", json(1)), 1));
-      m.rank_known = d.contains("rank");
-    }
-    m.name = t.value("traceName", std::string());
-    m.has_gpu_timings = true;
-    m.cupti_mode = "unknown (not a libprof trace)";
-    if (t.contains("deviceProperties") && t["deviceProperties"].is_array()) {
-      for (const json& d : t["deviceProperties"]) {
-        DeviceProps p;
-        p.id = static_cast<int>(IntOf(d.value("id", json(0)), 0));
-        p.name = d.value("name", std::string());
-        p.total_global_mem = static_cast<uint64_t>(IntOf(d.value("totalGlobalMem", json(0)), 0));
-        p.compute_major = static_cast<int>(IntOf(d.value("computeMajor", json(0)), 0));
-        p.compute_minor = static_cast<int>(IntOf(d.value("computeMinor", json(0)), 0));
-        p.sm_count = static_cast<int>(IntOf(d.value("numSms", json(0)), 0));
-        p.warp_size = static_cast<int>(IntOf(d.value("warpSize", json(32)), 32));
-        p.max_threads_per_block = static_cast<int>(IntOf(d.value("maxThreadsPerBlock", json(0)), 0));
-        p.max_threads_per_sm = static_cast<int>(IntOf(d.value("maxThreadsPerMultiprocessor", json(0)), 0));
-        p.max_blocks_per_sm = static_cast<int>(IntOf(d.value("maxBlocksPerMultiprocessor", json(0)), 0));
-        p.max_regs_per_block = static_cast<int>(IntOf(d.value("regsPerBlock", json(0)), 0));
-        p.max_regs_per_sm = static_cast<int>(IntOf(d.value("regsPerMultiprocessor", json(0)), 0));
-        p.max_shared_per_block = static_cast<int>(IntOf(d.value("sharedMemPerBlock", json(0)), 0));
-        p.max_shared_per_sm = static_cast<int>(IntOf(d.value("sharedMemPerMultiprocessor", json(0)), 0));
-        w_.devices.push_back(p);
-      }
-    }
-    if (!t.contains("libprof") || !t["libprof"].is_object()) return;
-    const json& l = t["libprof"];
+  // What reading events needs from the "libprof" member.
+  void Prime(const JsonValue& l) {
+    if (!l.is_object()) return;
     libprof_ = true;
-    m.libprof_version = l.value("version", std::string());
-    m.name = l.value("name", m.name);
-    m.hostname = l.value("hostname", std::string());
-    m.pid = static_cast<int>(IntOf(l.value("pid", json(0)), 0));
-    m.rank_known = l.value("rank_known", m.rank_known);
-    m.cupti_mode = l.value("cupti_mode", std::string());
-    m.has_gpu_timings = l.value("gpu_timings", true);
-    m.cuda_runtime_version = static_cast<int>(IntOf(l.value("cuda_runtime_version", json(0)), 0));
-    m.cuda_driver_version = static_cast<int>(IntOf(l.value("cuda_driver_version", json(0)), 0));
-    m.cupti_api_version = static_cast<uint32_t>(IntOf(l.value("cupti_api_version", json(0)), 0));
-    if (l.contains("window") && l["window"].is_object()) {
-      const json& win = l["window"];
-      m.first_step = static_cast<uint64_t>(IntOf(win.value("first_step", json(0)), 0));
-      m.last_step = static_cast<uint64_t>(IntOf(win.value("last_step", json(0)), 0));
-      m.partial = win.value("partial", false);
-      m.partial_reason = win.value("partial_reason", std::string());
-      // Window bounds are epoch ns; back onto this trace's clock.
-      m.start_ns = FromEpoch(IntOf(win.value("start_ns", json(0)), 0));
-      m.end_ns = FromEpoch(IntOf(win.value("end_ns", json(0)), 0));
-    }
-    if (l.contains("losses") && l["losses"].is_object()) {
-      const json& x = l["losses"];
-      auto get = [&x](const char* k) { return static_cast<uint64_t>(IntOf(x.value(k, json(0)), 0)); };
-      m.losses = {get("host_events_dropped"),    get("device_records_dropped"), get("cupti_records_dropped"),
-                  get("device_records_missing"), get("unknown_activity_kinds"), get("alloc_samples_dropped")};
-    }
-    if (l.contains("config") && l["config"].is_object()) {
-      for (auto& [k, v] : l["config"].items()) m.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
-    }
-    if (l.contains("steps") && l["steps"].is_array()) {
-      for (const json& s : l["steps"]) {
-        if (!s.is_array() || s.size() < 3) continue;
-        w_.steps.push_back({static_cast<uint64_t>(IntOf(s[0], 0)), Rel(IntOf(s[1], 0)), Rel(IntOf(s[2], 0))});
-      }
-      have_steps_ = true;
-    }
-    if (l.contains("live_at_end") && l["live_at_end"].is_object() && l["live_at_end"].contains("rows")) {
-      for (const json& r : l["live_at_end"]["rows"]) {
-        if (!r.is_array() || r.size() < 6) continue;
-        LiveAllocation a{};
-        a.ptr = static_cast<uint64_t>(IntOf(r[0], 0));
-        a.bytes = static_cast<uint64_t>(IntOf(r[1], 0));
-        a.alloc_ns = Rel(IntOf(r[2], 0));
-        a.api = ApiOf(r[3].is_string() ? r[3].get<std::string>() : "");
-        a.device = static_cast<int16_t>(IntOf(r[4], -1));
-        a.mem_kind = static_cast<uint8_t>(IntOf(r[5], 0));
-        w_.live_at_end.push_back(a);
-      }
-    }
+    w_.meta.pid = static_cast<int>(IntMember(l, "pid", 0));
+    have_steps_ = l.Get("steps").is_array();
   }
 
-  uint64_t Rel(int64_t ns) const { return ns > 0 ? static_cast<uint64_t>(ns) : 0; }
-  uint64_t FromEpoch(int64_t epoch_ns) const {
-    return epoch_ns > w_.meta.epoch_offset_ns ? static_cast<uint64_t>(epoch_ns - w_.meta.epoch_offset_ns) : 0;
-  }
-  static uint16_t ApiOf(const std::string& name) {
-    ApiId id = ApiId::kCount;
-    ApiFromName(name, &id);
-    return static_cast<uint16_t>(id);
-  }
-
-  // Start and end in ns; the true duration when the slice was clipped.
-  static std::pair<uint64_t, uint64_t> Span(const json& e) {
-    uint64_t start = ToNs(e.value("ts", json(0)));
-    uint64_t dur = ToNs(e.contains("args") && e["args"].is_object() && e["args"].contains("unclipped dur")
-                            ? e["args"]["unclipped dur"]
-                            : e.value("dur", json(0)));
-    return {start, start + dur};
-  }
-
-  void ReadEvent(const json& e) {
-    const std::string ph = e.value("ph", std::string());
-    const std::string cat = e.value("cat", std::string());
-    const std::string name = e.value("name", std::string());
+  void ReadEvent(const JsonValue& e, const Unmerge& fix) {
+    fix_ = fix;
+    const std::string ph = StrOf(e, "ph", "");
+    const std::string cat = StrOf(e, "cat", "");
+    const std::string name = StrOf(e, "name", "");
     if (ph == "M") {
-      if (name == "thread_name" && IntOf(e.value("pid", json(-1)), -1) == w_.meta.pid) ReadThreadName(e);
+      int64_t pid = fix.active ? fix.pid : IntMember(e, "pid", -1);
+      if (name == "thread_name" && pid == w_.meta.pid) ReadThreadName(e);
       return;
     }
     if (ph == "i" && name == "[memory]") return ReadMemory(e);
@@ -197,120 +153,17 @@ class Reader {
         }
         return;
       }
-      if (Arg<std::string>(e, "source", "") == "nvtx" || !libprof_) {
-        NvtxRange r{start, end, Intern(name), static_cast<uint32_t>(IntOf(e.value("tid", json(0)), 0)),
-                    Arg<uint32_t>(e, "depth", 0), 0};
+      if (StrArg(e, "source", "") == "nvtx" || !libprof_) {
+        NvtxRange r{start, end, Intern(name), static_cast<uint32_t>(IntMember(e, "tid", 0)), Arg<uint32_t>(e, "depth", 0),
+                    0};
         w_.nvtx_ranges.push_back(r);
       }
     }
   }
 
-  void ReadThreadName(const json& e) {
-    std::string label = Arg<std::string>(e, "name", "");
-    // "thread <tid> (<name>)" -> name
-    auto open = label.find(" (");
-    if (open == std::string::npos || label.back() != ')') return;
-    w_.thread_names.emplace_back(static_cast<uint32_t>(IntOf(e.value("tid", json(0)), 0)),
-                                 label.substr(open + 2, label.size() - open - 3));
-  }
-
-  void ReadApiCall(const json& e, const std::string& cat, const std::string& name, uint64_t start, uint64_t end) {
-    ApiId id;
-    uint32_t tid = static_cast<uint32_t>(IntOf(e.value("tid", json(0)), 0));
-    uint32_t correlation = Arg<uint32_t>(e, "correlation", 0);
-    if (Arg<std::string>(e, "source", "") != "cupti" && ApiFromName(name, &id)) {
-      HostEvent h{};
-      h.start_ns = start;
-      h.end_ns = end;
-      h.bytes = Arg<uint64_t>(e, "bytes", 0);
-      h.correlation_id = correlation;
-      h.tid = tid;
-      h.result = Arg<int32_t>(e, "result", 0);
-      h.api = static_cast<uint16_t>(id);
-      h.device = static_cast<int16_t>(Arg<int>(e, "device", -1));
-      h.copy_kind = static_cast<uint8_t>(Arg<int>(e, "cudaMemcpyKind", 0));
-      h.flags = cat == "cuda_driver" ? kHostEventDriver : kHostEventNone;
-      if (Arg<bool>(e, "via cuGetProcAddress", false)) h.flags |= kHostEventViaProcAddr;
-      w_.host_events.push_back(h);
-      return;
-    }
-    // A call libprof does not intercept (or a CUPTI API record): keep it for
-    // the API table and for flows, as the agent would have.
-    DeviceRecord r{};
-    r.start_ns = start;
-    r.end_ns = end;
-    r.correlation_id = correlation;
-    r.name_id = Intern(name);
-    r.cbid = Arg<uint32_t>(e, "cbid", 0);
-    r.thread_id = tid;
-    r.kind = static_cast<uint8_t>(cat == "cuda_driver" ? DeviceKind::kDriverApi : DeviceKind::kRuntimeApi);
-    w_.device_records.push_back(r);
-  }
-
-  void ReadDeviceWork(const json& e, const std::string& cat, const std::string& name, uint64_t start, uint64_t end) {
-    DeviceRecord r{};
-    r.start_ns = start;
-    r.end_ns = end;
-    r.correlation_id = Arg<uint32_t>(e, "correlation", 0);
-    r.device_id = static_cast<uint32_t>(Arg<int64_t>(e, "device", IntOf(e.value("pid", json(0)), 0)));
-    r.context_id = Arg<uint32_t>(e, "context", 0);
-    int64_t stream = Arg<int64_t>(e, "stream", IntOf(e.value("tid", json(0)), 0));
-    r.stream_id = stream < 0 ? kCuptiInvalidStream : static_cast<uint32_t>(stream);
-    r.graph_id = Arg<uint32_t>(e, "graph id", 0);
-    r.bytes = Arg<uint64_t>(e, "bytes", 0);
-    if (cat == "kernel") {
-      r.kind = static_cast<uint8_t>(DeviceKind::kKernel);
-      r.name_id = Intern(name);
-      auto dims = [&e](const char* key, int32_t* out) {
-        std::vector<int32_t> v = Arg<std::vector<int32_t>>(e, key, {});
-        for (size_t i = 0; i < 3; ++i) out[i] = i < v.size() ? v[i] : 1;
-      };
-      dims("grid", r.grid);
-      dims("block", r.block);
-      r.registers_per_thread = Arg<uint32_t>(e, "registers per thread", 0);
-      r.static_shared_bytes = Arg<uint32_t>(e, "shared memory", 0);
-    } else if (cat == "gpu_memcpy") {
-      r.kind = static_cast<uint8_t>(DeviceKind::kMemcpy);
-      ParseCopyName(name, &r);
-    } else if (cat == "gpu_memset") {
-      r.kind = static_cast<uint8_t>(DeviceKind::kMemset);
-      auto open = name.find('(');
-      if (open != std::string::npos) {
-        r.dst_kind = Lookup(name.substr(open + 1, name.size() - open - 2), MemoryKindName, 8, 0);
-      }
-    } else {
-      r.kind = static_cast<uint8_t>(DeviceKind::kSync);
-      std::string kind = Arg<std::string>(e, "cuda_sync_kind", name);
-      r.cbid = Lookup(kind, [](uint8_t i) { return SyncKindName(i); }, 5, 0);
-    }
-    w_.device_records.push_back(r);
-  }
-
-  // "Memcpy HtoD (Pageable -> Device)"
-  static void ParseCopyName(const std::string& name, DeviceRecord* r) {
-    auto space = name.find(' ');
-    auto open = name.find(" (");
-    auto arrow = name.find(" -> ");
-    if (space == std::string::npos || open == std::string::npos || arrow == std::string::npos) return;
-    r->copy_kind = Lookup(name.substr(space + 1, open - space - 1), MemcpyKindName, 11, 0);
-    r->src_kind = Lookup(name.substr(open + 2, arrow - open - 2), MemoryKindName, 8, 0);
-    r->dst_kind = Lookup(name.substr(arrow + 4, name.size() - arrow - 5), MemoryKindName, 8, 0);
-  }
-
-  void ReadMemory(const json& e) {
-    AllocSample a{};
-    a.ts_ns = ToNs(e.value("ts", json(0)));
-    a.ptr = Arg<uint64_t>(e, "Addr", 0);
-    a.delta_bytes = Arg<int64_t>(e, "Bytes", 0);
-    a.total_bytes = Arg<uint64_t>(e, "Total Allocated", 0);
-    a.tid = static_cast<uint32_t>(IntOf(e.value("tid", json(0)), 0));
-    a.api = ApiOf(Arg<std::string>(e, "api", ""));
-    a.device = static_cast<int16_t>(Arg<int>(e, "Device Id", -1));
-    a.mem_kind = static_cast<uint8_t>(Arg<int>(e, "mem kind", 0));
-    w_.alloc_samples.push_back(a);
-  }
-
-  void Finish(const json& t) {
+  // `top`: the trace's top-level members other than traceEvents.
+  void Finish(const JsonValue& top) {
+    ReadMeta(top);
     auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
     std::stable_sort(w_.host_events.begin(), w_.host_events.end(), by_start);
     std::stable_sort(w_.device_records.begin(), w_.device_records.end(), by_start);
@@ -329,20 +182,451 @@ class Reader {
       });
       if (m.name.empty()) m.name = "trace";
     }
-    (void)t;
+  }
+
+ private:
+  uint32_t Intern(const std::string& s) {
+    auto [it, inserted] = ids_.try_emplace(s, static_cast<uint32_t>(w_.strings.size()));
+    if (inserted) w_.strings.push_back(s);
+    return it->second;
+  }
+
+  void ReadMeta(const JsonValue& t) {
+    WindowMeta& m = w_.meta;
+    // baseTimeNanoseconds: times become ns since it, and it is the offset to
+    // the epoch. Kineto traces without it carry absolute epoch µs.
+    m.epoch_offset_ns = IntMember(t, "baseTimeNanoseconds", 0);
+    JsonValue d = t.Get("distributedInfo");
+    if (d.is_object()) {
+      m.rank = static_cast<int>(IntMember(d, "rank", 0));
+      m.world_size = static_cast<int>(IntMember(d, "world_size", 1));
+      m.rank_known = d.Has("rank");
+    }
+    m.name = StrOf(t, "traceName", "");
+    m.has_gpu_timings = true;
+    m.cupti_mode = "unknown (not a libprof trace)";
+    JsonValue props = t.Get("deviceProperties");
+    for (JsonValue dev = props.is_array() ? props.first() : JsonValue(); dev.valid(); dev = props.next(dev)) {
+      DeviceProps p;
+      auto get = [&dev](const char* key, int64_t fallback) {
+        return dev.is_object() ? IntMember(dev, key, fallback) : fallback;
+      };
+      p.id = static_cast<int>(get("id", 0));
+      p.name = dev.is_object() ? StrOf(dev, "name", "") : "";
+      p.total_global_mem = static_cast<uint64_t>(get("totalGlobalMem", 0));
+      p.compute_major = static_cast<int>(get("computeMajor", 0));
+      p.compute_minor = static_cast<int>(get("computeMinor", 0));
+      p.sm_count = static_cast<int>(get("numSms", 0));
+      p.warp_size = static_cast<int>(get("warpSize", 32));
+      p.max_threads_per_block = static_cast<int>(get("maxThreadsPerBlock", 0));
+      p.max_threads_per_sm = static_cast<int>(get("maxThreadsPerMultiprocessor", 0));
+      p.max_blocks_per_sm = static_cast<int>(get("maxBlocksPerMultiprocessor", 0));
+      p.max_regs_per_block = static_cast<int>(get("regsPerBlock", 0));
+      p.max_regs_per_sm = static_cast<int>(get("regsPerMultiprocessor", 0));
+      p.max_shared_per_block = static_cast<int>(get("sharedMemPerBlock", 0));
+      p.max_shared_per_sm = static_cast<int>(get("sharedMemPerMultiprocessor", 0));
+      w_.devices.push_back(p);
+    }
+    JsonValue l = t.Get("libprof");
+    if (!l.is_object()) return;
+    m.libprof_version = StrOf(l, "version", "");
+    m.name = StrOf(l, "name", m.name);
+    m.hostname = StrOf(l, "hostname", "");
+    m.pid = static_cast<int>(IntMember(l, "pid", 0));
+    m.rank_known = BoolOf(l, "rank_known", m.rank_known);
+    m.cupti_mode = StrOf(l, "cupti_mode", "");
+    m.has_gpu_timings = BoolOf(l, "gpu_timings", true);
+    m.cuda_runtime_version = static_cast<int>(IntMember(l, "cuda_runtime_version", 0));
+    m.cuda_driver_version = static_cast<int>(IntMember(l, "cuda_driver_version", 0));
+    m.cupti_api_version = static_cast<uint32_t>(IntMember(l, "cupti_api_version", 0));
+    JsonValue win = l.Get("window");
+    if (win.is_object()) {
+      m.first_step = static_cast<uint64_t>(IntMember(win, "first_step", 0));
+      m.last_step = static_cast<uint64_t>(IntMember(win, "last_step", 0));
+      m.partial = BoolOf(win, "partial", false);
+      m.partial_reason = StrOf(win, "partial_reason", "");
+      // Window bounds are epoch ns; back onto this trace's clock.
+      m.start_ns = FromEpoch(IntMember(win, "start_ns", 0));
+      m.end_ns = FromEpoch(IntMember(win, "end_ns", 0));
+    }
+    JsonValue x = l.Get("losses");
+    if (x.is_object()) {
+      auto get = [&x](const char* k) { return static_cast<uint64_t>(IntMember(x, k, 0)); };
+      m.losses = {get("host_events_dropped"),    get("device_records_dropped"), get("cupti_records_dropped"),
+                  get("device_records_missing"), get("unknown_activity_kinds"), get("alloc_samples_dropped")};
+    }
+    JsonValue config = l.Get("config");
+    for (JsonValue v = config.is_object() ? config.first() : JsonValue(); v.valid(); v = config.next(v)) {
+      m.config.emplace_back(std::string(v.key()), v.is_string() ? std::string(v.str()) : v.Dump());
+    }
+    JsonValue steps = l.Get("steps");
+    for (JsonValue s = steps.is_array() ? steps.first() : JsonValue(); s.valid(); s = steps.next(s)) {
+      if (!s.is_array() || s.size() < 3) continue;
+      JsonValue a = s.first(), b = s.next(a), c = s.next(b);
+      w_.steps.push_back({static_cast<uint64_t>(IntOf(a, 0)), Rel(IntOf(b, 0)), Rel(IntOf(c, 0))});
+    }
+    JsonValue live = l.Get("live_at_end");
+    JsonValue rows = live.is_object() ? live.Get("rows") : JsonValue();
+    for (JsonValue r = rows.is_array() ? rows.first() : JsonValue(); r.valid(); r = rows.next(r)) {
+      if (!r.is_array() || r.size() < 6) continue;
+      JsonValue f[6];
+      f[0] = r.first();
+      for (int i = 1; i < 6; ++i) f[i] = r.next(f[i - 1]);
+      LiveAllocation a{};
+      a.ptr = static_cast<uint64_t>(IntOf(f[0], 0));
+      a.bytes = static_cast<uint64_t>(IntOf(f[1], 0));
+      a.alloc_ns = Rel(IntOf(f[2], 0));
+      a.api = ApiOf(f[3].is_string() ? std::string(f[3].str()) : "");
+      a.device = static_cast<int16_t>(IntOf(f[4], -1));
+      a.mem_kind = static_cast<uint8_t>(IntOf(f[5], 0));
+      w_.live_at_end.push_back(a);
+    }
+  }
+
+  uint64_t Rel(int64_t ns) const { return ns > 0 ? static_cast<uint64_t>(ns) : 0; }
+  uint64_t FromEpoch(int64_t epoch_ns) const {
+    return epoch_ns > w_.meta.epoch_offset_ns
+               ? static_cast<uint64_t>(epoch_ns) - static_cast<uint64_t>(w_.meta.epoch_offset_ns)
+               : 0;
+  }
+  static uint16_t ApiOf(const std::string& name) {
+    ApiId id = ApiId::kCount;
+    ApiFromName(name, &id);
+    return static_cast<uint16_t>(id);
+  }
+
+  // A timestamp, shifted back onto its input's clock for a merged trace
+  // (as the merge shifted it: whole ns, three decimals of µs).
+  uint64_t TimeNs(const JsonValue& ts) const {
+    if (!fix_.active || fix_.shift_ns == 0 || !ts.is_number()) return ToNs(ts);
+    double shifted = std::round(ts.number() * 1000.0 - static_cast<double>(fix_.shift_ns)) / 1000.0;
+    double ns = std::max(0.0, shifted) * 1000.0;
+    if (!(ns < 9.2e18)) return static_cast<uint64_t>(INT64_MAX);
+    return static_cast<uint64_t>(std::llround(ns));
+  }
+
+  // Start and end in ns; the true duration when the slice was clipped.
+  std::pair<uint64_t, uint64_t> Span(const JsonValue& e) const {
+    uint64_t start = TimeNs(e.Get("ts"));
+    uint64_t dur = ToNs(e.Get("args").is_object() && e.Get("args").Has("unclipped dur") ? e.Get("args").Get("unclipped dur")
+                                                                                          : e.Get("dur"));
+    return {start, start + dur};
+  }
+
+  void ReadThreadName(const JsonValue& e) {
+    std::string label = StrArg(e, "name", "");
+    // "thread <tid> (<name>)" -> name
+    auto open = label.find(" (");
+    if (open == std::string::npos || label.back() != ')') return;
+    w_.thread_names.emplace_back(static_cast<uint32_t>(IntMember(e, "tid", 0)),
+                                 label.substr(open + 2, label.size() - open - 3));
+  }
+
+  void ReadApiCall(const JsonValue& e, const std::string& cat, const std::string& name, uint64_t start, uint64_t end) {
+    ApiId id;
+    uint32_t tid = static_cast<uint32_t>(IntMember(e, "tid", 0));
+    uint32_t correlation = Arg<uint32_t>(e, "correlation", 0);
+    if (StrArg(e, "source", "") != "cupti" && ApiFromName(name, &id)) {
+      HostEvent h{};
+      h.start_ns = start;
+      h.end_ns = end;
+      h.bytes = Arg<uint64_t>(e, "bytes", 0);
+      h.correlation_id = correlation;
+      h.tid = tid;
+      h.result = Arg<int32_t>(e, "result", 0);
+      h.api = static_cast<uint16_t>(id);
+      h.device = static_cast<int16_t>(Arg<int>(e, "device", -1));
+      h.copy_kind = static_cast<uint8_t>(Arg<int>(e, "cudaMemcpyKind", 0));
+      h.flags = cat == "cuda_driver" ? kHostEventDriver : kHostEventNone;
+      if (BoolArg(e, "via cuGetProcAddress", false)) h.flags |= kHostEventViaProcAddr;
+      w_.host_events.push_back(h);
+      return;
+    }
+    // A call libprof does not intercept (or a CUPTI API record): keep it for
+    // the API table and for flows, as the agent would have.
+    DeviceRecord r{};
+    r.start_ns = start;
+    r.end_ns = end;
+    r.correlation_id = correlation;
+    r.name_id = Intern(name);
+    r.cbid = Arg<uint32_t>(e, "cbid", 0);
+    r.thread_id = tid;
+    r.kind = static_cast<uint8_t>(cat == "cuda_driver" ? DeviceKind::kDriverApi : DeviceKind::kRuntimeApi);
+    w_.device_records.push_back(r);
+  }
+
+  void ReadDeviceWork(const JsonValue& e, const std::string& cat, const std::string& name, uint64_t start,
+                      uint64_t end) {
+    DeviceRecord r{};
+    r.start_ns = start;
+    r.end_ns = end;
+    r.correlation_id = Arg<uint32_t>(e, "correlation", 0);
+    int64_t pid = fix_.active ? fix_.pid : IntMember(e, "pid", 0);
+    r.device_id = static_cast<uint32_t>(Arg<int64_t>(e, "device", pid));
+    r.context_id = Arg<uint32_t>(e, "context", 0);
+    int64_t stream = Arg<int64_t>(e, "stream", IntMember(e, "tid", 0));
+    r.stream_id = stream < 0 ? kCuptiInvalidStream : static_cast<uint32_t>(stream);
+    r.graph_id = Arg<uint32_t>(e, "graph id", 0);
+    r.bytes = Arg<uint64_t>(e, "bytes", 0);
+    if (cat == "kernel") {
+      r.kind = static_cast<uint8_t>(DeviceKind::kKernel);
+      r.name_id = Intern(name);
+      auto dims = [&e](const char* key, int32_t* out) {
+        // As a document's get<std::vector<int32_t>>: all numbers, or none.
+        JsonValue v = ArgOf(e, key);
+        std::vector<int32_t> values;
+        for (JsonValue c = v.is_array() ? v.first() : JsonValue(); c.valid(); c = v.next(c)) {
+          if (!c.is_number() && !c.is_bool()) {
+            values.clear();
+            break;
+          }
+          values.push_back(NumOf<int32_t>(c, 1));
+        }
+        for (size_t i = 0; i < 3; ++i) out[i] = i < values.size() ? values[i] : 1;
+      };
+      dims("grid", r.grid);
+      dims("block", r.block);
+      r.registers_per_thread = Arg<uint32_t>(e, "registers per thread", 0);
+      r.static_shared_bytes = Arg<uint32_t>(e, "shared memory", 0);
+    } else if (cat == "gpu_memcpy") {
+      r.kind = static_cast<uint8_t>(DeviceKind::kMemcpy);
+      ParseCopyName(name, &r);
+    } else if (cat == "gpu_memset") {
+      r.kind = static_cast<uint8_t>(DeviceKind::kMemset);
+      auto open = name.find('(');
+      if (open != std::string::npos && name.size() >= open + 2) {
+        r.dst_kind = Lookup(name.substr(open + 1, name.size() - open - 2), MemoryKindName, 8, 0);
+      }
+    } else {
+      r.kind = static_cast<uint8_t>(DeviceKind::kSync);
+      std::string kind = StrArg(e, "cuda_sync_kind", name);
+      r.cbid = Lookup(kind, [](uint8_t i) { return SyncKindName(i); }, 5, 0);
+    }
+    w_.device_records.push_back(r);
+  }
+
+  // "Memcpy HtoD (Pageable -> Device)"
+  static void ParseCopyName(const std::string& name, DeviceRecord* r) {
+    auto space = name.find(' ');
+    auto open = name.find(" (");
+    auto arrow = name.find(" -> ");
+    if (space == std::string::npos || open == std::string::npos || arrow == std::string::npos) return;
+    if (open < space + 1 || arrow < open + 2 || name.size() < arrow + 5) return;
+    r->copy_kind = Lookup(name.substr(space + 1, open - space - 1), MemcpyKindName, 11, 0);
+    r->src_kind = Lookup(name.substr(open + 2, arrow - open - 2), MemoryKindName, 8, 0);
+    r->dst_kind = Lookup(name.substr(arrow + 4, name.size() - arrow - 5), MemoryKindName, 8, 0);
+  }
+
+  void ReadMemory(const JsonValue& e) {
+    AllocSample a{};
+    a.ts_ns = TimeNs(e.Get("ts"));
+    a.ptr = Arg<uint64_t>(e, "Addr", 0);
+    a.delta_bytes = Arg<int64_t>(e, "Bytes", 0);
+    a.total_bytes = Arg<uint64_t>(e, "Total Allocated", 0);
+    a.tid = static_cast<uint32_t>(IntMember(e, "tid", 0));
+    a.api = ApiOf(StrArg(e, "api", ""));
+    a.device = static_cast<int16_t>(Arg<int>(e, "Device Id", -1));
+    a.mem_kind = static_cast<uint8_t>(Arg<int>(e, "mem kind", 0));
+    w_.alloc_samples.push_back(a);
   }
 
   Window& w_;
   std::unordered_map<std::string, uint32_t> ids_;
   bool libprof_ = false;
   bool have_steps_ = false;
+  Unmerge fix_;
 };
+
+// Streams a trace into Readers: one, or one per input of a merged trace.
+class WindowsHandler : public TraceStreamHandler {
+ public:
+  // `known`: top-level members from an earlier pass (for members that
+  // came after the events).
+  explicit WindowsHandler(std::map<std::string, std::string> known) : members_(std::move(known)) {}
+
+  void Member(std::string_view key, const JsonValue& value) override {
+    std::string k(key);
+    if (events_seen_ && (k == "libprof" || k == "libprof_merge" || k == "baseTimeNanoseconds") && !members_.count(k)) {
+      late_ = true;
+    }
+    members_[k] = std::string(value.raw());
+  }
+
+  void EventsBegin(bool is_array) override {
+    events_seen_ = true;
+    is_array_ = is_array;
+    readers_.clear();
+    windows_.clear();
+    slot_docs_.clear();
+    merged_ = false;
+    auto merge = members_.find("libprof_merge");
+    JsonDoc merge_doc;
+    std::string ignored;
+    if (merge != members_.end() && ParseJson(merge->second, &merge_doc, &ignored)) {
+      merged_ = true;
+      SetUpSlots(JsonValue(&merge_doc, 0));
+      return;
+    }
+    windows_.resize(1);
+    readers_.push_back(std::make_unique<Reader>(&windows_[0]));
+    JsonDoc libprof;
+    auto l = members_.find("libprof");
+    if (l != members_.end() && ParseJson(l->second, &libprof, &ignored)) readers_[0]->Prime(JsonValue(&libprof, 0));
+  }
+
+  void Event(uint64_t, const JsonValue& e) override {
+    if (!merged_) {
+      if (e.is_object()) readers_[0]->ReadEvent(e, Unmerge{});
+      return;
+    }
+    // Inverse of the merge: pid blocks name the input.
+    if (!e.is_object()) return;
+    JsonValue pid = e.Get("pid");
+    int64_t p;
+    if (!pid.is_number() || !pid.ToInt64(&p) || p < kMergePidBlock) return;  // string pids hold nothing read here
+    size_t slot = static_cast<size_t>(p / kMergePidBlock - 1);
+    if (slot >= readers_.size()) return;
+    if (e.StringOr("ph", "") == "M" && e.StringOr("name", "") == "process_labels") return;
+    Unmerge fix;
+    fix.active = true;
+    fix.pid = p % kMergePidBlock;
+    fix.shift_ns = shifts_[slot];
+    readers_[slot]->ReadEvent(e, fix);
+  }
+  void EventsEnd(uint64_t) override {}
+
+  bool Finish(std::vector<Window>* windows, std::string* error) {
+    if (!is_array_) {
+      *error = "no traceEvents array";
+      return false;
+    }
+    std::string ignored;
+    if (merged_) {
+      for (size_t slot = 0; slot < readers_.size(); ++slot) {
+        JsonDoc top;
+        if (!ParseJson(slot_docs_[slot], &top, &ignored)) top.Clear();
+        readers_[slot]->Finish(top.nodes.empty() ? JsonValue() : JsonValue(&top, 0));
+      }
+    } else {
+      std::string text = "{";
+      for (const auto& [key, raw] : members_) {
+        if (text.size() > 1) text += ',';
+        AppendJsonString(&text, key);
+        text += ':';
+        text += raw;
+      }
+      text += '}';
+      JsonDoc top;
+      if (!ParseJson(text, &top, &ignored)) top.Clear();
+      readers_[0]->Finish(top.nodes.empty() ? JsonValue() : JsonValue(&top, 0));
+    }
+    *windows = std::move(windows_);
+    return true;
+  }
+
+  bool late() const { return late_; }
+  const std::map<std::string, std::string>& members() const { return members_; }
+
+ private:
+  // One reader per input of the merge, with the top-level members the
+  // input had (its rank, libprof block and baseTimeNanoseconds).
+  void SetUpSlots(const JsonValue& merge) {
+    JsonValue inputs = merge.is_object() ? merge.Get("inputs") : JsonValue();
+    JsonDoc merged_top;
+    std::string ignored, dist_raw = "{}";
+    int64_t world = 1, base = 0;
+    auto dist = members_.find("distributedInfo");
+    JsonDoc dist_doc;
+    if (dist != members_.end() && ParseJson(dist->second, &dist_doc, &ignored)) {
+      JsonValue d(&dist_doc, 0);
+      if (d.is_object()) world = IntMember(d, "world_size", 1);
+    }
+    auto b = members_.find("baseTimeNanoseconds");
+    JsonDoc base_doc;
+    if (b != members_.end() && ParseJson(b->second, &base_doc, &ignored)) base = IntOf(JsonValue(&base_doc, 0), 0);
+    auto props = members_.find("deviceProperties");
+    size_t n = 0;
+    for (JsonValue s = inputs.is_array() ? inputs.first() : JsonValue(); s.valid(); s = inputs.next(s)) ++n;
+    windows_.resize(n);
+    size_t slot = 0;
+    for (JsonValue s = inputs.is_array() ? inputs.first() : JsonValue(); s.valid(); s = inputs.next(s), ++slot) {
+      readers_.push_back(std::make_unique<Reader>(&windows_[slot]));
+      int64_t source_base = s.is_object() ? IntMember(s, "baseTimeNanoseconds", 0) : 0;
+      int64_t shift = 0;
+      if (__builtin_sub_overflow(source_base, base, &shift)) shift = 0;
+      shifts_.push_back(shift);
+      std::string text = "{\"distributedInfo\":{\"rank\":" +
+                         std::to_string(s.is_object() ? IntMember(s, "rank", 0) : 0) +
+                         ",\"world_size\":" + std::to_string(world) + "}";
+      if (props != members_.end()) text += ",\"deviceProperties\":" + props->second;
+      JsonValue l = s.is_object() ? s.Get("libprof") : JsonValue();
+      if (l.valid()) {
+        text += ",\"libprof\":" + std::string(l.raw());
+        readers_.back()->Prime(l);
+      }
+      text += ",\"baseTimeNanoseconds\":" + std::to_string(source_base) + "}";
+      slot_docs_.push_back(std::move(text));
+    }
+  }
+
+  std::map<std::string, std::string> members_;  // top-level members: raw JSON text
+  bool events_seen_ = false, is_array_ = false, late_ = false, merged_ = false;
+  std::vector<Window> windows_;
+  std::vector<std::unique_ptr<Reader>> readers_;
+  std::vector<int64_t> shifts_;
+  std::vector<std::string> slot_docs_;
+};
+
+bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string*)>& open, const std::string& label,
+                     std::vector<Window>* windows, std::string* error) {
+  std::map<std::string, std::string> known;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::unique_ptr<ByteSource> source = open(error);
+    if (!source) return false;
+    WindowsHandler handler(known);
+    TraceStreamResult read = StreamTrace(source.get(), &handler);
+    if (!read.ok) {
+      *error = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + label + ": " + read.error : read.error;
+      return false;
+    }
+    // The libprof block (or a merge's) after the events: read them again
+    // knowing it.
+    if (handler.late() && pass == 0) {
+      known = handler.members();
+      continue;
+    }
+    return handler.Finish(windows, error);
+  }
+  return false;
+}
 
 }  // namespace
 
+bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<Window>* windows,
+                 std::string* error) {
+  return ReadWindowsFrom([&](std::string* e) { return OpenFileSource(path, max_unpacked_bytes, e); }, path, windows,
+                         error);
+}
+
 bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* error) {
   *window = Window{};
-  return Reader(window).Read(trace, error);
+  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {
+    *error = "no traceEvents array";
+    return false;
+  }
+  // Read as a single trace even if it carries a merge's block: callers of
+  // this form split merged traces themselves (SplitMerged).
+  nlohmann::json copy = trace;
+  copy.erase("libprof_merge");
+  std::string text = copy.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::vector<Window> windows;
+  if (!ReadWindowsFrom([&](std::string*) { return MemorySource(text); }, "trace", &windows, error)) return false;
+  if (windows.size() != 1) {
+    *error = "no traceEvents array";
+    return false;
+  }
+  *window = std::move(windows[0]);
+  return true;
 }
 
 }  // namespace prof::tool

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "agent/window.h"
 
@@ -14,5 +15,14 @@ namespace prof::tool {
 
 // False with `error` when the trace has no traceEvents array.
 bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* error);
+
+// Streams a trace file (plain or gzip) into its windows: one, or one per
+// input of a `prof merge` output. What is held is the windows themselves,
+// in the agent's fixed-size records (64 bytes per CUDA call, 128 per GPU
+// record, 48 per allocation sample), never the JSON; events the summary
+// does not model (cpu_op, python_function, ...) are not held at all.
+// False with `error` ("rule strict-json: ..." for bad JSON).
+bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<Window>* windows,
+                 std::string* error);
 
 }  // namespace prof::tool
