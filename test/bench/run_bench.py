@@ -43,6 +43,17 @@ TARGETS = {
     "export_gzip_events_per_s": ("Chrome JSON gzip export, per core", ">=", 1e6),
     "kernel_event_bytes": ("kernel event bytes (excl. name) vs Kineto", "<=", None),  # target filled from Kineto
     "mem_over_bare_mb_256": ("memory over bare, PROF_BUFFER_MB=256 (default)", "<=", 256 + 32.0),
+    # Host-limited loop (host_loop.cu): CPU of every thread inside the loop,
+    # ratio to bare; one row per step source while waiting.
+    "host_wait_time_ratio": ("host loop, waiting, PROF_STEP=time:100ms / bare CPU", "<=", 1.01),
+    "host_wait_sync_ratio": ("host loop, waiting, PROF_STEP=sync / bare CPU", "<=", 1.01),
+    "host_wait_api_ratio": ("host loop, waiting, PROF_STEP=api:cudaStreamSynchronize / bare", "<=", 1.01),
+    "host_wait_kernel_ratio": ("host loop, waiting, PROF_STEP=kernel:host_k0 / bare CPU", "<=", 1.01),
+    "host_wait_nvtx_ratio": ("host loop, waiting, PROF_STEP=nvtx:host_step / bare CPU", "<=", 1.01),
+    "host_record_ratio": ("host loop, recording every step, in-loop CPU / bare", "<=", 1.35),
+    "host_record_writer_ns": ("host loop, recording: other threads' CPU per launch", "<=", 1000.0),
+    # Kineto, whole process: 8.31x (issue 13's side-by-side run): half of it.
+    "host_record_process_ratio": ("host loop, recording, whole-process CPU / bare", "<=", 8.31 / 2),
     # memory() adds one row per lowered cap.
 }
 INFO = {
@@ -66,7 +77,13 @@ INFO = {
     "e2e_record_wrapper_ns": "breakdown:   of which the wrapper + HostEvent (micro)",
     "e2e_record_host_app_cpu_ns": "breakdown:   app-thread CPU with runtime records only",
     "e2e_record_other_cpu_ns": "breakdown: recording, other threads' CPU per launch",
+    "host_bare_step_ns": "host loop, bare: CPU per step (all threads)",
+    "host_record_app_ns": "host loop, recording: app-thread CPU added per launch",
+    "host_record_wall_ratio": "host loop, recording: loop wall / bare",
 }
+# Callgrind (--callgrind): instructions per step inside the loop, all
+# threads, the simulator's spin-wait excluded; one row per variant.
+CG_VARIANTS = ["bare", "wait_time", "wait_sync", "wait_api", "wait_kernel", "wait_nvtx", "record"]
 
 
 PEAK_RSS = None  # path of bench_peak_rss, set in main()
@@ -181,6 +198,22 @@ def kineto_kernel_bytes(traces_dir):
     return sizes, fields
 
 
+def callgrind_loop_ir(path):
+    """(instructions in the loop dump, of which the simulator's spin-wait)."""
+    total = 0
+    with open(path) as f:
+        for line in f:
+            if line.startswith("summary:"):
+                total = int(line.split()[1])
+    p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no", "--threshold=100", path],
+                       capture_output=True, text=True)
+    spin = 0
+    for line in p.stdout.splitlines():
+        if "sim::WaitUntilNs" in line:
+            spin = max(spin, int(line.split()[0].replace(",", "")))
+    return total, spin
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", required=True)
@@ -188,7 +221,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=0, help="end-to-end rounds (default 5)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--only", help="comma list of steps: exporters,bench_wrappers,bench_window_end,"
-                    "end to end,memory")
+                    "end to end,memory,host loop,callgrind")
+    ap.add_argument("--host-steps", type=int, default=0, help="steps of the host-limited loop (default 20000)")
+    ap.add_argument("--host-rounds", type=int, default=0, help="interleaved rounds of the host loop (default 9)")
+    ap.add_argument("--callgrind", action="store_true",
+                    help="also count instructions per step of the host loop under valgrind --tool=callgrind "
+                    "(repeatable on a loaded machine; needs valgrind)")
+    ap.add_argument("--callgrind-steps", type=int, default=2000)
+    ap.add_argument("--keep-callgrind", help="directory to keep the callgrind.out files in")
     ap.add_argument("--require-agent", action="store_true",
                     help="fail when an agent figure cannot be produced (CTest sets it once the agent's "
                     "wrappers and runtime are in the tree; before that they are reported as skipped)")
@@ -377,6 +417,117 @@ def main():
             f"blocked/preempted switches in it per run: {', '.join(switches)}")
 
     step("memory", memory, needs_agent=True)
+
+    # --- the host-limited loop: waiting per step source, recording ---
+    host = os.path.join(bench_bin, "host_loop")
+    hbase = dict(base)
+    hbase["SIM_KERNEL_NS"] = "host_k=100"
+    host_steps = 200 if smoke else (args.host_steps or 20000)
+    host_rounds = 1 if smoke else (args.host_rounds or 9)
+
+    def host_variants(out_root):
+        def agent(name, **prof):
+            env = agent_env(hbase, libprof, os.path.join(out_root, name), **prof)
+            env["NVTX_INJECTION64_PATH"] = libprof  # as `prof run` sets it
+            return env
+        wait = dict(WAIT=10**9)
+        return {
+            "bare": hbase,
+            "wait_time": agent("wait_time", STEP="time:100ms", **wait),
+            "wait_sync": agent("wait_sync", STEP="sync", **wait),
+            "wait_api": agent("wait_api", STEP="api:cudaStreamSynchronize", **wait),
+            "wait_kernel": agent("wait_kernel", STEP="kernel:host_k0", **wait),
+            "wait_nvtx": agent("wait_nvtx", STEP="nvtx:host_step", **wait),
+            "record": agent("record", STEP="sync", WAIT=0, WARMUP=0, ACTIVE=2 if smoke else 10, REPEAT=0),
+        }
+
+    def host_loop():
+        if not os.path.exists(libprof) or not os.path.exists(host):
+            raise Failure("libprof.so or host_loop not built")
+        variants = host_variants(os.path.join(tmp, "host"))
+        names = list(variants)
+        runs = {n: [] for n in names}
+        written, lost = 0, {}
+        hargs = ["--steps", str(host_steps)]
+        for r in range(host_rounds):
+            for k in range(len(names)):
+                n = names[(k + r) % len(names)]
+                res, _, _, cpu_ns = run_workload_rss(host, hargs, variants[n], want_cpu=True)
+                runs[n].append((res, cpu_ns))
+                out = variants[n].get("PROF_OUTPUT_DIR")
+                if out and os.path.isdir(out):
+                    traces, losses = trace_losses(out)
+                    if n == "record":
+                        written += traces
+                        for key, v in losses.items():
+                            lost[key] = lost.get(key, 0) + v
+                    elif traces:
+                        raise Failure(f"{n}: a waiting run wrote {traces} trace(s)")
+                    shutil.rmtree(out)
+        launches = 4 * host_steps
+        allcpu = lambda v, i: runs[v][i][0]["loop_all_cpu_ns"]
+        appcpu = lambda v, i: runs[v][i][0]["loop_cpu_ns"]
+        proc = lambda v, i: runs[v][i][1]
+        wall = lambda v, i: runs[v][i][0]["loop_ns"]
+        rounds_ = range(host_rounds)
+        ratio = lambda f, v: [f(v, i) / f("bare", i) for i in rounds_]
+        note = (f"{host_steps} steps, {host_rounds} interleaved rounds, median of per-round ratios of in-loop CPU "
+                "(all threads); app-thread ratio %s")
+        for n in names[1:6]:
+            figures[f"host_{n}_ratio"] = dict(stats(ratio(allcpu, n)), unit="x",
+                                              note=note % ("%.4f" % statistics.median(ratio(appcpu, n))))
+        figures["host_record_ratio"] = dict(stats(ratio(allcpu, "record")), unit="x",
+                                            note=f"windows of 10 steps, repeat forever, chrome+summary; "
+                                            f"{written} windows written; losses {lost or 'none'}")
+        figures["host_record_process_ratio"] = dict(stats(ratio(proc, "record")), unit="x",
+                                                    note="whole process (wait4): start-up, loop, writing, exit")
+        figures["host_record_wall_ratio"] = dict(stats(ratio(wall, "record")), unit="x")
+        other = lambda v, i: allcpu(v, i) - appcpu(v, i)
+        figures["host_record_writer_ns"] = dict(
+            stats([(other("record", i) - other("bare", i)) / launches for i in rounds_]), unit="ns/launch",
+            note="in-loop CPU of the agent's threads (writer, agent thread) per recorded launch")
+        figures["host_record_app_ns"] = dict(
+            stats([(appcpu("record", i) - appcpu("bare", i)) / launches for i in rounds_]), unit="ns/launch")
+        figures["host_bare_step_ns"] = dict(stats([allcpu("bare", i) / host_steps for i in rounds_]), unit="ns/step",
+                                            note=f"load average at the end: {os.getloadavg()[0]:.1f} "
+                                            f"on {os.cpu_count()} CPUs")
+
+    step("host loop", host_loop, needs_agent=True)
+
+    def callgrind():
+        valgrind = shutil.which("valgrind")
+        if valgrind is None:
+            raise Failure("valgrind not installed (apt-get install valgrind)")
+        keep = args.keep_callgrind or os.path.join(tmp, "callgrind")
+        os.makedirs(keep, exist_ok=True)
+        variants = host_variants(os.path.join(tmp, "cg"))
+        cg_steps = 100 if smoke else args.callgrind_steps
+        ir = {}
+        for n in CG_VARIANTS:
+            out = os.path.join(keep, f"callgrind.{n}")
+            for old in os.listdir(keep):
+                if old.startswith(f"callgrind.{n}."):
+                    os.remove(os.path.join(keep, old))
+            p = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}.%p", host,
+                                "--steps", str(cg_steps), "--warmup-steps", "50"],
+                               env=variants[n], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise Failure(f"callgrind {n} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            parts = [f for f in os.listdir(keep) if f.startswith(f"callgrind.{n}.") and f.endswith(".1")]
+            if len(parts) != 1:
+                raise Failure(f"callgrind {n}: no loop dump (host_loop built without valgrind/callgrind.h?)")
+            total, spin = callgrind_loop_ir(os.path.join(keep, parts[0]))
+            ir[n] = (total - spin) / cg_steps
+            shutil.rmtree(variants[n].get("PROF_OUTPUT_DIR", "/nonexistent"), ignore_errors=True)
+        for n in CG_VARIANTS:
+            key = f"cg_{n}_ir"
+            INFO[key] = f"callgrind: {n.replace('_', ' ')}, Ir/step = {ir[n] / ir['bare']:.4f} x bare"
+            figures[key] = dict(stats([ir[n]]), unit="Ir/step",
+                                note=f"{cg_steps} steps; {ir[n] / ir['bare']:.4f} x bare; "
+                                "all threads inside the loop, sim::WaitUntilNs (the simulator's spin-wait) excluded")
+
+    if args.callgrind or (args.only and "callgrind" in args.only.split(",")):
+        step("callgrind", callgrind, needs_agent=True)
 
     shutil.rmtree(tmp, ignore_errors=True)
     print_table(figures, smoke)
