@@ -34,7 +34,17 @@ FAMILY_CALLS = ["cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "
                 "cudaOccupancyAvailableDynamicSMemPerBlock", "cudaLaunchHostFunc", "cudaStreamAddCallback",
                 "cudaMemPrefetchAsync", "cudaMemAdvise", "cudaMemPoolCreate", "cudaMemPoolSetAttribute",
                 "cudaMemPoolGetAttribute", "cudaMemPoolSetAccess", "cudaMemPoolGetAccess", "cudaMemPoolDestroy",
-                "cudaDeviceCanAccessPeer", "cudaDeviceEnablePeerAccess"]
+                "cudaDeviceCanAccessPeer", "cudaDeviceEnablePeerAccess", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+                "cudaMemcpyToSymbolAsync", "cudaGetSymbolAddress", "cudaGetSymbolSize", "cudaMallocArray",
+                "cudaMalloc3DArray", "cudaMemcpy2DToArray", "cudaMemcpy2DFromArray", "cudaMemcpy2DArrayToArray",
+                "cudaMemcpy3D", "cudaMemcpy3DAsync", "cudaMalloc3D", "cudaMemset3D", "cudaCreateTextureObject",
+                "cudaCreateSurfaceObject", "cudaDestroyTextureObject", "cudaFreeArray"]
+DRIVER_API = os.path.join(harness.WORKLOAD_DIR, "driver_api")
+DRIVER_ARGS = [DRIVER_API, "--cubin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.cubin"),
+               "--fatbin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.fatbin")]
+# CUpti_ActivityMemcpyKind and CUpti_ActivityMemoryKind (cupti_activity.h).
+HTOD, DTOH, HTOA, ATOH, ATOA, ATOD, DTOA, DTOD = 1, 2, 3, 4, 5, 6, 7, 8
+PAGEABLE, DEVICE, ARRAY, DEVICE_STATIC = 1, 3, 4, 6
 
 
 def load_truth(path):
@@ -76,6 +86,27 @@ class Bare(unittest.TestCase):
             covering = [s for s in syncs if s["stream"] == h["stream"] and s["correlation"] > h["correlation"]]
             self.assertTrue(covering, h)
             self.assertGreaterEqual(min(s["end_ns"] for s in covering), h["end_ns"])
+
+    def test_symbol_and_array_copies_are_recorded_as_cupti_documents(self):
+        copies = collections.defaultdict(set)
+        for t in self.truth:
+            if t["type"] == "memcpy":
+                copies[t["api"]].add((t["copy_kind"], t["src_kind"], t["dst_kind"], t["bytes"]))
+        # __device__ float g_table[256]; __constant__ int g_scale: static device memory.
+        self.assertIn((HTOD, PAGEABLE, DEVICE_STATIC, 1024), copies["cudaMemcpyToSymbol"])
+        self.assertIn((HTOD, PAGEABLE, DEVICE_STATIC, 64), copies["cudaMemcpyToSymbol"])  # 16 floats at an offset
+        self.assertIn((DTOH, DEVICE_STATIC, PAGEABLE, 4), copies["cudaMemcpyFromSymbol"])
+        self.assertIn((DTOD, DEVICE_STATIC, DEVICE, 1024), copies["cudaMemcpyFromSymbol"])
+        self.assertIn((DTOD, DEVICE, DEVICE_STATIC, 1024), copies["cudaMemcpyToSymbolAsync"])
+        # A 64 x 32 float array: HtoA/AtoH with the host, AtoD/DtoA with device memory, AtoA between arrays.
+        self.assertIn((HTOA, PAGEABLE, ARRAY, 8192), copies["cudaMemcpy2DToArray"])
+        self.assertIn((ATOH, ARRAY, PAGEABLE, 8192), copies["cudaMemcpy2DFromArray"])
+        self.assertIn((ATOD, ARRAY, DEVICE, 8192), copies["cudaMemcpy2DFromArray"])
+        self.assertIn((DTOA, DEVICE, ARRAY, 8192), copies["cudaMemcpy2DToArray"])
+        self.assertEqual(copies["cudaMemcpy2DArrayToArray"], {(ATOA, ARRAY, ARRAY, 8192)})
+        # 16 x 8 x 4 floats: bytes = the whole box, whatever the pitches.
+        self.assertEqual(copies["cudaMemcpy3D"], {(HTOA, PAGEABLE, ARRAY, 2048), (ATOD, ARRAY, DEVICE, 2048)})
+        self.assertEqual(copies["cudaMemcpy3DAsync"], {(DTOH, DEVICE, PAGEABLE, 2048)})
 
     def test_sync_records_span_driver_cost_and_wakeup(self):
         syncs = [t for t in self.truth if t["type"] == "sync" and t["sync_type"] in (2, 3, 4)]
@@ -136,6 +167,82 @@ class UnderAgent:
         for name in FAMILY_CALLS:
             self.assertGreater(truth[name], 0, name)
             self.assertEqual(calls[name], truth[name], name)
+
+
+class DriverApiBare(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(DRIVER_API):
+            raise unittest.SkipTest("driver_api not built")
+        cls.tmp = tempfile.TemporaryDirectory()
+        truth = os.path.join(cls.tmp.name, "truth.jsonl")
+        cls.proc = harness.run(DRIVER_ARGS + ["--iterations", "2"], harness.sim_env(SIM_TRUTH_FILE=truth))
+        cls.truth = load_truth(truth)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_module_context_link_and_copies_work_as_documented(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        for step in ("module", "copies", "link", "fatbin"):
+            self.assertIn(f"{step} ok", self.proc.stdout)
+
+    def test_work_carries_the_created_contexts_id(self):
+        primary = {t["context"] for t in self.truth if t["type"] == "mem_alloc"}
+        kernels = [t for t in self.truth if t["type"] == "kernel"]
+        self.assertEqual(len(kernels), 2 * 4)  # per iteration: 2 scale + 1 linked fill + 1 fat-binary scale
+        contexts = {k["context"] for k in kernels}
+        self.assertEqual(len(contexts), 2, "each iteration creates its own context")
+        self.assertTrue(contexts <= primary)
+        self.assertEqual({k["api"] for k in kernels}, {"cuLaunchKernel"})
+
+
+class DriverApiUnderAgent:
+    @classmethod
+    def setUpClass(cls):
+        if not (os.path.exists(DRIVER_API) and os.path.exists(harness.LIBPROF_SO)):
+            raise unittest.SkipTest("driver_api or libprof.so not built")
+        cls.tmp = tempfile.TemporaryDirectory()
+        out = os.path.join(cls.tmp.name, "out")
+        truth = os.path.join(cls.tmp.name, "truth.jsonl")
+        cls.bare = harness.run(DRIVER_ARGS, harness.sim_env())
+        cls.proc = harness.run(DRIVER_ARGS, harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, **cls.mode(),
+                                                           PROF_ACTIVITIES="kernel,memcpy,memset,runtime,sync,memory,driver",
+                                                           **ONE_WINDOW))
+        cls.truth = load_truth(truth)
+        cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def test_output_unchanged_and_device_records_equal_the_truth(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        self.assertEqual(self.proc.stdout, self.bare.stdout)
+        self.assertEqual(len(self.traces), 1, self.proc.stderr)
+        with open(self.traces[0]) as f:
+            events = json.load(f)["traceEvents"]
+        cats = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+        got = sorted((cats[e["cat"]], e["args"]["correlation"]) for e in events if e.get("cat") in cats)
+        want = sorted((t["type"], t["correlation"]) for t in self.truth if t["type"] in cats.values())
+        self.assertEqual(len([w for w in want if w[0] == "kernel"]), 4)
+        self.assertEqual(got, want)
+        launches = {e["args"]["correlation"] for e in events if e.get("name") == "cuLaunchKernel"}
+        kernels = {e["args"]["correlation"] for e in events if e.get("cat") == "kernel"}
+        self.assertEqual(kernels, launches)
+
+
+class DriverApiUnderPreload(DriverApiUnderAgent, unittest.TestCase):
+    @staticmethod
+    def mode():
+        return {"LD_PRELOAD": harness.LIBPROF_SO}
+
+
+class DriverApiUnderInjection(DriverApiUnderAgent, unittest.TestCase):
+    @staticmethod
+    def mode():
+        return {"CUDA_INJECTION64_PATH": harness.LIBPROF_SO}
 
 
 class UnderPreload(UnderAgent, unittest.TestCase):

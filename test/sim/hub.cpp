@@ -34,6 +34,8 @@ std::atomic<uint32_t> g_next_correlation{1};
 
 std::atomic<void*> g_context{nullptr};
 std::atomic<uint32_t> g_context_uid{0};
+thread_local void* t_context = nullptr;  // overrides g_context on this thread
+thread_local uint32_t t_context_uid = 0;
 
 // Reported clock: the client's timestamp callback, in whatever monotonic
 // unit it counts (ns, TSC ticks...). The map from sim ns to it is linear
@@ -181,6 +183,11 @@ void SetCurrentContext(void* context, uint32_t context_uid) {
   g_context_uid.store(context_uid);
 }
 
+void SetThreadApiContext(void* context, uint32_t context_uid) {
+  t_context = context;
+  t_context_uid = context_uid;
+}
+
 void FireResourceHook(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id) {
   if (SimResourceHook hook = g_resource_hook.load()) hook(is_destroy, context, context_uid, device_id);
 }
@@ -312,8 +319,8 @@ SIMHUB_EXPORT uint64_t simhub_to_reported_ns(uint64_t sim_ns) {
 
 SIMHUB_EXPORT void simhub_api_enter(SimApiSite* site) {
   site->correlation_id = sim::g_next_correlation.fetch_add(1, std::memory_order_relaxed);
-  site->context = sim::g_context.load();
-  site->context_uid = sim::g_context_uid.load();
+  site->context = sim::t_context ? sim::t_context : sim::g_context.load();
+  site->context_uid = sim::t_context ? sim::t_context_uid : sim::g_context_uid.load();
   site->thread_id = sim::ThreadId();
   site->process_id = static_cast<uint32_t>(getpid());
   site->start_ns = simhub_now_ns();

@@ -19,6 +19,9 @@ const char* OuterFunctionName();
 // Context the hub reports in SimApiSite (set by the driver when the primary
 // context is created or reset).
 void SetCurrentContext(void* context, uint32_t context_uid);
+// A context current on the calling thread only (cuCtxCreate/PushCurrent);
+// API sites report it instead of the primary. nullptr: the primary again.
+void SetThreadApiContext(void* context, uint32_t context_uid);
 void FireResourceHook(int is_destroy, void* context, uint32_t context_uid, uint32_t device_id);
 
 // Reports a graph event: graph hook plus its truth-log line.

@@ -197,13 +197,134 @@ void Peers() {
   cudaGetLastError();
 }
 
+__device__ float g_table[256];
+__constant__ int g_scale = 3;
+
+void Symbols() {
+  float host[256];
+  for (int i = 0; i < 256; ++i) host[i] = static_cast<float>(i);
+  CHECK(cudaMemcpyToSymbol(g_table, host, sizeof host));
+  CHECK(cudaMemcpyToSymbol(g_table, host + 64, 16 * sizeof(float), 64 * sizeof(float)));  // at an offset
+  float back[256] = {};
+  CHECK(cudaMemcpyFromSymbol(back, g_table, sizeof back));
+  REQUIRE(std::memcmp(host, back, sizeof back) == 0);
+  int scale = 0;
+  CHECK(cudaMemcpyFromSymbol(&scale, g_scale, sizeof scale));
+  REQUIRE(scale == 3);  // the image's initial value
+  void* address = nullptr;
+  size_t size = 0;
+  CHECK(cudaGetSymbolAddress(&address, g_table));
+  CHECK(cudaGetSymbolSize(&size, g_table));
+  REQUIRE(address != nullptr && size == sizeof host);
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, sizeof host));
+  CHECK(cudaMemcpyFromSymbol(d, g_table, sizeof host, 0, cudaMemcpyDeviceToDevice));
+  cudaStream_t stream;
+  CHECK(cudaStreamCreate(&stream));
+  CHECK(cudaMemcpyToSymbolAsync(g_table, d, sizeof host, 0, cudaMemcpyDeviceToDevice, stream));
+  CHECK(cudaMemcpyFromSymbolAsync(back, g_table, sizeof back, 0, cudaMemcpyDeviceToHost, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  EXPECT_ERROR(cudaMemcpyToSymbol(g_table, host, sizeof host, 4), cudaErrorInvalidValue);  // past its end
+  EXPECT_ERROR(cudaMemcpyToSymbol(host, host, 4), cudaErrorInvalidSymbol);  // not a device variable
+  cudaGetLastError();
+  CHECK(cudaStreamDestroy(stream));
+  CHECK(cudaFree(d));
+}
+
+__global__ void read_texture(cudaTextureObject_t tex, float* out) { out[threadIdx.x] = tex2D<float>(tex, threadIdx.x, 0); }
+
+void Arrays() {
+  const size_t width = 64, height = 32;
+  cudaChannelFormatDesc desc = cudaCreateChannelDesc(32, 0, 0, 0, cudaChannelFormatKindFloat);
+  cudaArray_t array = nullptr;
+  CHECK(cudaMallocArray(&array, &desc, width, height, cudaArraySurfaceLoadStore));
+  std::vector<float> host(width * height), back(width * height, 0.0f);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i);
+  const size_t row = width * sizeof(float);
+  CHECK(cudaMemcpy2DToArray(array, 0, 0, host.data(), row, row, height, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy2DFromArray(back.data(), row, array, 0, 0, row, height, cudaMemcpyDeviceToHost));
+  REQUIRE(host == back);
+  cudaChannelFormatDesc read_desc{};
+  cudaExtent extent{};
+  unsigned flags = 0;
+  CHECK(cudaArrayGetInfo(&read_desc, &extent, &flags, array));
+  REQUIRE(read_desc.x == 32 && read_desc.f == cudaChannelFormatKindFloat && extent.width == width &&
+          extent.height == height && (flags & cudaArraySurfaceLoadStore));
+  // Device <-> array and array <-> array.
+  float* d = nullptr;
+  size_t pitch = 0;
+  CHECK(cudaMallocPitch(&d, &pitch, row, height));
+  CHECK(cudaMemcpy2DFromArray(d, pitch, array, 0, 0, row, height, cudaMemcpyDeviceToDevice));
+  cudaArray_t copy = nullptr;
+  CHECK(cudaMallocArray(&copy, &desc, width, height));
+  CHECK(cudaMemcpy2DToArray(copy, 0, 0, d, pitch, row, height, cudaMemcpyDeviceToDevice));
+  CHECK(cudaMemcpy2DArrayToArray(copy, 0, 0, array, 0, 0, row, height, cudaMemcpyDeviceToDevice));
+  // Textures and surfaces.
+  cudaResourceDesc resource{};
+  resource.resType = cudaResourceTypeArray;
+  resource.res.array.array = array;
+  cudaTextureDesc texture{};
+  texture.addressMode[0] = texture.addressMode[1] = cudaAddressModeClamp;
+  texture.filterMode = cudaFilterModePoint;
+  cudaTextureObject_t tex = 0;
+  CHECK(cudaCreateTextureObject(&tex, &resource, &texture, nullptr));
+  read_texture<<<1, 32>>>(tex, d);
+  CHECK(cudaGetLastError());
+  cudaSurfaceObject_t surface = 0;
+  CHECK(cudaCreateSurfaceObject(&surface, &resource));
+  cudaResourceDesc no_ldst{};
+  no_ldst.resType = cudaResourceTypeArray;
+  no_ldst.res.array.array = copy;  // created without cudaArraySurfaceLoadStore
+  cudaSurfaceObject_t refused = 0;
+  EXPECT_ERROR(cudaCreateSurfaceObject(&refused, &no_ldst), cudaErrorInvalidValue);
+  cudaGetLastError();
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaDestroySurfaceObject(surface));
+  CHECK(cudaDestroyTextureObject(tex));
+  // 3D: a pitched allocation and a 3D array, copied both ways.
+  const cudaExtent volume{16 * sizeof(float), 8, 4};
+  cudaPitchedPtr pitched{};
+  CHECK(cudaMalloc3D(&pitched, volume));
+  CHECK(cudaMemset3D(pitched, 0, volume));
+  cudaArray_t array3d = nullptr;
+  CHECK(cudaMalloc3DArray(&array3d, &desc, cudaExtent{16, 8, 4}));
+  std::vector<float> cube(16 * 8 * 4), cube_back(cube.size(), 0.0f);
+  for (size_t i = 0; i < cube.size(); ++i) cube[i] = static_cast<float>(i) * 0.5f;
+  cudaMemcpy3DParms up{};
+  up.srcPtr = cudaPitchedPtr{cube.data(), 16 * sizeof(float), 16, 8};
+  up.dstArray = array3d;
+  up.extent = cudaExtent{16, 8, 4};  // elements of the array
+  up.kind = cudaMemcpyHostToDevice;
+  CHECK(cudaMemcpy3D(&up));
+  cudaMemcpy3DParms across{};
+  across.srcArray = array3d;
+  across.dstPtr = pitched;
+  across.extent = cudaExtent{16, 8, 4};
+  across.kind = cudaMemcpyDeviceToDevice;
+  CHECK(cudaMemcpy3D(&across));
+  cudaMemcpy3DParms down{};
+  down.srcPtr = pitched;
+  down.dstPtr = cudaPitchedPtr{cube_back.data(), 16 * sizeof(float), 16, 8};
+  down.extent = volume;  // bytes: no array takes part
+  down.kind = cudaMemcpyDeviceToHost;
+  CHECK(cudaMemcpy3DAsync(&down, 0));
+  CHECK(cudaDeviceSynchronize());
+  REQUIRE(cube == cube_back);
+  CHECK(cudaFreeArray(array3d));
+  CHECK(cudaFree(pitched.ptr));
+  CHECK(cudaFreeArray(copy));
+  CHECK(cudaFreeArray(array));
+  CHECK(cudaFree(d));
+}
+
 struct Family {
   const char* name;
   void (*run)();
 };
 const Family kFamilies[] = {
     {"profiler", Profiler}, {"device", DeviceSettings}, {"functions", Functions}, {"host_functions", HostFunctions},
-    {"managed", Managed},   {"pools", Pools},           {"peers", Peers},
+    {"managed", Managed},   {"pools", Pools},           {"peers", Peers},           {"symbols", Symbols},
+    {"arrays", Arrays},
 };
 
 }  // namespace

@@ -13,6 +13,7 @@ namespace sim {
 namespace {
 
 thread_local CUstream_st* t_per_thread_stream = nullptr;
+thread_local CUctx_st* t_context = nullptr;  // a created context current on this thread
 
 constexpr size_t kAlignment = 256;  // cudaMalloc's guarantee
 
@@ -235,12 +236,21 @@ void Device::ResetPrimaryContext() {
   SetCurrentContext(nullptr, 0);
 }
 
+void Device::SetThreadContext(CUctx_st* context) {
+  t_context = context;
+  SetThreadApiContext(context, context ? context->uid : 0);
+}
+
+CUctx_st* Device::ThreadContext() { return t_context; }
+
 CUcontext Device::CurrentContext() {
+  if (t_context) return t_context;
   std::lock_guard<std::mutex> lock(mutex_);
   return context_alive_ ? &context_ : nullptr;
 }
 
 uint32_t Device::ContextUid() {
+  if (t_context) return t_context->uid;
   std::lock_guard<std::mutex> lock(mutex_);
   return context_.uid;
 }

@@ -32,9 +32,6 @@ struct CUfunc_st {
   std::string name;       // mangled device name, as registered
   std::string demangled;
 };
-struct CUlib_st {
-  int unused;
-};
 struct CUctx_st {
   uint32_t uid;
 };
@@ -109,8 +106,12 @@ class Device {
   // ---- primary context
   CUcontext RetainPrimaryContext();  // creates it on first use (resource hook fires)
   void ResetPrimaryContext();        // destroys it (resource hook fires)
-  CUcontext CurrentContext();
-  uint32_t ContextUid();  // of the current primary context (ops carry it)
+  CUcontext CurrentContext();  // the calling thread's (cuCtxCreate/PushCurrent), else the primary
+  uint32_t ContextUid();       // of that context (ops carry it)
+  // A context made by cuCtxCreate current on this thread (nullptr: back to the primary).
+  static void SetThreadContext(CUctx_st* context);
+  bool IsPrimary(CUcontext context) { return context == &context_; }
+  static CUctx_st* ThreadContext();
 
  private:
   struct Allocation {
@@ -138,6 +139,10 @@ class Device {
 // Fills what an op gets when it is enqueued: the outermost API call's
 // correlation id, the current context, and where the timeline put it.
 void Place(SimOp* op, const Placement& at);
+
+// cuCtxSetCurrent: a created context (driver_ctx.cpp) becomes the calling
+// thread's current one; the primary or NULL makes the primary current again.
+CUresult SetCurrent(CUcontext context);
 
 // Sleeps until the sim clock has passed sim_ns.
 void WaitUntilNs(uint64_t sim_ns);

@@ -11,54 +11,86 @@
 #include "driver_call.h"
 #include "graph.h"
 #include "timing.h"
+#include "copies.h"
 
 namespace sim {
 namespace {
 
-bool OnDevice(int memory_kind) {
-  return memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
-}
-
 int CopyKind(int src_kind, int dst_kind) {
+  const bool src_array = src_kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+  const bool dst_array = dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+  if (src_array) {
+    if (dst_array) return CUPTI_ACTIVITY_MEMCPY_KIND_ATOA;
+    return OnDevice(dst_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_ATOD : CUPTI_ACTIVITY_MEMCPY_KIND_ATOH;
+  }
+  if (dst_array) return OnDevice(src_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOA : CUPTI_ACTIVITY_MEMCPY_KIND_HTOA;
   if (OnDevice(src_kind)) return OnDevice(dst_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOD : CUPTI_ACTIVITY_MEMCPY_KIND_DTOH;
   return OnDevice(dst_kind) ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD : CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
 // Whether the calling thread waits for the copy to finish. Synchronous
-// copies wait unless device-to-device; asynchronous ones wait when pageable
-// host memory is involved (the driver stages through a pinned buffer).
+// copies wait unless both ends are on the device; asynchronous ones wait
+// when pageable host memory is involved (the driver stages through a pinned
+// buffer).
 bool HostWaits(bool synchronous, int copy_kind, int src_kind, int dst_kind) {
   const bool pageable = src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-  if (synchronous) return copy_kind != CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
+  const bool device_only = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOA ||
+                           copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOA;
+  if (synchronous) return !device_only;
   return pageable && copy_kind != CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
 }
 
-// rows x width bytes, each row at its own pitch (a plain copy is one row).
-CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows,
-              CUstream stream, bool synchronous) {
-  if (width * rows == 0) return CUDA_SUCCESS;
-  if (!dst || !src) return CUDA_ERROR_INVALID_VALUE;
+}  // namespace
+
+bool OnDevice(int memory_kind) {
+  return memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED ||
+         memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC ||
+         memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC || memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_ARRAY;
+}
+
+CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, size_t height, size_t depth,
+                 CUstream stream, bool synchronous) {
+  if (width * height * depth == 0) return CUDA_SUCCESS;
+  if (!dst.base || !src.base) return CUDA_ERROR_INVALID_VALUE;
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // see graph.h
   device.RetainPrimaryContext();
-  const int src_kind = device.KindOf(src);
-  const int dst_kind = device.KindOf(dst);
-  for (size_t row = 0; row < rows; ++row) {
-    memmove(static_cast<char*>(dst) + row * dst_pitch, static_cast<const char*>(src) + row * src_pitch, width);
+  const int src_kind = src.memory_kind ? src.memory_kind : device.KindOf(src.base);
+  const int dst_kind = dst.memory_kind ? dst.memory_kind : device.KindOf(dst.base);
+  for (size_t z = 0; z < depth; ++z) {
+    for (size_t row = 0; row < height; ++row) {
+      memmove(dst.base + z * dst.slice_pitch + row * dst.pitch, src.base + z * src.slice_pitch + row * src.pitch, width);
+    }
   }
   SimOp op{};
   op.kind = SIM_OP_MEMCPY;
   op.copy_kind = CopyKind(src_kind, dst_kind);
   op.src_kind = src_kind;
   op.dst_kind = dst_kind;
-  op.bytes = width * rows;
+  op.bytes = width * height * depth;
   const Placement at = device.Enqueue(stream, CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind));
   op.device_id = kDeviceId;
   Place(&op, at);
   EmitOp(op);
   if (HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) WaitUntilNs(at.end_ns);
   return CUDA_SUCCESS;
+}
+
+CUresult CopyBytes(void* dst, const void* src, size_t bytes, CUstream stream, bool synchronous) {
+  CopyRegion from{static_cast<char*>(const_cast<void*>(src)), bytes, bytes, 0};
+  CopyRegion to{static_cast<char*>(dst), bytes, bytes, 0};
+  return CopyBox(from, to, bytes, 1, 1, stream, synchronous);
+}
+
+namespace {
+
+// rows x width bytes, each row at its own pitch (a plain copy is one row).
+CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width, size_t rows,
+              CUstream stream, bool synchronous) {
+  CopyRegion from{static_cast<char*>(const_cast<void*>(src)), src_pitch, 0, 0};
+  CopyRegion to{static_cast<char*>(dst), dst_pitch, 0, 0};
+  return CopyBox(from, to, width, rows, 1, stream, synchronous);
 }
 
 CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
@@ -83,15 +115,7 @@ CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t 
 void* P(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
 
 CUresult Copy2D(const CUDA_MEMCPY2D* c, CUstream stream, bool synchronous) {
-  if (!c) return CUDA_ERROR_INVALID_VALUE;
-  // Unified addressing: host and device pointers are told apart by the sim.
-  const char* src = static_cast<const char*>(c->srcMemoryType == CU_MEMORYTYPE_HOST ? c->srcHost : P(c->srcDevice));
-  char* dst = static_cast<char*>(c->dstMemoryType == CU_MEMORYTYPE_HOST ? c->dstHost : P(c->dstDevice));
-  if (c->srcMemoryType == CU_MEMORYTYPE_ARRAY || c->dstMemoryType == CU_MEMORYTYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!src || !dst) return CUDA_ERROR_INVALID_VALUE;
-  src += c->srcY * c->srcPitch + c->srcXInBytes;
-  dst += c->dstY * c->dstPitch + c->dstXInBytes;
-  return Copy(dst, c->dstPitch, src, c->srcPitch, c->WidthInBytes, c->Height, stream, synchronous);
+  return Copy2DDescribed(c, stream, synchronous);
 }
 
 }  // namespace

@@ -221,9 +221,9 @@ SIM_DRIVER_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
 SIM_DRIVER_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
   cuCtxSetCurrent_params params{ctx};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSetCurrent), "cuCtxSetCurrent", &params, [&]() -> CUresult {
-    // Only the primary context exists; NULL unbinds, which the sim does not track.
-    if (ctx && ctx != sim::Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
-    return CUDA_SUCCESS;
+    // A created context becomes this thread's current; the primary (or NULL,
+    // which the sim treats as the primary) clears it.
+    return sim::SetCurrent(ctx);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "device.h"
 #include "driver_call.h"
 #include "graph.h"
+#include "modules.h"
 #include "timing.h"
 
 namespace sim {
@@ -30,6 +31,8 @@ KernelTable& Kernels() {
   return *table;
 }
 
+}  // namespace
+
 CUfunc_st* KernelNamed(const char* name) {
   KernelTable& kernels = Kernels();
   std::lock_guard<std::mutex> lock(kernels.mutex);
@@ -42,6 +45,8 @@ CUfunc_st* KernelNamed(const char* name) {
   }
   return slot.get();
 }
+
+namespace {
 
 bool IsKernel(const CUfunc_st* f) {
   if (!f) return false;
@@ -81,41 +86,10 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
 
 const char* NameOf(CUfunction f) { return f ? f->name.c_str() : nullptr; }
 
-CUlib_st g_library{0};  // every loaded library is the same object: code is not parsed
-
 }  // namespace
 }  // namespace sim
 
 using sim::InitializedDriverCall;
-
-SIM_DRIVER_EXPORT CUresult cuLibraryLoadData(CUlibrary* library, const void* code, CUjit_option* jitOptions,
-                                             void** jitOptionsValues, unsigned int numJitOptions,
-                                             CUlibraryOption* libraryOptions, void** libraryOptionValues,
-                                             unsigned int numLibraryOptions) {
-  cuLibraryLoadData_params params{library,        code,       jitOptions, jitOptionsValues, numJitOptions,
-                                  libraryOptions, libraryOptionValues, numLibraryOptions};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryLoadData), "cuLibraryLoadData", &params, [&]() -> CUresult {
-    if (!library || !code) return CUDA_ERROR_INVALID_VALUE;
-    *library = &sim::g_library;
-    return CUDA_SUCCESS;
-  });
-}
-
-SIM_DRIVER_EXPORT CUresult cuLibraryUnload(CUlibrary library) {
-  cuLibraryUnload_params params{library};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryUnload), "cuLibraryUnload", &params,
-                               [&] { return library ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE; });
-}
-
-SIM_DRIVER_EXPORT CUresult cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
-  cuLibraryGetKernel_params params{pKernel, library, name};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuLibraryGetKernel), "cuLibraryGetKernel", &params, [&]() -> CUresult {
-    if (!pKernel || !name || !*name) return CUDA_ERROR_INVALID_VALUE;
-    if (!library) return CUDA_ERROR_INVALID_HANDLE;
-    *pKernel = reinterpret_cast<CUkernel>(sim::KernelNamed(name));
-    return CUDA_SUCCESS;
-  });
-}
 
 SIM_DRIVER_EXPORT CUresult cuKernelGetName(const char** name, CUkernel hfunc) {
   cuKernelGetName_params params{name, hfunc};

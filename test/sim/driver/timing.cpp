@@ -55,12 +55,17 @@ uint64_t KernelDurationNs(const std::string& mangled, const std::string& demangl
 uint64_t CopyDurationNs(uint64_t bytes, int copy_kind, int src_kind, int dst_kind) {
   switch (copy_kind) {
     case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
       return Transfer(bytes, kCopyLatencyNs,
                       src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED ? kPinnedBytesPerNs : kPageableBytesPerNs);
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
       return Transfer(bytes, kCopyLatencyNs,
                       dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED ? kPinnedBytesPerNs : kPageableBytesPerNs);
     case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
       return Transfer(bytes, kCopyLatencyNs, kDeviceBytesPerNs);
     case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
       return Transfer(bytes, kCopyLatencyNs, kPeerBytesPerNs);

@@ -28,6 +28,7 @@ struct Registry {
   std::vector<std::unique_ptr<FatBinary>> binaries;   // kept after unregistration: stubs may outlive it
   std::unordered_map<const void*, HostKernel> kernels;  // by host stub
   std::unordered_map<CUkernel, std::string> kernel_names;
+  std::unordered_map<const void*, HostKernel> variables;  // by host shadow (kernel unused)
 };
 Registry& Get() {
   static Registry* registry = new Registry();
@@ -58,6 +59,55 @@ void RegisterFunction(void** fat_cubin_handle, const void* host_fun, const char*
 void UnregisterFatBinary(void** fat_cubin_handle) {
   // Nothing to release: the sim's libraries own no device resources.
   (void)fat_cubin_handle;
+}
+
+void RegisterVariable(void** fat_cubin_handle, const void* host_var, const char* device_name, size_t size) {
+  if (!fat_cubin_handle || !host_var || !device_name) return;
+  (void)size;  // the driver knows the variable's size from the image
+  Registry& r = Get();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.variables[host_var] = HostKernel{reinterpret_cast<FatBinary*>(fat_cubin_handle), device_name};
+}
+
+namespace {
+
+// The binary's library, loaded through the driver on first use.
+cudaError_t LibraryOf(FatBinary* binary, CUlibrary* library) {
+  Registry& registry = Get();
+  {
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    if (binary->library) {
+      *library = binary->library;
+      return cudaSuccess;
+    }
+  }
+  // Unlocked: two threads may both load; the later one's library is kept.
+  CUlibrary loaded = nullptr;
+  const CUresult r = Driver().cuLibraryLoadData(&loaded, Code(*binary), nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (r != CUDA_SUCCESS) return FromDriver(r);
+  std::lock_guard<std::mutex> lock(registry.mutex);
+  binary->library = loaded;
+  *library = loaded;
+  return cudaSuccess;
+}
+
+}  // namespace
+
+cudaError_t ResolveSymbol(const void* symbol, CUdeviceptr* address, size_t* bytes) {
+  Registry& registry = Get();
+  FatBinary* binary = nullptr;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    auto it = registry.variables.find(symbol);
+    if (it == registry.variables.end()) return cudaErrorInvalidSymbol;
+    binary = it->second.binary;
+    name = it->second.device_name;
+  }
+  CUlibrary library = nullptr;
+  if (cudaError_t e = LibraryOf(binary, &library); e != cudaSuccess) return e;
+  const CUresult r = Driver().cuLibraryGetGlobal(address, bytes, library, name.c_str());
+  return r == CUDA_ERROR_NOT_FOUND ? cudaErrorInvalidSymbol : FromDriver(r);
 }
 
 const char* RegisteredName(const void* host_fun) {
@@ -91,16 +141,14 @@ cudaError_t ResolveKernel(const void* host_fun, CUkernel* kernel) {
     library = binary->library;
     name = it->second.device_name;
   }
-  // Unlocked: two threads may both get here, and the driver hands both the same objects.
+  // Unlocked: two threads may both get here, and the driver hands both the same kernel.
   if (!library) {
-    const CUresult loaded = Driver().cuLibraryLoadData(&library, Code(*binary), nullptr, nullptr, 0, nullptr, nullptr, 0);
-    if (loaded != CUDA_SUCCESS) return FromDriver(loaded);
+    if (cudaError_t e = LibraryOf(binary, &library); e != cudaSuccess) return e;
   }
   CUkernel resolved = nullptr;
   const CUresult found = Driver().cuLibraryGetKernel(&resolved, library, name.c_str());
   if (found != CUDA_SUCCESS) return FromDriver(found);
   std::lock_guard<std::mutex> lock(registry.mutex);
-  binary->library = library;
   registry.kernels[host_fun].kernel = resolved;
   registry.kernel_names[resolved] = name;
   *kernel = resolved;

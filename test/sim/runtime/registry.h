@@ -12,6 +12,13 @@ void** RegisterFatBinary(void* fat_cubin);
 void RegisterFunction(void** fat_cubin_handle, const void* host_fun, const char* device_name);
 void UnregisterFatBinary(void** fat_cubin_handle);
 
+// __cudaRegisterVar: a host shadow variable -> its device variable.
+void RegisterVariable(void** fat_cubin_handle, const void* host_var, const char* device_name, size_t size);
+// The device storage of a registered variable (loading its library first):
+// cudaErrorInvalidSymbol when `symbol` is no registered variable or its
+// image does not hold it. Needs Ready().
+cudaError_t ResolveSymbol(const void* symbol, CUdeviceptr* address, size_t* bytes);
+
 // Registered device name of a host stub, or nullptr.
 const char* RegisteredName(const void* host_fun);
 // Device name of a kernel handle this runtime handed out, or nullptr.

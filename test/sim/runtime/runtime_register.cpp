@@ -40,7 +40,10 @@ SIM_RUNTIME_EXPORT void __cudaRegisterFunction(void** fatCubinHandle, const char
 
 SIM_RUNTIME_EXPORT void __cudaRegisterVar(void** fatCubinHandle, char* hostVar, char* deviceAddress,
                                           const char* deviceName, int ext, size_t size, int constant, int global) {
-  RuntimeCall(SIM_RUNTIME_CBID(__cudaRegisterVar_v13000), "__cudaRegisterVar", nullptr, [&] { return cudaSuccess; });
+  RuntimeCall(SIM_RUNTIME_CBID(__cudaRegisterVar_v13000), "__cudaRegisterVar", nullptr, [&] {
+    simrt::RegisterVariable(fatCubinHandle, hostVar, deviceName ? deviceName : deviceAddress, size);
+    return cudaSuccess;
+  });
 }
 
 SIM_RUNTIME_EXPORT void __cudaRegisterManagedVar(void** fatCubinHandle, void** hostVarPtrAddress, char* deviceAddress,

@@ -131,6 +131,16 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuMemPoolGetAccess, 11020)
   SIMRT_RESOLVE(cuDeviceGetMemPool, 11020)
   SIMRT_RESOLVE(cuDeviceSetMemPool, 11020)
+  SIMRT_RESOLVE(cuLibraryGetGlobal, 12000)
+  SIMRT_RESOLVE(cuArray3DCreate, 3020)
+  SIMRT_RESOLVE(cuArrayDestroy, 2000)
+  SIMRT_RESOLVE(cuArray3DGetDescriptor, 3020)
+  SIMRT_RESOLVE_PT(cuMemcpy3D, 3020)
+  SIMRT_RESOLVE_PT(cuMemcpy3DAsync, 3020)
+  SIMRT_RESOLVE(cuTexObjectCreate, 5000)
+  SIMRT_RESOLVE(cuTexObjectDestroy, 5000)
+  SIMRT_RESOLVE(cuSurfObjectCreate, 5000)
+  SIMRT_RESOLVE(cuSurfObjectDestroy, 5000)
 #undef SIMRT_RESOLVE_PT
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;

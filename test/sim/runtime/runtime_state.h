@@ -102,6 +102,17 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuMemPoolGetAccess)
   SIMRT_DRIVER_FN(cuDeviceGetMemPool)
   SIMRT_DRIVER_FN(cuDeviceSetMemPool)
+  // Symbols, arrays, textures and surfaces (driver_module, driver_array).
+  SIMRT_DRIVER_FN(cuLibraryGetGlobal)
+  SIMRT_DRIVER_FN(cuArray3DCreate)
+  SIMRT_DRIVER_FN(cuArrayDestroy)
+  SIMRT_DRIVER_FN(cuArray3DGetDescriptor)
+  SIMRT_DRIVER_FN(cuMemcpy3D)
+  SIMRT_DRIVER_FN(cuMemcpy3DAsync)
+  SIMRT_DRIVER_FN(cuTexObjectCreate)
+  SIMRT_DRIVER_FN(cuTexObjectDestroy)
+  SIMRT_DRIVER_FN(cuSurfObjectCreate)
+  SIMRT_DRIVER_FN(cuSurfObjectDestroy)
 #undef SIMRT_DRIVER_FN
 };
 

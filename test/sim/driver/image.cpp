@@ -1,0 +1,148 @@
+#include "image.h"
+
+#include <cstring>
+#include <regex>
+
+namespace sim {
+namespace {
+
+constexpr uint32_t kFatbinMagic = 0xBA55ED50u;   // fat binary header
+constexpr uint32_t kWrapperMagic = 0x466243B1u;  // __fatBinC_Wrapper_t
+
+template <typename T>
+bool Read(const unsigned char* base, size_t size, size_t offset, T* out) {
+  if (offset > size || size - offset < sizeof(T)) return false;
+  memcpy(out, base + offset, sizeof(T));
+  return true;
+}
+
+// One ELF64 image starting at `elf` with `size` bytes available.
+bool ReadElf(const unsigned char* elf, size_t size, ImageContents* out) {
+  if (size < 64 || memcmp(elf, "\x7f" "ELF", 4) != 0 || elf[4] != 2 /*ELFCLASS64*/) return false;
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0;
+  if (!Read(elf, size, 0x28, &shoff) || !Read(elf, size, 0x3A, &shentsize) || !Read(elf, size, 0x3C, &shnum)) {
+    return false;
+  }
+  if (shentsize < 64 || shoff > size || shnum > (size - shoff) / shentsize) return false;
+  struct Section {
+    uint32_t type;
+    uint64_t offset, bytes;
+    uint32_t link;
+  };
+  std::vector<Section> sections(shnum);
+  for (uint16_t i = 0; i < shnum; ++i) {
+    const size_t at = shoff + static_cast<size_t>(i) * shentsize;
+    Section& s = sections[i];
+    if (!Read(elf, size, at + 4, &s.type) || !Read(elf, size, at + 0x18, &s.offset) ||
+        !Read(elf, size, at + 0x20, &s.bytes) || !Read(elf, size, at + 0x28, &s.link)) {
+      return false;
+    }
+    if (s.type != 8 /*NOBITS*/ && (s.offset > size || s.bytes > size - s.offset)) return false;
+  }
+  bool any = false;
+  for (const Section& symtab : sections) {
+    if (symtab.type != 2 /*SYMTAB*/ || symtab.link >= shnum) continue;
+    const Section& strtab = sections[symtab.link];
+    for (uint64_t at = symtab.offset; at + 24 <= symtab.offset + symtab.bytes; at += 24) {
+      uint32_t name_offset = 0;
+      uint8_t info = 0;
+      uint16_t shndx = 0;
+      uint64_t value = 0, bytes = 0;
+      Read(elf, size, at, &name_offset);
+      Read(elf, size, at + 4, &info);
+      Read(elf, size, at + 6, &shndx);
+      Read(elf, size, at + 8, &value);
+      Read(elf, size, at + 16, &bytes);
+      if (name_offset >= strtab.bytes) continue;
+      const char* name = reinterpret_cast<const char*>(elf + strtab.offset + name_offset);
+      const size_t max_len = strtab.bytes - name_offset;
+      const std::string symbol(name, strnlen(name, max_len));
+      if (symbol.empty()) continue;
+      const int type = info & 0xf;
+      if (type == 2 /*STT_FUNC*/) {
+        out->functions.insert(symbol);
+        any = true;
+      } else if (type == 1 /*STT_OBJECT*/ && shndx != 0 && shndx < shnum) {
+        ImageVariable variable;
+        variable.bytes = bytes;
+        const Section& holder = sections[shndx];
+        if (holder.type != 8 && value <= holder.bytes && bytes <= holder.bytes - value) {
+          variable.init.assign(elf + holder.offset + value, elf + holder.offset + value + bytes);
+        }
+        out->variables[symbol] = std::move(variable);
+        any = true;
+      }
+    }
+  }
+  return any || true;  // a readable ELF without symbols is still known
+}
+
+// PTX: kernels are `.entry name`; variables are not read (their sizes need a
+// PTX parser), so cuModuleGetGlobal does not find them.
+bool ReadPtx(const char* text, size_t size, ImageContents* out) {
+  const std::string ptx(text, strnlen(text, size));
+  if (ptx.find(".version") == std::string::npos || ptx.find(".target") == std::string::npos) return false;
+  static const std::regex entry(R"(\.entry\s+([A-Za-z_$][A-Za-z0-9_$]*))");
+  for (std::sregex_iterator it(ptx.begin(), ptx.end(), entry), end; it != end; ++it) out->functions.insert((*it)[1]);
+  return true;
+}
+
+}  // namespace
+
+size_t ImageSize(const void* image) {
+  if (!image) return 0;
+  const auto* p = static_cast<const unsigned char*>(image);
+  uint32_t magic = 0;
+  memcpy(&magic, p, sizeof magic);
+  if (magic == kWrapperMagic) {
+    const void* data = nullptr;
+    memcpy(&data, p + 8, sizeof data);
+    return ImageSize(data);
+  }
+  if (magic == kFatbinMagic) {
+    uint16_t header = 0;
+    uint64_t payload = 0;
+    memcpy(&header, p + 6, sizeof header);
+    memcpy(&payload, p + 8, sizeof payload);
+    return header + payload;
+  }
+  if (memcmp(p, "\x7f" "ELF", 4) == 0 && p[4] == 2) {
+    uint64_t shoff = 0;
+    uint16_t shentsize = 0, shnum = 0;
+    memcpy(&shoff, p + 0x28, sizeof shoff);
+    memcpy(&shentsize, p + 0x3A, sizeof shentsize);
+    memcpy(&shnum, p + 0x3C, sizeof shnum);
+    return shoff + static_cast<size_t>(shentsize) * shnum;
+  }
+  return strlen(static_cast<const char*>(image)) + 1;  // PTX text
+}
+
+ImageContents ReadImage(const void* image, size_t size) {
+  ImageContents out;
+  const auto* p = static_cast<const unsigned char*>(image);
+  if (!p || size == 0) return out;
+  uint32_t magic = 0;
+  if (size >= 4) memcpy(&magic, p, sizeof magic);
+  if (magic == kWrapperMagic) {
+    const void* data = nullptr;
+    memcpy(&data, p + 8, sizeof data);
+    return ReadImage(data, ImageSize(data));
+  }
+  // Every embedded ELF (a fat binary holds one per architecture; a linked
+  // image here is several images back to back), then PTX text.
+  for (size_t at = 0; at + 4 <= size; ++at) {
+    if (p[at] == 0x7f && memcmp(p + at, "\x7f" "ELF", 4) == 0 && ReadElf(p + at, size - at, &out)) out.known = true;
+  }
+  if (ReadPtx(reinterpret_cast<const char*>(p), size, &out)) out.known = true;
+  for (size_t at = 0; at + 8 <= size; ++at) {  // PTX inside a fat binary (uncompressed)
+    if (p[at] == '.' && memcmp(p + at, ".version", 8) == 0 &&
+        ReadPtx(reinterpret_cast<const char*>(p + at), size - at, &out)) {
+      out.known = true;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace sim
