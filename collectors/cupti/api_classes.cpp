@@ -48,10 +48,43 @@ const char* Find(const CbidName (&table)[N], uint32_t cbid) {
   return nullptr;
 }
 
+// Runtime ids whose name in CUDA 12.9 Update 1's cupti_runtime_cbid.h
+// (CUPTI API version 28) differs from CUDA 13.0's: 13.0 dropped the _v2/_v3
+// of the 12.x entry points. Every other id 1-486 has the same name in both,
+// and the driver table (1-783) is identical; ids above those are new in 13.0.
+// scripts/check-cbid-tables.py re-checks this against a 12.x header.
+constexpr CbidName kCuda12RenamedRuntimeNames[] = {
+    {393, "cudaSignalExternalSemaphoresAsync_v2"},
+    {394, "cudaSignalExternalSemaphoresAsync_v2_ptsz"},
+    {395, "cudaWaitExternalSemaphoresAsync_v2"},
+    {396, "cudaWaitExternalSemaphoresAsync_v2_ptsz"},
+    {440, "cudaGetDeviceProperties_v2"},
+    {448, "cudaMemAdvise_v2"},
+    {449, "cudaMemPrefetchAsync_v2"},
+    {450, "cudaMemPrefetchAsync_v2_ptsz"},
+    {455, "cudaGraphGetEdges_v2"},
+    {456, "cudaGraphNodeGetDependencies_v2"},
+    {457, "cudaGraphNodeGetDependentNodes_v2"},
+    {458, "cudaGraphAddDependencies_v2"},
+    {459, "cudaGraphRemoveDependencies_v2"},
+    {460, "cudaGraphAddNode_v2"},
+    {461, "cudaStreamGetCaptureInfo_v3"},
+    {462, "cudaStreamGetCaptureInfo_v3_ptsz"},
+    {463, "cudaStreamUpdateCaptureDependencies_v2"},
+    {464, "cudaStreamUpdateCaptureDependencies_v2_ptsz"},
+    {486, "cudaEventElapsedTime_v2"},
+};
+
 }  // namespace
 
-const char* CallbackName(ApiDomain domain, uint32_t cbid) {
-  return domain == ApiDomain::kRuntime ? Find(kRuntimeCallbackNames, cbid) : Find(kDriverCallbackNames, cbid);
+const char* CallbackName(ApiDomain domain, uint32_t cbid, bool cuda12_names) {
+  if (domain == ApiDomain::kDriver) return Find(kDriverCallbackNames, cbid);
+  if (cuda12_names) {
+    for (const auto& entry : kCuda12RenamedRuntimeNames) {
+      if (entry.cbid == cbid) return entry.name;
+    }
+  }
+  return Find(kRuntimeCallbackNames, cbid);
 }
 
 ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid) {

@@ -19,7 +19,11 @@ enum class ApiClass : uint8_t {
 enum class ApiDomain : uint8_t { kRuntime, kDriver };
 
 // "cudaMalloc" / "cuLaunchKernel"; nullptr for an id these headers do not know.
-const char* CallbackName(ApiDomain domain, uint32_t cbid);
+// The ids are append-only from CUDA 12.0 to 13.0, but 13.0 renamed 19
+// runtime ids: CUDA 12's CUPTI reports id 440 as cudaGetDeviceProperties_v2
+// (the symbol 12.x programs call), 13.0's as cudaGetDeviceProperties. With
+// `cuda12_names` (a 12.x CUPTI is loaded) those ids keep their 12.x names.
+const char* CallbackName(ApiDomain domain, uint32_t cbid, bool cuda12_names = false);
 
 // The class of a call, derived from its name.
 ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid);

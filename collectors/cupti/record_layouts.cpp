@@ -50,6 +50,7 @@ bool LayoutsFor(uint32_t version, RecordLayouts* out) {
   l.overhead = is13 || version >= kCuda124  ? OverheadLayout::kOverhead3
                : version >= kCuda122        ? OverheadLayout::kOverhead2
                                             : OverheadLayout::kOverhead;
+  l.cuda12_runtime_names = is12;
   *out = l;
   return true;
 }

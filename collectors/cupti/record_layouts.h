@@ -26,6 +26,8 @@ struct RecordLayouts {
   OverheadLayout overhead = OverheadLayout::kOverhead3;
   // MEMCPY2 (MemcpyPtoP4), MEMSET (Memset4), RUNTIME/DRIVER (API) have one
   // layout over the whole supported range.
+  // Runtime callback ids named as CUDA 12.x names them (api_classes.h).
+  bool cuda12_runtime_names = false;
 };
 
 // The layouts of CUPTI API version `version` (cuptiGetVersion). False when

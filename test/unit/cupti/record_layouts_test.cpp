@@ -246,3 +246,25 @@ TEST_CASE("Overhead records of each layout decode, the oldest without a correlat
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("a RUNTIME record from a 12.x CUPTI keeps the 12.x name of an id CUDA 13 renamed", "[layouts]") {
+  for (uint32_t version : {22u, 130000u}) {
+    Decoder d(version);
+    auto a = Zeroed<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME);
+    a.cbid = 440;  // 12.9's cudaGetDeviceProperties_v2_v12000, 13.0's cudaGetDeviceProperties_v12000
+    a.start = 1;
+    a.end = 2;
+    REQUIRE(d.Decode(a) == DecodeStatus::kRecord);
+    CHECK(d.names.Get(d.out.name_id) ==
+          (version < 100 ? "cudaGetDeviceProperties_v2" : "cudaGetDeviceProperties"));
+    a.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020;  // same name in both
+    REQUIRE(d.Decode(a) == DecodeStatus::kRecord);
+    CHECK(d.names.Get(d.out.name_id) == "cudaMalloc");
+  }
+}
+
+}  // namespace
+}  // namespace prof::cupti
