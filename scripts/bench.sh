@@ -27,7 +27,7 @@ mkdir -p "$build_dir"
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DLIBPROF_BUILD_BENCH=ON -DCUDAToolkit_ROOT="$CUDA_HOME" >/dev/null
 # What the benchmarks run: the agent, the simulated stack and the benchmarks.
 log="$build_dir/bench-build.log"
-if ! cmake --build "$build_dir" -j "$jobs" --target prof_agent sim_cuda sim_cudart sim_cupti bench_all >"$log" 2>&1; then
+if ! cmake --build "$build_dir" -j "$jobs" --target prof_agent sim_cuda sim_cudart sim_cupti bench_all ctypes_workload >"$log" 2>&1; then
   tail -40 "$log" >&2
   echo "bench: build failed (full log: $log)" >&2
   exit 1

@@ -15,11 +15,6 @@ namespace {
 // stack_id); past it new stacks record as kNoStack.
 constexpr size_t kMaxStacks = (1u << 24) - 1;
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  return h * 0xFF51AFD7ED558CCDull;
-}
-
 // Per-thread cache of raw stack -> stack id: the warm path takes no lock.
 // Direct-mapped by hash; an entry is trusted only after comparing the raw
 // frames with the table's stored copy.
@@ -43,20 +38,27 @@ T Symbol(const char* name) {
 }  // namespace
 
 uint64_t HashRawFrames(const RawFrame* raw, int n) {
+  // One rotate and xor per frame on the serial chain (the per-frame word is
+  // computed off it); the final mix spreads the bits over the cache index.
   uint64_t h = static_cast<uint64_t>(n);
   for (int i = 0; i < n; ++i) {
-    h = Mix(h, raw[i].code);
-    h = Mix(h, (static_cast<uint64_t>(static_cast<uint32_t>(raw[i].instr)) << 32) |
-                   static_cast<uint32_t>(raw[i].first_line));
+    uint64_t word = raw[i].code ^ (static_cast<uint64_t>(static_cast<uint32_t>(raw[i].instr)) * 0x9E3779B97F4A7C15ull) ^
+                    static_cast<uint32_t>(raw[i].first_line);
+    h = ((h << 13) | (h >> 51)) ^ word;
   }
-  return h;
+  h ^= h >> 33;
+  h *= 0xFF51AFD7ED558CCDull;
+  h ^= h >> 33;
+  h *= 0xC4CEB9FE1A85EC53ull;
+  return h ^ (h >> 33);
 }
 
 // --- StackTable --------------------------------------------------------------
 
 size_t StackTable::RawFrameHash::operator()(const RawFrame& f) const { return HashRawFrames(&f, 1); }
 size_t StackTable::FrameKeyHash::operator()(const FrameKey& k) const {
-  return Mix(Mix(k.file_id, k.function_id), static_cast<uint32_t>(k.line));
+  RawFrame f{(uint64_t{k.file_id} << 32) | k.function_id, k.line, 0};
+  return HashRawFrames(&f, 1);
 }
 
 StackTable::StackTable() {

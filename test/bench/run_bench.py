@@ -54,6 +54,9 @@ TARGETS = {
     "host_record_writer_ns": ("host loop, recording: other threads' CPU per launch", "<=", 1000.0),
     # Kineto, whole process: 8.31x (issue 13's side-by-side run): half of it.
     "host_record_process_ratio": ("host loop, recording, whole-process CPU / bare", "<=", 8.31 / 2),
+    "python_warm_ns": ("Python stack, 30 frames, stack seen before", "<=", 300.0),
+    "python_cold_ns": ("Python stack, 30 frames, first sight", "<=", 5000.0),
+    "python_loop_ratio": ("Python loop recording, with stacks / without", "<=", 1.2),
     # memory() adds one row per lowered cap.
 }
 INFO = {
@@ -221,7 +224,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=0, help="end-to-end rounds (default 5)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--only", help="comma list of steps: exporters,bench_wrappers,bench_window_end,"
-                    "end to end,memory,host loop,callgrind")
+                    "end to end,memory,host loop,callgrind,python stacks")
     ap.add_argument("--host-steps", type=int, default=0, help="steps of the host-limited loop (default 20000)")
     ap.add_argument("--host-rounds", type=int, default=0, help="interleaved rounds of the host loop (default 9)")
     ap.add_argument("--callgrind", action="store_true",
@@ -528,6 +531,17 @@ def main():
 
     if args.callgrind or (args.only and "callgrind" in args.only.split(",")):
         step("callgrind", callgrind, needs_agent=True)
+
+    # --- Python stacks (test/bench/python_stacks.py) ---
+    def python_stacks():
+        sys.path.insert(0, HERE)
+        import python_stacks as bench  # noqa: E402
+        try:
+            figures.update(bench.run(build, rounds=args.rounds or 5, smoke=smoke))
+        except RuntimeError as e:
+            raise Failure(str(e))
+
+    step("python stacks", python_stacks, needs_agent=True)
 
     shutil.rmtree(tmp, ignore_errors=True)
     print_table(figures, smoke)

@@ -102,3 +102,10 @@ extern "C" __attribute__((visibility("default"))) int wl_worker(int kernels) {
   if (s) cudaStreamDestroy(s);
   return e;
 }
+
+// n kernel launches from one call (the Python stacks benchmark: every launch
+// has the same Python stack above it).
+extern "C" __attribute__((visibility("default"))) int wl_launches(int n) {
+  for (int k = 0; k < n; ++k) ctypes_step_kernel<<<1, 32, 0, g_stream>>>(g_dev, 32);
+  return cudaGetLastError();
+}

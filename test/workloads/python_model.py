@@ -71,6 +71,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--gil", choices=["released", "held"], default="released")
     parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--time", action="store_true", help="print the training loop's wall time (benchmark)")
     parser.add_argument("--lib", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "libctypes_workload.so"))
     args = parser.parse_args()
@@ -90,6 +91,7 @@ def main():
         thread = threading.Thread(target=worker, args=(lib, started, stop), name="worker")
         thread.start()
         started.wait()
+    start = time.perf_counter_ns()
     for batch in data_loader(lib, args.steps):  # site: loop
         train_step(lib, model, batch)
         check(lib.wl_sync())  # site: sync
@@ -97,6 +99,8 @@ def main():
             time.sleep(0.005)  # the worker's launches land inside each step
         if prof_step is not None:
             prof_step()
+    if args.time:
+        print(f"loop_ns={time.perf_counter_ns() - start}")
     stop.set()
     if thread is not None:
         thread.join()
