@@ -5,9 +5,13 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstring>
+
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -61,9 +65,27 @@ uint32_t MarkerBits(const Config& config) {
   }
 }
 
+// A fork child's device side: nothing. NVIDIA leaves CUDA undefined in a
+// fork child until exec, and the dynamic loader's lock may have been held by
+// a parent thread at fork time (glibc leaves it held in the child), so the
+// child never dlopens CUPTI or queries library versions. Host-side events
+// (interposed calls, NVTX, allocations) are still recorded.
+class ForkChildCollector final : public DeviceCollector {
+ public:
+  void Attach(const Config&) override {}
+  void BeginRecord(uint64_t) override {}
+  void Pause() override {}
+  void Finish() override {}
+  void CollectWindow(uint64_t, uint64_t, uint64_t, Window* out) override {
+    out->meta.cupti_mode = Mode();
+  }
+  void OnExit() override {}
+  std::string Mode() const override { return "interception-only (fork child: CUPTI is not used after fork)"; }
+};
+
 // Builds and installs a Runtime; the agent thread runs the time steps,
 // the trigger file and signal exits.
-void Launch(const Config& config) {
+void Launch(const Config& config, bool fork_child = false) {
   uint64_t start_ns = NowNs();
   auto* rt = new Runtime;  // never destroyed: see runtime.h
   rt->config = config;
@@ -77,7 +99,8 @@ void Launch(const Config& config) {
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
     rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
   }
-  rt->collector = MakeDeviceCollector();
+  if (fork_child) rt->collector = std::make_unique<ForkChildCollector>();
+  else rt->collector = MakeDeviceCollector();
   // Detection waits for the first recorded call: nothing is spent outside windows.
   rt->python = std::make_unique<python::PythonStacks>(config.python_stacks, config.python_depth);
   WriterDeps deps;
@@ -89,8 +112,16 @@ void Launch(const Config& config) {
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
   deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir](const Window& w, std::string* note) {
-    if (w.host_events.empty() && w.device_records.empty() && !ProcessHasCudaLoaded()) {
-      *note = "not written: empty, and this process has not loaded CUDA";
+    // A window that recorded nothing (a CPU-only fork-based worker, a
+    // shell between the launcher and the job) leaves no files.
+    // API records alone do not count: the writer's own version queries
+    // (EnrichWindow) show up as CUPTI RUNTIME records in the next window.
+    bool device_work = std::any_of(w.device_records.begin(), w.device_records.end(), [](const DeviceRecord& r) {
+      auto k = static_cast<DeviceKind>(r.kind);
+      return k != DeviceKind::kRuntimeApi && k != DeviceKind::kDriverApi && k != DeviceKind::kOverhead;
+    });
+    if (w.host_events.empty() && !device_work && w.nvtx_ranges.empty() && w.alloc_samples.empty()) {
+      *note = "not written: nothing was recorded in it";
       return true;
     }
     std::string why;
@@ -100,7 +131,7 @@ void Launch(const Config& config) {
     }
     return sink(w, note);
   };
-  deps.enrich = EnrichWindow;
+  if (!fork_child) deps.enrich = EnrichWindow;
   rt->writer = std::make_unique<WriterThread>(std::move(deps));
   ClearHotBits(~0u);
   rt->session = std::make_unique<Session>(config, rt->collector.get(), rt->writer.get(), &rt->allocs,
@@ -111,14 +142,30 @@ void Launch(const Config& config) {
   StartAgentThread(rt, start_ns);
 }
 
-// The Config of the running agent, kept for a fork child.
+// The Config of the running agent, kept for a fork child, and PROF_NAME as
+// the user gave it (a grandchild's name carries only its own pid).
 Config* g_config = nullptr;
+std::string* g_config_name = nullptr;
 
 }  // namespace
+
+bool SecureExecution() { return getauxval(AT_SECURE) != 0; }
 
 void StartAgent(const char* how) {
   bool expected = false;
   if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  // setuid/setgid/file capabilities: the environment belongs to someone less
+  // privileged than the process. No PROF_* variable is read, no file is
+  // opened, no library is loaded, no handler installed: one line on stderr
+  // (not PROF_LOG_FILE, which that someone chose) and nothing else.
+  if (SecureExecution()) {
+    static const char kLine[] =
+        "[libprof] info: secure-execution process (setuid, setgid or capabilities: AT_SECURE); libprof stays idle "
+        "and ignores PROF_* variables\n";
+    ssize_t ignored = write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
+    (void)ignored;
+    return;
+  }
   // Another copy of libprof (another path) already owns this process.
   void* other = dlsym(RTLD_DEFAULT, "prof_step");
   if (other != nullptr && other != reinterpret_cast<void*>(&prof_step)) {
@@ -132,6 +179,7 @@ void StartAgent(const char* how) {
     return;
   }
   g_config = new Config(config);
+  g_config_name = new std::string(config.name);
   Launch(config);
   InstallLifecycleHandlers();
   Log().debug("agent started via {} (pid {})", how, getpid());
@@ -146,7 +194,10 @@ void RestartAgentInChild() {
   ResetLogAfterFork();
   ThreadIdsAfterFork();
   InstallRuntime(nullptr);
-  Launch(*g_config);
+  // Same PROF_NAME in parent and child would give both the same file names:
+  // the child's carry its pid (without PROF_NAME the default already does).
+  if (!g_config_name->empty()) g_config->name = *g_config_name + "_pid" + std::to_string(getpid());
+  Launch(*g_config, /*fork_child=*/true);
 }
 
 }  // namespace prof

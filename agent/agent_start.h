@@ -8,6 +8,10 @@ namespace prof {
 // Once per process, whichever entry point comes first. Never throws.
 void StartAgent(const char* how);
 
+// getauxval(AT_SECURE): a setuid/setgid/capability process, where libprof
+// stays idle.
+bool SecureExecution();
+
 // fork child: abandon the parent's agent and start a fresh one with the
 // same configuration (the child's own pid in names).
 void RestartAgentInChild();

@@ -3,13 +3,13 @@
 // numbers, formats, buffer size, ...) it is used; where guessing would record
 // something the user did not ask for (PROF_ENABLE, PROF_STEP, an unusable
 // PROF_OUTPUT_DIR) profiling is disabled. Either way the line says which.
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -309,15 +309,66 @@ const std::vector<std::string>& Keys() {
 // its two from the environment before anything else runs).
 bool IsLogKey(const std::string& key) { return key == "PROF_LOG_LEVEL" || key == "PROF_LOG_FILE"; }
 
+// PROF_CONFIG_FILE is read only if it is a regular file of at most
+// kMaxConfigFileBytes: a FIFO would block the host's start forever, a device
+// (/dev/zero, /dev/urandom) would cost seconds and gigabytes. Problems found
+// in it are capped at kMaxConfigFileProblems lines plus one summary line.
+constexpr size_t kMaxConfigFileBytes = 1u << 20;
+constexpr int kMaxConfigFileProblems = 10;
+
+// The file's bytes, or false with a reason.
+bool ReadSmallRegularFile(const std::string& path, std::string* text, std::string* why) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    *why = std::strerror(errno);
+    return false;
+  }
+  struct stat st;
+  bool ok = fstat(fd, &st) == 0;
+  if (!ok) *why = std::strerror(errno);
+  else if (S_ISDIR(st.st_mode)) *why = "it is a directory", ok = false;
+  else if (!S_ISREG(st.st_mode)) *why = "it is not a regular file", ok = false;
+  else if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
+    *why = fmt::format("it is larger than {} bytes", kMaxConfigFileBytes);
+    ok = false;
+  }
+  char buf[65536];
+  while (ok) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      *why = std::strerror(errno);
+      ok = false;
+    } else if (n == 0) {
+      break;
+    } else if (text->size() + static_cast<size_t>(n) > kMaxConfigFileBytes) {
+      *why = fmt::format("it is larger than {} bytes", kMaxConfigFileBytes);  // grew while we read
+      ok = false;
+    } else {
+      text->append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  return ok;
+}
+
 void ReadConfigFile(const std::string& path, std::map<std::string, std::string>* out, std::vector<std::string>* problems) {
-  std::ifstream in(path);
-  if (!in) {
-    problems->push_back(fmt::format("PROF_CONFIG_FILE='{}' is not valid: expected a readable file of KEY=VALUE lines ({}); using the environment only",
-                                    path, std::strerror(errno)));
+  std::string text;
+  std::string why;
+  if (!ReadSmallRegularFile(path, &text, &why)) {
+    problems->push_back(fmt::format("PROF_CONFIG_FILE='{}' is not valid: expected a readable regular file of KEY=VALUE lines, at most {} bytes ({}); using the environment only",
+                                    path, kMaxConfigFileBytes, why));
     return;
   }
+  std::istringstream in(text);
   std::string line;
   int number = 0;
+  int file_problems = 0;
+  int suppressed = 0;
+  auto problem = [&](std::string message) {
+    if (++file_problems <= kMaxConfigFileProblems) problems->push_back(std::move(message));
+    else ++suppressed;
+  };
   while (std::getline(in, line)) {
     ++number;
     std::string t = Trim(line);
@@ -327,12 +378,13 @@ void ReadConfigFile(const std::string& path, std::map<std::string, std::string>*
     std::string key = eq == std::string::npos ? "" : Trim(t.substr(0, eq));
     bool known = std::find(Keys().begin(), Keys().end(), key) != Keys().end();
     if (!known && !IsLogKey(key)) {
-      problems->push_back(fmt::format("PROF_CONFIG_FILE='{}' line {} '{}' is not valid: expected KEY=VALUE with KEY one of the PROF_* variables; line ignored",
-                                      path, number, t));
+      if (t.size() > 200) t = t.substr(0, 200) + "...";
+      problem(fmt::format("PROF_CONFIG_FILE='{}' line {} '{}' is not valid: expected KEY=VALUE with KEY one of the PROF_* variables; line ignored",
+                          path, number, t));
       continue;
     }
     if (IsLogKey(key)) {
-      problems->push_back(fmt::format("PROF_CONFIG_FILE='{}' line {}: {} is read from the environment only; line ignored", path, number, key));
+      problem(fmt::format("PROF_CONFIG_FILE='{}' line {}: {} is read from the environment only; line ignored", path, number, key));
       continue;
     }
     std::string value = Trim(t.substr(eq + 1));
@@ -340,6 +392,10 @@ void ReadConfigFile(const std::string& path, std::map<std::string, std::string>*
       value = value.substr(1, value.size() - 2);
     }
     (*out)[key] = value;
+  }
+  if (suppressed > 0) {
+    problems->push_back(fmt::format("PROF_CONFIG_FILE='{}': {} more invalid lines not listed (first {} above)", path,
+                                    suppressed, kMaxConfigFileProblems));
   }
 }
 
@@ -349,7 +405,8 @@ bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, 
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     std::string partial = dir.substr(0, pos);
     if (!partial.empty()) {
-      if (mkdir(partial.c_str(), 0777) == 0) {
+      // 0755 whatever the umask: never a world-writable directory of ours.
+      if (mkdir(partial.c_str(), 0755) == 0) {
         if (created != nullptr) created->push_back(partial);
       } else if (errno != EEXIST) {
         if (why != nullptr) *why = fmt::format("cannot create '{}': {}", partial, std::strerror(errno));
@@ -482,11 +539,24 @@ ConfigResult ParseConfig(const EnvLookup& env) {
     }
   }
   if (parser.disabled_by_error()) config.enabled = false;
+  // Resolved once, now: a host that chdir()s later still writes where the
+  // user pointed (a relative PROF_OUTPUT_DIR is relative to the start cwd).
+  if (!config.output_dir.empty() && config.output_dir[0] != '/') {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) != nullptr) {
+      std::string base = cwd;
+      std::string rel = config.output_dir;
+      while (rel.rfind("./", 0) == 0) rel.erase(0, 2);
+      config.output_dir = rel.empty() || rel == "." ? base : (base == "/" ? "" : base) + "/" + rel;
+    }
+  }
   return result;
 }
 
 Config LoadConfigFromEnvironment() {
-  ConfigResult result = ParseConfig([](const char* name) { return static_cast<const char*>(std::getenv(name)); });
+  // secure_getenv: nothing under AT_SECURE (agent_start.cpp stops before
+  // this there; a second lock on the door).
+  ConfigResult result = ParseConfig([](const char* name) { return static_cast<const char*>(secure_getenv(name)); });
   for (const std::string& line : result.problems) Log().warn("{}", line);
   return result.config;
 }

@@ -1,14 +1,17 @@
 #include "agent/lifecycle.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 #include "agent/agent_start.h"
 #include "agent/agent_thread.h"
@@ -83,7 +86,36 @@ void InstallSignalHandler(int sig) {
   sigaction(sig, &ours, nullptr);
 }
 
+// Set in a fork child: the loader's lock may have been held by another
+// parent thread at fork time (glibc leaves it held in the child), so
+// dl_iterate_phdr could wait forever there.
+std::atomic<bool> g_forked_child{false};
+// Once CUDA is loaded it stays loaded: a yes is remembered (and inherited).
+std::atomic<bool> g_cuda_seen{false};
+
+bool CudaInProcMaps() {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  static constexpr std::string_view kNames[] = {"/libcudart.so", "/libcuda.so"};
+  char buf[8192];
+  size_t keep = 0;
+  bool found = false;
+  while (!found) {
+    ssize_t n = read(fd, buf + keep, sizeof(buf) - keep);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    std::string_view text(buf, keep + static_cast<size_t>(n));
+    for (std::string_view name : kNames) found = found || text.find(name) != std::string_view::npos;
+    // Keep the tail: a name may straddle two reads.
+    keep = std::min<size_t>(text.size(), 32);
+    std::memmove(buf, buf + text.size() - keep, keep);
+  }
+  close(fd);
+  return found;
+}
+
 void OnForkChild() {
+  g_forked_child.store(true);
   g_signal_seen.store(false);
   g_ended.store(false);
   RestartAgentInChild();
@@ -102,8 +134,11 @@ const char* SignalName(int sig) {
 // Processes that never loaded CUDA (a shell the job runs through, a
 // compiler) are not the job being profiled: no windows, and they end silently.
 bool ProcessHasCudaLoaded() {
+  if (g_cuda_seen.load(std::memory_order_relaxed)) return true;
   bool found = false;
-  dl_iterate_phdr(HasCudaLibrary, &found);
+  if (g_forked_child.load(std::memory_order_relaxed)) found = CudaInProcMaps();
+  else dl_iterate_phdr(HasCudaLibrary, &found);
+  if (found) g_cuda_seen.store(true, std::memory_order_relaxed);
   return found;
 }
 

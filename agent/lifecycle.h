@@ -15,7 +15,9 @@
 //             and re-raises so the exit status is the signal's.
 //  fork       child: every lock we own is re-initialised, the parent's
 //             Runtime is abandoned (its buffers, threads, half-window) and a
-//             fresh agent starts with the child's pid.
+//             fresh agent starts with the child's pid, host-side only (no
+//             CUPTI, no dl* calls: the loader lock may be held), its
+//             PROF_NAME (if any) suffixed _pid<pid>.
 #pragma once
 
 namespace prof {

@@ -1,8 +1,10 @@
 #include "exporters/atomic_file.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -22,8 +24,24 @@ AtomicFile::AtomicFile(FileSystem& fs, std::string final_path) : fs_(fs), final_
   size_t slash = final_path_.rfind('/');
   std::string dir = slash == std::string::npos ? "" : final_path_.substr(0, slash + 1);
   std::string base = slash == std::string::npos ? final_path_ : final_path_.substr(slash + 1);
-  temp_path_ = dir + "." + base + ".tmp" + std::to_string(::getpid());
+  temp_dir_ = dir;
+  temp_base_ = base;
 }
+
+namespace {
+// Distinguishes temporaries of one process; the clock makes the name hard to
+// guess in advance for someone planting files.
+std::atomic<uint64_t> g_temp_serial{0};
+
+std::string TempSuffix() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t mix = (static_cast<uint64_t>(ts.tv_nsec) * 0x9E3779B97F4A7C15ull) ^ g_temp_serial.fetch_add(1);
+  char buf[64];
+  snprintf(buf, sizeof(buf), ".tmp%d.%llx", static_cast<int>(::getpid()), static_cast<unsigned long long>(mix & 0xFFFFFFFFFFull));
+  return buf;
+}
+}  // namespace
 
 AtomicFile::~AtomicFile() {
   if (!done_) Abort();
@@ -34,11 +52,20 @@ void AtomicFile::Fail(const char* call, const std::string& path, int err) {
 }
 
 bool AtomicFile::Open() {
-  do {
-    fd_ = fs_.Open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  } while (fd_ < 0 && errno == EINTR);
+  // O_EXCL|O_NOFOLLOW: never through a planted symlink, never into a file
+  // someone else made; a taken name (EEXIST) moves on to another one.
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    temp_path_ = temp_dir_ + "." + temp_base_ + TempSuffix();
+    do {
+      fd_ = fs_.Open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    } while (fd_ < 0 && errno == EINTR);
+    if (fd_ >= 0 || errno != EEXIST) break;
+  }
   if (fd_ < 0) {
-    Fail("open", temp_path_, errno);
+    int err = errno;
+    temp_path_.clear();  // not ours: Abort() must not unlink it
+    errno = err;
+    Fail("open", temp_dir_ + "." + temp_base_ + ".tmp*", errno);
     return false;
   }
   return true;
@@ -84,6 +111,43 @@ bool AtomicFile::Commit() {
     Abort();
     return false;
   }
+  done_ = true;
+  return true;
+}
+
+bool AtomicFile::CommitNewAs(const std::string& final_path) {
+  exists_ = false;
+  if (!ok() || (fd_ < 0 && done_)) {
+    Abort();
+    return false;
+  }
+  if (fd_ >= 0) {
+    int rc = fs_.Close(fd_);
+    fd_ = -1;
+    if (rc != 0) {
+      Fail("close", temp_path_, errno);
+      Abort();
+      return false;
+    }
+  }
+  if (fs_.Link(temp_path_.c_str(), final_path.c_str()) == 0) {
+    fs_.Unlink(temp_path_.c_str());
+    final_path_ = final_path;
+    done_ = true;
+    return true;
+  }
+  if (errno == EEXIST) {
+    exists_ = true;  // keep the temporary: the caller may pick another name
+    return false;
+  }
+  // No hard links here (EPERM/ENOTSUP on some network and FUSE file
+  // systems): the plain rename, which replaces.
+  if (fs_.Rename(temp_path_.c_str(), final_path.c_str()) != 0) {
+    Fail("rename", final_path, errno);
+    Abort();
+    return false;
+  }
+  final_path_ = final_path;
   done_ = true;
   return true;
 }

@@ -1,6 +1,11 @@
 // A file that appears all at once: bytes go to a hidden temporary name in the
 // target directory and Commit() renames it into place. On any failure the
 // temporary is removed, so a reader never sees half a file.
+//
+// The temporary is created O_EXCL|O_NOFOLLOW|O_CLOEXEC, mode 0644 (less
+// what the umask removes), at a name that is unique per process and per
+// file: a symlink or file planted there by someone else is never followed
+// or truncated; another name is tried instead.
 #pragma once
 
 #include <string>
@@ -22,6 +27,13 @@ class AtomicFile final : public ByteSink {
   bool Finish() override { return ok(); }
   // Closes and renames into place; false (and nothing left behind) on failure.
   bool Commit();
+  // Closes and gives the bytes the final name only if nothing holds it yet
+  // (link(2)): false with exists() true when something does, and then the
+  // temporary is kept for CommitNewAs() with another name. File systems
+  // without hard links fall back to Commit()'s rename.
+  bool CommitNew() { return CommitNewAs(final_path_); }
+  bool CommitNewAs(const std::string& final_path);
+  bool exists() const { return exists_; }
   void Abort();
 
   bool ok() const { return error_.empty(); }
@@ -35,9 +47,12 @@ class AtomicFile final : public ByteSink {
 
   FileSystem& fs_;
   std::string final_path_;
-  std::string temp_path_;
+  std::string temp_dir_;   // directory part of the final path, with '/'
+  std::string temp_base_;  // file name part
+  std::string temp_path_;  // set by Open(); empty unless we created it
   int fd_ = -1;
   bool done_ = false;  // committed or aborted: nothing left to undo
+  bool exists_ = false;  // CommitNewAs found its name taken
   std::string error_;
 };
 

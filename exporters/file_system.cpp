@@ -21,6 +21,8 @@ class Posix final : public FileSystem {
 
 }  // namespace
 
+int FileSystem::Link(const char* from, const char* to) { return ::link(from, to); }
+
 FileSystem& PosixFileSystem() {
   // No state, shared safely; never destroyed, because the writer thread may
   // still finish a window while the process runs exit-time destructors.

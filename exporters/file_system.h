@@ -20,6 +20,10 @@ class FileSystem {
   virtual int Rename(const char* from, const char* to) = 0;
   virtual int Unlink(const char* path) = 0;
   virtual int MakeDir(const char* path, mode_t mode) = 0;
+  // link(2): gives a file a second name, failing with EEXIST instead of
+  // replacing whatever holds that name. Not pure, so fault-injecting test
+  // file systems need not care.
+  virtual int Link(const char* from, const char* to);
 };
 
 // The real calls. Stateless, so one shared instance is safe from any thread.

@@ -1,6 +1,7 @@
 #include "exporters/window_files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <exception>
@@ -27,9 +28,30 @@ bool EnsureDir(FileSystem& fs, const std::string& dir, std::string* error) {
   return true;
 }
 
-bool WriteTrace(const Window& window, const WindowIndex& index, const std::string& path,
-                const std::string& trace_name, bool gzip, FileSystem& fs, std::string* error) {
-  AtomicFile file(fs, path);
+// Variant 0 is the plain stem; 1.. add the writing process's pid (and a
+// number): another process with the same PROF_NAME (a fork-based worker, a
+// launcher's other children, an earlier run) already holds the plain name.
+constexpr int kStemVariants = 10;
+
+bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0 || errno != ENOENT; }
+
+// Gives file's bytes the name dir + stem(variant) + suffix, never replacing
+// an existing file: on EEXIST the next variant is tried, and *variant says
+// which one took.
+bool CommitUnique(AtomicFile& file, const WindowMeta& meta, const std::string& dir, const std::string& suffix,
+                  int* variant) {
+  for (; *variant < kStemVariants; ++*variant) {
+    if (file.CommitNewAs(dir + WindowFileStemVariant(meta, *variant) + suffix)) return true;
+    if (!file.exists()) return false;
+  }
+  file.Abort();
+  return false;
+}
+
+bool WriteTrace(const Window& window, const WindowIndex& index, const std::string& dir, const std::string& suffix,
+                int* variant, bool gzip, FileSystem& fs, std::string* error) {
+  std::string trace_name = WindowFileStemVariant(window.meta, *variant) + suffix;
+  AtomicFile file(fs, dir + trace_name);
   bool ok = file.Open();
   if (ok) {
     if (gzip) {
@@ -39,27 +61,32 @@ bool WriteTrace(const Window& window, const WindowIndex& index, const std::strin
       ok = WriteChromeTrace(window, index, trace_name, file);
     }
   }
-  ok = ok && file.Commit();
-  if (!ok) *error = file.error().empty() ? "writing " + path + " failed" : file.error();
+  ok = ok && CommitUnique(file, window.meta, dir, suffix, variant);
+  if (!ok) *error = file.error().empty() ? "writing " + dir + trace_name + " failed (no free name)" : file.error();
   return ok;
 }
 
-bool WriteSummaryFile(const Window& window, const WindowIndex& index, const std::string& path, FileSystem& fs,
-                      std::string* error) {
+bool WriteSummaryFile(const Window& window, const WindowIndex& index, const std::string& dir, int* variant,
+                      FileSystem& fs, std::string* error) {
   std::string text = RenderSummary(window, index);
-  AtomicFile file(fs, path);
-  bool ok = file.Open() && file.Append(text.data(), text.size()) && file.Commit();
-  if (!ok) *error = file.error();
+  const std::string suffix = ".summary.txt";
+  AtomicFile file(fs, dir + WindowFileStemVariant(window.meta, *variant) + suffix);
+  bool ok = file.Open() && file.Append(text.data(), text.size()) && CommitUnique(file, window.meta, dir, suffix, variant);
+  if (!ok) *error = file.error().empty() ? "writing " + dir + suffix + " failed (no free name)" : file.error();
   return ok;
 }
 
 }  // namespace
 
-std::string WindowFileStem(const WindowMeta& meta) {
+std::string WindowFileStem(const WindowMeta& meta) { return WindowFileStemVariant(meta, 0); }
+
+std::string WindowFileStemVariant(const WindowMeta& meta, int variant) {
   std::string name = meta.name.empty() ? meta.hostname + "_" + std::to_string(meta.pid) : meta.name;
   for (char& c : name) {
     if (c == '/' || c == '\0') c = '_';
   }
+  if (variant > 0) name += "_pid" + std::to_string(meta.pid);
+  if (variant > 1) name += "_" + std::to_string(variant);
   if (meta.rank_known) name += "_rank" + std::to_string(meta.rank);
   return name + "." + std::to_string(meta.first_step);
 }
@@ -71,19 +98,24 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
   try {
     if (!EnsureDir(fs, options.output_dir, error)) return false;
     std::string dir = options.output_dir.empty() ? "" : options.output_dir + "/";
-    std::string stem = WindowFileStem(window.meta);
+    std::string trace_suffix = std::string(".pt.trace.json") + (options.gzip ? ".gz" : "");
+    // The first variant whose names are all free (a race with another
+    // process is settled at commit time: link(2) never replaces).
+    int variant = 0;
+    while (variant + 1 < kStemVariants &&
+           ((options.chrome && Exists(dir + WindowFileStemVariant(window.meta, variant) + trace_suffix)) ||
+            (options.summary && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")))) {
+      ++variant;
+    }
     bool ok = true;
     // One pass over every event builds it; the trace and the summary share it.
     std::optional<WindowIndex> index;
     if (options.chrome || options.summary) index.emplace(window);
-    if (options.chrome) {
-      std::string trace_name = stem + ".pt.trace.json" + (options.gzip ? ".gz" : "");
-      ok = WriteTrace(window, *index, dir + trace_name, trace_name, options.gzip, fs, error);
-    }
+    if (options.chrome) ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error);
     // A summary is still worth having when the trace failed (e.g. too big).
     if (options.summary) {
       std::string summary_error;
-      if (!WriteSummaryFile(window, *index, dir + stem + ".summary.txt", fs, &summary_error)) {
+      if (!WriteSummaryFile(window, *index, dir, &variant, fs, &summary_error)) {
         if (ok) *error = summary_error;
         ok = false;
       }

@@ -19,9 +19,13 @@ struct OutputOptions {
 // "<name>[_rank<R>].<first step>": `name` is meta.name with '/' replaced (or
 // "<hostname>_<pid>" when empty); the rank part only when meta.rank_known.
 std::string WindowFileStem(const WindowMeta& meta);
+// Variant 0 is WindowFileStem; variant 1 adds "_pid<pid>" to the name, and
+// k > 1 "_pid<pid>_<k>". Used when another process (same PROF_NAME) already
+// holds the plain name: an existing file is never replaced.
+std::string WindowFileStemVariant(const WindowMeta& meta, int variant);
 
-// Each file is written under a hidden temporary name in output_dir and renamed
-// into place. Returns false with a one-line `error` naming the call, path and
+// Each file is written under a hidden temporary name in output_dir and linked
+// into place (never replacing a file that exists: see WindowFileStemVariant). Returns false with a one-line `error` naming the call, path and
 // errno (ENOSPC, EACCES, ...) and leaves no partial file; files already
 // renamed into place stay. Never throws.
 bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error);

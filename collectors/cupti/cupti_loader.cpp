@@ -124,8 +124,10 @@ CuptiSearch ProcessSearch(const std::string& configured) {
     std::free(real);
   }
   if (search.cudart_path.empty()) search.driver_major = LoadedDriverMajor();
-  const char* home = std::getenv("CUDA_HOME");
-  if (home == nullptr || *home == '\0') home = std::getenv("CUDA_PATH");
+  // secure_getenv: in a setuid/setgid/capability process (AT_SECURE) the
+  // caller's environment never picks a library to dlopen.
+  const char* home = secure_getenv("CUDA_HOME");
+  if (home == nullptr || *home == '\0') home = secure_getenv("CUDA_PATH");
   if (home != nullptr) search.cuda_home = home;
   if (!configured.empty() && !libs.cupti.empty() && configured != libs.cupti) {
     Log().warn("PROF_CUPTI_LIB={} ignored: the process already loaded {} (a second CUPTI would hook the driver twice)",

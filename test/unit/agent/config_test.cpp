@@ -1,6 +1,7 @@
 // PROF_* parsing: each variable's accepted forms, and for each malformed
 // value exactly one problem line naming the variable, the value and what is
 // accepted, with the documented consequence (default or disabled).
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -277,6 +278,65 @@ TEST_CASE("PROF_CONFIG_FILE sets keys the environment leaves unset", "[config]")
   ConfigResult missing = Parse({{"PROF_CONFIG_FILE", "/no/such/file"}});
   RequireOneProblem(missing, "PROF_CONFIG_FILE", "/no/such/file");
   CHECK(missing.config.enabled);
+}
+
+TEST_CASE("PROF_CONFIG_FILE must be a regular file: FIFO, device and directory are refused without blocking", "[config][safety]") {
+  std::string dir = TempDir();
+  std::string fifo = dir + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // nobody writes it: a blocking open or read would hang here
+  for (const std::string& path : {fifo, std::string("/dev/zero"), std::string("/dev/urandom"), dir}) {
+    INFO(path);
+    ConfigResult r = Parse({{"PROF_CONFIG_FILE", path}});
+    RequireOneProblem(r, "PROF_CONFIG_FILE", path);
+    CHECK(r.problems[0].find("regular file") != std::string::npos);
+    CHECK(r.config.enabled);
+  }
+}
+
+TEST_CASE("PROF_CONFIG_FILE larger than 1 MiB is refused, and garbage lines are reported at most ten times", "[config][safety]") {
+  std::string dir = TempDir();
+  {
+    std::ofstream big(dir + "/big.conf");
+    big << std::string((1u << 20) + 1, 'x');
+  }
+  ConfigResult r = Parse({{"PROF_CONFIG_FILE", dir + "/big.conf"}});
+  RequireOneProblem(r, "PROF_CONFIG_FILE", dir + "/big.conf");
+  {
+    std::ofstream garbage(dir + "/garbage.conf");
+    for (int i = 0; i < 5000; ++i) garbage << "garbage " << i << "\n";
+    garbage << "PROF_WAIT=9\n";
+  }
+  r = Parse({{"PROF_CONFIG_FILE", dir + "/garbage.conf"}});
+  CHECK(r.config.wait == 9);  // the good line still counts
+  REQUIRE(r.problems.size() == 11);
+  CHECK(r.problems.back().find("4990 more invalid lines") != std::string::npos);
+}
+
+TEST_CASE("a relative PROF_OUTPUT_DIR is made absolute at start, so a later chdir changes nothing", "[config][safety]") {
+  std::string dir = TempDir();
+  char old[4096];
+  REQUIRE(getcwd(old, sizeof(old)) != nullptr);
+  REQUIRE(chdir(dir.c_str()) == 0);
+  ConfigResult r = Parse({{"PROF_OUTPUT_DIR", "./traces/a"}});
+  REQUIRE(chdir(old) == 0);
+  CHECK(r.problems.empty());
+  char real[4096];
+  REQUIRE(realpath(dir.c_str(), real) != nullptr);
+  CHECK(r.config.output_dir == std::string(real) + "/traces/a");
+}
+
+TEST_CASE("directories libprof creates are not world-writable whatever the umask", "[config][safety]") {
+  std::string base = TempDir();
+  mode_t old = umask(0);
+  std::string why;
+  bool ok = MakeDirectories(base + "/x/y", nullptr, &why);
+  umask(old);
+  REQUIRE(ok);
+  struct stat st {};
+  REQUIRE(stat((base + "/x/y").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0002) == 0);
+  REQUIRE(stat((base + "/x").c_str(), &st) == 0);
+  CHECK((st.st_mode & 0002) == 0);
 }
 
 TEST_CASE("Describe lists every key as applied", "[config]") {

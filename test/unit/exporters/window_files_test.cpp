@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,12 @@ class FaultyFileSystem final : public FileSystem {
   int fail_mkdir_errno = 0;      // every MakeDir of a missing directory fails with this
   int writes = 0;
 
+  int open_flags = 0;             // of the last Open
+  mode_t open_mode = 0;
+
   int Open(const char* path, int flags, mode_t mode) override {
+    open_flags = flags;
+    open_mode = mode;
     if (fail_open_errno) return errno = fail_open_errno, -1;
     return PosixFileSystem().Open(path, flags, mode);
   }
@@ -46,6 +53,10 @@ class FaultyFileSystem final : public FileSystem {
   int Rename(const char* from, const char* to) override {
     if (fail_rename_errno) return errno = fail_rename_errno, -1;
     return PosixFileSystem().Rename(from, to);
+  }
+  int Link(const char* from, const char* to) override {
+    if (fail_rename_errno) return errno = fail_rename_errno, -1;
+    return PosixFileSystem().Link(from, to);
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
   int MakeDir(const char* path, mode_t mode) override {
@@ -94,6 +105,55 @@ TEST_CASE("files are named <name>[_rank<R>].<first step> with the trace and summ
   m.hostname = "node1";
   m.pid = 77;
   CHECK(WindowFileStem(m) == "node1_77_rank3.35");
+}
+
+TEST_CASE("temporaries are created O_EXCL|O_NOFOLLOW|O_CLOEXEC, never world-writable", "[files][safety]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  std::string error;
+  REQUIRE(WriteWindowFiles(Small(), {dir.path, true, false, false}, fs, &error));
+  CHECK((fs.open_flags & (O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_CREAT)) == (O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_CREAT));
+  CHECK((fs.open_flags & O_TRUNC) == 0);
+  CHECK((fs.open_mode & 0022) == 0);
+}
+
+TEST_CASE("a file planted at a temporary's name is neither followed nor truncated", "[files][safety]") {
+  TempDir dir;
+  // Plant a symlink at every name a temporary would have had under the old
+  // scheme (".<final>.tmp<pid>") and pointing at a file we must not touch.
+  std::string victim = dir.path + "/victim";
+  { std::ofstream(victim) << "precious"; }
+  std::string planted = dir.path + "/.worker.35.pt.trace.json.tmp" + std::to_string(getpid());
+  REQUIRE(symlink(victim.c_str(), planted.c_str()) == 0);
+  std::string error;
+  REQUIRE(WriteWindowFiles(Small(), {dir.path, true, false, false}, &error));
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "precious");
+  struct stat st {};
+  REQUIRE(lstat(planted.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+}
+
+TEST_CASE("an existing file is never replaced: another process's window keeps its name", "[files][safety]") {
+  TempDir dir;
+  { std::ofstream(dir.path + "/worker.35.pt.trace.json") << "the other process's window"; }
+  Window w = Small();
+  w.meta.pid = 4242;
+  std::string error;
+  REQUIRE(WriteWindowFiles(w, {dir.path, true, true, false}, &error));
+  CHECK(dir.Files() == std::vector<std::string>{"worker.35.pt.trace.json", "worker_pid4242.35.pt.trace.json",
+                                                "worker_pid4242.35.summary.txt"});
+  std::ifstream in(dir.path + "/worker.35.pt.trace.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "the other process's window");
+  nlohmann::json trace;
+  REQUIRE(tool::LoadTrace(dir.path + "/worker_pid4242.35.pt.trace.json", &trace, &error));
+  CHECK(trace["traceName"] == "worker_pid4242.35.pt.trace.json");
+  // A third writer of the same window gets the next free name.
+  REQUIRE(WriteWindowFiles(w, {dir.path, true, true, false}, &error));
+  CHECK(dir.Files().size() == 5);
+  CHECK(access((dir.path + "/worker_pid4242_2.35.summary.txt").c_str(), F_OK) == 0);
 }
 
 TEST_CASE("WriteWindowFiles writes a valid trace and a summary and nothing else", "[files]") {
