@@ -93,6 +93,8 @@ class PythonStacks(unittest.TestCase):
         for api, inner in expected.items():
             self.assertIn(api, by_name, sorted(by_name))
             for call in by_name[api]:
+                if call["tid"] != trace["libprof"]["pid"]:
+                    continue  # the C++ thread's launches: below
                 stack = enclosing_python(trace, call)
                 names = [e["name"] for e in stack]
                 self.assertTrue(names, f"{api} at {call['ts']} has no python_function above it")
@@ -105,6 +107,18 @@ class PythonStacks(unittest.TestCase):
                 self.assertIsNone(stack[0]["args"]["Python parent id"])
                 for outer, inner_slice in zip(stack, stack[1:]):
                     self.assertEqual(inner_slice["args"]["Python parent id"], outer["args"]["Python id"])
+        # A coroutine's frame, run by asyncio's event loop, has the loop's
+        # frames (standard library) between it and main.
+        for call in by_name["cudaMemsetAsync"]:
+            names = [e["name"] for e in enclosing_python(trace, call)]
+            self.assertEqual(names[-1], self.name("coroutine", "evaluate"))
+            self.assertIn(self.name("run-coroutine", "main"), names)
+        # A C++ thread's calls have no Python frames, and the trace says so.
+        cpp = [c for c in by_name["__cudaLaunchKernel"] if c["tid"] != trace["libprof"]["pid"]]
+        self.assertTrue(cpp, "the C++ thread launched inside the window")
+        for call in cpp:
+            self.assertEqual(enclosing_python(trace, call), [])
+        self.assertEqual(sorted({c["tid"] for c in cpp}), trace["libprof"]["python"]["threads_without_python_frames"])
         # The data loader's frame is a generator's: main is its caller.
         load = enclosing_python(trace, by_name["cudaMemcpyAsync"][0])
         self.assertEqual(load[-2]["name"], f"{self.model}({self.site['loop']}): main")
@@ -128,6 +142,7 @@ class PythonStacks(unittest.TestCase):
         self.assertEqual(rows[self.site_text("item", "item")][5], 3)
         self.assertEqual(rows[self.site_text("sync", "main")][4], 3)
         self.assertEqual(rows[self.site_text("load", "data_loader")][5], 3)
+        self.assertEqual(rows["(no Python frames)"][2:4], [3, 3], "the C++ thread's kernels and launches")
         findings = {m.group(1): m.group(2) for m in re.finditer(r"\[([\w-]+)\] .*\n\s+evidence: (.*)", summary)}
         self.assertIn("top call sites: " + self.site_text("sync", "main") + " x3", findings["sync-in-step"])
         self.assertIn("top call sites: " + self.site_text("item", "item") + " x3", findings["d2h-copy-in-step"])
@@ -145,8 +160,9 @@ class PythonStacks(unittest.TestCase):
         ok, out = validate(path)
         self.assertTrue(ok, out)
         main_tid = trace["libprof"]["pid"]
+        cpp_tids = trace["libprof"]["python"]["threads_without_python_frames"]
         worker_calls = [e for e in x_events(trace, "cuda_runtime")
-                        if e["tid"] != main_tid and e["name"] == "__cudaLaunchKernel"]
+                        if e["tid"] not in cpp_tids + [main_tid] and e["name"] == "__cudaLaunchKernel"]
         self.assertTrue(worker_calls, "the worker launched inside the window")
         names = [e["name"] for e in enclosing_python(trace, worker_calls[0])]
         self.assertEqual(names[-1], self.name("worker", "worker"))

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <thread>
 
 __global__ void ctypes_step_kernel(float* scratch, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -108,4 +109,18 @@ extern "C" __attribute__((visibility("default"))) int wl_worker(int kernels) {
 extern "C" __attribute__((visibility("default"))) int wl_launches(int n) {
   for (int k = 0; k < n; ++k) ctypes_step_kernel<<<1, 32, 0, g_stream>>>(g_dev, 32);
   return cudaGetLastError();
+}
+
+// A memset on the model's stream (python_model.py's coroutine issues it).
+extern "C" __attribute__((visibility("default"))) int wl_memset() {
+  return cudaMemsetAsync(g_dev, 0, 4096, g_stream);
+}
+
+// A C++ thread (no Python thread state) launching on its own: its calls
+// have no Python frames. Runs to completion before returning.
+extern "C" __attribute__((visibility("default"))) int wl_cpp_thread(int kernels) {
+  int result = 0;
+  std::thread t([&] { result = wl_worker(kernels); });
+  t.join();
+  return result;
 }

@@ -5,11 +5,13 @@ for the Python call-site tests. Usage:
 
 --gil released loads the library with ctypes.CDLL (the GIL is released during
 each call, as PyTorch releases it around its operators); held uses
-ctypes.PyDLL (the GIL is kept). Each step ends with prof_step() when the
+ctypes.PyDLL (the GIL is kept). Each step also runs a coroutine that issues
+a memset (asyncio) and has a C++ thread (no Python frames) launch a kernel. Each step ends with prof_step() when the
 process has libprof preloaded (PROF_STEP=manual). Lines the tests look for
 carry a "# site:" comment; keep them on the line of the call.
 """
 import argparse
+import asyncio
 import ctypes
 import os
 import sys
@@ -59,6 +61,11 @@ def train_step(lib, model, batch):
     return out, loss
 
 
+async def evaluate(lib):
+    await asyncio.sleep(0)
+    check(lib.wl_memset())  # site: coroutine
+
+
 def worker(lib, started, stop):
     while not stop.is_set():
         check(lib.wl_worker(2))  # site: worker
@@ -94,6 +101,8 @@ def main():
     start = time.perf_counter_ns()
     for batch in data_loader(lib, args.steps):  # site: loop
         train_step(lib, model, batch)
+        asyncio.run(evaluate(lib))  # site: run-coroutine
+        check(lib.wl_cpp_thread(1))  # site: cpp-thread
         check(lib.wl_sync())  # site: sync
         if args.worker:
             time.sleep(0.005)  # the worker's launches land inside each step
