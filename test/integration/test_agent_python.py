@@ -179,6 +179,38 @@ class PythonStacks(unittest.TestCase):
             self.assertNotIn("Python call site", f.read())
 
 
+class UnsupportedInterpreter(unittest.TestCase):
+    """A process whose Py_GetVersion names a version libprof does not
+    support: one log line, no stacks, the program unchanged."""
+
+    def run_fake(self, version):
+        fake = workload("fake_python")
+        need(harness.LIBPROF_SO, fake, workload("libctypes_workload.so"))
+        run = run_agent([fake, workload("libctypes_workload.so"), "6"], FAKE_PY_VERSION=version,
+                        PROF_STEP="sync", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="2")
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        self.assertIn("run_steps = ", run.proc.stdout)
+        self.assertEqual(len(run.traces), 1, "\n".join(run.log_lines()))
+        path, trace = run.traces[0]
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        self.assertEqual(x_events(trace, "python_function"), [])
+        return run, trace
+
+    def test_python_3_9_is_refused_in_one_line(self):
+        run, trace = self.run_fake("3.9.18 (main, Jan  1 2024, 00:00:00) [GCC 12.2.0]")
+        lines = [l for l in run.log_lines() if "Python stacks" in l]
+        self.assertEqual(len(lines), 1, run.log_lines())
+        self.assertIn("CPython 3.9.18 is not supported (3.10 through 3.13)", lines[0])
+        self.assertEqual(trace["libprof"]["python"]["stacks"],
+                         "off (CPython 3.9.18 is not supported: 3.10 through 3.13)")
+
+    def test_free_threading_build_is_refused(self):
+        run, trace = self.run_fake("3.13.0 experimental free-threading build (main, Oct  7 2024) [GCC 12.2.0]")
+        self.assertIn("free-threading build", trace["libprof"]["python"]["stacks"])
+        self.assertEqual(len([l for l in run.log_lines() if "Python stacks" in l]), 1, run.log_lines())
+
+
 class CppOnly(unittest.TestCase):
     def test_cpp_workload_trace_has_no_python(self):
         loop = workload("train_loop")
