@@ -7,6 +7,7 @@ python_function slices must nest and validate; PROF_PYTHON=0 and a C++-only
 workload must look as they did before stacks existed."""
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -148,6 +149,15 @@ class PythonStacks(unittest.TestCase):
         self.assertIn("top call sites: " + self.site_text("item", "item") + " x3", findings["d2h-copy-in-step"])
         self.assertIn(self.site_text("load", "data_loader") + " x3", findings["pageable-copy"])
         self.assertIn("top call sites: " + self.site_text("scratch", "train_step") + " x4", findings["allocator-churn"])
+        # `prof summary` rebuilds the stacks from the python_function slices:
+        # the same table and findings as the agent wrote.
+        if harness.PROF_TOOL and os.path.exists(harness.PROF_TOOL):
+            p = subprocess.run([harness.PROF_TOOL, "summary", path], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+
+            def sections(text):
+                return text.split("== Findings ==")[1].split("\n== Memory")[0]
+            self.assertEqual(sections(p.stdout), sections(summary))
 
     def test_gil_released_calls_carry_their_python_stack(self):
         self.check_model_stacks("released")

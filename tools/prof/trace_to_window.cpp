@@ -142,6 +142,10 @@ class Reader {
     if (ph != "X") return;
     auto [start, end] = Span(e);
     if (cat == "cuda_runtime" || cat == "cuda_driver") return ReadApiCall(e, cat, name, start, end);
+    if (cat == "python_function") {
+      py_slices_.push_back({start, end, static_cast<uint32_t>(IntMember(e, "tid", 0)), name});
+      return;
+    }
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync") {
       return ReadDeviceWork(e, cat, name, start, end);
     }
@@ -171,6 +175,7 @@ class Reader {
     std::stable_sort(w_.steps.begin(), w_.steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.step < b.step; });
     std::stable_sort(w_.alloc_samples.begin(), w_.alloc_samples.end(),
                      [](const AllocSample& a, const AllocSample& b) { return a.ts_ns < b.ts_ns; });
+    RebuildPythonStacks();
     WindowMeta& m = w_.meta;
     if (!libprof_ && !w_.steps.empty()) {
       m.first_step = w_.steps.front().step;
@@ -239,6 +244,8 @@ class Reader {
     m.cuda_runtime_version = static_cast<int>(IntMember(l, "cuda_runtime_version", 0));
     m.cuda_driver_version = static_cast<int>(IntMember(l, "cuda_driver_version", 0));
     m.cupti_api_version = static_cast<uint32_t>(IntMember(l, "cupti_api_version", 0));
+    JsonValue python = l.Get("python");
+    if (python.is_object()) w_.python.status = StrOf(python, "stacks", "");
     JsonValue win = l.Get("window");
     if (win.is_object()) {
       m.first_step = static_cast<uint64_t>(IntMember(win, "first_step", 0));
@@ -430,8 +437,70 @@ class Reader {
     w_.alloc_samples.push_back(a);
   }
 
+  // python_function slices back into stacks: each call's stack is the
+  // slices on its thread that enclose it (they nest), outermost last in the
+  // frame list as the agent stores it; a slice's name "<file>(<line>):
+  // <function>" is its frame. The status comes from libprof.python.stacks.
+  void RebuildPythonStacks() {
+    if (py_slices_.empty()) return;
+    w_.python.frames.assign(1, PyFrame{});
+    w_.python.stacks.assign(2, {});
+    std::map<std::string, uint32_t> frame_ids;
+    std::map<std::vector<uint32_t>, uint32_t> stack_ids;
+    auto frame_of = [&](const std::string& name) {
+      auto [it, inserted] = frame_ids.try_emplace(name, static_cast<uint32_t>(w_.python.frames.size()));
+      if (inserted) {
+        PyFrame f{};
+        size_t close = name.rfind("): ");
+        size_t open = close == std::string::npos ? std::string::npos : name.rfind('(', close);
+        if (open == std::string::npos) {
+          f.file_id = Intern(name), f.line = -1;
+        } else {
+          f.file_id = Intern(name.substr(0, open));
+          f.line = std::atoi(name.c_str() + open + 1);
+          f.function_id = Intern(name.substr(close + 3));
+        }
+        w_.python.frames.push_back(f);
+      }
+      return it->second;
+    };
+    std::stable_sort(py_slices_.begin(), py_slices_.end(), [](const PySliceIn& a, const PySliceIn& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+    });
+    std::unordered_map<uint32_t, std::vector<size_t>> by_tid;  // slice indexes per thread, in start order
+    for (size_t i = 0; i < py_slices_.size(); ++i) by_tid[py_slices_[i].tid].push_back(i);
+    std::unordered_map<uint32_t, std::pair<size_t, std::vector<size_t>>> sweep;  // tid -> (next slice, open slices)
+    for (HostEvent& e : w_.host_events) {  // in start order (sorted above)
+      auto it = by_tid.find(e.tid);
+      if (it == by_tid.end()) continue;
+      auto& [next, open] = sweep[e.tid];
+      const std::vector<size_t>& slices = it->second;
+      while (next < slices.size() && py_slices_[slices[next]].start_ns <= e.start_ns) {
+        size_t s = slices[next++];
+        while (!open.empty() && py_slices_[open.back()].end_ns < py_slices_[s].end_ns) open.pop_back();
+        open.push_back(s);
+      }
+      while (!open.empty() && py_slices_[open.back()].end_ns < e.end_ns) open.pop_back();
+      std::vector<uint32_t> frames;
+      for (auto s = open.rbegin(); s != open.rend(); ++s) {
+        if (py_slices_[*s].end_ns >= e.end_ns) frames.push_back(frame_of(py_slices_[*s].name));
+      }
+      if (frames.empty()) continue;
+      auto [sid, inserted] = stack_ids.try_emplace(frames, static_cast<uint32_t>(w_.python.stacks.size()));
+      if (inserted) w_.python.stacks.push_back(frames);
+      e.stack_id = sid->second & 0xFFFFFF;
+    }
+  }
+
+  struct PySliceIn {
+    uint64_t start_ns, end_ns;
+    uint32_t tid;
+    std::string name;
+  };
+
   Window& w_;
   std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<PySliceIn> py_slices_;
   bool libprof_ = false;
   bool have_steps_ = false;
   Unmerge fix_;
