@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNEL_NAME_RE = re.compile(r'"name":\s*("(?:[^"\\]|\\.)*")')
@@ -224,7 +225,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=0, help="end-to-end rounds (default 5)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--only", help="comma list of steps: exporters,bench_wrappers,bench_window_end,"
-                    "end to end,memory,host loop,callgrind,python stacks")
+                    "end to end,memory,host loop,callgrind,python stacks,tools")
     ap.add_argument("--host-steps", type=int, default=0, help="steps of the host-limited loop (default 20000)")
     ap.add_argument("--host-rounds", type=int, default=0, help="interleaved rounds of the host loop (default 9)")
     ap.add_argument("--callgrind", action="store_true",
@@ -542,6 +543,47 @@ def main():
             raise Failure(str(e))
 
     step("python stacks", python_stacks, needs_agent=True)
+    # --- the prof tool on large traces (generated here, deleted after) ---
+    def tools():
+        gen = os.path.join(bench_bin, "bench_gen_trace")
+        tool = os.path.join(build, "tools", "prof", "prof")
+        # libprof's own trace of 50,000 steps (22 launches each: ~1 GB) and a
+        # Kineto-shaped one of 1 GB; smoke: a few MB.
+        shapes = {"libprof": ["libprof", "200" if smoke else "50000", "22"],
+                  "kineto": ["kineto", "4" if smoke else "1024"]}
+        for kind, gen_args in shapes.items():
+            for gz in (False, True):
+                path = os.path.join(tmp, f"big_{kind}.pt.trace.json" + (".gz" if gz else ""))
+                p = subprocess.run([gen] + gen_args + [path], capture_output=True, text=True)
+                if p.returncode != 0:
+                    raise Failure(f"bench_gen_trace {' '.join(gen_args)} exited {p.returncode}: {p.stderr[-400:]}")
+                info = json.loads(p.stdout.strip().splitlines()[-1])
+                json_mb = info["bytes"] / 1e6
+                for cmd in ("validate", "summary", "merge"):
+                    argv = [tool, cmd, path] + (["-o", os.path.join(tmp, "merged.json")] if cmd == "merge" else [])
+                    t0 = time.monotonic()
+                    r = subprocess.run([PEAK_RSS] + argv, capture_output=True, text=True)
+                    wall = time.monotonic() - t0
+                    usage = [json.loads(l) for l in r.stdout.splitlines() if l.startswith('{"peak_rss_kb"')]
+                    if r.returncode != 0 or not usage:
+                        raise Failure(f"prof {cmd} {os.path.basename(path)} exited {r.returncode}: "
+                                      f"{(r.stdout + r.stderr)[-600:]}")
+                    cpu_s = usage[-1]["cpu_ns"] / 1e9
+                    rss_mb = usage[-1]["peak_rss_kb"] / 1024.0
+                    name = f"{kind} {'gzip' if gz else 'plain'}"
+                    key = f"tool_{cmd}_{kind}_{'gz' if gz else 'json'}"
+                    TARGETS[key + "_mbps"] = (f"prof {cmd}, {name}: MB of JSON per CPU second", ">=", 100.0)
+                    TARGETS[key + "_rss_mb"] = (f"prof {cmd}, {name}: peak RSS", "<=", 256.0)
+                    note = (f"{json_mb:.0f} MB of JSON ({info['events']} events"
+                            + (f", {info['steps']} steps" if "steps" in info else "")
+                            + f"), CPU {cpu_s:.2f} s (user+sys), wall {wall:.2f} s on a shared machine")
+                    figures[key + "_mbps"] = dict(stats([json_mb / max(cpu_s, 1e-9)]), unit="MB/s", note=note)
+                    figures[key + "_rss_mb"] = dict(stats([rss_mb]), unit="MB", note=note)
+                os.remove(path)
+                if os.path.exists(os.path.join(tmp, "merged.json")):
+                    os.remove(os.path.join(tmp, "merged.json"))
+
+    step("tools", tools)
 
     shutil.rmtree(tmp, ignore_errors=True)
     print_table(figures, smoke)

@@ -25,9 +25,10 @@ was written and is valid, 1 otherwise.
   --max-unpacked-mb N   refuse an input larger than N MB once gunzipped
                         (default 16384)
 
-Inputs are streamed (read three times: their headers, the merged events
-validated, then written), so memory does not grow with their size beyond
-what validation holds. Every input that cannot be read is named, and then
+Inputs are streamed (read twice: their headers, then each event rewritten,
+validated and written to a temporary file that is renamed to OUT once the
+merge is complete), so memory does not grow with their size beyond what
+validation holds. Every input that cannot be read is named, and then
 nothing is written.
 )";
 
@@ -71,9 +72,9 @@ int MergeCommand(const Args& args) {
     std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
     return 2;
   }
-  // Written under a temporary name and renamed into place once whole: the
-  // output never exists half-written, and an input that fails on a later
-  // pass leaves nothing behind.
+  // Written under a temporary name and renamed into place once whole and
+  // validated: the output never exists half-written, and an input that
+  // fails on a later pass leaves nothing behind.
   AtomicFile file(PosixFileSystem(), out);
   std::unique_ptr<GzipSink> zipped;
   MergeReport report;

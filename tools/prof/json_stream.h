@@ -135,6 +135,8 @@ class TraceStreamHandler {
   virtual void EventsBegin(bool is_array) = 0;
   virtual void Event(uint64_t index, const JsonValue& event) = 0;
   virtual void EventsEnd(uint64_t count) = 0;
+  // False: events are only checked for syntax and counted, never built.
+  virtual bool WantsEvents() const { return true; }
 };
 
 struct TraceStreamResult {

@@ -74,6 +74,7 @@ class MetaHandler : public TraceStreamHandler {
   void EventsBegin(bool is_array) override { m_->has_events = is_array; }
   void Event(uint64_t, const JsonValue&) override {}
   void EventsEnd(uint64_t count) override { m_->events = count; }
+  bool WantsEvents() const override { return false; }
 
  private:
   InputMeta* m_;
@@ -84,6 +85,7 @@ struct Rewrite {
   size_t slot;
   int64_t shift_ns;
   int64_t pid_base;
+  int rank;
   std::string prefix;  // "rank R"
 };
 
@@ -279,6 +281,7 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     int rank = m.has_rank ? m.rank : static_cast<int>(slot);
     ranks.insert(rank);
     r.pid_base = static_cast<int64_t>(slot + 1) * kMergePidBlock;
+    r.rank = rank;
     r.prefix = "rank " + std::to_string(rank);
     rewrites.push_back(std::move(r));
     world = std::max(world, m.world_size);
@@ -286,28 +289,10 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     report->input_events += m.events;
   }
 
-  // Second pass: validate the events as they will be written.
-  MergedEvents events(sources, rewrites);
-  TraceValidator validator;
-  validator.SetTopLevel(/*has_event_array=*/true, /*has_rank=*/true, /*strict=*/all_libprof);
-  JsonDoc doc;
-  std::string parse_error;
-  auto validate = [&](uint64_t index, std::string_view text) {
-    if (ParseJson(text, &doc, &parse_error)) validator.Event(index, JsonValue(&doc, 0));
-  };
-  if (!events.ForEach(validate, error)) return false;
-  report->validation = validator.Finish([&](const EventSink& sink) {
-    std::string ignored;
-    JsonDoc again;
-    return events.ForEach(
-        [&](uint64_t index, std::string_view text) {
-          if (ParseJson(text, &again, &ignored)) sink(index, JsonValue(&again, 0));
-        },
-        &ignored);
-  });
-  if (validated && !validated(*report)) return false;
-
-  // Third pass: write. Keys in the order a document writer sorts them.
+  // Second pass: each merged event is validated and written (to the
+  // caller's sink: `prof merge` writes a temporary that becomes the output
+  // only once validated and complete). Keys in the order a document writer
+  // sorts them.
   BufferedSink w(out);
   std::string head = "{\"baseTimeNanoseconds\":" + std::to_string(base) + ",\"deviceProperties\":";
   head += sources.empty() || metas[0].device_properties_raw.empty() ? "[]" : metas[0].device_properties_raw;
@@ -326,23 +311,39 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     AppendJsonString(&head, sources[slot].path);
     head += ",\"flow_id_base\":" + std::to_string(static_cast<int64_t>(slot) << kMergeFlowIdBits);
     if (m.libprof) head += ",\"libprof\":" + m.libprof_raw;
-    head += ",\"pid_base\":" + std::to_string(r.pid_base) + ",\"rank\":" + r.prefix.substr(5) + "}";
+    head += ",\"pid_base\":" + std::to_string(r.pid_base) + ",\"rank\":" + std::to_string(r.rank) + "}";
   }
   head += "]},\"schemaVersion\":1,\"traceEvents\":[";
   w.Append(head);
+
+  MergedEvents events(sources, rewrites);
+  TraceValidator validator;
+  validator.SetTopLevel(/*has_event_array=*/true, /*has_rank=*/true, /*strict=*/all_libprof);
+  JsonDoc doc;
+  std::string parse_error;
   report->events_written = 0;
-  auto write = [&](uint64_t index, std::string_view text) {
+  auto validate_and_write = [&](uint64_t index, std::string_view text) {
+    if (ParseJson(text, &doc, &parse_error)) validator.Event(index, JsonValue(&doc, 0));
     if (index) w.Append(",");
     w.Append(text);
     ++report->events_written;
   };
-  if (!events.ForEach(write, error)) return false;
+  if (!events.ForEach(validate_and_write, error)) return false;
   w.Append("],\"traceName\":\"merged\"}\n");
+  report->validation = validator.Finish([&](const EventSink& sink) {
+    std::string ignored;
+    JsonDoc again;
+    return events.ForEach(
+        [&](uint64_t index, std::string_view text) {
+          if (ParseJson(text, &again, &ignored)) sink(index, JsonValue(&again, 0));
+        },
+        &ignored);
+  });
   if (!w.Flush()) {
     *error = "writing the merged trace failed";
     return false;
   }
-  return true;
+  return !validated || validated(*report);
 }
 
 bool MergeTraces(std::vector<MergeInput>* inputs, json* merged, std::string* error) {

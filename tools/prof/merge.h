@@ -37,7 +37,8 @@ inline constexpr int64_t kMergePidBlock = 100000000;
 inline constexpr int kMergeFlowIdBits = 40;
 
 // One input of a streaming merge: a name for messages and the `libprof_merge`
-// block, and how to (re)open its bytes (it is read three times).
+// block, and how to (re)open its bytes (it is read twice, and once more
+// when a validation message must describe events).
 struct MergeSource {
   std::string path;
   std::function<std::unique_ptr<ByteSource>(std::string* error)> open;
@@ -50,12 +51,13 @@ struct MergeReport {
 };
 
 // The streaming merge: reads each input's top-level members (first pass),
-// validates the merged events as they will be written (second pass), then
-// writes them to `out` (third pass); `validated` is called between the second
-// and third with the result, and may return false to write nothing. Memory:
-// the validator's (see TraceValidator) plus each input's top-level members;
-// never the events. False with `error` when an input cannot be read (every
-// unreadable input is named in `error`, one per line).
+// then writes every merged event to `out` while validating it (second
+// pass). `validated` is called at the end with the result; returning false
+// fails the merge, so a caller writing to a temporary file commits only a
+// validated, complete output. Memory: the validator's (see TraceValidator)
+// plus each input's top-level members; never the events. False with
+// `error` when an input cannot be read (every unreadable input is named in
+// `error`, one per line).
 bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
                  const std::function<bool(const MergeReport&)>& validated = nullptr);
 
