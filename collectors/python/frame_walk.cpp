@@ -33,7 +33,12 @@ uintptr_t FirstFrame(const PyLayout& l, uintptr_t tstate) {
 
 }  // namespace
 
-int WalkFrames(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* out, int max) {
+namespace {
+
+// The walk's body; inlined into one copy per supported layout, where `l` is
+// a constant and each field an immediate.
+__attribute__((always_inline)) inline int Walk(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* out,
+                                               int max) {
   if (!Plausible(tstate)) return -1;
   uintptr_t frame = FirstFrame(l, tstate);
   int n = 0;
@@ -64,20 +69,40 @@ int WalkFrames(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* 
     }
     uintptr_t instr = Load<uintptr_t>(frame, l.frame_instr);
     uintptr_t first = code + static_cast<uintptr_t>(l.code_adaptive);
-    int64_t units = Load<int64_t>(code, l.code_size);
     int64_t offset = (static_cast<int64_t>(instr) - static_cast<int64_t>(first)) / 2;
-    int32_t first_traceable = Load<int32_t>(code, l.code_firsttraceable);
     // A frame being set up (before its first traceable instruction) is not
-    // yet part of the stack, as the interpreter's own tracebacks say.
-    if (owner != l.owner_generator && offset < first_traceable) {
+    // yet part of the stack, as the interpreter's own tracebacks say. Such a
+    // frame is the newest one, or sits under code its setup ran (a __del__
+    // run by the allocation of a generator): until the first frame kept,
+    // every frame is checked; below it, only offsets within the first 64
+    // code units are (a setup prologue is that short), which spares the
+    // load for nearly every frame of a deep stack.
+    if (owner != l.owner_generator && (n == 0 || offset < 64) &&
+        offset < Load<int32_t>(code, l.code_firsttraceable)) {
       frame = next;
       continue;
     }
-    if (offset < 0 || offset >= units) return -1;
+    // The instruction pointer must lie inside the code object's own units.
+    if (offset < 0 || offset >= Load<int64_t>(code, l.code_size)) return -1;
     out[n++] = {code, static_cast<int32_t>(offset), Load<int32_t>(code, l.code_firstlineno)};
     frame = next;
   }
   return n;
+}
+
+template <const PyLayout& L>
+int WalkFor(const PyTypes& t, uintptr_t tstate, RawFrame* out, int max) {
+  return Walk(L, t, tstate, out, max);
+}
+
+}  // namespace
+
+int WalkFrames(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* out, int max) {
+  if (&l == &kPy310) return WalkFor<kPy310>(t, tstate, out, max);
+  if (&l == &kPy311) return WalkFor<kPy311>(t, tstate, out, max);
+  if (&l == &kPy312) return WalkFor<kPy312>(t, tstate, out, max);
+  if (&l == &kPy313) return WalkFor<kPy313>(t, tstate, out, max);
+  return Walk(l, t, tstate, out, max);  // a layout built at run time (none today)
 }
 
 bool ReadUnicode(const PyLayout& l, const PyTypes& t, uintptr_t str, std::string* out, size_t max_bytes) {
