@@ -38,7 +38,11 @@ FAMILY_CALLS = ["cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "
                 "cudaMemcpyToSymbolAsync", "cudaGetSymbolAddress", "cudaGetSymbolSize", "cudaMallocArray",
                 "cudaMalloc3DArray", "cudaMemcpy2DToArray", "cudaMemcpy2DFromArray", "cudaMemcpy2DArrayToArray",
                 "cudaMemcpy3D", "cudaMemcpy3DAsync", "cudaMalloc3D", "cudaMemset3D", "cudaCreateTextureObject",
-                "cudaCreateSurfaceObject", "cudaDestroyTextureObject", "cudaFreeArray"]
+                "cudaCreateSurfaceObject", "cudaDestroyTextureObject", "cudaFreeArray", "cudaHostRegister",
+                "cudaHostGetDevicePointer", "cudaHostUnregister", "cudaGraphCreate", "cudaGraphAddKernelNode",
+                "cudaGraphAddMemsetNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddHostNode", "cudaGraphAddEmptyNode",
+                "cudaGraphAddDependencies", "cudaGraphAddEventRecordNode", "cudaGraphUpload", "cudaGraphExecUpdate",
+                "cudaGraphLaunch", "cudaStreamBeginCapture"]
 DRIVER_API = os.path.join(harness.WORKLOAD_DIR, "driver_api")
 DRIVER_ARGS = [DRIVER_API, "--cubin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.cubin"),
                "--fatbin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.fatbin")]
@@ -74,7 +78,9 @@ class Bare(unittest.TestCase):
             self.assertIn(f"family {name} ok", self.proc.stdout)
 
     def test_host_functions_run_after_prior_work_and_before_the_covering_sync_returns(self):
-        host = [t for t in self.truth if t["type"] == "host_func"]
+        stream_calls = {t["correlation"] for t in self.truth if t["type"] == "api"
+                        and t["name"] in ("cudaLaunchHostFunc", "cudaStreamAddCallback")}
+        host = [t for t in self.truth if t["type"] == "host_func" and t["correlation"] in stream_calls]
         self.assertEqual(len(host), 4)  # two per iteration
         kernels = [t for t in self.truth if t["type"] == "kernel"]
         syncs = [t for t in self.truth if t["type"] == "sync" and t["api"] == "cudaStreamSynchronize"]
@@ -107,6 +113,21 @@ class Bare(unittest.TestCase):
         # 16 x 8 x 4 floats: bytes = the whole box, whatever the pitches.
         self.assertEqual(copies["cudaMemcpy3D"], {(HTOA, PAGEABLE, ARRAY, 2048), (ATOD, ARRAY, DEVICE, 2048)})
         self.assertEqual(copies["cudaMemcpy3DAsync"], {(DTOH, DEVICE, PAGEABLE, 2048)})
+
+    def test_registered_host_memory_copies_as_pinned(self):
+        registered = [t for t in self.truth if t["type"] == "memcpy" and t["api"] == "cudaMemcpyAsync"
+                      and t["bytes"] == 1 << 20]
+        self.assertEqual(len(registered), 2)  # one per iteration
+        self.assertTrue(all((t["copy_kind"], t["src_kind"]) == (HTOD, 2) for t in registered), registered)
+
+    def test_graph_nodes_run_at_launch_with_their_graph_ids(self):
+        launched = [t for t in self.truth if t["type"] in ("kernel", "memcpy", "memset") and t["api"] == "cudaGraphLaunch"]
+        # Per iteration: two launches of the built graph and one of the captured one, 3 device nodes each.
+        self.assertEqual(len(launched), 2 * 3 * 3)
+        self.assertTrue(all(t["graph_id"] and t["graph_node_id"] for t in launched), launched)
+        captured = [t for t in self.truth if t["type"] in ("memcpy", "memset")
+                    and t["api"] in ("cudaMemcpyAsync", "cudaMemsetAsync") and t["bytes"] == 4096]
+        self.assertEqual(captured, [], "a captured copy or memset ran at capture time")
 
     def test_sync_records_span_driver_cost_and_wakeup(self):
         syncs = [t for t in self.truth if t["type"] == "sync" and t["sync_type"] in (2, 3, 4)]

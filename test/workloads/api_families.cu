@@ -317,6 +317,122 @@ void Arrays() {
   CHECK(cudaFree(d));
 }
 
+void HostMemory() {
+  const size_t bytes = 1 << 20;
+  void* host = std::malloc(bytes);
+  CHECK(cudaHostRegister(host, bytes, cudaHostRegisterMapped));
+  void* mapped = nullptr;
+  CHECK(cudaHostGetDevicePointer(&mapped, host, 0));
+  REQUIRE(mapped == host);  // unified addressing: the same address
+  unsigned flags = 0;
+  CHECK(cudaHostGetFlags(&flags, host));
+  REQUIRE((flags & cudaHostRegisterMapped) != 0);
+  void* d = nullptr;
+  CHECK(cudaMalloc(&d, bytes));
+  CHECK(cudaMemcpyAsync(d, host, bytes, cudaMemcpyHostToDevice, 0));  // now a pinned copy
+  CHECK(cudaDeviceSynchronize());
+  CHECK(cudaHostUnregister(host));
+  EXPECT_ERROR(cudaHostUnregister(host), cudaErrorHostMemoryNotRegistered);
+  cudaGetLastError();
+  CHECK(cudaFree(d));
+  std::free(host);
+}
+
+std::atomic<int> g_graph_host_calls{0};
+void CUDART_CB GraphHostFn(void* data) { static_cast<std::atomic<int>*>(data)->fetch_add(1); }
+
+// Builds memset -> kernel -> copy back -> host function, plus an empty node
+// and an event record after the host function.
+cudaGraph_t BuildGraph(float* d, unsigned char* host, size_t bytes, int memset_value, cudaEvent_t event) {
+  cudaGraph_t graph;
+  CHECK(cudaGraphCreate(&graph, 0));
+  cudaGraphNode_t set, kernel, copy, hostfn, empty, record;
+  cudaMemsetParams memset{};
+  memset.dst = d;
+  memset.value = static_cast<unsigned>(memset_value);
+  memset.elementSize = 1;
+  memset.width = bytes;
+  memset.height = 1;
+  CHECK(cudaGraphAddMemsetNode(&set, graph, nullptr, 0, &memset));
+  int n = static_cast<int>(bytes / sizeof(float));
+  float value = 0.0f;
+  float* out = d + n;  // the kernel writes the second half; the copy reads the first
+  void* args[] = {&out, &n, &value};
+  cudaKernelNodeParams k{};
+  k.func = reinterpret_cast<void*>(fill);
+  k.gridDim = dim3(4);
+  k.blockDim = dim3(256);
+  k.kernelParams = args;
+  CHECK(cudaGraphAddKernelNode(&kernel, graph, &set, 1, &k));
+  CHECK(cudaGraphAddMemcpyNode1D(&copy, graph, &kernel, 1, host, d, bytes, cudaMemcpyDeviceToHost));
+  cudaHostNodeParams h{GraphHostFn, &g_graph_host_calls};
+  CHECK(cudaGraphAddHostNode(&hostfn, graph, &copy, 1, &h));
+  CHECK(cudaGraphAddEmptyNode(&empty, graph, nullptr, 0));
+  CHECK(cudaGraphAddDependencies(graph, &hostfn, &empty, nullptr, 1));
+  CHECK(cudaGraphAddEventRecordNode(&record, graph, &empty, 1, event));
+  return graph;
+}
+
+void Graphs() {
+  const size_t bytes = 4096;
+  float* d = nullptr;
+  CHECK(cudaMalloc(&d, 2 * bytes));
+  unsigned char* host = nullptr;
+  CHECK(cudaMallocHost(&host, bytes));
+  std::memset(host, 0, bytes);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cudaEvent_t event;
+  CHECK(cudaEventCreate(&event));
+  g_graph_host_calls = 0;
+  cudaGraph_t graph = BuildGraph(d, host, bytes, 1, event);
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CHECK(cudaGraphUpload(exec, stream));
+  REQUIRE(host[0] == 0);  // nothing ran yet
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  REQUIRE(host[0] == 1 && host[bytes - 1] == 1 && g_graph_host_calls.load() == 1);
+  CHECK(cudaEventSynchronize(event));
+  // Same topology, new memset value: the update takes it.
+  cudaGraph_t same = BuildGraph(d, host, bytes, 2, event);
+  cudaGraphExecUpdateResultInfo info{};
+  CHECK(cudaGraphExecUpdate(exec, same, &info));
+  REQUIRE(info.result == cudaGraphExecUpdateSuccess);
+  CHECK(cudaGraphLaunch(exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  REQUIRE(host[0] == 2 && g_graph_host_calls.load() == 2);
+  // A different topology is refused, as documented.
+  cudaGraph_t other;
+  CHECK(cudaGraphCreate(&other, 0));
+  cudaGraphNode_t lone;
+  CHECK(cudaGraphAddEmptyNode(&lone, other, nullptr, 0));
+  EXPECT_ERROR(cudaGraphExecUpdate(exec, other, &info), cudaErrorGraphExecUpdateFailure);
+  cudaGetLastError();
+  REQUIRE(info.result == cudaGraphExecUpdateErrorTopologyChanged);
+  // Copies and memsets inside a stream capture become nodes: no bytes move
+  // until the graph runs.
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  CHECK(cudaMemsetAsync(d, 3, bytes, stream));
+  fill<<<4, 256, 0, stream>>>(d + bytes / sizeof(float), 1024, 0.0f);
+  CHECK(cudaMemcpyAsync(host, d, bytes, cudaMemcpyDeviceToHost, stream));
+  cudaGraph_t captured;
+  CHECK(cudaStreamEndCapture(stream, &captured));
+  REQUIRE(host[0] == 2);
+  cudaGraphExec_t captured_exec;
+  CHECK(cudaGraphInstantiate(&captured_exec, captured, 0));
+  CHECK(cudaGraphLaunch(captured_exec, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  REQUIRE(host[0] == 3 && host[bytes - 1] == 3);
+  CHECK(cudaGraphExecDestroy(captured_exec));
+  CHECK(cudaGraphExecDestroy(exec));
+  for (cudaGraph_t g : {graph, same, other, captured}) CHECK(cudaGraphDestroy(g));
+  CHECK(cudaEventDestroy(event));
+  CHECK(cudaStreamDestroy(stream));
+  CHECK(cudaFreeHost(host));
+  CHECK(cudaFree(d));
+}
+
 struct Family {
   const char* name;
   void (*run)();
@@ -324,7 +440,7 @@ struct Family {
 const Family kFamilies[] = {
     {"profiler", Profiler}, {"device", DeviceSettings}, {"functions", Functions}, {"host_functions", HostFunctions},
     {"managed", Managed},   {"pools", Pools},           {"peers", Peers},           {"symbols", Symbols},
-    {"arrays", Arrays},
+    {"arrays", Arrays},     {"host_memory", HostMemory}, {"graphs", Graphs},
 };
 
 }  // namespace

@@ -23,6 +23,13 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
 // A plain copy of `bytes` (one row).
 CUresult CopyBytes(void* dst, const void* src, size_t bytes, CUstream stream, bool synchronous);
 
+// The box a CUDA_MEMCPY3D describes (arrays included), checked.
+CUresult ResolveCopy3D(const CUDA_MEMCPY3D* copy, CopyRegion* src, CopyRegion* dst, size_t* width, size_t* rows,
+                       size_t* depth);
+
+// A memset of rows x width bytes at a pitch (cuMemsetD8/D2D8).
+CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream);
+
 // cuMemcpy2D[Async] with any ends, arrays included (driver_array.cpp).
 CUresult Copy2DDescribed(const CUDA_MEMCPY2D* copy, CUstream stream, bool synchronous);
 

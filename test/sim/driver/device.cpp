@@ -19,7 +19,19 @@ constexpr size_t kAlignment = 256;  // cudaMalloc's guarantee
 
 }  // namespace
 
+thread_local uint32_t t_graph_id = 0;
+thread_local uint64_t t_graph_node_id = 0;
+
+void SetGraphContext(uint32_t graph_id, uint64_t node_id) {
+  t_graph_id = graph_id;
+  t_graph_node_id = node_id;
+}
+
 void Place(SimOp* op, const Placement& at) {
+  if (t_graph_id) {
+    op->graph_id = t_graph_id;
+    op->graph_node_id = t_graph_node_id;
+  }
   op->correlation_id = OuterCorrelationId();
   op->context_id = Device::Get().ContextUid();
   op->stream_id = at.stream_id;

@@ -136,8 +136,13 @@ class Device {
   bool context_alive_ = false;
 };
 
+// Ops enqueued on this thread belong to this executable graph and node
+// (graph launch); 0, 0: none.
+void SetGraphContext(uint32_t graph_id, uint64_t node_id);
+
 // Fills what an op gets when it is enqueued: the outermost API call's
-// correlation id, the current context, and where the timeline put it.
+// correlation id, the current context, where the timeline put it, and the
+// graph node running it if any.
 void Place(SimOp* op, const Placement& at);
 
 // cuCtxSetCurrent: a created context (driver_ctx.cpp) becomes the calling

@@ -120,22 +120,30 @@ CUresult Resolve(CUmemorytype type, const void* host, CUdeviceptr device, CUarra
   }
 }
 
-CUresult Copy3D(const CUDA_MEMCPY3D* c, CUstream stream, bool synchronous) {
+}  // namespace
+
+CUresult ResolveCopy3D(const CUDA_MEMCPY3D* c, CopyRegion* src, CopyRegion* dst, size_t* width, size_t* rows,
+                       size_t* depth) {
   if (!c) return CUDA_ERROR_INVALID_VALUE;
-  const size_t depth = c->Depth ? c->Depth : 1;
-  const size_t rows = c->Height ? c->Height : 1;
-  CopyRegion src, dst;
+  *depth = c->Depth ? c->Depth : 1;
+  *rows = c->Height ? c->Height : 1;
+  *width = c->WidthInBytes;
   if (CUresult r = Resolve(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcPitch, c->srcHeight,
-                           c->srcXInBytes, c->srcY, c->srcZ, c->WidthInBytes, rows, depth, &src);
+                           c->srcXInBytes, c->srcY, c->srcZ, *width, *rows, *depth, src);
       r != CUDA_SUCCESS) {
     return r;
   }
-  if (CUresult r = Resolve(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstPitch, c->dstHeight,
-                           c->dstXInBytes, c->dstY, c->dstZ, c->WidthInBytes, rows, depth, &dst);
-      r != CUDA_SUCCESS) {
-    return r;
-  }
-  return CopyBox(src, dst, c->WidthInBytes, rows, depth, stream, synchronous);
+  return Resolve(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstPitch, c->dstHeight, c->dstXInBytes,
+                 c->dstY, c->dstZ, *width, *rows, *depth, dst);
+}
+
+namespace {
+
+CUresult Copy3D(const CUDA_MEMCPY3D* c, CUstream stream, bool synchronous) {
+  CopyRegion src, dst;
+  size_t width = 0, rows = 0, depth = 0;
+  if (CUresult r = ResolveCopy3D(c, &src, &dst, &width, &rows, &depth); r != CUDA_SUCCESS) return r;
+  return CopyBox(src, dst, width, rows, depth, stream, synchronous);
 }
 
 // A linear stretch of an array (cuMemcpyHtoA and friends): bytes from an

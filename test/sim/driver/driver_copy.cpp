@@ -54,7 +54,9 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   if (!dst.base || !src.base) return CUDA_ERROR_INVALID_VALUE;
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // see graph.h
+  // Into a capturing stream: a graph node, whose bytes move when the graph runs.
+  if (IsCapturing(stream)) return CaptureCopy(stream, src, dst, width, height, depth) ? CUDA_SUCCESS
+                                                                                      : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   device.RetainPrimaryContext();
   const int src_kind = src.memory_kind ? src.memory_kind : device.KindOf(src.base);
   const int dst_kind = dst.memory_kind ? dst.memory_kind : device.KindOf(dst.base);
@@ -93,12 +95,16 @@ CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
   return CopyBox(from, to, width, rows, 1, stream, synchronous);
 }
 
-CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
+}  // namespace
+
+CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
   if (width * rows == 0) return CUDA_SUCCESS;
   Device& device = Device::Get();
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // see graph.h
+  if (IsCapturing(stream)) return CaptureMemset(stream, dst, pitch, value, width, rows)
+                                      ? CUDA_SUCCESS
+                                      : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
   SimOp op{};
   op.kind = SIM_OP_MEMSET;
@@ -110,6 +116,12 @@ CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t 
   Place(&op, at);
   EmitOp(op);
   return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult Set(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
+  return SetBox(dst, pitch, value, width, rows, stream);
 }
 
 void* P(CUdeviceptr p) { return reinterpret_cast<void*>(p); }

@@ -12,38 +12,19 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
-
-// The opaque graph handle types of cuda.h, defined here.
-struct CUgraphNode_st {
-  uint64_t id;           // unique over the process, as cuptiGetGraphNodeId reports
-  SimOp op;              // the captured launch, without timing or correlation
-  uint64_t duration_ns;  // from the timing model at capture
-};
-struct CUgraph_st {
-  uint32_t id;
-  std::vector<std::unique_ptr<CUgraphNode_st>> nodes;  // in capture order
-};
-struct CUgraphExec_st {
-  uint32_t id;  // its own id: CUPTI's kernel records carry the executable graph's
-  std::vector<CUgraphNode_st> nodes;  // instantiation clones the nodes (new ids)
-};
+#include "graph_internal.h"
+#include "host_funcs.h"
 
 namespace sim {
-namespace {
 
-// Graph state; leaf mutex, never held while a hook runs.
-struct Graphs {
-  std::mutex mutex;
-  std::map<uint32_t, CUgraph_st*> capturing;  // by stream id
-  std::set<CUgraph_st*> graphs;
-  std::set<CUgraphExec_st*> execs;
-  uint32_t next_graph_id = 1;
-  uint64_t next_node_id = 1;
-};
-Graphs& State() {
+Graphs& GraphState() {
   static Graphs* graphs = new Graphs();  // never destroyed: atexit handlers may still launch
   return *graphs;
 }
+
+namespace {
+
+Graphs& State() { return GraphState(); }
 
 bool IsLegacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
 
@@ -82,7 +63,10 @@ CUresult Instantiate(CUgraphExec* exec_out, CUgraph graph) {
     std::lock_guard<std::mutex> lock(g.mutex);
     if (!g.graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
     exec = new CUgraphExec_st{g.next_graph_id++, {}};
-    for (const auto& node : graph->nodes) exec->nodes.push_back({g.next_node_id++, node->op, node->duration_ns});
+    for (const auto& node : graph->nodes) {
+      exec->nodes.push_back(*node);
+      exec->nodes.back().id = g.next_node_id++;
+    }
     g.execs.insert(exec);
   }
   *exec_out = exec;
@@ -108,15 +92,54 @@ CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
     nodes = exec->nodes;
     graph_id = exec->id;
   }
-  // Nodes run in capture order on the launch stream (a captured single
-  // stream is a chain); every one belongs to this cuGraphLaunch call.
-  for (const CUgraphNode_st& node : nodes) {
-    const Placement at = device.Enqueue(stream, node.duration_ns);
-    SimOp op = node.op;
-    Place(&op, at);
-    op.graph_id = graph_id;
-    op.graph_node_id = node.id;
-    EmitOp(op);
+  // One after another on the launch stream, dependencies first (Kahn's
+  // order, ties in creation order); every op belongs to this launch call.
+  std::vector<size_t> order;
+  std::vector<size_t> waiting(nodes.size(), 0);
+  for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = nodes[i].deps.size();
+  std::vector<bool> done(nodes.size(), false);
+  while (order.size() < nodes.size()) {
+    bool progressed = false;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (done[i]) continue;
+      bool ready = true;
+      for (size_t d : nodes[i].deps) ready = ready && d < nodes.size() && done[d];
+      if (!ready) continue;
+      done[i] = true;
+      order.push_back(i);
+      progressed = true;
+    }
+    if (!progressed) return CUDA_ERROR_INVALID_VALUE;  // a cycle (cuGraphAddDependencies allowed it)
+  }
+  for (size_t i : order) {
+    const CUgraphNode_st& node = nodes[i];
+    SetGraphContext(graph_id, node.id);
+    CUresult r = CUDA_SUCCESS;
+    switch (node.type) {
+      case CU_GRAPH_NODE_TYPE_KERNEL: {
+        const Placement at = device.Enqueue(stream, node.duration_ns);
+        SimOp op = node.op;
+        Place(&op, at);
+        EmitOp(op);
+        break;
+      }
+      case CU_GRAPH_NODE_TYPE_MEMCPY:
+        r = CopyBox(node.src, node.dst, node.width, node.rows, node.depth, stream, /*synchronous=*/false);
+        break;
+      case CU_GRAPH_NODE_TYPE_MEMSET:
+        r = SetBox(node.set_dst, node.set_pitch, node.set_value, node.width, node.rows, stream);
+        break;
+      case CU_GRAPH_NODE_TYPE_HOST:
+        r = EnqueueHostFunc(
+            stream, [](void* fn, void* data, CUstream) { reinterpret_cast<CUhostFn>(fn)(data); },
+            reinterpret_cast<void*>(node.host_fn), node.host_data);
+        break;
+      case CU_GRAPH_NODE_TYPE_EVENT_RECORD: device.RecordEvent(node.event, stream); break;
+      case CU_GRAPH_NODE_TYPE_WAIT_EVENT: device.WaitEvent(stream, node.event); break;
+      default: break;  // empty nodes only order
+    }
+    SetGraphContext(0, 0);
+    if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
 }
@@ -150,7 +173,14 @@ bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns) {
     auto it = g.capturing.find(stream_id);
     if (it == g.capturing.end()) return false;
     CUgraph_st* graph = it->second;
-    graph->nodes.push_back(std::make_unique<CUgraphNode_st>(CUgraphNode_st{g.next_node_id++, op, duration_ns}));
+    auto node = std::make_unique<CUgraphNode_st>();
+    node->id = g.next_node_id++;
+    node->type = CU_GRAPH_NODE_TYPE_KERNEL;
+    node->op = op;
+    node->duration_ns = duration_ns;
+    // A single-stream capture is a chain: each node depends on the one before.
+    if (!graph->nodes.empty()) node->deps.push_back(graph->nodes.size() - 1);
+    graph->nodes.push_back(std::move(node));
     event.kind = SIM_GRAPH_NODE_CREATED;
     event.graph = graph;
     event.node = graph->nodes.back().get();
@@ -160,6 +190,84 @@ bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns) {
   }
   FireGraphHook(event);  // inside the launching call, as CUPTI issues it
   return true;
+}
+
+namespace {
+
+// Adds a node to the graph a capturing stream feeds, after its last node.
+bool Capture(CUstream stream, CUgraphNode_st node) {
+  if (IsLegacy(stream)) return false;
+  const uint32_t stream_id = Device::Get().StreamId(stream);
+  CUgraph graph = nullptr;
+  {
+    Graphs& g = State();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    auto it = g.capturing.find(stream_id);
+    if (it == g.capturing.end()) return false;
+    graph = it->second;
+  }
+  CUgraphNode last = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(State().mutex);
+    if (!graph->nodes.empty()) last = graph->nodes.back().get();
+  }
+  CUgraphNode added = nullptr;
+  return AddNode(graph, last ? &last : nullptr, last ? 1 : 0, std::move(node), &added) == CUDA_SUCCESS;
+}
+
+}  // namespace
+
+bool CaptureCopy(CUstream stream, const CopyRegion& src, const CopyRegion& dst, size_t width, size_t rows,
+                 size_t depth) {
+  CUgraphNode_st node{};
+  node.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+  node.src = src;
+  node.dst = dst;
+  node.width = width;
+  node.rows = rows;
+  node.depth = depth;
+  return Capture(stream, std::move(node));
+}
+
+bool CaptureMemset(CUstream stream, void* dst, size_t pitch, unsigned char value, size_t width, size_t rows) {
+  CUgraphNode_st node{};
+  node.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  node.set_dst = dst;
+  node.set_pitch = pitch;
+  node.set_value = value;
+  node.width = width;
+  node.rows = rows;
+  return Capture(stream, std::move(node));
+}
+
+CUresult AddNode(CUgraph graph, const CUgraphNode* deps, size_t count, CUgraphNode_st node, CUgraphNode* out) {
+  if (!out || (count && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  SimGraphEvent event{};
+  {
+    Graphs& g = State();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (!g.graphs.count(graph)) return CUDA_ERROR_INVALID_VALUE;
+    node.deps.clear();
+    for (size_t i = 0; i < count; ++i) {
+      size_t index = graph->nodes.size();
+      for (size_t j = 0; j < graph->nodes.size(); ++j) {
+        if (graph->nodes[j].get() == deps[i]) index = j;
+      }
+      if (index == graph->nodes.size()) return CUDA_ERROR_INVALID_VALUE;  // not a node of this graph
+      node.deps.push_back(index);
+    }
+    node.id = g.next_node_id++;
+    graph->nodes.push_back(std::make_unique<CUgraphNode_st>(std::move(node)));
+    *out = graph->nodes.back().get();
+    event.kind = SIM_GRAPH_NODE_CREATED;
+    event.graph = graph;
+    event.node = *out;
+    event.node_type = (*out)->type;
+    event.graph_id = graph->id;
+    event.node_id = (*out)->id;
+  }
+  FireGraphHook(event);  // inside the adding call, as CUPTI issues it
+  return CUDA_SUCCESS;
 }
 
 }  // namespace sim

@@ -15,6 +15,7 @@
 #include "driver_call.h"
 #include "graph.h"
 #include "modules.h"
+#include "graph_internal.h"
 #include "timing.h"
 
 namespace sim {
@@ -56,15 +57,15 @@ bool IsKernel(const CUfunc_st* f) {
   return it != kernels.by_name.end() && it->second.get() == f;
 }
 
-CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                unsigned shared_bytes, CUstream stream) {
+}  // namespace
+
+CUresult KernelOp(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                  unsigned shared_bytes, SimOp* out, uint64_t* duration_ns) {
   if (!IsKernel(f)) return CUDA_ERROR_INVALID_HANDLE;
   if (gx == 0 || gy == 0 || gz == 0 || bx == 0 || by == 0 || bz == 0) return CUDA_ERROR_INVALID_VALUE;
   if (static_cast<uint64_t>(bx) * by * bz > 1024 || bz > 64 || gy > 65535 || gz > 65535) return CUDA_ERROR_INVALID_VALUE;
-  Device& device = Device::Get();
-  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   const uint64_t blocks = static_cast<uint64_t>(gx) * gy * gz;
-  const uint64_t duration_ns = KernelDurationNs(f->name, f->demangled, blocks);
+  *duration_ns = KernelDurationNs(f->name, f->demangled, blocks);
   SimOp op{};
   op.kind = SIM_OP_KERNEL;
   op.device_id = kDeviceId;
@@ -77,6 +78,19 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   op.block[2] = static_cast<int>(bz);
   op.registers_per_thread = 32;
   op.dynamic_shared_bytes = shared_bytes;
+  *out = op;
+  return CUDA_SUCCESS;
+}
+
+namespace {
+
+CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                unsigned shared_bytes, CUstream stream) {
+  SimOp op{};
+  uint64_t duration_ns = 0;
+  if (CUresult r = KernelOp(f, gx, gy, gz, bx, by, bz, shared_bytes, &op, &duration_ns); r != CUDA_SUCCESS) return r;
+  Device& device = Device::Get();
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
   const Placement at = device.Enqueue(stream, duration_ns);
   Place(&op, at);

@@ -6,10 +6,12 @@
 // the cuGraphLaunch call's correlation id and carrying the executable
 // graph's id and node id, as CUPTI's kernel records do.
 //
-// Only kernel nodes are modelled. Copies, memsets, event records and
-// synchronisation on a capturing stream fail with
-// CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED (real CUDA captures async copies,
-// memsets and event record/wait too; nothing here needs them yet).
+// Captured: kernels, copies and memsets (their bytes move when the graph
+// runs). Explicit construction (driver_graph_build.cpp) adds kernel, memcpy,
+// memset, host, empty and event record/wait nodes with dependencies. A
+// graph runs its nodes one after another on the launch stream, in an order
+// that respects the dependencies. Event record/wait and host functions on a
+// capturing stream fail with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED.
 #pragma once
 
 #include <cuda.h>
@@ -27,5 +29,11 @@ bool IsCapturing(CUstream stream);
 // graph is launched, reports it, and returns true: the caller enqueues
 // nothing.
 bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns);
+
+struct CopyRegion;
+// The same for a copy and a memset; false if the stream is not capturing.
+bool CaptureCopy(CUstream stream, const CopyRegion& src, const CopyRegion& dst, size_t width, size_t rows,
+                 size_t depth);
+bool CaptureMemset(CUstream stream, void* dst, size_t pitch, unsigned char value, size_t width, size_t rows);
 
 }  // namespace sim

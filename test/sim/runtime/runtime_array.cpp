@@ -288,20 +288,39 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy2DFromArrayAsync(void* dst, size_t dpit
   });
 }
 
-// Deprecated 1D forms: `count` bytes from (wOffset bytes, hOffset) within one row.
+// Deprecated 1D forms: `count` bytes from (wOffset bytes, hOffset) on,
+// row after row through the array (the driver's cuMemcpyHtoA/AtoH offsets;
+// the pointer decides host or device, as everywhere under unified addressing).
+namespace {
+cudaError_t LinearOffset(cudaArray_const_t array, size_t w, size_t h, size_t* offset) {
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  if (Driver().cuArray3DGetDescriptor(&d, A(array)) != CUDA_SUCCESS) return cudaErrorInvalidResourceHandle;
+  *offset = h * d.Width * ElementBytes(A(array)) + w;
+  return cudaSuccess;
+}
+}  // namespace
+
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyToArray(cudaArray_t dst, size_t wOffset, size_t hOffset, const void* src,
                                                  size_t count, cudaMemcpyKind kind) {
   cudaMemcpyToArray_v3020_params params{dst, wOffset, hOffset, src, count, kind};
-  return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyToArray_v3020), "cudaMemcpyToArray", &params, [&] {
-    return ToArray2D(dst, wOffset, hOffset, src, count, count, 1, kind, nullptr, false, false);
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyToArray_v3020), "cudaMemcpyToArray", &params,
+                          [&]() -> cudaError_t {
+    if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
+    size_t offset = 0;
+    if (cudaError_t e = LinearOffset(dst, wOffset, hOffset, &offset); e != cudaSuccess) return e;
+    return FromDriver(Driver().cuMemcpyHtoA(A(dst), offset, src, count));
   });
 }
 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyFromArray(void* dst, cudaArray_const_t src, size_t wOffset, size_t hOffset,
                                                    size_t count, cudaMemcpyKind kind) {
   cudaMemcpyFromArray_v3020_params params{dst, src, wOffset, hOffset, count, kind};
-  return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyFromArray_v3020), "cudaMemcpyFromArray", &params, [&] {
-    return FromArray2D(dst, count, src, wOffset, hOffset, count, 1, kind, nullptr, false, false);
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyFromArray_v3020), "cudaMemcpyFromArray", &params,
+                          [&]() -> cudaError_t {
+    if (!ValidKind(kind)) return cudaErrorInvalidMemcpyDirection;
+    size_t offset = 0;
+    if (cudaError_t e = LinearOffset(src, wOffset, hOffset, &offset); e != cudaSuccess) return e;
+    return FromDriver(Driver().cuMemcpyAtoH(dst, A(src), offset, count));
   });
 }
 

@@ -141,6 +141,23 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuTexObjectDestroy, 5000)
   SIMRT_RESOLVE(cuSurfObjectCreate, 5000)
   SIMRT_RESOLVE(cuSurfObjectDestroy, 5000)
+  SIMRT_RESOLVE(cuMemcpyHtoA, 3020)
+  SIMRT_RESOLVE(cuMemcpyAtoH, 3020)
+  SIMRT_RESOLVE(cuMemHostRegister, 6050)
+  SIMRT_RESOLVE(cuMemHostUnregister, 4000)
+  SIMRT_RESOLVE(cuMemHostGetDevicePointer, 3020)
+  SIMRT_RESOLVE(cuMemHostGetFlags, 2030)
+  SIMRT_RESOLVE(cuGraphCreate, 10000)
+  SIMRT_RESOLVE(cuGraphAddKernelNode, 12000)
+  SIMRT_RESOLVE(cuGraphAddMemcpyNode, 10000)
+  SIMRT_RESOLVE(cuGraphAddMemsetNode, 10000)
+  SIMRT_RESOLVE(cuGraphAddHostNode, 10000)
+  SIMRT_RESOLVE(cuGraphAddEmptyNode, 10000)
+  SIMRT_RESOLVE(cuGraphAddEventRecordNode, 11010)
+  SIMRT_RESOLVE(cuGraphAddEventWaitNode, 11010)
+  SIMRT_RESOLVE(cuGraphAddDependencies, 12030)
+  SIMRT_RESOLVE(cuGraphUpload, 11010)
+  SIMRT_RESOLVE(cuGraphExecUpdate, 12000)
 #undef SIMRT_RESOLVE_PT
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;

@@ -113,6 +113,23 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuTexObjectDestroy)
   SIMRT_DRIVER_FN(cuSurfObjectCreate)
   SIMRT_DRIVER_FN(cuSurfObjectDestroy)
+  SIMRT_DRIVER_FN(cuMemcpyHtoA)
+  SIMRT_DRIVER_FN(cuMemcpyAtoH)
+  SIMRT_DRIVER_FN(cuMemHostRegister)
+  SIMRT_DRIVER_FN(cuMemHostUnregister)
+  SIMRT_DRIVER_FN(cuMemHostGetDevicePointer)
+  SIMRT_DRIVER_FN(cuMemHostGetFlags)
+  SIMRT_DRIVER_FN(cuGraphCreate)
+  SIMRT_DRIVER_FN(cuGraphAddKernelNode)
+  SIMRT_DRIVER_FN(cuGraphAddMemcpyNode)
+  SIMRT_DRIVER_FN(cuGraphAddMemsetNode)
+  SIMRT_DRIVER_FN(cuGraphAddHostNode)
+  SIMRT_DRIVER_FN(cuGraphAddEmptyNode)
+  SIMRT_DRIVER_FN(cuGraphAddEventRecordNode)
+  SIMRT_DRIVER_FN(cuGraphAddEventWaitNode)
+  SIMRT_DRIVER_FN(cuGraphAddDependencies)
+  SIMRT_DRIVER_FN(cuGraphUpload)
+  SIMRT_DRIVER_FN(cuGraphExecUpdate)
 #undef SIMRT_DRIVER_FN
 };
 

@@ -1,0 +1,231 @@
+// Driver: building graphs node by node (cuGraphCreate, cuGraphAdd*Node,
+// cuGraphAddDependencies), uploading and updating executable graphs. See
+// graph.h for how a graph runs.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cstring>
+
+#include "device.h"
+#include "driver_call.h"
+#include "graph_internal.h"
+
+namespace sim {
+namespace {
+
+bool ValidNodeArgs(CUgraphNode* out, const CUgraphNode* deps, size_t count) { return out && (count == 0 || deps); }
+
+}  // namespace
+}  // namespace sim
+
+using sim::InitializedDriverCall;
+
+SIM_DRIVER_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
+  cuGraphCreate_params params{phGraph, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphCreate), "cuGraphCreate", &params, [&]() -> CUresult {
+    if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    sim::Graphs& g = sim::GraphState();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    auto* graph = new CUgraph_st{g.next_graph_id++, {}};
+    g.graphs.insert(graph);
+    *phGraph = graph;
+    return CUDA_SUCCESS;
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                   const CUgraphNode* dependencies, size_t numDependencies,
+                                                   const CUDA_KERNEL_NODE_PARAMS* nodeParams) {
+  cuGraphAddKernelNode_v2_params params{phGraphNode, hGraph, dependencies, numDependencies, nodeParams};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddKernelNode_v2), "cuGraphAddKernelNode_v2", &params,
+                               [&]() -> CUresult {
+    if (!nodeParams || !sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    CUfunction f = nodeParams->func ? nodeParams->func : reinterpret_cast<CUfunction>(nodeParams->kern);
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_KERNEL;
+    if (CUresult r = sim::KernelOp(f, nodeParams->gridDimX, nodeParams->gridDimY, nodeParams->gridDimZ,
+                                   nodeParams->blockDimX, nodeParams->blockDimY, nodeParams->blockDimZ,
+                                   nodeParams->sharedMemBytes, &node.op, &node.duration_ns);
+        r != CUDA_SUCCESS) {
+      return r;
+    }
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                const CUgraphNode* dependencies, size_t numDependencies,
+                                                const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {
+  cuGraphAddMemcpyNode_params params{phGraphNode, hGraph, dependencies, numDependencies, copyParams, ctx};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddMemcpyNode), "cuGraphAddMemcpyNode", &params,
+                               [&]() -> CUresult {
+    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_MEMCPY;
+    if (CUresult r = sim::ResolveCopy3D(copyParams, &node.src, &node.dst, &node.width, &node.rows, &node.depth);
+        r != CUDA_SUCCESS) {
+      return r;
+    }
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+// Byte memsets (elementSize 1) and 2- and 4-byte patterns of one byte value;
+// the sim's memset writes bytes, so wider patterns must repeat one byte.
+SIM_DRIVER_EXPORT CUresult cuGraphAddMemsetNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                const CUgraphNode* dependencies, size_t numDependencies,
+                                                const CUDA_MEMSET_NODE_PARAMS* memsetParams, CUcontext ctx) {
+  cuGraphAddMemsetNode_params params{phGraphNode, hGraph, dependencies, numDependencies, memsetParams, ctx};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddMemsetNode), "cuGraphAddMemsetNode", &params,
+                               [&]() -> CUresult {
+    if (!memsetParams || !sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    const unsigned size = memsetParams->elementSize;
+    if (size != 1 && size != 2 && size != 4) return CUDA_ERROR_INVALID_VALUE;
+    const unsigned value = memsetParams->value;
+    const unsigned char byte = static_cast<unsigned char>(value & 0xff);
+    for (unsigned i = 1; i < size; ++i) {
+      if (((value >> (8 * i)) & 0xff) != byte) return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    node.set_dst = reinterpret_cast<void*>(memsetParams->dst);
+    node.set_pitch = memsetParams->pitch;
+    node.set_value = byte;
+    node.width = static_cast<size_t>(memsetParams->width) * size;
+    node.rows = memsetParams->height ? memsetParams->height : 1;
+    if (node.rows > 1 && node.set_pitch < node.width) return CUDA_ERROR_INVALID_VALUE;
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddHostNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode* dependencies, size_t numDependencies,
+                                              const CUDA_HOST_NODE_PARAMS* nodeParams) {
+  cuGraphAddHostNode_params params{phGraphNode, hGraph, dependencies, numDependencies, nodeParams};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddHostNode), "cuGraphAddHostNode", &params, [&]() -> CUresult {
+    if (!nodeParams || !nodeParams->fn || !sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_HOST;
+    node.host_fn = nodeParams->fn;
+    node.host_data = nodeParams->userData;
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddEmptyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode* dependencies, size_t numDependencies) {
+  cuGraphAddEmptyNode_params params{phGraphNode, hGraph, dependencies, numDependencies};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddEmptyNode), "cuGraphAddEmptyNode", &params, [&]() -> CUresult {
+    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_EMPTY;
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                     const CUgraphNode* dependencies, size_t numDependencies,
+                                                     CUevent event) {
+  cuGraphAddEventRecordNode_params params{phGraphNode, hGraph, dependencies, numDependencies, event};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddEventRecordNode), "cuGraphAddEventRecordNode", &params,
+                               [&]() -> CUresult {
+    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    node.event = event;
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUgraph hGraph,
+                                                   const CUgraphNode* dependencies, size_t numDependencies,
+                                                   CUevent event) {
+  cuGraphAddEventWaitNode_params params{phGraphNode, hGraph, dependencies, numDependencies, event};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddEventWaitNode), "cuGraphAddEventWaitNode", &params,
+                               [&]() -> CUresult {
+    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    if (!sim::Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    node.event = event;
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode* from, const CUgraphNode* to,
+                                                     const CUgraphEdgeData* edgeData, size_t numDependencies) {
+  cuGraphAddDependencies_v2_params params{hGraph, from, to, edgeData, numDependencies};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddDependencies_v2), "cuGraphAddDependencies_v2", &params,
+                               [&]() -> CUresult {
+    if (numDependencies && (!from || !to)) return CUDA_ERROR_INVALID_VALUE;
+    sim::Graphs& g = sim::GraphState();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (!g.graphs.count(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    auto index = [&](CUgraphNode node) {
+      for (size_t j = 0; j < hGraph->nodes.size(); ++j) {
+        if (hGraph->nodes[j].get() == node) return j;
+      }
+      return hGraph->nodes.size();
+    };
+    for (size_t i = 0; i < numDependencies; ++i) {
+      const size_t a = index(from[i]), b = index(to[i]);
+      if (a == hGraph->nodes.size() || b == hGraph->nodes.size() || a == b) return CUDA_ERROR_INVALID_VALUE;
+      hGraph->nodes[b]->deps.push_back(a);
+    }
+    return CUDA_SUCCESS;
+  });
+}
+
+// Uploading prepares the graph's device resources ahead of its first launch:
+// no device work here, and none is recorded.
+SIM_DRIVER_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
+  cuGraphUpload_params params{hGraphExec, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphUpload), "cuGraphUpload", &params, [&]() -> CUresult {
+    if (!sim::Device::Get().IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    sim::Graphs& g = sim::GraphState();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (!g.execs.count(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
+    hGraphExec->uploaded = true;
+    return CUDA_SUCCESS;
+  });
+}
+
+// Documented: the update succeeds when the graph has the executable graph's
+// topology (same nodes, of the same types, with the same dependencies); the
+// executable graph then takes the graph's parameters and keeps its node ids.
+SIM_DRIVER_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                                CUgraphExecUpdateResultInfo* resultInfo) {
+  cuGraphExecUpdate_v2_params params{hGraphExec, hGraph, resultInfo};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphExecUpdate_v2), "cuGraphExecUpdate_v2", &params,
+                               [&]() -> CUresult {
+    if (!resultInfo) return CUDA_ERROR_INVALID_VALUE;
+    sim::Graphs& g = sim::GraphState();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (!g.execs.count(hGraphExec) || !g.graphs.count(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    *resultInfo = CUgraphExecUpdateResultInfo{};
+    if (hGraph->nodes.size() != hGraphExec->nodes.size()) {
+      resultInfo->result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+    for (size_t i = 0; i < hGraph->nodes.size(); ++i) {
+      const CUgraphNode_st& from = *hGraph->nodes[i];
+      const CUgraphNode_st& to = hGraphExec->nodes[i];
+      if (from.type != to.type || from.deps != to.deps) {
+        resultInfo->result = from.type != to.type ? CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED
+                                                  : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+        resultInfo->errorNode = hGraph->nodes[i].get();
+        return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+      }
+    }
+    for (size_t i = 0; i < hGraph->nodes.size(); ++i) {
+      const uint64_t id = hGraphExec->nodes[i].id;
+      hGraphExec->nodes[i] = *hGraph->nodes[i];
+      hGraphExec->nodes[i].id = id;
+    }
+    resultInfo->result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+    return CUDA_SUCCESS;
+  });
+}
