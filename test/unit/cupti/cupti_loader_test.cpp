@@ -56,6 +56,17 @@ TEST_CASE("a CUDA 12 runtime from a pip wheel gets the wheel's libcupti.so.12, n
   CHECK(c[4].path == "/usr/local/cuda-13.0/lib64/libcupti.so.12");
 }
 
+TEST_CASE("CUDA 13 wheels keep every library in nvidia/cu13/lib: the runtime's own folder is tried first", "[loader]") {
+  // NVIDIA's cuda-python pathfinder: CUDA 13 wheels group libcudart.so.13,
+  // libcupti.so.13, ... in site-packages/nvidia/cu13/lib.
+  CuptiSearch s;
+  s.cudart_path = "/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcudart.so.13";
+  std::vector<CuptiCandidate> c = Candidates(s);
+  REQUIRE_FALSE(c.empty());
+  CHECK(c[0].path == "/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcupti.so.13");
+  CHECK(c[0].step == "beside libcudart.so.13");
+}
+
 TEST_CASE("the major comes from libcudart's full version name too (libcudart.so.12.4.127)", "[loader]") {
   CuptiSearch s;
   s.cudart_path = "/opt/cuda-12.4/lib64/libcudart.so.12.4.127";
