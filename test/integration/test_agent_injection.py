@@ -76,6 +76,31 @@ class InjectionOnly(unittest.TestCase):
         expected = {c for c in truth if first <= c <= last}
         self.assertEqual(set(ids), expected)
 
+    def test_copies_memsets_and_syncs_are_the_sims_ops_with_their_durations(self):
+        events = self.trace()["traceEvents"]
+        device = [e for e in events if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]
+        first = min(e["args"]["correlation"] for e in device)
+        last = max(e["args"]["correlation"] for e in device)
+        for cat, kind in (("gpu_memcpy", "memcpy"), ("gpu_memset", "memset"), ("cuda_sync", "sync")):
+            got = [e for e in events if e.get("cat") == cat]
+            self.assertGreater(len(got), 0, cat)
+            truth = {t["correlation"]: t for t in self.truth if t.get("type") == kind}
+            ids = [e["args"]["correlation"] for e in got]
+            self.assertEqual(len(ids), len(set(ids)), f"{cat}: an op appears twice")
+            for e in got:
+                op = truth.get(e["args"]["correlation"])
+                self.assertIsNotNone(op, f"{cat} {e['name']} is not in the truth log")
+                if cat != "cuda_sync":
+                    self.assertAlmostEqual(e["dur"] * 1000, op["end_rep_ns"] - op["start_rep_ns"], delta=2)
+            if cat != "cuda_sync":
+                # Every such op the sim ran between the window's first and last
+                # device op is there.
+                self.assertEqual(set(ids), {c for c in truth if first <= c <= last}, cat)
+
+    def test_the_summary_says_cupti_activity(self):
+        with open(self.summaries[0]) as f:
+            self.assertIn("CUPTI: activity", f.read())
+
     def test_api_calls_come_from_cupti_and_tie_to_their_kernels(self):
         events = self.trace()["traceEvents"]
         calls = [e for e in events if e.get("cat") == "cuda_runtime"]
