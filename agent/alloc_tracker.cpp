@@ -4,6 +4,14 @@
 
 namespace prof {
 
+uint64_t& AllocTracker::TotalFor(int device, MemKind kind) {
+  for (Total& t : totals_) {
+    if (t.device == device && t.kind == kind) return t.bytes;
+  }
+  totals_.push_back(Total{device, kind, 0});
+  return totals_.back().bytes;
+}
+
 void AllocTracker::Sample(uint64_t ts_ns, uint64_t ptr, int64_t delta, int device, MemKind kind, ApiId api,
                           uint32_t tid) {
   if (samples_.size() >= max_samples_) {
@@ -14,7 +22,7 @@ void AllocTracker::Sample(uint64_t ts_ns, uint64_t ptr, int64_t delta, int devic
   s.ts_ns = ts_ns;
   s.ptr = ptr;
   s.delta_bytes = delta;
-  s.total_bytes = totals_[{device, kind}];
+  s.total_bytes = TotalFor(device, kind);
   s.tid = tid;
   s.api = static_cast<uint16_t>(api);
   s.device = static_cast<int16_t>(device);
@@ -31,10 +39,10 @@ void AllocTracker::OnAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kin
   if (!inserted) {
     // Same address again without a free we saw (e.g. freed through an
     // uninterposed path): replace it rather than counting it twice.
-    totals_[{slot.device, slot.kind}] -= slot.bytes;
+    TotalFor(slot.device, slot.kind) -= slot.bytes;
   }
   slot = Live{bytes, ts_ns, static_cast<uint16_t>(api), static_cast<int16_t>(device), kind};
-  totals_[{device, kind}] += bytes;
+  TotalFor(device, kind) += bytes;
   if (keep_sample) Sample(ts_ns, ptr, static_cast<int64_t>(bytes), device, kind, api, tid);
 }
 
@@ -43,7 +51,7 @@ void AllocTracker::OnFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns,
   std::lock_guard<std::mutex> lock(mu_);
   Live l;
   if (!live_.Erase(ptr, &l)) return;
-  totals_[{l.device, l.kind}] -= l.bytes;
+  TotalFor(l.device, l.kind) -= l.bytes;
   if (keep_sample) Sample(ts_ns, ptr, -static_cast<int64_t>(l.bytes), l.device, l.kind, api, tid);
 }
 
@@ -85,8 +93,10 @@ std::vector<AllocSample> AllocTracker::TakeSamples(uint64_t begin_ns, uint64_t e
 
 uint64_t AllocTracker::LiveBytes(int device, MemKind kind) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = totals_.find({device, kind});
-  return it == totals_.end() ? 0 : it->second;
+  for (const Total& t : totals_) {
+    if (t.device == device && t.kind == kind) return t.bytes;
+  }
+  return 0;
 }
 
 }  // namespace prof

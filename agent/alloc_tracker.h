@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <vector>
 
@@ -45,7 +44,15 @@ class AllocTracker {
 
   std::mutex mu_;
   LiveTable<Live> live_;  // no heap work per call (see live_table.h)
-  std::map<std::pair<int, MemKind>, uint64_t> totals_;
+  // Live bytes per (device, kind): a handful of entries, searched linearly
+  // (a std::map cost a tree walk on every allocator call).
+  struct Total {
+    int device;
+    MemKind kind;
+    uint64_t bytes;
+  };
+  uint64_t& TotalFor(int device, MemKind kind);
+  std::vector<Total> totals_;
   std::vector<AllocSample> samples_;
   size_t max_samples_;
   uint64_t samples_dropped_ = 0;

@@ -62,10 +62,11 @@ struct DepthGuard {
 inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
   ApiKind kind = ApiKindOf(id);
   uint64_t ts_ns = keep_sample ? e.end_ns : CoarseNowNs();
+  uint32_t tid = keep_sample ? ThisThreadId() : 0;  // only samples carry it
   if (kind == ApiKind::kAlloc) {
-    hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, ThisThreadId(), ts_ns, keep_sample);
+    hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, tid, ts_ns, keep_sample);
   } else if (kind == ApiKind::kFree) {
-    hooks::TrackFree(e.ptr, id, ThisThreadId(), ts_ns, keep_sample);
+    hooks::TrackFree(e.ptr, id, tid, ts_ns, keep_sample);
   }
 }
 

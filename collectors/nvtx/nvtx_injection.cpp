@@ -7,6 +7,7 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <atomic>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -47,10 +48,39 @@ std::string Narrow(const wchar_t* w) {
   return out;
 }
 
+// A loop pushes the same few literals every step, and interning hashes the
+// text under the string table's mutex. Per thread, four recent messages by
+// address; a hit also compares the text (a caller may reuse a buffer for
+// another name), so a stale id is never returned.
+struct InternCache {
+  static constexpr size_t kText = 48;
+  struct Entry {
+    const char* ptr = nullptr;
+    uint32_t id = 0;
+    char text[kText];
+  };
+  Entry entries[4];
+};
+thread_local InternCache t_intern;
+
+uint32_t InternCached(const char* s) {
+  if (s == nullptr) return 0;
+  InternCache::Entry& e = t_intern.entries[(reinterpret_cast<uintptr_t>(s) >> 4) & 3];
+  if (e.ptr == s && std::strncmp(s, e.text, InternCache::kText) == 0) return e.id;
+  uint32_t id = Strings().Intern(s);
+  size_t n = strnlen(s, InternCache::kText);
+  if (n < InternCache::kText) {  // longer names are interned every time
+    std::memcpy(e.text, s, n + 1);
+    e.ptr = s;
+    e.id = id;
+  }
+  return id;
+}
+
 uint32_t NameOf(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return 0;
   switch (a->messageType) {
-    case NVTX_MESSAGE_TYPE_ASCII: return a->message.ascii ? Strings().Intern(a->message.ascii) : 0;
+    case NVTX_MESSAGE_TYPE_ASCII: return InternCached(a->message.ascii);
     case NVTX_MESSAGE_TYPE_UNICODE: return Strings().Intern(Narrow(a->message.unicode));
     case NVTX_MESSAGE_TYPE_REGISTERED:
       // Our registered handles are interned ids (see RegisterStringA).
@@ -61,13 +91,14 @@ uint32_t NameOf(const nvtxEventAttributes_t* a) {
 
 bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
 
-void Finish(const OpenRange& r, uint32_t depth, uint32_t tid) {
+// tid 0: the calling thread (its id is looked up only when recording).
+void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
   if (!Recording()) return;
   NvtxRange range{};
   range.start_ns = r.start_ns;
   range.end_ns = NowNs();
   range.name_id = r.name_id;
-  range.tid = tid;
+  range.tid = tid != 0 ? tid : ThisThreadId();
   range.depth = depth;
   hooks::RecordNvtxRange(range);
 }
@@ -76,7 +107,10 @@ int Push(uint32_t name_id) {
   hooks::OnNvtxRangeStart(name_id);  // may open a window: before the start time
   ThreadStack& s = t_stack;
   int level = s.depth;
-  if (s.depth < kMaxDepth) s.ranges[s.depth] = {NowNs(), name_id};
+  // A range pushed while nothing records started before any window that could
+  // hold its end, and NvtxStore::Take keeps only ranges that started inside
+  // the window: its start time is never looked at, so no clock is read.
+  if (s.depth < kMaxDepth) s.ranges[s.depth] = {Recording() ? NowNs() : 0, name_id};
   ++s.depth;
   return level;
 }
@@ -85,7 +119,7 @@ int Pop() {
   ThreadStack& s = t_stack;
   if (s.depth == 0) return -1;
   --s.depth;
-  if (s.depth < kMaxDepth) Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth), ThisThreadId());
+  if (s.depth < kMaxDepth) Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth));
   return s.depth;
 }
 
@@ -122,14 +156,13 @@ R Guarded(R fallback, F f) {
   }
 }
 
-uint32_t InternOrZero(const char* s) { return s ? Strings().Intern(s) : 0; }
 
 // Core module callbacks.
-int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternOrZero(m)); }); }
+int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternCached(m)); }); }
 int NVTX_API RangePushW(const wchar_t* m) { return Guarded(-1, [&] { return Push(Strings().Intern(Narrow(m))); }); }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Guarded(-1, [&] { return Push(NameOf(a)); }); }
 int NVTX_API RangePop() { return Guarded(-1, [] { return Pop(); }); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternOrZero(m)); }); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternCached(m)); }); }
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
   return Guarded<nvtxRangeId_t>(0, [&] { return Start(Strings().Intern(Narrow(m))); });
 }

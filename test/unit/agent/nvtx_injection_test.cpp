@@ -1,0 +1,94 @@
+// NVTX injection as the NVTX library drives it: InitializeInjectionNvtx2
+// fills a function table, and the host calls the slots. Checks the names
+// and times ranges are recorded with, including the per-thread intern cache
+// (a reused buffer must not keep its old name) and ranges pushed while
+// nothing records (not in a window that opens before they end).
+#include <nvtx3/nvToolsExt.h>
+
+#include <catch2/catch.hpp>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "agent/clock.h"
+#include "agent/hot_state.h"
+#include "agent/runtime.h"
+#include "agent/strings.h"
+
+extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
+
+namespace prof {
+namespace {
+
+// A core module table of NVTX_CBID_CORE_SIZE slots the injection fills.
+NvtxFunctionPointer g_slots[NVTX_CBID_CORE_SIZE];
+NvtxFunctionPointer* g_table[NVTX_CBID_CORE_SIZE];
+
+int NVTX_API GetModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* out, unsigned int* size) {
+  if (module != NVTX_CB_MODULE_CORE) return 0;
+  for (unsigned i = 0; i < NVTX_CBID_CORE_SIZE; ++i) g_table[i] = &g_slots[i];
+  *out = g_table;
+  *size = NVTX_CBID_CORE_SIZE;
+  return 1;
+}
+
+const void* NVTX_API GetExportTable(uint32_t id) {
+  static NvtxExportTableCallbacks callbacks{sizeof(NvtxExportTableCallbacks), &GetModuleFunctionTable};
+  return id == NVTX_ETID_CALLBACKS ? &callbacks : nullptr;
+}
+
+using PushA = int(NVTX_API*)(const char*);
+using Pop = int(NVTX_API*)();
+
+struct Nvtx {
+  Nvtx() {
+    REQUIRE(InitializeInjectionNvtx2(&GetExportTable) == 1);
+    push = reinterpret_cast<PushA>(g_slots[NVTX_CBID_CORE_RangePushA]);
+    pop = reinterpret_cast<Pop>(g_slots[NVTX_CBID_CORE_RangePop]);
+    rt.config.activities = kActNvtx;
+    ClearHotBits(~0u);
+    InstallRuntime(&rt);
+  }
+  ~Nvtx() {
+    InstallRuntime(nullptr);
+    ClearHotBits(~0u);
+  }
+  std::vector<std::string> Names(uint64_t begin_ns, uint64_t end_ns) {
+    std::vector<std::string> out;
+    for (const NvtxRange& r : rt.nvtx.Take(begin_ns, end_ns)) out.push_back(Strings().Get(r.name_id));
+    return out;
+  }
+  PushA push = nullptr;
+  Pop pop = nullptr;
+  Runtime rt;
+};
+
+TEST_CASE("a buffer reused for another NVTX name records the new name", "[nvtx]") {
+  Nvtx nvtx;
+  SetHotBits(kHotRecording);
+  uint64_t begin = NowNs();
+  char buffer[32];
+  std::strcpy(buffer, "forward");
+  nvtx.push(buffer);
+  nvtx.pop();
+  std::strcpy(buffer, "backward");  // same address, other text
+  nvtx.push(buffer);
+  nvtx.pop();
+  nvtx.push(buffer);  // same address, same text: the cached id
+  nvtx.pop();
+  CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"forward", "backward", "backward"});
+}
+
+TEST_CASE("a range pushed while nothing records is not in the window its pop falls in", "[nvtx]") {
+  Nvtx nvtx;
+  nvtx.push("before_window");  // waiting: no clock read, not recorded
+  SetHotBits(kHotRecording);
+  uint64_t begin = NowNs();
+  nvtx.push("inside_window");
+  nvtx.pop();
+  nvtx.pop();  // ends before_window inside the window
+  CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"inside_window"});
+}
+
+}  // namespace
+}  // namespace prof
