@@ -67,11 +67,13 @@ void Session::Step(uint64_t now_ns) {
     return;
   }
   if (attach_pending_) AttachIfCuda();
-  uint64_t t0 = NowNs();
   Action prev = action_;
   if (now_ns < step_start_ns_) now_ns = step_start_ns_;
   if (window_open_) spans_.push_back({step_, step_start_ns_, now_ns});
   bool ended = prev == Action::kRecordAndSave && window_open_;
+  // The stall is measured only for a step that ends a window: a waiting
+  // step reads no clock here.
+  uint64_t t0 = ended ? NowNs() : 0;
   if (ended) EndWindow(now_ns, /*partial=*/false, "");
   ++step_;
   step_start_ns_ = now_ns;
@@ -100,7 +102,8 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
     writer_->SubmitDiscard(now_ns);  // warmup events are not part of the window
   }
   if (next == Action::kNone) {
-    ClearHotBits(kHotRecording);
+    // A read first: a waiting step (none -> none) skips the locked RMW.
+    if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
     attach_pending_ = false;
     if (attached_ && prev != Action::kNone) collector_->Pause();
     bool done = !triggered_ && ScheduleFinished(params_, step_);

@@ -101,11 +101,11 @@ class CuptiCollector final : public DeviceCollector {
 
   // With decode_mutex_ held.
   void DrainCompletedLocked();
-  // Leaves in pending_ only the records launched in [start_ns, end_ns), in
-  // arrival order; those launched at or after end_ns go to *later_records /
-  // *later_launch_ns, earlier ones are discarded.
-  void PartitionPendingLocked(uint64_t start_ns, uint64_t end_ns, std::vector<DeviceRecord>* later_records,
-                              std::vector<uint64_t>* later_launch_ns);
+  // Returns the records launched in [start_ns, end_ns) and leaves in
+  // pending_ those launched at or after end_ns, both in arrival order;
+  // earlier ones are discarded. The smaller side is copied, the larger keeps
+  // pending_'s memory.
+  std::vector<DeviceRecord> TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns);
 
   bool Subscribed(CollectorState state) const {
     return state == CollectorState::kAttached || state == CollectorState::kPaused ||

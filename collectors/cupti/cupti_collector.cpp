@@ -593,30 +593,63 @@ void CuptiCollector::DrainCompletedLocked() {
   }
 }
 
-void CuptiCollector::PartitionPendingLocked(uint64_t start_ns, uint64_t end_ns, std::vector<DeviceRecord>* later_records,
-                                            std::vector<uint64_t>* later_launch_ns) {
-  // One pass, compacting in place: slot kept <= i, so record i is read
-  // before anything is written over it. Only records of later windows are
-  // copied (usually few: launched after the window's end, before the pause).
-  // Sized first (a pass over 8-byte launch times), so the copies of later
-  // records are made once, not again at each doubling.
-  size_t later = static_cast<size_t>(
-      std::count_if(pending_launch_ns_.begin(), pending_launch_ns_.end(), [end_ns](uint64_t t) { return t >= end_ns; }));
-  later_records->reserve(later);
-  later_launch_ns->reserve(later);
+std::vector<DeviceRecord> CuptiCollector::TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns) {
+  // Counted first (a pass over 8-byte launch times), so each side is sized
+  // once and only the smaller one is copied.
+  size_t in_window = 0, later = 0;
+  for (uint64_t t : pending_launch_ns_) {
+    if (t >= end_ns) ++later;
+    else if (t >= start_ns) ++in_window;
+  }
+  std::vector<DeviceRecord> window;
+  if (later <= in_window) {
+    // The usual case: the window takes pending_ (the one copy changes hands),
+    // compacted in place (slot kept <= i: record i is read before anything is
+    // written over it); the few records of later windows (launched after the
+    // window's end, before the pause) are copied out.
+    std::vector<DeviceRecord> later_records;
+    std::vector<uint64_t> later_launch_ns;
+    later_records.reserve(later);
+    later_launch_ns.reserve(later);
+    size_t kept = 0;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      uint64_t launch_ns = pending_launch_ns_[i];
+      if (launch_ns >= end_ns) {
+        later_records.push_back(pending_[i]);
+        later_launch_ns.push_back(launch_ns);
+      } else if (launch_ns >= start_ns) {
+        if (kept != i) pending_[kept] = pending_[i];
+        ++kept;
+      }  // else launched before the window (warmup, between windows): discarded
+    }
+    pending_.resize(kept);
+    window = std::move(pending_);
+    pending_ = std::move(later_records);
+    pending_launch_ns_ = std::move(later_launch_ns);
+    return window;
+  }
+  // A writer behind the application: later windows' records outnumber this
+  // window's. Copying those out again at every window (and again when the
+  // next decode re-reserved their vector) cost the writer more than decoding
+  // them; here the window's records are copied and the later ones stay in
+  // pending_, compacted in place, keeping its reservation.
+  window.reserve(in_window);
   size_t kept = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     uint64_t launch_ns = pending_launch_ns_[i];
     if (launch_ns >= end_ns) {
-      later_records->push_back(pending_[i]);
-      later_launch_ns->push_back(launch_ns);
-    } else if (launch_ns >= start_ns) {
-      if (kept != i) pending_[kept] = pending_[i];
+      if (kept != i) {
+        pending_[kept] = pending_[i];
+        pending_launch_ns_[kept] = launch_ns;
+      }
       ++kept;
-    }  // else launched before the window (warmup, between windows): discarded
+    } else if (launch_ns >= start_ns) {
+      window.push_back(pending_[i]);
+    }
   }
   pending_.resize(kept);
-  pending_launch_ns_.clear();
+  pending_launch_ns_.resize(kept);
+  return window;
 }
 
 void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
@@ -660,20 +693,16 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   }
 
   std::lock_guard<std::mutex> decode(decode_mutex_);
-  std::vector<DeviceRecord> later;
-  std::vector<uint64_t> later_launch_ns;
-  PartitionPendingLocked(start_ns, end_ns, &later, &later_launch_ns);
+  std::vector<DeviceRecord> window = TakeWindowRecordsLocked(start_ns, end_ns);
   WindowStrings strings(&out->strings);
-  for (DeviceRecord& r : pending_) r.name_id = strings.Map(names_, r.name_id);
-  SortByStart(&pending_);
+  for (DeviceRecord& r : window) r.name_id = strings.Map(names_, r.name_id);
+  SortByStart(&window);
   if (out->device_records.empty()) {
-    out->device_records = std::move(pending_);  // the one copy changes hands
+    out->device_records = std::move(window);
   } else {
-    out->device_records.insert(out->device_records.end(), pending_.begin(), pending_.end());
+    out->device_records.insert(out->device_records.end(), window.begin(), window.end());
     SortByStart(&out->device_records);
   }
-  pending_ = std::move(later);
-  pending_launch_ns_ = std::move(later_launch_ns);
   registry_->ForgetBefore(end_ns);
 
   LossCounts& losses = out->meta.losses;

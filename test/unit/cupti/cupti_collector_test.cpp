@@ -222,6 +222,39 @@ TEST_CASE("a window holds exactly the records of calls launched inside it", "[co
   CHECK(Correlations(next) == std::vector<uint32_t>{5});
 }
 
+TEST_CASE("a writer several windows behind hands each window exactly its records, in start order", "[collector]") {
+  // Later windows' records outnumber the collected window's: the window's
+  // are copied out and the later ones stay pending (the other branch of
+  // TakeWindowRecordsLocked than the test above).
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t t0 = NowNs();
+  c.BeginRecord(t0);
+  h.Launch(1);
+  h.Launch(2);
+  uint64_t t1 = NowNs();
+  for (uint32_t id = 3; id <= 7; ++id) h.Launch(id);
+  uint64_t t2 = NowNs();
+  for (uint32_t id = 8; id <= 13; ++id) h.Launch(id);
+  uint64_t t3 = NowNs();
+  auto in_start_order = [](const Window& w) {
+    return std::is_sorted(w.device_records.begin(), w.device_records.end(),
+                          [](const DeviceRecord& a, const DeviceRecord& b) { return a.start_ns < b.start_ns; });
+  };
+  Window a = h.Collect(t0, t1);
+  CHECK(Correlations(a) == std::vector<uint32_t>{1, 2});
+  CHECK(in_start_order(a));
+  Window b = h.Collect(t1, t2);
+  CHECK(Correlations(b) == std::vector<uint32_t>{3, 4, 5, 6, 7});
+  CHECK(in_start_order(b));
+  Window c3 = h.Collect(t2, t3);
+  CHECK(Correlations(c3) == std::vector<uint32_t>{8, 9, 10, 11, 12, 13});
+  CHECK(in_start_order(c3));
+  CHECK(c3.String(c3.device_records[0].name_id) == "_Z6kernelv");
+  CHECK(c3.meta.losses.device_records_missing == 0);
+}
+
 TEST_CASE("a GPU record is never earlier than the call that launched it", "[collector]") {
   Harness h;
   auto& c = h.Make();
