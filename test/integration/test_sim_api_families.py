@@ -42,7 +42,8 @@ FAMILY_CALLS = ["cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "
                 "cudaHostGetDevicePointer", "cudaHostUnregister", "cudaGraphCreate", "cudaGraphAddKernelNode",
                 "cudaGraphAddMemsetNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddHostNode", "cudaGraphAddEmptyNode",
                 "cudaGraphAddDependencies", "cudaGraphAddEventRecordNode", "cudaGraphUpload", "cudaGraphExecUpdate",
-                "cudaGraphLaunch", "cudaStreamBeginCapture"]
+                "cudaGraphLaunch", "cudaStreamBeginCapture", "cudaIpcGetMemHandle", "cudaIpcOpenMemHandle",
+                "cudaIpcGetEventHandle"]
 DRIVER_API = os.path.join(harness.WORKLOAD_DIR, "driver_api")
 DRIVER_ARGS = [DRIVER_API, "--cubin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.cubin"),
                "--fatbin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.fatbin")]

@@ -433,6 +433,29 @@ void Graphs() {
   CHECK(cudaFree(d));
 }
 
+// Exporting works; opening a handle needs another process, which the sim
+// cannot share memory with: opened here (the exporting process) CUDA answers
+// with an invalid-context error.
+void Ipc() {
+  void* d = nullptr;
+  CHECK(cudaMalloc(&d, 1 << 20));
+  cudaIpcMemHandle_t mem{};
+  CHECK(cudaIpcGetMemHandle(&mem, d));
+  EXPECT_ERROR(cudaIpcGetMemHandle(&mem, static_cast<char*>(d) + 256), cudaErrorInvalidValue);  // not the base
+  void* opened = nullptr;
+  EXPECT_ERROR(cudaIpcOpenMemHandle(&opened, mem, cudaIpcMemLazyEnablePeerAccess), cudaErrorDeviceUninitialized);
+  cudaEvent_t event, plain;
+  CHECK(cudaEventCreateWithFlags(&event, cudaEventInterprocess | cudaEventDisableTiming));
+  CHECK(cudaEventCreate(&plain));
+  cudaIpcEventHandle_t handle{};
+  CHECK(cudaIpcGetEventHandle(&handle, event));
+  EXPECT_ERROR(cudaIpcGetEventHandle(&handle, plain), cudaErrorInvalidResourceHandle);  // not interprocess
+  cudaGetLastError();
+  CHECK(cudaEventDestroy(plain));
+  CHECK(cudaEventDestroy(event));
+  CHECK(cudaFree(d));
+}
+
 struct Family {
   const char* name;
   void (*run)();
@@ -441,6 +464,7 @@ const Family kFamilies[] = {
     {"profiler", Profiler}, {"device", DeviceSettings}, {"functions", Functions}, {"host_functions", HostFunctions},
     {"managed", Managed},   {"pools", Pools},           {"peers", Peers},           {"symbols", Symbols},
     {"arrays", Arrays},     {"host_memory", HostMemory}, {"graphs", Graphs},
+    {"ipc", Ipc},
 };
 
 }  // namespace

@@ -216,6 +216,12 @@ int Device::KindOf(const void* ptr) {
   return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
 }
 
+bool Device::IsAllocationStart(const void* ptr, int memory_kind) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
+  return it != allocations_.end() && it->second.kind == memory_kind;
+}
+
 size_t Device::DeviceBytesInUse() {
   std::lock_guard<std::mutex> lock(mutex_);
   return device_bytes_;

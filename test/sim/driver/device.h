@@ -100,6 +100,8 @@ class Device {
   void Register(void* ptr, size_t bytes, int memory_kind);
   void Forget(void* ptr);
   int KindOf(const void* ptr);  // PAGEABLE when not ours
+  // Whether ptr is where an allocation of this memory kind starts.
+  bool IsAllocationStart(const void* ptr, int memory_kind);
   size_t DeviceBytesInUse();
   static constexpr size_t kTotalMemBytes = 85520809984ull;  // 79.6 GiB, as an H100 80GB reports
 

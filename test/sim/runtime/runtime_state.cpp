@@ -158,6 +158,11 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuGraphAddDependencies, 12030)
   SIMRT_RESOLVE(cuGraphUpload, 11010)
   SIMRT_RESOLVE(cuGraphExecUpdate, 12000)
+  SIMRT_RESOLVE(cuIpcGetMemHandle, 4010)
+  SIMRT_RESOLVE(cuIpcOpenMemHandle, 11000)
+  SIMRT_RESOLVE(cuIpcCloseMemHandle, 4010)
+  SIMRT_RESOLVE(cuIpcGetEventHandle, 4010)
+  SIMRT_RESOLVE(cuIpcOpenEventHandle, 4010)
 #undef SIMRT_RESOLVE_PT
 #undef SIMRT_RESOLVE
   if (!ok) return cudaErrorInsufficientDriver;

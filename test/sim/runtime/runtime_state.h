@@ -130,6 +130,11 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuGraphAddDependencies)
   SIMRT_DRIVER_FN(cuGraphUpload)
   SIMRT_DRIVER_FN(cuGraphExecUpdate)
+  SIMRT_DRIVER_FN(cuIpcGetMemHandle)
+  SIMRT_DRIVER_FN(cuIpcOpenMemHandle)
+  SIMRT_DRIVER_FN(cuIpcCloseMemHandle)
+  SIMRT_DRIVER_FN(cuIpcGetEventHandle)
+  SIMRT_DRIVER_FN(cuIpcOpenEventHandle)
 #undef SIMRT_DRIVER_FN
 };
 
