@@ -127,6 +127,17 @@ class ThroughTheAgent(unittest.TestCase):
             self.assertLessEqual(e["dur"] * 1000, op["end_rep_ns"] - op["start_rep_ns"] + 2)
             self.assertGreater(e["dur"], 0)
 
+    def test_calls_are_seen_by_cupti_only_where_the_release_has_a_callback_id(self):
+        # nvcc's launch stubs call __cudaPopCallConfiguration before each
+        # launch: CUPTI 13.0 has an id for it (RUNTIME records), a 12.x CUPTI
+        # has none (its table ends at 486), so on CUDA 12 it never appears.
+        names = {e["name"] for e in self.r.events(self.r.traces[0], "cuda_runtime")
+                 if e["args"].get("source") == "cupti"}
+        if harness.SIM_PERSONALITY == "12":
+            self.assertNotIn("__cudaPopCallConfiguration", names)
+        else:
+            self.assertIn("__cudaPopCallConfiguration", names)
+
     def test_every_kernel_is_tied_to_the_runtime_call_that_launched_it(self):
         trace = self.r.traces[0]
         launches = {e["args"]["correlation"]: e for e in self.r.events(trace, "cuda_runtime")

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "internal.h"
+#include "record_layouts.h"
 
 namespace simcupti {
 namespace {
@@ -67,6 +68,8 @@ void Callback(const SimApiSite& site, CUpti_ApiCallbackSite where, uint64_t* cor
 
 void OnApi(const SimApiSite* site, int is_exit) {
   if (site == nullptr) return;
+  // Calls this personality's CUPTI has no id for are invisible to it.
+  if (!CbidKnownToRelease(site->domain, site->cbid)) return;
   if (!is_exit) {
     thread_local CUcontext last_context = nullptr;  // learn contexts cheaply
     if (site->context != nullptr && site->context != last_context) {

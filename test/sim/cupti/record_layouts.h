@@ -38,4 +38,22 @@ inline void SetCopyCount(CUpti_ActivityMemcpy5&, uint64_t) {}
 inline void SetEventSyncId(CUpti_ActivitySynchronization2& r, uint64_t id) { r.cudaEventSyncId = id; }
 inline void SetEventSyncId(CUpti_ActivitySynchronization&, uint64_t) {}
 
+// Whether this personality's CUPTI knows a callback id. CUDA 12.9 Update 1's
+// cupti_runtime_cbid.h ends at id 486 and cupti_driver_cbid.h at 783; the
+// ids above are new in 13.0 (__cudaLaunchKernel, __cudaRegisterFunction_v13000,
+// __cudaPushCallConfiguration_v13000, ...; scripts/check-cbid-tables.py). A
+// 12.x CUPTI has neither callbacks nor API records for them. (12.4's tables
+// end lower still; 12.9's end is the bound known from NVIDIA's headers.)
+inline bool CbidKnownToRelease(uint32_t domain, uint32_t cbid) {
+#if SIM_CUDA_MAJOR >= 13
+  (void)domain;
+  (void)cbid;
+  return true;
+#else
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) return cbid <= 486;
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) return cbid <= 783;
+  return true;
+#endif
+}
+
 }  // namespace simcupti
