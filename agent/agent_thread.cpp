@@ -120,6 +120,8 @@ void StartAgentThread(Runtime* rt, uint64_t start_ns) {
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
 }
 
+bool AgentThreadRunning() { return g_thread_running.load(); }
+
 bool RequestSignalExit(int sig, uint64_t timeout_ns) {
   if (!g_thread_running.load()) return false;
   g_pending_signal.store(sig);

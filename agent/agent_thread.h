@@ -18,4 +18,7 @@ void StartAgentThread(Runtime* rt, uint64_t start_ns);
 // did not finish in time.
 bool RequestSignalExit(int sig, uint64_t timeout_ns);
 
+// Whether the agent thread was started.
+bool AgentThreadRunning();
+
 }  // namespace prof

@@ -4,6 +4,7 @@
 
 #include "agent/clock.h"
 #include "agent/runtime.h"
+#include "agent/signal_deferral.h"
 
 namespace prof::hooks {
 namespace {
@@ -49,7 +50,10 @@ void OnCallStart(ApiId id, uint32_t name_id) {
     } else if (c.step_source == StepSource::kKernel && ApiKindOf(id) == ApiKind::kLaunch) {
       marker = rt->markers.Matches(name_id);
     }
-    if (marker) rt->session->Step(NowNs());
+    if (marker) {
+      ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
+      rt->session->Step(NowNs());
+    }
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
   }
@@ -60,6 +64,7 @@ void OnSyncReturn(ApiId id) {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kSync) return;
     if (id == ApiId::cudaDeviceSynchronize || id == ApiId::cudaStreamSynchronize || id == ApiId::cudaStreamSynchronize_ptsz) {
+      ExitSignalDeferral defer;
       rt->session->Step(NowNs());
     }
   } catch (...) {
@@ -71,6 +76,7 @@ void OnNvtxRangeStart(uint32_t name_id) {
   try {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kNvtx) return;
+    ExitSignalDeferral defer;
     if (rt->markers.Matches(name_id)) rt->session->Step(NowNs());
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
@@ -81,6 +87,7 @@ void ManualStep() {
   try {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kManual) return;
+    ExitSignalDeferral defer;
     rt->session->Step(NowNs());
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
@@ -91,6 +98,7 @@ void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId ap
                 bool keep_sample) {
   try {
     Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;  // the allocation table's mutex: the exit path snapshots it
     if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, ts_ns, keep_sample);
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
@@ -100,6 +108,7 @@ void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId ap
 void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample) {
   try {
     Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;
     if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, ts_ns, keep_sample);
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
@@ -109,6 +118,7 @@ void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_
 void RecordNvtxRange(const NvtxRange& range) {
   try {
     Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;
     if (rt != nullptr && (rt->config.activities & kActNvtx)) rt->nvtx.Add(range);
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.

@@ -6,13 +6,22 @@
 //             ("libprof-agent": time steps, trigger file, signal exits)
 //             started, atexit + SIGINT/SIGTERM + fork handlers installed.
 //  window end the session hands a job to "libprof-writer".
-//  exit       atexit handler: a window in progress is ended as partial,
-//             the writer drained (bounded), or the one "ended before the
-//             first window" line is logged.
-//  SIGINT/    handler posts a semaphore; the agent thread ends the window as
-//  SIGTERM    partial and drains the writer; the handler waits (bounded),
-//             then chains to the host's handler, or restores the default
-//             and re-raises so the exit status is the signal's.
+//  exit       atexit handler (exit signals blocked on this thread): asks
+//             the agent thread to end a window in progress as partial,
+//             drain the writer and release CUPTI, and waits at most the
+//             exit budget; past it, unfinished temporaries are unlinked and
+//             one line says the window is lost.
+//  SIGINT/    the same request from the handler, then it chains to the
+//  SIGTERM/   host's handler, or restores the default and re-raises so the
+//  SIGHUP/    exit status is the signal's. A signal that lands while the
+//  SIGQUIT    exit work already runs (atexit, another signal) waits for it
+//             (bounded) instead of killing the process mid-write. One that
+//             lands while its thread is inside libprof code holding a lock
+//             the exit work needs is deferred to the section's end
+//             (signal_deferral.h).
+//  SIGSEGV/   (only where the host left the default action) no window:
+//  SIGBUS/... the process state cannot be trusted. Temporaries unlinked,
+//             one line, then the default action.
 //  fork       child: every lock we own is re-initialised, the parent's
 //             Runtime is abandoned (its buffers, threads, half-window) and a
 //             fresh agent starts with the child's pid, host-side only (no
@@ -28,10 +37,15 @@ bool ProcessHasCudaLoaded();
 // Installs atexit, signal and fork handlers (once).
 void InstallLifecycleHandlers();
 
-// Work the agent thread does when a signal arrived: end the window, drain.
+// What RequestSignalExit is asked for at a normal exit (atexit).
+inline constexpr int kExitRequest = -1;
+
+// Work the agent thread does when the process ends (sig: an exit signal or
+// kExitRequest): end the window as partial, drain the writer.
 void HandleExitSignal(int sig);
 
-// Exit path shared by atexit and signals; reason "exit", "SIGTERM", ...
-void EndOfProcess(const char* reason);
+// That work itself; reason "exit", "SIGTERM", ... Runs on the agent thread
+// (or on the exiting thread when there is no agent thread).
+void RunExitWork(const char* reason);
 
 }  // namespace prof

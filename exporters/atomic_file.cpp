@@ -33,6 +33,34 @@ namespace {
 // guess in advance for someone planting files.
 std::atomic<uint64_t> g_temp_serial{0};
 
+// Temporaries being written, for RemoveUnfinishedTemporaries(). A slot is
+// claimed (0 -> 1), filled, published (1 -> 2) and released (2 -> 0); the
+// cleanup only reads published slots. Eight writers at once is plenty (one
+// writer thread writes one file at a time); past that a temporary is simply
+// not tracked.
+struct TempSlot {
+  std::atomic<int> state{0};
+  char path[4096];
+};
+TempSlot g_temp_slots[8];
+
+int TrackTemporary(const std::string& path) {
+  if (path.size() >= sizeof(TempSlot::path)) return -1;
+  for (int i = 0; i < 8; ++i) {
+    int expected = 0;
+    if (g_temp_slots[i].state.compare_exchange_strong(expected, 1, std::memory_order_acquire)) {
+      std::memcpy(g_temp_slots[i].path, path.c_str(), path.size() + 1);
+      g_temp_slots[i].state.store(2, std::memory_order_release);
+      return i;
+    }
+  }
+  return -1;
+}
+
+void UntrackTemporary(int slot) {
+  if (slot >= 0) g_temp_slots[slot].state.store(0, std::memory_order_release);
+}
+
 std::string TempSuffix() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -42,6 +70,12 @@ std::string TempSuffix() {
   return buf;
 }
 }  // namespace
+
+void RemoveUnfinishedTemporaries() {
+  for (TempSlot& slot : g_temp_slots) {
+    if (slot.state.load(std::memory_order_acquire) == 2) ::unlink(slot.path);
+  }
+}
 
 AtomicFile::~AtomicFile() {
   if (!done_) Abort();
@@ -61,6 +95,7 @@ bool AtomicFile::Open() {
     } while (fd_ < 0 && errno == EINTR);
     if (fd_ >= 0 || errno != EEXIST) break;
   }
+  if (fd_ >= 0) temp_slot_ = TrackTemporary(temp_path_);
   if (fd_ < 0) {
     int err = errno;
     temp_path_.clear();  // not ours: Abort() must not unlink it
@@ -111,6 +146,8 @@ bool AtomicFile::Commit() {
     Abort();
     return false;
   }
+  UntrackTemporary(temp_slot_);
+  temp_slot_ = -1;
   done_ = true;
   return true;
 }
@@ -132,6 +169,8 @@ bool AtomicFile::CommitNewAs(const std::string& final_path) {
   }
   if (fs_.Link(temp_path_.c_str(), final_path.c_str()) == 0) {
     fs_.Unlink(temp_path_.c_str());
+    UntrackTemporary(temp_slot_);
+    temp_slot_ = -1;
     final_path_ = final_path;
     done_ = true;
     return true;
@@ -147,6 +186,8 @@ bool AtomicFile::CommitNewAs(const std::string& final_path) {
     Abort();
     return false;
   }
+  UntrackTemporary(temp_slot_);
+  temp_slot_ = -1;
   final_path_ = final_path;
   done_ = true;
   return true;
@@ -163,6 +204,8 @@ void AtomicFile::Abort() {
     fs_.Unlink(temp_path_.c_str());
     errno = saved;
   }
+  UntrackTemporary(temp_slot_);
+  temp_slot_ = -1;
   done_ = true;
 }
 

@@ -53,8 +53,17 @@ class AtomicFile final : public ByteSink {
   int fd_ = -1;
   bool done_ = false;  // committed or aborted: nothing left to undo
   bool exists_ = false;  // CommitNewAs found its name taken
+  int temp_slot_ = -1;   // in the table RemoveUnfinishedTemporaries() reads
   std::string error_;
 };
+
+// Unlinks every temporary an AtomicFile of this process still has open
+// (async-signal-safe: unlink(2) on paths kept in a fixed table). The exit
+// path calls it when its time budget ran out with a window still being
+// written, and the fatal-signal handler calls it: no ".<name>.tmp..." file
+// outlives the process. A file already linked into place is whole either
+// way.
+void RemoveUnfinishedTemporaries();
 
 // "No space left on device (ENOSPC)".
 std::string ErrnoText(int err);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -60,9 +62,34 @@ void CUPTIAPI BufferCompletedTrampoline(CUcontext, uint32_t, uint8_t* buffer, si
 // next CUDA call (where cuptiFinalize would run): release the subscriber so
 // nothing stays enabled. Registered once, after the agent's own exit handler,
 // so it runs first and the agent can still collect the flushed records.
+//
+// It runs on the exiting thread, and a forced flush waits for CUPTI to hand
+// back every buffer, which a late CUPTI can make take a minute: the release
+// runs on a helper thread and the exit waits for it at most
+// kExitReleaseBudget (the agent's own exit work is bounded separately).
+constexpr auto kExitReleaseBudget = std::chrono::seconds(1);
+
 void ReleaseAtExit() {
   CuptiCollector* owner = g_buffer_owner.load(std::memory_order_acquire);
-  if (owner != nullptr) owner->OnExit();
+  if (owner == nullptr) return;
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  try {
+    std::thread([owner, done] {
+      owner->OnExit();
+      std::lock_guard<std::mutex> lock(done->mu);
+      done->done = true;
+      done->cv.notify_all();
+    }).detach();
+  } catch (...) {
+    return;  // no thread: skip the release rather than risk the host's exit
+  }
+  std::unique_lock<std::mutex> lock(done->mu);
+  done->cv.wait_for(lock, kExitReleaseBudget, [&] { return done->done; });
 }
 
 // CUPTI stamps every record with the agent's clock: no mapping needed.

@@ -17,6 +17,7 @@
 #include "agent/export.h"
 #include "agent/hooks.h"
 #include "agent/hot_state.h"
+#include "agent/signal_deferral.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
 
@@ -149,6 +150,8 @@ void End(nvtxRangeId_t id) {
 // NVTX call: the range is then simply not seen.
 template <typename R, typename F>
 R Guarded(R fallback, F f) {
+  // Interning takes the string table's mutex, which sealing a window needs.
+  ExitSignalDeferral defer;
   try {
     return f();
   } catch (...) {
