@@ -43,7 +43,7 @@ FAMILY_CALLS = ["cudaProfilerStart", "cudaProfilerStop", "cudaSetDeviceFlags", "
                 "cudaGraphAddMemsetNode", "cudaGraphAddMemcpyNode1D", "cudaGraphAddHostNode", "cudaGraphAddEmptyNode",
                 "cudaGraphAddDependencies", "cudaGraphAddEventRecordNode", "cudaGraphUpload", "cudaGraphExecUpdate",
                 "cudaGraphLaunch", "cudaStreamBeginCapture", "cudaIpcGetMemHandle", "cudaIpcOpenMemHandle",
-                "cudaIpcGetEventHandle"]
+                "cudaIpcGetEventHandle", "cudaGraphConditionalHandleCreate", "cudaGraphAddNode"]
 DRIVER_API = os.path.join(harness.WORKLOAD_DIR, "driver_api")
 DRIVER_ARGS = [DRIVER_API, "--cubin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.cubin"),
                "--fatbin", os.path.join(harness.WORKLOAD_DIR, "driver_api_kernels.fatbin")]
@@ -124,11 +124,14 @@ class Bare(unittest.TestCase):
     def test_graph_nodes_run_at_launch_with_their_graph_ids(self):
         launched = [t for t in self.truth if t["type"] in ("kernel", "memcpy", "memset") and t["api"] == "cudaGraphLaunch"]
         # Per iteration: two launches of the built graph and one of the captured one, 3 device nodes each.
-        self.assertEqual(len(launched), 2 * 3 * 3)
+        self.assertEqual(len(launched), 2 * (3 * 3 + 1))
         self.assertTrue(all(t["graph_id"] and t["graph_node_id"] for t in launched), launched)
         captured = [t for t in self.truth if t["type"] in ("memcpy", "memset")
                     and t["api"] in ("cudaMemcpyAsync", "cudaMemsetAsync") and t["bytes"] == 4096]
         self.assertEqual(captured, [], "a captured copy or memset ran at capture time")
+        # Conditional IF nodes: the body of the one whose condition is 1 ran, the other's did not.
+        bodies = [t for t in launched if t["type"] == "memset" and t["bytes"] == 2048]
+        self.assertEqual(len(bodies), 2)  # one per iteration
 
     def test_sync_records_span_driver_cost_and_wakeup(self):
         syncs = [t for t in self.truth if t["type"] == "sync" and t["sync_type"] in (2, 3, 4)]

@@ -424,6 +424,37 @@ void Graphs() {
   CHECK(cudaGraphLaunch(captured_exec, stream));
   CHECK(cudaStreamSynchronize(stream));
   REQUIRE(host[0] == 3 && host[bytes - 1] == 3);
+  // Conditional nodes: an IF whose condition defaults to 1 runs its body
+  // (a 2048-byte memset), one defaulting to 0 does not.
+  cudaGraph_t conditional;
+  CHECK(cudaGraphCreate(&conditional, 0));
+  for (unsigned value : {1u, 0u}) {
+    cudaGraphConditionalHandle handle;
+    CHECK(cudaGraphConditionalHandleCreate(&handle, conditional, value, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams p{};
+    p.type = cudaGraphNodeTypeConditional;
+    p.conditional.handle = handle;
+    p.conditional.type = cudaGraphCondTypeIf;
+    p.conditional.size = 1;
+    cudaGraphNode_t node;
+    CHECK(cudaGraphAddNode(&node, conditional, nullptr, nullptr, 0, &p));
+    cudaMemsetParams body_set{};
+    body_set.dst = d;
+    body_set.value = value ? 5 : 6;
+    body_set.elementSize = 1;
+    body_set.width = 2048;
+    body_set.height = 1;
+    cudaGraphNode_t body_node;
+    CHECK(cudaGraphAddMemsetNode(&body_node, p.conditional.phGraph_out[0], nullptr, 0, &body_set));
+  }
+  cudaGraphExec_t conditional_exec;
+  CHECK(cudaGraphInstantiate(&conditional_exec, conditional, 0));
+  CHECK(cudaGraphLaunch(conditional_exec, stream));
+  CHECK(cudaMemcpyAsync(host, d, 1, cudaMemcpyDeviceToHost, stream));
+  CHECK(cudaStreamSynchronize(stream));
+  REQUIRE(host[0] == 5);
+  CHECK(cudaGraphExecDestroy(conditional_exec));
+  CHECK(cudaGraphDestroy(conditional));
   CHECK(cudaGraphExecDestroy(captured_exec));
   CHECK(cudaGraphExecDestroy(exec));
   for (cudaGraph_t g : {graph, same, other, captured}) CHECK(cudaGraphDestroy(g));

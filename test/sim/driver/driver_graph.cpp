@@ -79,6 +79,9 @@ CUresult Instantiate(CUgraphExec* exec_out, CUgraph graph) {
   return CUDA_SUCCESS;
 }
 
+CUresult RunNodes(const std::vector<CUgraphNode_st>& nodes, uint32_t graph_id, CUstream stream);
+CUresult RunConditional(const CUgraphNode_st& node, uint32_t graph_id, CUstream stream);
+
 CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
@@ -92,11 +95,14 @@ CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
     nodes = exec->nodes;
     graph_id = exec->id;
   }
-  // One after another on the launch stream, dependencies first (Kahn's
-  // order, ties in creation order); every op belongs to this launch call.
+  return RunNodes(nodes, graph_id, stream);
+}
+
+// One after another on the launch stream, dependencies first (Kahn's
+// order, ties in creation order); every op belongs to the launch call.
+CUresult RunNodes(const std::vector<CUgraphNode_st>& nodes, uint32_t graph_id, CUstream stream) {
+  Device& device = Device::Get();
   std::vector<size_t> order;
-  std::vector<size_t> waiting(nodes.size(), 0);
-  for (size_t i = 0; i < nodes.size(); ++i) waiting[i] = nodes[i].deps.size();
   std::vector<bool> done(nodes.size(), false);
   while (order.size() < nodes.size()) {
     bool progressed = false;
@@ -136,12 +142,44 @@ CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
         break;
       case CU_GRAPH_NODE_TYPE_EVENT_RECORD: device.RecordEvent(node.event, stream); break;
       case CU_GRAPH_NODE_TYPE_WAIT_EVENT: device.WaitEvent(stream, node.event); break;
+      case CU_GRAPH_NODE_TYPE_CONDITIONAL: r = RunConditional(node, graph_id, stream); break;
       default: break;  // empty nodes only order
     }
     SetGraphContext(0, 0);
     if (r != CUDA_SUCCESS) return r;
   }
   return CUDA_SUCCESS;
+}
+
+// The condition's value at launch is its default (kernels compute nothing
+// here, so none calls cudaGraphSetConditional). IF runs body 0 for a
+// nonzero value (body 1, if given, for zero); SWITCH runs body[value] if
+// there is one; WHILE runs its body once for a nonzero value, as if the
+// body's last kernel cleared the condition (it never could in the sim).
+CUresult RunConditional(const CUgraphNode_st& node, uint32_t graph_id, CUstream stream) {
+  unsigned value = 0;
+  std::vector<std::vector<CUgraphNode_st>> bodies;
+  {
+    Graphs& g = State();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    auto it = g.conditions.find(node.condition);
+    if (it == g.conditions.end()) return CUDA_ERROR_INVALID_VALUE;
+    value = it->second.default_value;
+    for (CUgraph_st* body : node.bodies) {
+      bodies.emplace_back();
+      if (!g.graphs.count(body)) continue;
+      for (const auto& n : body->nodes) bodies.back().push_back(*n);
+    }
+  }
+  int chosen = -1;
+  switch (node.condition_type) {
+    case CU_GRAPH_COND_TYPE_IF: chosen = value ? 0 : (bodies.size() > 1 ? 1 : -1); break;
+    case CU_GRAPH_COND_TYPE_WHILE: chosen = value ? 0 : -1; break;
+    case CU_GRAPH_COND_TYPE_SWITCH: chosen = value < bodies.size() ? static_cast<int>(value) : -1; break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (chosen < 0) return CUDA_SUCCESS;
+  return RunNodes(bodies[static_cast<size_t>(chosen)], graph_id, stream);
 }
 
 template <typename T>

@@ -229,3 +229,57 @@ SIM_DRIVER_EXPORT CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph 
     return CUDA_SUCCESS;
   });
 }
+
+SIM_DRIVER_EXPORT CUresult cuGraphConditionalHandleCreate(CUgraphConditionalHandle* pHandle_out, CUgraph hGraph,
+                                                          CUcontext ctx, unsigned int defaultLaunchValue,
+                                                          unsigned int flags) {
+  cuGraphConditionalHandleCreate_params params{pHandle_out, hGraph, ctx, defaultLaunchValue, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphConditionalHandleCreate), "cuGraphConditionalHandleCreate",
+                               &params, [&]() -> CUresult {
+    if (!pHandle_out || (flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT)) return CUDA_ERROR_INVALID_VALUE;
+    sim::Graphs& g = sim::GraphState();
+    std::lock_guard<std::mutex> lock(g.mutex);
+    if (!g.graphs.count(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+    *pHandle_out = g.next_condition++;
+    g.conditions[*pHandle_out] = sim::Graphs::Condition{hGraph, defaultLaunchValue, flags};
+    return CUDA_SUCCESS;
+  });
+}
+
+// The generic form; the sim takes conditional nodes through it (the other
+// node types have their own cuGraphAdd*Node and answer NOT_SUPPORTED here).
+SIM_DRIVER_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph hGraph, const CUgraphNode* dependencies,
+                                             const CUgraphEdgeData* dependencyData, size_t numDependencies,
+                                             CUgraphNodeParams* nodeParams) {
+  cuGraphAddNode_v2_params params{phGraphNode, hGraph, dependencies, dependencyData, numDependencies, nodeParams};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddNode_v2), "cuGraphAddNode_v2", &params, [&]() -> CUresult {
+    if (!nodeParams || !sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
+    if (nodeParams->type != CU_GRAPH_NODE_TYPE_CONDITIONAL) return CUDA_ERROR_NOT_SUPPORTED;
+    CUDA_CONDITIONAL_NODE_PARAMS& c = nodeParams->conditional;
+    const bool size_ok = (c.type == CU_GRAPH_COND_TYPE_WHILE && c.size == 1) ||
+                         (c.type == CU_GRAPH_COND_TYPE_IF && (c.size == 1 || c.size == 2)) ||
+                         (c.type == CU_GRAPH_COND_TYPE_SWITCH && c.size >= 1);
+    if (!size_ok) return CUDA_ERROR_INVALID_VALUE;
+    CUgraphNode_st node{};
+    node.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    node.condition = c.handle;
+    node.condition_type = c.type;
+    {
+      sim::Graphs& g = sim::GraphState();
+      std::lock_guard<std::mutex> lock(g.mutex);
+      auto it = g.conditions.find(c.handle);
+      if (it == g.conditions.end() || it->second.graph != hGraph) return CUDA_ERROR_INVALID_VALUE;
+      // CUDA creates the (empty) body graphs and owns the array naming
+      // them; the program fills the bodies.
+      auto* out = new CUgraph[c.size];  // lives as long as the process, like the node's graph
+      for (unsigned i = 0; i < c.size; ++i) {
+        auto* body = new CUgraph_st{g.next_graph_id++, {}};
+        g.graphs.insert(body);
+        node.bodies.push_back(body);
+        out[i] = body;
+      }
+      c.phGraph_out = out;
+    }
+    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+  });
+}

@@ -168,6 +168,8 @@ const ProcEntry kProcs[] = {
     SIM_PROC("cuIpcGetEventHandle", cuIpcGetEventHandle, 4010),
     SIM_PROC("cuIpcOpenEventHandle", cuIpcOpenEventHandle, 4010),
     SIM_PROC("cuGraphCreate", cuGraphCreate, 10000),
+    SIM_PROC("cuGraphConditionalHandleCreate", cuGraphConditionalHandleCreate, 12030),
+    SIM_PROC("cuGraphAddNode", cuGraphAddNode_v2, 12030),
     SIM_PROC("cuGraphAddKernelNode", cuGraphAddKernelNode_v2, 12000),
     SIM_PROC("cuGraphAddMemcpyNode", cuGraphAddMemcpyNode, 10000),
     SIM_PROC("cuGraphAddMemsetNode", cuGraphAddMemsetNode, 10000),

@@ -14,6 +14,8 @@
 #include "../hub.h"
 #include "copies.h"
 
+struct CUgraph_st;
+
 // One node: what runs when the graph is launched.
 struct CUgraphNode_st {
   uint64_t id;           // unique over the process, as cuptiGetGraphNodeId reports
@@ -29,7 +31,11 @@ struct CUgraphNode_st {
   CUhostFn host_fn = nullptr;  // host
   void* host_data = nullptr;
   CUevent event = nullptr;     // event record / wait
+  CUgraphConditionalHandle condition = 0;  // conditional: its handle, kind and body graphs
+  CUgraphConditionalNodeType condition_type = CU_GRAPH_COND_TYPE_IF;
+  std::vector<CUgraph_st*> bodies;
 };
+struct CUgraph_st;
 struct CUgraph_st {
   uint32_t id;
   std::vector<std::unique_ptr<CUgraphNode_st>> nodes;  // in creation order
@@ -50,6 +56,14 @@ struct Graphs {
   std::set<CUgraphExec_st*> execs;
   uint32_t next_graph_id = 1;
   uint64_t next_node_id = 1;
+  // Conditional handles: default value, flags (CU_GRAPH_COND_ASSIGN_DEFAULT).
+  struct Condition {
+    CUgraph graph;
+    unsigned default_value;
+    unsigned flags;
+  };
+  std::map<CUgraphConditionalHandle, Condition> conditions;
+  CUgraphConditionalHandle next_condition = 1;
 };
 Graphs& GraphState();
 

@@ -207,3 +207,38 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, c
     return FromDriver(r);
   });
 }
+
+SIM_RUNTIME_EXPORT cudaError_t cudaGraphConditionalHandleCreate(cudaGraphConditionalHandle* pHandle_out,
+                                                                cudaGraph_t graph, unsigned int defaultLaunchValue,
+                                                                unsigned int flags) {
+  cudaGraphConditionalHandleCreate_v12030_params params{pHandle_out, graph, defaultLaunchValue, flags};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaGraphConditionalHandleCreate_v12030), "cudaGraphConditionalHandleCreate",
+                          &params, [&] {
+    return Result(Driver().cuGraphConditionalHandleCreate(reinterpret_cast<CUgraphConditionalHandle*>(pHandle_out),
+                                                          G(graph), nullptr, defaultLaunchValue, flags));
+  });
+}
+
+// cudaGraphNodeParams and CUgraphNodeParams share their layout for the
+// conditional member (handle, type, size, body graph array).
+SIM_RUNTIME_EXPORT cudaError_t cudaGraphAddNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
+                                                const cudaGraphNode_t* pDependencies,
+                                                const cudaGraphEdgeData* dependencyData, size_t numDependencies,
+                                                struct cudaGraphNodeParams* nodeParams) {
+  cudaGraphAddNode_v12030_params params{pGraphNode, graph, pDependencies, dependencyData, numDependencies, nodeParams};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaGraphAddNode_v12030), "cudaGraphAddNode", &params,
+                          [&]() -> cudaError_t {
+    if (!nodeParams) return cudaErrorInvalidValue;
+    if (nodeParams->type != cudaGraphNodeTypeConditional) return cudaErrorNotSupported;
+    CUgraphNodeParams p{};
+    p.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+    p.conditional.handle = nodeParams->conditional.handle;
+    p.conditional.type = static_cast<CUgraphConditionalNodeType>(nodeParams->conditional.type);
+    p.conditional.size = nodeParams->conditional.size;
+    const CUresult r = Driver().cuGraphAddNode(N(pGraphNode), G(graph), Deps(pDependencies),
+                                               reinterpret_cast<const CUgraphEdgeData*>(dependencyData),
+                                               numDependencies, &p);
+    if (r == CUDA_SUCCESS) nodeParams->conditional.phGraph_out = reinterpret_cast<cudaGraph_t*>(p.conditional.phGraph_out);
+    return Result(r);
+  });
+}

@@ -158,6 +158,8 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuGraphAddDependencies, 12030)
   SIMRT_RESOLVE(cuGraphUpload, 11010)
   SIMRT_RESOLVE(cuGraphExecUpdate, 12000)
+  SIMRT_RESOLVE(cuGraphConditionalHandleCreate, 12030)
+  SIMRT_RESOLVE(cuGraphAddNode, 12030)
   SIMRT_RESOLVE(cuIpcGetMemHandle, 4010)
   SIMRT_RESOLVE(cuIpcOpenMemHandle, 11000)
   SIMRT_RESOLVE(cuIpcCloseMemHandle, 4010)

@@ -130,6 +130,8 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuGraphAddDependencies)
   SIMRT_DRIVER_FN(cuGraphUpload)
   SIMRT_DRIVER_FN(cuGraphExecUpdate)
+  SIMRT_DRIVER_FN(cuGraphConditionalHandleCreate)
+  SIMRT_DRIVER_FN(cuGraphAddNode)
   SIMRT_DRIVER_FN(cuIpcGetMemHandle)
   SIMRT_DRIVER_FN(cuIpcOpenMemHandle)
   SIMRT_DRIVER_FN(cuIpcCloseMemHandle)
