@@ -6,5 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
 scripts/build.sh
-cd "${BUILD_DIR:-build}"
-ctest --output-on-failure -j "$(nproc)" "$@"
+(cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@")
+# Bounded-time fuzzing of the configuration parser (and every other target
+# under test/fuzz/): FUZZ_SECONDS per target, 0 to skip.
+if [ "${FUZZ_SECONDS:-20}" != 0 ]; then
+  scripts/fuzz.sh "${FUZZ_SECONDS:-20}"
+fi
