@@ -185,6 +185,15 @@ void StartAgent(const char* how) {
   Log().debug("agent started via {} (pid {})", how, getpid());
 }
 
+void OnCudaInitialized() {
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr && rt->session) rt->session->WatchCallsIfCuda();
+  } catch (...) {
+    // Called from the driver's cuInit: nothing may unwind into it.
+  }
+}
+
 void RestartAgentInChild() {
   if (g_config == nullptr) return;
   // Locks a parent thread may have held at fork: re-initialised, never

@@ -12,6 +12,10 @@ void StartAgent(const char* how);
 // stays idle.
 bool SecureExecution();
 
+// CUDA was initialized (InitializeInjection): a step source that counts
+// calls starts watching them through the collector. Never throws.
+void OnCudaInitialized();
+
 // fork child: abandon the parent's agent and start a fresh one with the
 // same configuration (the child's own pid in names).
 void RestartAgentInChild();

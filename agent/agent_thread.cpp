@@ -14,6 +14,7 @@
 #include "agent/clock.h"
 #include "agent/lifecycle.h"
 #include "agent/log.h"
+#include "agent/step_markers.h"
 
 namespace prof {
 namespace {
@@ -68,6 +69,7 @@ void Run(Runtime* rt, uint64_t start_ns) {
   const Config& c = rt->config;
   bool time_steps = c.step_source == StepSource::kTime;
   bool trigger = !c.trigger_file.empty();
+  bool watch_calls = StepSourceWatchesCalls(c.step_source);
   TriggerWatch watch;
   uint64_t next_poll = NowNs();
   while (true) {
@@ -88,6 +90,9 @@ void Run(Runtime* rt, uint64_t start_ns) {
       continue;
     }
     now = NowNs();
+    // A program that loaded CUDA since the last wake (a static cudart under
+    // LD_PRELOAD, whose calls no wrapper sees): calls feed the marker path.
+    if (watch_calls) rt->session->WatchCallsIfCuda();
     // Step k ends exactly at start + (k+1) * d, however late we woke.
     if (boundary != 0 && now >= boundary) rt->session->Step(boundary);
     if (trigger && now >= next_poll) {

@@ -39,6 +39,13 @@ class DeviceCollector {
   // interception-only for good and says why once (Mode()).
   virtual void Attach(const Config& config) = 0;
 
+  // PROF_STEP counts calls (kernel:, api:, sync) and CUDA is loaded: keep
+  // the API callbacks on from now on, even between windows (no activity
+  // kinds), so that calls no interposed wrapper sees (CUDA_INJECTION64_PATH,
+  // a static cudart) still reach the marker path (agent/step_markers.h).
+  // Until Finish. A collector without callbacks ignores it.
+  virtual void WatchCalls(const Config& config) { (void)config; }
+
   // The first active step begins at start_ns; everything launched earlier
   // (warmup) is discarded.
   virtual void BeginRecord(uint64_t start_ns) = 0;

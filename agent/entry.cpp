@@ -26,13 +26,20 @@ extern "C" {
 
 EXPORT_SYMBOL int InitializeInjection(void) {
   prof::StartOnce("CUDA_INJECTION64_PATH");
+  // The driver calls this from cuInit, where NVIDIA's injection samples
+  // subscribe to CUPTI: no wrapper is on the program's call path, so calls
+  // reach the marker path through CUPTI's callbacks from here on.
+  prof::OnCudaInitialized();
   return 1;
 }
 
 // PROF_STEP=manual: each call ends the current step and starts the next.
 EXPORT_SYMBOL void prof_step(void) {
   try {
-    prof::hooks::ManualStep();
+    prof::ObservedEvent event;
+    event.site = prof::MarkerSite::kManual;
+    event.feed = prof::MarkerFeed::kApp;
+    prof::hooks::Observe(event);
   } catch (...) {
   }
 }

@@ -1,29 +1,10 @@
 #include "agent/hooks.h"
 
-#include <string_view>
-
 #include "agent/clock.h"
 #include "agent/runtime.h"
 #include "agent/signal_deferral.h"
 
 namespace prof::hooks {
-namespace {
-
-// api:cudaGraphLaunch also counts cudaGraphLaunch_ptsz (same call, another
-// default-stream mode).
-bool SameBaseApi(ApiId a, ApiId b) {
-  if (a == b) return true;
-  std::string_view x = ApiName(a), y = ApiName(b);
-  auto base = [](std::string_view s) {
-    for (std::string_view suffix : {"_ptsz", "_ptds"}) {
-      if (s.size() > suffix.size() && s.substr(s.size() - suffix.size()) == suffix) return s.substr(0, s.size() - suffix.size());
-    }
-    return s;
-  };
-  return base(x) == base(y);
-}
-
-}  // namespace
 
 void RecordEvent(const HostEvent& event) {
   try {
@@ -39,58 +20,17 @@ uint32_t CaptureStack() {
   return rt != nullptr && rt->python ? rt->python->Capture() : 0;  // Capture never throws
 }
 
-void OnCallStart(ApiId id, uint32_t name_id) {
+bool Observe(const ObservedEvent& event) {
   try {
     Runtime* rt = CurrentRuntime();
-    if (rt == nullptr || !rt->session) return;
-    const Config& c = rt->config;
-    bool marker = false;
-    if (c.step_source == StepSource::kApi) {
-      marker = SameBaseApi(id, c.step_api);
-    } else if (c.step_source == StepSource::kKernel && ApiKindOf(id) == ApiKind::kLaunch) {
-      marker = rt->markers.Matches(name_id);
-    }
-    if (marker) {
-      ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
-      rt->session->Step(NowNs());
-    }
+    if (rt == nullptr || !rt->session) return false;
+    if (!IsStepMarker(rt->config, &rt->markers, event)) return false;
+    ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
+    rt->session->Step(event.now_ns != 0 ? event.now_ns : NowNs());
+    return true;
   } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
-}
-
-void OnSyncReturn(ApiId id) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kSync) return;
-    if (id == ApiId::cudaDeviceSynchronize || id == ApiId::cudaStreamSynchronize || id == ApiId::cudaStreamSynchronize_ptsz) {
-      ExitSignalDeferral defer;
-      rt->session->Step(NowNs());
-    }
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
-}
-
-void OnNvtxRangeStart(uint32_t name_id) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kNvtx) return;
-    ExitSignalDeferral defer;
-    if (rt->markers.Matches(name_id)) rt->session->Step(NowNs());
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
-}
-
-void ManualStep() {
-  try {
-    Runtime* rt = CurrentRuntime();
-    if (rt == nullptr || !rt->session || rt->config.step_source != StepSource::kManual) return;
-    ExitSignalDeferral defer;
-    rt->session->Step(NowNs());
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
+    // Called from wrappers and CUPTI callbacks: nothing may unwind into the host's C code.
+    return false;
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "agent/api_ids.h"
 #include "agent/events.h"
+#include "agent/step_markers.h"
 
 namespace prof::hooks {
 
@@ -17,15 +18,12 @@ void RecordEvent(const HostEvent& event);
 // The calling thread's Python stack id (recording only); 0 when none.
 uint32_t CaptureStack();
 
-// Step markers. Call-start markers come before the call's start_ns is taken,
-// so the marking call belongs to the step it starts.
-void OnCallStart(ApiId id, uint32_t name_id);
-// Sync markers end a step when the synchronize returns.
-void OnSyncReturn(ApiId id);
-// NVTX range push/start with an interned name.
-void OnNvtxRangeStart(uint32_t name_id);
-// prof_step().
-void ManualStep();
+// The marker path (agent/step_markers.h): every call, NVTX range and
+// prof_step() that may end a step, from whichever feed saw it. Call-enter
+// events come before the call's start time is taken, so the marking call
+// belongs to the step it starts; sync markers end a step when it returns.
+// Returns true when the event was a step marker (a step ended at it).
+bool Observe(const ObservedEvent& event);
 
 void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,
                 bool keep_sample);

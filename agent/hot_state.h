@@ -16,6 +16,8 @@ enum HotBits : uint32_t {
   kHotSyncMarker = 1u << 3,     // PROF_STEP=sync: synchronize returns end a step
   kHotAllocTracking = 1u << 4,  // allocator wrappers keep the live table
 };
+// Any of these: wrappers feed the calls they see to the marker path.
+inline constexpr uint32_t kHotMarkerFeed = kHotLaunchMarker | kHotApiMarker | kHotSyncMarker;
 
 namespace internal {
 // Relaxed everywhere: a wrapper that sees a stale value records one event

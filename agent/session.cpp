@@ -6,6 +6,7 @@
 
 #include "agent/clock.h"
 #include "agent/hot_state.h"
+#include "agent/step_markers.h"
 
 namespace prof {
 
@@ -60,12 +61,25 @@ void Session::AttachIfCuda() {
   if (window_open_) collector_->BeginRecord(step_start_ns_);
 }
 
+void Session::WatchCallsLocked() {
+  if (watching_calls_ || finished_ || !StepSourceWatchesCalls(config_.step_source)) return;
+  if (uses_cuda_ && !uses_cuda_()) return;
+  collector_->WatchCalls(config_);
+  watching_calls_ = true;
+}
+
+void Session::WatchCallsIfCuda() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WatchCallsLocked();
+}
+
 void Session::Step(uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   if (finished_) {
     ++step_;  // still counted (for the end-of-process line), nothing else to do
     return;
   }
+  WatchCallsLocked();
   if (attach_pending_) AttachIfCuda();
   Action prev = action_;
   if (now_ns < step_start_ns_) now_ns = step_start_ns_;

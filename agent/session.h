@@ -37,6 +37,12 @@ class Session {
   // (torch.profiler's prof.step()).
   void Step(uint64_t now_ns);
 
+  // CUDA may have been loaded (InitializeInjection, the agent thread's
+  // periodic wake): when PROF_STEP counts calls, the collector starts
+  // watching them for the marker path (DeviceCollector::WatchCalls), so
+  // calls no wrapper sees still make steps. Once; cheap when done.
+  void WatchCallsIfCuda();
+
   // PROF_TRIGGER_FILE appeared (again): arm one more cycle.
   void Arm();
 
@@ -63,6 +69,7 @@ class Session {
   void EndWindow(uint64_t end_ns, bool partial, const std::string& reason);
   void AdvanceTriggerCycle();
   void AttachIfCuda();
+  void WatchCallsLocked();
 
   std::mutex mu_;
   const Config config_;
@@ -83,6 +90,7 @@ class Session {
   std::vector<StepSpan> spans_;  // steps of the open window
   uint64_t windows_ended_ = 0;
   bool attach_pending_ = false;   // a cycle began before CUDA was loaded
+  bool watching_calls_ = false;   // WatchCalls done (PROF_STEP counts calls)
   uint64_t max_stall_ns_ = 0;
 
   // PROF_TRIGGER_FILE: the schedule (one cycle of wait/warmup/active) runs

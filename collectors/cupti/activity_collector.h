@@ -53,6 +53,7 @@ class CuptiCollector final : public DeviceCollector {
   ~CuptiCollector() override;
 
   void Attach(const Config& config) override;
+  void WatchCalls(const Config& config) override;
   void BeginRecord(uint64_t start_ns) override;
   void Pause() override;
   void Finish() override;
@@ -79,6 +80,7 @@ class CuptiCollector final : public DeviceCollector {
   };
 
   void AttachImpl(const Config& config);
+  void WatchCallsImpl(const Config& config);
   void BeginRecordImpl(uint64_t start_ns);
   void PauseImpl();
   void FinishImpl();
@@ -92,9 +94,18 @@ class CuptiCollector final : public DeviceCollector {
   // All with control_mutex_ held.
   bool LoadAndCheckVersion(const Config& config);
   bool Subscribe();
+  // Subscribe and register timestamps, buffers and thread ids (kIdle,
+  // kDetached); false (and kOff) on failure.
+  bool SubscribeAndRegister(CollectorState state);
+  // Turns the callback ids on/off; callbacks_live_ is the caller's.
+  void SetCallbacks(bool enable);
   void EnableCallbacks(bool enable);
   void EnableActivities(bool enable);
   void FlushLocked(bool forced);
+  // The deferred half of Pause (stop_pending_), when the last window begun
+  // is the one being collected (collecting) or was collected. Returns true
+  // if it stopped.
+  bool StopIfPausedLocked(bool collecting);
   void ReadCuptiDropsLocked();
   void DetachLocked(bool finalize);
   void GoOff(const std::string& cause);
@@ -112,6 +123,9 @@ class CuptiCollector final : public DeviceCollector {
            state == CollectorState::kFinishing;
   }
   void MaybeFinalizeFromApiExit();
+  // The marker path, for an outermost call no wrapper feeds.
+  // Returns true when the call was a step marker.
+  bool ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
 
   Loader loader_;
   CuptiApi api_;
@@ -122,10 +136,21 @@ class CuptiCollector final : public DeviceCollector {
   CUpti_SubscriberHandle subscriber_ = nullptr;
   int subscribed_pid_ = 0;                         // the process that subscribed (a fork child is another)
   std::vector<CUpti_ActivityKind> enabled_kinds_;  // what EnableActivities turned on
+  // Pause asked for recording to stop (control_mutex_). It stops only when
+  // nothing launched inside the window can still produce a record: in
+  // CollectWindow, once the window's calls have their device records and
+  // their own API records (so a call still in progress at the window's end,
+  // a blocking copy whose device work is enqueued after it, keeps its
+  // records). A new window's Attach before that cancels it.
+  bool stop_pending_ = false;
 
   std::atomic<CollectorState> state_{CollectorState::kIdle};
   // Set while the runtime/driver callbacks should do their work.
   std::atomic<bool> callbacks_live_{false};
+  // Set from WatchCalls to Finish: API callbacks feed calls no wrapper saw to
+  // the marker path, and stay enabled between windows for it.
+  std::atomic<bool> watching_calls_{false};
+  bool marker_names_ = false;  // PROF_STEP=kernel: launches carry their kernel's name
   // kFinishing: the API-exit callback finalizes once NowNs() passes this.
   std::atomic<uint64_t> finalize_after_ns_{~0ull};
   // Windows begun (BeginRecord) and collected (CollectWindow): when Finish

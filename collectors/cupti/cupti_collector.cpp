@@ -12,6 +12,8 @@
 #include <thread>
 
 #include "agent/clock.h"
+#include "agent/hooks.h"
+#include "agent/strings.h"
 #include "agent/log.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
@@ -151,12 +153,36 @@ thread_local uint32_t t_runtime_correlation = 0;
 // device work from (0: none). A graph node created inside it means the call
 // was captured into a graph: it put nothing in flight.
 thread_local uint32_t t_expecting_correlation = 0;
+// Driver calls this thread is inside outside any runtime call (a driver-API
+// program's own calls): only the outermost call reaches the marker path.
+thread_local int t_driver_depth = 0;
+
+// The marker path's idea of a call, from its CUPTI class.
+ApiKind KindOf(ApiClass c, const char* name) {
+  switch (c) {
+    case ApiClass::kLaunch: return ApiKind::kLaunch;
+    case ApiClass::kMemcpy: return ApiKind::kMemcpy;
+    case ApiClass::kMemset: return ApiKind::kMemset;
+    case ApiClass::kSync: return ApiKind::kSync;
+    case ApiClass::kMemory: {
+      std::string_view n = name != nullptr ? name : "";
+      return n.find("Free") != std::string_view::npos || n.find("Release") != std::string_view::npos ? ApiKind::kFree
+                                                                                                    : ApiKind::kAlloc;
+    }
+    default: return ApiKind::kOther;
+  }
+}
 
 // Only device work answers a call that put work in flight; the call's own
 // RUNTIME/DRIVER record arrives at its exit, before a kernel still running.
 bool IsDeviceWork(const DeviceRecord& r) {
   DeviceKind kind = static_cast<DeviceKind>(r.kind);
   return kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
+}
+
+bool IsApiRecord(const DeviceRecord& r) {
+  DeviceKind kind = static_cast<DeviceKind>(r.kind);
+  return kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi;
 }
 
 }  // namespace
@@ -258,6 +284,11 @@ bool CuptiCollector::Subscribe() {
 }
 
 void CuptiCollector::EnableCallbacks(bool enable) {
+  SetCallbacks(enable);
+  callbacks_live_.store(enable, std::memory_order_release);
+}
+
+void CuptiCollector::SetCallbacks(bool enable) {
   uint32_t on = enable ? 1 : 0;
   if (enable) {
     for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
@@ -277,10 +308,10 @@ void CuptiCollector::EnableCallbacks(bool enable) {
   // Stream capture: a launch or copy into a capturing stream creates a graph
   // node instead of device work (CUPTI issues this inside the call).
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
-  callbacks_live_.store(enable, std::memory_order_release);
 }
 
 void CuptiCollector::EnableActivities(bool enable) {
+  if (enable && !enabled_kinds_.empty()) return;  // still on: a pause that never stopped
   if (!enable) {
     for (CUpti_ActivityKind kind : enabled_kinds_) api_.ActivityDisable(kind);
     enabled_kinds_.clear();
@@ -298,6 +329,49 @@ void CuptiCollector::EnableActivities(bool enable) {
   if (!failed.empty()) Log().warn("CUPTI refused some activity kinds ({}); their records are missing", failed);
 }
 
+bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
+  // Subscribe before registering anything: a refused subscriber must not
+  // take another tool's buffers or timestamps.
+  if (!Subscribe()) return false;
+  // A new session may count correlation ids from 1 again; nothing of the
+  // last one is awaited any more (its windows were collected).
+  if (state == CollectorState::kDetached) registry_->Clear();
+  subscribed_pid_ = getpid();
+  static std::once_flag exit_hook;
+  std::call_once(exit_hook, [] { std::atexit(ReleaseAtExit); });
+  // The timestamp callback must be in place before any kind is enabled.
+  bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
+                     api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
+  if (agent_clock) {
+    clock_ = ClockMap();
+  } else {
+    clock_.Calibrate(NowNs, [this](uint64_t* ns) { return api_.GetTimestamp(ns) == CUPTI_SUCCESS; });
+    Log().info("CUPTI timestamps mapped onto the agent clock by paired samples (offset {} ns, +-{} ns)",
+               clock_.offset_ns(), clock_.uncertainty_ns());
+  }
+  // API records carry the OS thread id (gettid), as host events do;
+  // CUPTI's default is pthread_self().
+  if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  // Our buffers come zeroed (fresh pages, and the decoding thread clears
+  // what CUPTI wrote before a buffer goes back): otherwise CUPTI zeroes
+  // each whole buffer on the thread that asked for it, a stall NVIDIA
+  // documents, on an application thread.
+  if (api_.ActivitySetAttribute != nullptr) {
+    uint8_t zeroed = 1;
+    size_t size = sizeof(zeroed);
+    api_.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
+  }
+  g_buffer_owner.store(this, std::memory_order_release);
+  CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
+  if (r != CUPTI_SUCCESS) {
+    api_.Unsubscribe(subscriber_);
+    subscriber_ = nullptr;
+    GoOff("cuptiActivityRegisterCallbacks returned " + ResultName(api_, r));
+    return false;
+  }
+  return true;
+}
+
 void CuptiCollector::AttachImpl(const Config& config) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
@@ -305,53 +379,35 @@ void CuptiCollector::AttachImpl(const Config& config) {
   if (state == CollectorState::kIdle) config_ = config;
   if (!LoadAndCheckVersion(config_)) return;
 
-  if (state == CollectorState::kIdle || state == CollectorState::kDetached) {
-    // Subscribe before registering anything: a refused subscriber must not
-    // take another tool's buffers or timestamps.
-    if (!Subscribe()) return;
-    // A new session may count correlation ids from 1 again; nothing of the
-    // last one is awaited any more (its windows were collected).
-    if (state == CollectorState::kDetached) registry_->Clear();
-    subscribed_pid_ = getpid();
-    static std::once_flag exit_hook;
-    std::call_once(exit_hook, [] { std::atexit(ReleaseAtExit); });
-    // The timestamp callback must be in place before any kind is enabled.
-    bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
-                       api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
-    if (agent_clock) {
-      clock_ = ClockMap();
-    } else {
-      clock_.Calibrate(NowNs, [this](uint64_t* ns) { return api_.GetTimestamp(ns) == CUPTI_SUCCESS; });
-      Log().info("CUPTI timestamps mapped onto the agent clock by paired samples (offset {} ns, +-{} ns)",
-                 clock_.offset_ns(), clock_.uncertainty_ns());
-    }
-    // API records carry the OS thread id (gettid), as host events do;
-    // CUPTI's default is pthread_self().
-    if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
-    // Our buffers come zeroed (fresh pages, and the decoding thread clears
-    // what CUPTI wrote before a buffer goes back): otherwise CUPTI zeroes
-    // each whole buffer on the thread that asked for it, a stall NVIDIA
-    // documents, on an application thread.
-    if (api_.ActivitySetAttribute != nullptr) {
-      uint8_t zeroed = 1;
-      size_t size = sizeof(zeroed);
-      api_.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
-    }
-    g_buffer_owner.store(this, std::memory_order_release);
-    CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
-    if (r != CUPTI_SUCCESS) {
-      api_.Unsubscribe(subscriber_);
-      subscriber_ = nullptr;
-      GoOff("cuptiActivityRegisterCallbacks returned " + ResultName(api_, r));
-      return;
-    }
-  }
+  if ((state == CollectorState::kIdle || state == CollectorState::kDetached) && !SubscribeAndRegister(state)) return;
   finalize_after_ns_.store(~0ull, std::memory_order_release);
+  stop_pending_ = false;  // the last window's pause never stopped: keep going
   ReadCuptiDropsLocked();
   dropped_at_attach_ = cupti_dropped_.load(std::memory_order_relaxed);
   EnableCallbacks(true);
   EnableActivities(true);
   state_.store(CollectorState::kAttached, std::memory_order_release);
+}
+
+void CuptiCollector::WatchCallsImpl(const Config& config) {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  CollectorState state = state_.load(std::memory_order_acquire);
+  if (state == CollectorState::kOff || state == CollectorState::kFinishing) return;
+  if (state == CollectorState::kIdle) config_ = config;
+  if (!LoadAndCheckVersion(config_)) return;
+  marker_names_ = config_.step_source == StepSource::kKernel;
+  watching_calls_.store(true, std::memory_order_release);
+  if (state == CollectorState::kIdle || state == CollectorState::kDetached) {
+    if (!SubscribeAndRegister(state)) {
+      watching_calls_.store(false, std::memory_order_release);
+      return;
+    }
+    // Subscribed, no activity kinds: what a pause between windows is.
+    state_.store(CollectorState::kPaused, std::memory_order_release);
+  }
+  // Callback ids on; callbacks_live_ stays as it is (off between windows:
+  // the calls feed the marker path, nothing is registered or recorded).
+  SetCallbacks(true);
 }
 
 void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
@@ -372,21 +428,49 @@ void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
 void CuptiCollector::PauseImpl() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   if (state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
-  EnableActivities(false);
-  EnableCallbacks(false);
+  // Not now: calls of the window may still be in progress (a blocking copy
+  // whose device work is enqueued after the step's end, a synchronize that
+  // returns after it). CollectWindow stops recording once they are done.
+  stop_pending_ = true;
   state_.store(CollectorState::kPaused, std::memory_order_release);
+  // The writer may have collected the window already (its calls were all
+  // done): then nothing is left to wait for. Both this and the end of
+  // CollectWindow look under control_mutex_, so one of them stops.
+  StopIfPausedLocked(/*collecting=*/false);
+}
+
+bool CuptiCollector::StopIfPausedLocked(bool collecting) {
+  if (!stop_pending_ || state_.load(std::memory_order_acquire) != CollectorState::kPaused) return false;
+  // Only once the last window begun is being (or was) collected: a window
+  // still queued behind stops recording in its own collection.
+  uint64_t collected = windows_collected_.load(std::memory_order_acquire) + (collecting ? 1 : 0);
+  if (collected < windows_begun_.load(std::memory_order_acquire)) return false;
+  stop_pending_ = false;
+  EnableActivities(false);
+  // Calls keep feeding the marker path between windows when it watches them.
+  if (watching_calls_.load(std::memory_order_acquire)) {
+    callbacks_live_.store(false, std::memory_order_release);
+  } else {
+    EnableCallbacks(false);
+  }
+  return true;
 }
 
 void CuptiCollector::FinishImpl() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
   if (state != CollectorState::kAttached && state != CollectorState::kPaused) return;
-  EnableActivities(false);
+  // Activity kinds stay as they are: the last window's calls may still be in
+  // progress; the detach after its collection turns everything off.
   // Runtime callbacks stay on: cuptiFinalize may only run from an API exit.
   // It runs after the last window was collected (CollectWindow lowers this),
   // or after the flush timeout if no window is collected.
-  if (state == CollectorState::kPaused) EnableCallbacks(true);
-  callbacks_live_.store(false, std::memory_order_release);
+  bool recording = state == CollectorState::kAttached || stop_pending_;
+  stop_pending_ = false;
+  EnableCallbacks(true);
+  callbacks_live_.store(recording, std::memory_order_release);
+  // The schedule is done: no step will start a window again.
+  watching_calls_.store(false, std::memory_order_release);
   bool collected = windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire);
   finalize_after_ns_.store(collected ? 0 : NowNs() + config_.flush_timeout_ns, std::memory_order_release);
   state_.store(CollectorState::kFinishing, std::memory_order_release);
@@ -471,6 +555,9 @@ void CuptiCollector::GoOffNoThrow(const std::string& cause) {
 void CuptiCollector::Attach(const Config& config) {
   Guarded("Attach", [&] { AttachImpl(config); });
 }
+void CuptiCollector::WatchCalls(const Config& config) {
+  Guarded("WatchCalls", [&] { WatchCallsImpl(config); });
+}
 void CuptiCollector::BeginRecord(uint64_t start_ns) {
   Guarded("BeginRecord", [&] { BeginRecordImpl(start_ns); });
 }
@@ -511,30 +598,65 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   bool live = callbacks_live_.load(std::memory_order_acquire);
 
   if (info->callbackSite == CUPTI_API_ENTER) {
+    bool outermost = runtime ? t_runtime_depth == 0 : t_runtime_depth == 0 && t_driver_depth == 0;
     if (runtime && t_runtime_depth++ == 0) t_runtime_correlation = info->correlationId;
-    if (!live) return;
+    if (!runtime) ++t_driver_depth;
+    bool marker = false;
+    if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+      marker = ObserveCall(/*enter=*/true, runtime, cbid, info);
+      live = callbacks_live_.load(std::memory_order_acquire);  // the marker may have opened or closed a window
+    }
+    if (!live) {
+      // A marker that just closed a window starts the next step: its records
+      // must be placed after the boundary, not by their own start time
+      // (taken before this callback).
+      if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
+      return;
+    }
     if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
     ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);
     bool nested = !runtime && t_runtime_depth > 0;
     bool expects = !nested && ExpectsRecord(c, config_.activities);
     if (expects) t_expecting_correlation = info->correlationId;
+    // Its own RUNTIME/DRIVER record comes when it returns.
+    bool expects_api = (config_.activities & (runtime ? kActRuntime : kActDriver)) != 0;
     // The wrapper's start when it timed this call (same instant as the host
     // event), else the clock.
     uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
-    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t_runtime_correlation : 0);
+    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t_runtime_correlation : 0, expects_api);
     return;
   }
 
   // API exit.
   if (runtime && t_runtime_depth > 0 && --t_runtime_depth == 0) t_runtime_correlation = 0;
+  if (!runtime && t_driver_depth > 0) --t_driver_depth;
+  bool outermost = t_runtime_depth == 0 && t_driver_depth == 0;
   if (info->correlationId == t_expecting_correlation) t_expecting_correlation = 0;
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
     registry_->OnExit(info->correlationId, ok);
   }
+  if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+    ObserveCall(/*enter=*/false, runtime, cbid, info);
+  }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) MaybeFinalizeFromApiExit();
+}
+
+bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info) {
+  ApiDomain domain = runtime ? ApiDomain::kRuntime : ApiDomain::kDriver;
+  const char* name = CallbackName(domain, cbid);
+  ObservedEvent event;
+  event.site = enter ? MarkerSite::kCallEnter : MarkerSite::kCallReturn;
+  event.feed = MarkerFeed::kCupti;
+  event.kind = KindOf(ClassifyCallback(domain, cbid), name);
+  event.api = name != nullptr ? name : (info->functionName != nullptr ? info->functionName : "");
+  if (marker_names_ && enter && event.kind == ApiKind::kLaunch && info->symbolName != nullptr) {
+    event.name_id = Strings().Intern(info->symbolName);
+  }
+  if (!enter && info->functionReturnValue != nullptr) event.result_ok = *static_cast<const int*>(info->functionReturnValue) == 0;
+  return hooks::Observe(event);
 }
 
 void CuptiCollector::MaybeFinalizeFromApiExit() {
@@ -596,6 +718,7 @@ void CuptiCollector::DrainCompletedLocked() {
           continue;
       }
       if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
+      if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
       uint64_t launch_ns = record.start_ns;
       if (record.correlation_id != 0) registry_->EnterNs(record.correlation_id, &launch_ns);
       if (pending_.size() >= max_pending_) {
@@ -689,15 +812,30 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   }
   uint64_t outstanding = 0;
   auto poll = std::chrono::milliseconds(1);
+  bool stopped = false;
   for (;;) {
+    LaunchRegistry::Pending pending;
     {
       std::lock_guard<std::mutex> control(control_mutex_);
       FlushLocked(/*forced=*/false);
     }
-    std::lock_guard<std::mutex> decode(decode_mutex_);
-    DrainCompletedLocked();
-    outstanding = registry_->Outstanding(start_ns, end_ns);
-    if (outstanding == 0 || NowNs() >= deadline_ns) break;
+    {
+      std::lock_guard<std::mutex> decode(decode_mutex_);
+      DrainCompletedLocked();
+      outstanding = registry_->Outstanding(start_ns, end_ns, &pending);
+    }
+    bool timed_out = NowNs() >= deadline_ns;
+    // Every call of the window returned, so all its device work is enqueued:
+    // recording may stop (if the window's end paused it). Records of what is
+    // enqueued keep coming.
+    if (!stopped && (pending.in_progress == 0 || timed_out)) {
+      std::lock_guard<std::mutex> control(control_mutex_);
+      stopped = StopIfPausedLocked(/*collecting=*/true);
+      if (stopped) continue;  // flush and look again at once
+    }
+    // Done once the device records and the calls' own API records (written
+    // as each call returns) are in.
+    if ((outstanding == 0 && pending.api_records == 0) || timed_out) break;
     // Detached (the process is exiting): the detach's forced flush was the
     // last delivery, just decoded; waiting longer would only cost the window
     // the exit path's bounded wait for the writer.
@@ -756,6 +894,11 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
 
   // The last window is in: let the next API exit release CUPTI.
   windows_collected_.fetch_add(1, std::memory_order_acq_rel);
+  {
+    // A pause that came after this window's calls were done (see PauseImpl).
+    std::lock_guard<std::mutex> control(control_mutex_);
+    StopIfPausedLocked(/*collecting=*/false);
+  }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     finalize_after_ns_.store(0, std::memory_order_release);
   }

@@ -26,7 +26,8 @@ LaunchRegistry::LaunchRegistry(size_t max_calls) : mask_(RingCalls(max_calls) - 
   if (!slots_) throw std::bad_alloc();
 }
 
-void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id) {
+void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id,
+                            bool expects_api_record) {
   if (correlation_id == 0) return;
   Slot& slot = SlotOf(correlation_id);
   Ref64 key(slot.key);
@@ -38,7 +39,8 @@ void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool ex
   std::atomic_thread_fence(std::memory_order_release);
   Ref64(slot.enter_ns).store(enter_ns, std::memory_order_relaxed);
   Ref32(slot.parent_id).store(parent_id, std::memory_order_relaxed);
-  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0), std::memory_order_release);
+  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0) | (expects_api_record ? kExpectsApi : 0),
+            std::memory_order_release);
   // Ids come from one counter: on one thread this is a load and one CAS.
   uint32_t seen = max_id_.load(std::memory_order_relaxed);
   while (seen < correlation_id &&
@@ -47,8 +49,8 @@ void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool ex
 }
 
 void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded) {
-  if (succeeded || correlation_id == 0) return;
-  SetFlags(correlation_id, /*set=*/0, /*clear=*/kExpects);
+  if (correlation_id == 0) return;
+  SetFlags(correlation_id, /*set=*/kExited, /*clear=*/succeeded ? 0 : kExpects);
 }
 
 bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
@@ -92,6 +94,10 @@ void LaunchRegistry::MarkDelivered(uint32_t correlation_id) {
   if (parent_id != 0) SetFlags(parent_id, kDelivered, 0);
 }
 
+void LaunchRegistry::MarkApiDelivered(uint32_t correlation_id) {
+  if (correlation_id != 0) SetFlags(correlation_id, kApiDelivered, 0);
+}
+
 template <typename Fn>
 void LaunchRegistry::ForEachLive(Fn&& fn) const {
   uint32_t high = max_id_.load(std::memory_order_acquire);
@@ -107,12 +113,16 @@ void LaunchRegistry::ForEachLive(Fn&& fn) const {
   }
 }
 
-uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns) const {
+uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns, Pending* pending) const {
   uint64_t count = 0;
+  Pending p;
   ForEachLive([&](uint32_t, const Entry& e) {
-    bool waiting = (e.key & kExpects) != 0 && (e.key & kDelivered) == 0;
-    if (waiting && e.enter_ns >= start_ns && e.enter_ns < end_ns) ++count;
+    if (e.enter_ns < start_ns || e.enter_ns >= end_ns) return;
+    if ((e.key & kExpects) != 0 && (e.key & kDelivered) == 0) ++count;
+    if ((e.key & kExpectsApi) != 0 && (e.key & kApiDelivered) == 0) ++p.api_records;
+    if ((e.key & kExited) == 0) ++p.in_progress;
   });
+  if (pending != nullptr) *pending = p;
   return count;
 }
 

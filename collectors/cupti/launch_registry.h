@@ -38,15 +38,27 @@ class LaunchRegistry {
   // parent_id: the runtime call a driver call was made from (0: none); a
   // record carrying either id satisfies both, since CUPTI documents some
   // records (memcpy) with the driver call's id and others with the runtime's.
-  void OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id = 0);
-  // A failed call enqueued nothing: stop expecting a record for it.
+  // expects_api_record: the call's own RUNTIME/DRIVER record is enabled;
+  // it is written when the call returns, so until it is delivered the call
+  // may still be in progress (a window must not stop recording before).
+  void OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id = 0,
+               bool expects_api_record = false);
+  // The call returned; a failed call enqueued nothing: stop expecting a
+  // device record for it.
   void OnExit(uint32_t correlation_id, bool succeeded);
 
   bool EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const;
   void MarkDelivered(uint32_t correlation_id);
+  void MarkApiDelivered(uint32_t correlation_id);
 
-  // Calls entered in [start_ns, end_ns) still expecting their first record.
-  uint64_t Outstanding(uint64_t start_ns, uint64_t end_ns) const;
+  // What calls entered in [start_ns, end_ns) still wait for.
+  struct Pending {
+    uint64_t api_records = 0;  // their own RUNTIME/DRIVER record not delivered yet
+    uint64_t in_progress = 0;  // not returned yet (may still enqueue device work)
+  };
+  // Calls entered in [start_ns, end_ns) still expecting their first device
+  // record; *pending (if given) adds the rest they wait for.
+  uint64_t Outstanding(uint64_t start_ns, uint64_t end_ns, Pending* pending = nullptr) const;
   // Forgets every call entered before end_ns (their window is sealed).
   void ForgetBefore(uint64_t end_ns);
   // Forgets everything, ids included (a new CUPTI session may count ids
@@ -79,6 +91,9 @@ class LaunchRegistry {
   };
   static constexpr uint64_t kExpects = 1;
   static constexpr uint64_t kDelivered = 2;
+  static constexpr uint64_t kExpectsApi = 4;
+  static constexpr uint64_t kApiDelivered = 8;
+  static constexpr uint64_t kExited = 16;
   // Ids below the lowest one still remembered that scans look at anyway: a
   // thread handed an id by CUPTI may enter it a little after later ids were
   // entered (and forgotten) by other threads.

@@ -19,6 +19,7 @@
 #include "agent/events.h"
 #include "agent/hooks.h"
 #include "agent/hot_state.h"
+#include "agent/step_markers.h"
 #include "agent/thread_id.h"
 #include "collectors/interpose/real_functions.h"
 
@@ -70,6 +71,18 @@ inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
   }
 }
 
+// A call seen by a wrapper, for the marker path.
+inline ObservedEvent CallEvent(MarkerSite site, ApiId id, uint32_t name_id, bool result_ok) {
+  ObservedEvent event;
+  event.site = site;
+  event.feed = MarkerFeed::kWrapper;
+  event.kind = ApiKindOf(id);
+  event.api = ApiName(id);
+  event.name_id = name_id;
+  event.result_ok = result_ok;
+  return event;  // now_ns 0: the marker path reads the clock only for a marker
+}
+
 // Slow path. name_id: interned kernel name for launches (0 otherwise).
 // fill(HostEvent&, R result) sets the arguments that matter.
 template <typename R, typename Fn, typename Fill, typename... A>
@@ -77,8 +90,12 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   if (internal::t_depth > 0) return real(a...);
   DepthGuard guard;
   uint32_t hot = LoadHotBits();
-  if (hot & (kHotApiMarker | kHotLaunchMarker)) {
-    hooks::OnCallStart(id, name_id);
+  // The marker path (agent/step_markers.h): this wrapper feeds it for this
+  // call, so the CUPTI callbacks inside the call stay silent.
+  bool feeds_markers = (hot & kHotMarkerFeed) != 0;
+  if (feeds_markers) {
+    tls_wrapper_feeds_markers = true;
+    hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, name_id, /*result_ok=*/true));
     hot = LoadHotBits();  // the marker may just have opened a window
   }
   HostEvent e{};
@@ -104,7 +121,10 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   fill(e, result);
   if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
   if (recording) hooks::RecordEvent(e);
-  if (hot & kHotSyncMarker) hooks::OnSyncReturn(id);
+  if (feeds_markers) {
+    hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, name_id, static_cast<int>(result) == 0));
+    tls_wrapper_feeds_markers = false;
+  }
   return result;
 }
 

@@ -104,8 +104,18 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
   hooks::RecordNvtxRange(range);
 }
 
+// The marker path: a matching range may end a step (and open a window), so
+// it is observed before the range's start time is taken.
+void ObserveRangeStart(uint32_t name_id) {
+  ObservedEvent event;
+  event.site = MarkerSite::kNvtxRange;
+  event.feed = MarkerFeed::kNvtx;
+  event.name_id = name_id;
+  hooks::Observe(event);
+}
+
 int Push(uint32_t name_id) {
-  hooks::OnNvtxRangeStart(name_id);  // may open a window: before the start time
+  ObserveRangeStart(name_id);
   ThreadStack& s = t_stack;
   int level = s.depth;
   // A range pushed while nothing records started before any window that could
@@ -125,7 +135,7 @@ int Pop() {
 }
 
 nvtxRangeId_t Start(uint32_t name_id) {
-  hooks::OnNvtxRangeStart(name_id);
+  ObserveRangeStart(name_id);
   uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(g_started_mu);
   if (g_started == nullptr) g_started = new std::unordered_map<uint64_t, std::pair<OpenRange, uint32_t>>;

@@ -53,7 +53,7 @@ class Run:
         return [t for t in self.truth if t.get("op") == "cupti_state"]
 
 
-def run_train_loop(profiled=True, schedule=None, **env):
+def run_train_loop(profiled=True, schedule=None, args=(), **env):
     if not (LIBPROF_SO and os.path.exists(LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
         raise unittest.SkipTest("libprof.so or train_loop not built")
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,7 +61,7 @@ def run_train_loop(profiled=True, schedule=None, **env):
         extra = dict(SIM_TRUTH_FILE=truth_file, **env)
         if profiled:
             extra.update(LD_PRELOAD=LIBPROF_SO, PROF_OUTPUT_DIR=tmp, **(schedule or SCHEDULE))
-        proc = run([TRAIN_LOOP, "--steps", str(STEPS), "--manual-steps"], sim_env(**extra), timeout=120)
+        proc = run([TRAIN_LOOP, "--steps", str(STEPS), "--manual-steps", *args], sim_env(**extra), timeout=120)
         truth = []
         if os.path.exists(truth_file):
             with open(truth_file) as f:
@@ -162,11 +162,14 @@ class ThroughTheAgent(unittest.TestCase):
 
 class RepeatedWindows(unittest.TestCase):
     """PROF_REPEAT=2: CUPTI is paused between the windows and attached again;
-    each window holds its own steps' work and nothing of the other's."""
+    each window holds its own steps' work and nothing of the other's. Steps
+    last 50 ms here, so the wait step outlasts the first window's records:
+    recording stops once they are in (not at the step boundary, when calls
+    of the window may still be running) and before the next warmup."""
 
     def test_each_window_holds_only_its_own_steps_work(self):
         schedule = dict(PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1, PROF_ACTIVE=2, PROF_REPEAT=2)
-        r = run_train_loop(schedule=schedule)
+        r = run_train_loop(schedule=schedule, args=("--host-sleep-us", "50000"))
         require_agent(r)
         self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
         self.assertEqual(len(r.traces), 2)

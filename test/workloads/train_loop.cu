@@ -194,9 +194,16 @@ void RunStep(const Options& o, Buffers& b, int step, const char* who) {
   printf("%s step %d checksum %016llx\n", who, step, static_cast<unsigned long long>(Checksum(b.host_out, kElements)));
   nvtxRangePop();
   if (o.manual_steps) {
-    // The profiler's manual step marker, if one is loaded.
+    // The profiler's manual step marker, if one is loaded: in the global
+    // scope (LD_PRELOAD), else in the library CUDA's driver injected
+    // (CUDA_INJECTION64_PATH: loaded locally, so only its own handle finds it).
     using StepFn = void (*)();
-    if (auto fn = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "prof_step"))) fn();
+    auto fn = reinterpret_cast<StepFn>(dlsym(RTLD_DEFAULT, "prof_step"));
+    const char* injected = getenv("CUDA_INJECTION64_PATH");
+    if (fn == nullptr && injected != nullptr) {
+      if (void* lib = dlopen(injected, RTLD_LAZY | RTLD_NOLOAD)) fn = reinterpret_cast<StepFn>(dlsym(lib, "prof_step"));
+    }
+    if (fn != nullptr) fn();
   }
 }
 

@@ -210,7 +210,22 @@ void Enter(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id) 
 }
 
 void Exit(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id, int result) {
+  bool dispatched = g_state->subscribed && g_state->callback != nullptr &&
+                    (g_state->domains.count(domain) || g_state->callbacks.count({domain, cbid}));
   Dispatch(domain, cbid, CUPTI_API_EXIT, correlation_id, &result);
+  CUpti_ActivityKind kind =
+      domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+  if (g_state->api_records && dispatched && g_state->kinds.count(kind)) {
+    CUpti_ActivityAPI api;
+    std::memset(&api, 0, sizeof(api));
+    api.kind = kind;
+    api.cbid = cbid;
+    api.start = prof::NowNs() - 1000;
+    api.end = prof::NowNs();
+    api.correlationId = correlation_id;
+    api.returnValue = static_cast<uint32_t>(result);
+    Write(&api, sizeof(api));
+  }
 }
 
 void Call(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id, int result) {

@@ -25,6 +25,10 @@ struct CuptiState {
   CUptiResult subscribe_result = CUPTI_SUCCESS;
   std::string holder_name;            // written to oldSubscriberName when refused
   int64_t cupti_clock_offset_ns = 0;  // cuptiGetTimestamp = NowNs() + this (no timestamp callback)
+  // As CUPTI does: a call whose callbacks are enabled leaves its own
+  // RUNTIME/DRIVER record at exit when that kind is enabled. Off by default
+  // so tests that count records count only the ones they write.
+  bool api_records = false;
 
   // What the collector did.
   int subscribe_calls = 0;

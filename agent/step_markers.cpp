@@ -1,0 +1,53 @@
+#include "agent/step_markers.h"
+
+#include "agent/runtime.h"
+
+namespace prof {
+
+std::string_view BaseApiName(std::string_view name) {
+  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
+    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      return name.substr(0, name.size() - suffix.size());
+    }
+  }
+  return name;
+}
+
+namespace {
+
+// PROF_STEP=sync: each device or stream synchronize, runtime or driver (a
+// driver-API program synchronizes with cuCtxSynchronize/cuStreamSynchronize;
+// a runtime synchronize's nested driver call is never observed, only
+// outermost calls are).
+bool IsSyncMarkerCall(std::string_view api) {
+  std::string_view base = BaseApiName(api);
+  return base == "cudaDeviceSynchronize" || base == "cudaStreamSynchronize" || base == "cuCtxSynchronize" ||
+         base == "cuCtxSynchronize_v2" || base == "cuStreamSynchronize";
+}
+
+}  // namespace
+
+bool StepSourceWatchesCalls(StepSource source) {
+  return source == StepSource::kKernel || source == StepSource::kApi || source == StepSource::kSync;
+}
+
+bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEvent& event) {
+  switch (config.step_source) {
+    case StepSource::kApi:
+      return event.site == MarkerSite::kCallEnter && BaseApiName(event.api) == BaseApiName(ApiName(config.step_api));
+    case StepSource::kKernel:
+      return event.site == MarkerSite::kCallEnter && event.kind == ApiKind::kLaunch && matcher != nullptr &&
+             matcher->Matches(event.name_id);
+    case StepSource::kSync:
+      return event.site == MarkerSite::kCallReturn && IsSyncMarkerCall(event.api);
+    case StepSource::kNvtx:
+      return event.site == MarkerSite::kNvtxRange && matcher != nullptr && matcher->Matches(event.name_id);
+    case StepSource::kManual:
+      return event.site == MarkerSite::kManual;
+    case StepSource::kTime:
+      return false;
+  }
+  return false;
+}
+
+}  // namespace prof

@@ -1,0 +1,87 @@
+// The marker path's decision: which observed events end a step for each
+// PROF_STEP, whichever feed (wrapper, CUPTI, NVTX, prof_step) saw them.
+#include <catch2/catch.hpp>
+
+#include "agent/runtime.h"
+#include "agent/step_markers.h"
+#include "agent/strings.h"
+
+namespace prof {
+namespace {
+
+ObservedEvent Call(MarkerSite site, ApiKind kind, std::string_view api, uint32_t name_id = 0,
+                   MarkerFeed feed = MarkerFeed::kCupti) {
+  ObservedEvent e;
+  e.site = site;
+  e.feed = feed;
+  e.kind = kind;
+  e.api = api;
+  e.name_id = name_id;
+  return e;
+}
+
+TEST_CASE("sync marks a step when a device or stream synchronize returns, runtime or driver", "[markers]") {
+  Config c;
+  c.step_source = StepSource::kSync;
+  for (std::string_view api : {"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaStreamSynchronize_ptsz",
+                               "cuCtxSynchronize", "cuStreamSynchronize", "cuStreamSynchronize_ptsz"}) {
+    CHECK(IsStepMarker(c, nullptr, Call(MarkerSite::kCallReturn, ApiKind::kSync, api)));
+    CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallEnter, ApiKind::kSync, api)));
+  }
+  // Event waits are synchronizations but not step markers (as with the wrappers).
+  CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallReturn, ApiKind::kSync, "cudaEventSynchronize")));
+  CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallReturn, ApiKind::kSync, "cudaStreamWaitEvent")));
+}
+
+TEST_CASE("api marks a step when that function is entered, in either default-stream flavour", "[markers]") {
+  Config c;
+  c.step_source = StepSource::kApi;
+  c.step_api = ApiId::cudaGraphLaunch;
+  CHECK(IsStepMarker(c, nullptr, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaGraphLaunch")));
+  CHECK(IsStepMarker(c, nullptr, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaGraphLaunch_ptsz")));
+  CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallReturn, ApiKind::kLaunch, "cudaGraphLaunch")));
+  CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaLaunchKernel")));
+}
+
+TEST_CASE("kernel marks a step when a launch of a matching kernel is entered", "[markers]") {
+  Config c;
+  c.step_source = StepSource::kKernel;
+  MarkerMatcher m;
+  m.Configure("relu", /*demangle=*/true);
+  uint32_t relu = Strings().Intern("_Z12relu_forwardPfi");
+  uint32_t gemm = Strings().Intern("_Z4gemmPfi");
+  CHECK(IsStepMarker(c, &m, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaLaunchKernel", relu)));
+  CHECK(IsStepMarker(c, &m, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cuLaunchKernel", relu)));
+  CHECK_FALSE(IsStepMarker(c, &m, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaLaunchKernel", gemm)));
+  CHECK_FALSE(IsStepMarker(c, &m, Call(MarkerSite::kCallReturn, ApiKind::kLaunch, "cudaLaunchKernel", relu)));
+  CHECK_FALSE(IsStepMarker(c, &m, Call(MarkerSite::kCallEnter, ApiKind::kMemcpy, "cudaMemcpy", relu)));
+}
+
+TEST_CASE("nvtx and manual mark steps only from their own feeds and time never from events", "[markers]") {
+  Config c;
+  MarkerMatcher m;
+  m.Configure("^step$", /*demangle=*/false);
+  uint32_t step = Strings().Intern("step");
+  ObservedEvent range;
+  range.site = MarkerSite::kNvtxRange;
+  range.name_id = step;
+  ObservedEvent manual;
+  manual.site = MarkerSite::kManual;
+  c.step_source = StepSource::kNvtx;
+  CHECK(IsStepMarker(c, &m, range));
+  CHECK_FALSE(IsStepMarker(c, &m, manual));
+  c.step_source = StepSource::kManual;
+  CHECK(IsStepMarker(c, &m, manual));
+  CHECK_FALSE(IsStepMarker(c, &m, range));
+  c.step_source = StepSource::kTime;
+  CHECK_FALSE(IsStepMarker(c, &m, manual));
+  CHECK_FALSE(IsStepMarker(c, &m, Call(MarkerSite::kCallReturn, ApiKind::kSync, "cudaDeviceSynchronize")));
+  CHECK(StepSourceWatchesCalls(StepSource::kSync));
+  CHECK(StepSourceWatchesCalls(StepSource::kApi));
+  CHECK(StepSourceWatchesCalls(StepSource::kKernel));
+  CHECK_FALSE(StepSourceWatchesCalls(StepSource::kTime));
+  CHECK_FALSE(StepSourceWatchesCalls(StepSource::kNvtx));
+}
+
+}  // namespace
+}  // namespace prof
