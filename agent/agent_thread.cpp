@@ -14,6 +14,7 @@
 #include "agent/clock.h"
 #include "agent/lifecycle.h"
 #include "agent/log.h"
+#include "agent/thread_id.h"
 #include "agent/step_markers.h"
 
 namespace prof {
@@ -66,6 +67,7 @@ struct TriggerWatch {
 
 void Run(Runtime* rt, uint64_t start_ns) {
   pthread_setname_np(pthread_self(), "libprof-agent");
+  MarkLibprofThread();
   const Config& c = rt->config;
   bool time_steps = c.step_source == StepSource::kTime;
   bool trigger = !c.trigger_file.empty();

@@ -10,6 +10,8 @@ namespace {
 std::atomic<uint32_t> g_generation{1};
 thread_local uint32_t t_tid = 0;
 thread_local uint32_t t_generation = 0;
+constexpr int kOwnThreads = 8;
+std::atomic<uint32_t> g_own_threads[kOwnThreads];
 }  // namespace
 
 uint32_t ThisThreadId() {
@@ -21,6 +23,27 @@ uint32_t ThisThreadId() {
   return t_tid;
 }
 
-void ThreadIdsAfterFork() { g_generation.fetch_add(1, std::memory_order_relaxed); }
+void ThreadIdsAfterFork() {
+  g_generation.fetch_add(1, std::memory_order_relaxed);
+  // The child has none of the parent's threads; its own register again.
+  for (auto& slot : g_own_threads) slot.store(0, std::memory_order_relaxed);
+}
+
+void MarkLibprofThread() {
+  uint32_t tid = ThisThreadId();
+  for (auto& slot : g_own_threads) {
+    uint32_t expected = 0;
+    if (slot.load(std::memory_order_relaxed) == tid) return;
+    if (slot.compare_exchange_strong(expected, tid, std::memory_order_acq_rel)) return;
+  }
+}
+
+bool IsLibprofThread(uint32_t tid) {
+  if (tid == 0) return false;
+  for (const auto& slot : g_own_threads) {
+    if (slot.load(std::memory_order_acquire) == tid) return true;
+  }
+  return false;
+}
 
 }  // namespace prof

@@ -11,6 +11,7 @@
 #include "agent/clock.h"
 #include "agent/log.h"
 #include "agent/strings.h"
+#include "agent/thread_id.h"
 
 namespace prof {
 namespace {
@@ -124,6 +125,7 @@ void WriterThread::SubmitDiscard(uint64_t before_ns) {
 
 void WriterThread::Run() {
   pthread_setname_np(pthread_self(), "libprof-writer");
+  MarkLibprofThread();  // its CUDA calls (versions, device properties) are not the application's
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });

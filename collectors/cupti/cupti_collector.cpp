@@ -14,6 +14,7 @@
 #include "agent/clock.h"
 #include "agent/hooks.h"
 #include "agent/strings.h"
+#include "agent/thread_id.h"
 #include "agent/log.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
@@ -717,6 +718,9 @@ void CuptiCollector::DrainCompletedLocked() {
           ++unknown_kinds_;
           continue;
       }
+      // libprof's own calls (the writer's version and device queries) are
+      // not the application's.
+      if (IsApiRecord(record) && IsLibprofThread(record.thread_id)) continue;
       if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
       if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
       uint64_t launch_ns = record.start_ns;
