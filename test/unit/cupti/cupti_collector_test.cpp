@@ -433,14 +433,16 @@ TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing
 
 TEST_CASE("finish while a window awaits collection still detaches once the flush timeout passed", "[collector]") {
   Harness h;
-  h.config.flush_timeout_ns = 1'000'000;
+  // 200 ms: a loaded CI machine may stall this thread for milliseconds
+  // between Finish and the first call.
+  h.config.flush_timeout_ns = 200'000'000;
   auto& c = h.Make();
   c.Attach(h.config);
   c.BeginRecord(NowNs());
   c.Finish();
   fake::Call(kRuntime, kSync, 1);
   CHECK(fake::State().finalize_calls == 0);
-  uint64_t until = NowNs() + 2'000'000;
+  uint64_t until = NowNs() + 210'000'000;
   while (NowNs() < until) {
   }
   fake::Call(kRuntime, kSync, 2);
