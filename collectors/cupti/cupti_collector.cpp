@@ -181,6 +181,11 @@ bool IsDeviceWork(const DeviceRecord& r) {
   return kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
 }
 
+// How long a window waits, once all its calls returned, for API records
+// still not delivered (they are written as a call returns; CUPTI may have
+// dropped them).
+constexpr uint64_t kApiRecordGraceNs = 50'000'000;
+
 bool IsApiRecord(const DeviceRecord& r) {
   DeviceKind kind = static_cast<DeviceKind>(r.kind);
   return kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi;
@@ -817,6 +822,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   uint64_t outstanding = 0;
   auto poll = std::chrono::milliseconds(1);
   bool stopped = false;
+  uint64_t returned_ns = 0;  // when every call of the window had returned
   for (;;) {
     LaunchRegistry::Pending pending;
     {
@@ -838,8 +844,11 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
       if (stopped) continue;  // flush and look again at once
     }
     // Done once the device records and the calls' own API records (written
-    // as each call returns) are in.
-    if ((outstanding == 0 && pending.api_records == 0) || timed_out) break;
+    // as each call returns) are in. API records CUPTI dropped never come: once
+    // every call returned, they get a short grace, not the whole deadline.
+    if (pending.in_progress == 0 && returned_ns == 0) returned_ns = NowNs();
+    bool api_done = pending.api_records == 0 || (returned_ns != 0 && NowNs() - returned_ns > kApiRecordGraceNs);
+    if ((outstanding == 0 && pending.in_progress == 0 && api_done) || timed_out) break;
     // Detached (the process is exiting): the detach's forced flush was the
     // last delivery, just decoded; waiting longer would only cost the window
     // the exit path's bounded wait for the writer.
