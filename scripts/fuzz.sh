@@ -28,7 +28,7 @@ for t in "${targets[@]}"; do
   sources=()
   [ -f "$dir/sources.txt" ] && mapfile -t sources < <(grep -v '^#' "$dir/sources.txt" | grep .)
   echo "fuzz: building $t"
-  nice "$cxx" "${flags[@]}" "$dir/fuzz_$t.cpp" "${sources[@]}" -o "$out/$t/fuzz_$t" -lpthread
+  nice "$cxx" "${flags[@]}" "$dir/fuzz_$t.cpp" "${sources[@]}" -o "$out/$t/fuzz_$t" -lpthread -lz
   echo "fuzz: running $t for ${seconds}s"
   if ! "$out/$t/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="$out/$t/artifacts/" "$out/$t/corpus" "$dir/corpus" 2>"$out/$t/log.txt"; then

@@ -156,7 +156,7 @@ int Kineto(uint64_t megabytes, const std::string& path) {
     ++events;
     return s;
   };
-  for (uint64_t step = 0; out.bytes() < limit; ++step) {
+  for (uint64_t step = 0; step == 0 || out.bytes() < limit; ++step) {
     const int launches = 40;
     double step_start = t, step_dur = launches * 12.0 + 60.0;
     out.Printf("%s{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#%llu\", \"pid\": %d, "

@@ -677,6 +677,10 @@ bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vect
                          error);
 }
 
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error) {
+  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error);
+}
+
 bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* error) {
   *window = Window{};
   if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array()) {

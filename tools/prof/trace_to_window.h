@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/window.h"
@@ -24,5 +25,8 @@ bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* err
 // False with `error` ("rule strict-json: ..." for bad JSON).
 bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<Window>* windows,
                  std::string* error);
+
+// The same on bytes in memory (fuzzing, tests).
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error);
 
 }  // namespace prof::tool

@@ -435,6 +435,12 @@ bool ValidateFile(const std::string& path, uint64_t max_unpacked_bytes, Validate
                         events, error, max_per_rule);
 }
 
+bool ValidateBytes(std::string_view bytes, ValidateResult* result, uint64_t* events, std::string* error,
+                   size_t max_per_rule) {
+  return ValidateSource([&](std::string*) { return MemorySource(bytes); }, "trace", result, events, error,
+                        max_per_rule);
+}
+
 ValidateResult ValidateTrace(const nlohmann::json& trace, size_t max_per_rule) {
   std::string text = trace.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   ValidateResult result;

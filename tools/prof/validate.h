@@ -51,6 +51,10 @@ ValidateResult ValidateTrace(const nlohmann::json& trace, size_t max_per_rule = 
 bool ValidateFile(const std::string& path, uint64_t max_unpacked_bytes, ValidateResult* result, uint64_t* events,
                   std::string* error, size_t max_per_rule = 5);
 
+// The same on bytes in memory (fuzzing, tests).
+bool ValidateBytes(std::string_view bytes, ValidateResult* result, uint64_t* events, std::string* error,
+                   size_t max_per_rule = 5);
+
 // Calls `sink` with each event of the trace again, in order (for the words
 // of a few messages, which name events by their fields). False if the
 // events could not be read again.
