@@ -729,7 +729,14 @@ void CuptiCollector::DrainCompletedLocked() {
       if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
       if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
       uint64_t launch_ns = record.start_ns;
-      if (record.correlation_id != 0) registry_->EnterNs(record.correlation_id, &launch_ns);
+      if (record.correlation_id != 0 && !registry_->EnterNs(record.correlation_id, &launch_ns) &&
+          IsDeviceWork(record) && registry_->overflowed() == 0) {
+        // Device work of a call the registry never saw: it entered while no
+        // window was recording (a wait step; its device work was enqueued
+        // after recording resumed), or its window was sealed already. No
+        // window holds that call, so none holds its record.
+        launch_ns = 0;
+      }
       if (pending_.size() >= max_pending_) {
         ++dropped_by_launch_[launch_ns >> kDropBucketShift];
         continue;

@@ -619,3 +619,25 @@ TEST_CASE("callback cost per API call while recording", "[.bench]") {
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("device work of a call no recording saw enter lands in no window, even when it runs inside one", "[collector]") {
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(1);
+  // Correlation 2's call entered in a wait step (callbacks off): its copy
+  // was enqueued after recording resumed and runs inside this window.
+  uint64_t now = NowNs();
+  fake::Write(fake::Kernel(2, now + 1000, now + 2000, "_Z4latev"));
+  Window w = h.Collect(start, NowNs() + 10'000);
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+  CHECK(w.meta.losses.device_records_missing == 0);
+}
+
+}  // namespace
+}  // namespace prof::cupti
