@@ -1,0 +1,319 @@
+// PROF_STEP=auto's detector on hand-built event streams with a known
+// iteration structure: each generator records where its iterations truly
+// begin, and a test replays the chosen marker over the stream exactly as
+// the agent counts steps (token, and the previous event when the marker has
+// one) and requires the steps to begin at the true iteration starts, no
+// more and no fewer. The detector is fed growing prefixes, as the agent
+// feeds it, and must decide within 50 iterations.
+#include <catch2/catch.hpp>
+
+#include <random>
+#include <vector>
+
+#include "agent/step_detector.h"
+
+namespace prof {
+namespace {
+
+uint32_t K(uint32_t id) { return MakeToken(TokenKind::kLaunch, id); }
+const uint32_t kH2D = MakeToken(TokenKind::kCopy, 1);
+const uint32_t kD2H = MakeToken(TokenKind::kCopy, 2);
+const uint32_t kD2D = MakeToken(TokenKind::kCopy, 8);
+const uint32_t kMemset = MakeToken(TokenKind::kMemset, 1);
+const uint32_t kSync = MakeToken(TokenKind::kSync, 1);
+const uint32_t kDevSync = MakeToken(TokenKind::kSync, 2);
+const uint32_t kNvtxTrain = MakeToken(TokenKind::kNvtx, 7);
+
+struct Stream {
+  std::vector<uint32_t> tokens;
+  std::vector<uint64_t> ticks;
+  std::vector<size_t> starts;  // index of each true iteration's first event
+  uint64_t now = 0;
+
+  void Begin() { starts.push_back(tokens.size()); }
+  void Add(uint32_t t, uint64_t gap = 1000) {
+    now += gap;
+    tokens.push_back(t);
+    ticks.push_back(now);
+  }
+  void Add(std::initializer_list<uint32_t> ts) {
+    for (uint32_t t : ts) Add(t);
+  }
+};
+
+// Where the agent would start steps with this marker.
+std::vector<size_t> Fire(const Stream& s, const StepMarker& m) {
+  std::vector<size_t> out;
+  uint32_t prev = 0;
+  for (size_t i = 0; i < s.tokens.size(); ++i) {
+    if (s.tokens[i] == m.token && (m.prev == 0 || prev == m.prev)) out.push_back(i);
+    prev = s.tokens[i];
+  }
+  return out;
+}
+
+// Feeds prefixes at the agent's thresholds (every quarter between powers of
+// two from 256 events) and returns the first decision and how many true
+// iterations had begun by then.
+Detection DecideLikeTheAgent(const Stream& s, size_t* iterations_seen) {
+  size_t n = 256;
+  while (true) {
+    size_t len = std::min(n, s.tokens.size());
+    Detection d = DetectPeriod(s.tokens.data(), s.ticks.data(), len);
+    if (d.found || len == s.tokens.size()) {
+      *iterations_seen = 0;
+      for (size_t st : s.starts) *iterations_seen += st < len;
+      return d;
+    }
+    size_t pow2 = 1;
+    while (pow2 * 2 <= n) pow2 *= 2;
+    n += pow2 / 4;
+  }
+}
+
+// The marker fires at every true iteration start after the first few, and
+// nowhere else.
+void RequireStepsAreIterations(const Stream& s, const Detection& d, size_t skip = 3) {
+  REQUIRE(d.found);
+  std::vector<size_t> fired = Fire(s, d.marker);
+  std::vector<size_t> truth(s.starts.begin() + skip, s.starts.end());
+  std::vector<size_t> fired_after;
+  for (size_t f : fired) {
+    if (f >= truth.front()) fired_after.push_back(f);
+  }
+  CHECK(fired_after == truth);
+}
+
+void TrainIteration(Stream& s, int kernels, bool sync = true) {
+  s.Begin();
+  s.Add(kNvtxTrain);
+  s.Add({kMemset, kH2D});
+  for (int k = 0; k < kernels; ++k) s.Add(K(10 + k % 4));  // gemm, scale, relu, optimizer cycling
+  s.Add({kD2D, kD2H});
+  if (sync) s.Add(kSync);
+}
+
+TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.marker.token == kNvtxTrain);
+  CHECK(d.marker.prev == 0);  // the range name alone marks the iteration
+  CHECK(d.marker.context == kSync);
+  CHECK(d.boundary == Boundary::kAfterSync);
+  CHECK(d.period_events == 12);
+  CHECK(d.launches == 6);
+  CHECK(d.copies == 3);
+  CHECK(d.syncs == 1);
+  CHECK(d.memsets == 1);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("a kernel that repeats inside the iteration needs the previous event to mark it", "[auto]") {
+  // A B A C sync: A occurs twice, so a marker on A alone would double the steps.
+  Stream s;
+  for (int i = 0; i < 100; ++i) {
+    s.Begin();
+    s.Add({K(1), K(2), K(1), K(3), kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(d.marker.token == K(1));
+  CHECK(d.marker.prev == kSync);
+  CHECK(d.boundary == Boundary::kAfterSync);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("gradient accumulation x4: the period is the optimizer's iteration, not the micro-batch", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 60; ++i) {
+    s.Begin();
+    for (int micro = 0; micro < 4; ++micro) {
+      s.Add(kH2D);
+      for (int k = 0; k < 5; ++k) s.Add(K(20 + k));   // forward
+      for (int k = 0; k < 5; ++k) s.Add(K(30 + k));   // backward (accumulates)
+    }
+    s.Add({K(40), K(41), kSync});  // optimizer step, then the loss is read
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.period_events == 4 * 11 + 3);
+  CHECK(d.marker.token == kH2D);
+  CHECK(d.marker.prev == kSync);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("gradient accumulation without any synchronize still finds the optimizer's iteration", "[auto]") {
+  // No synchronize, range or gap says where the iteration begins, so the
+  // boundary may sit anywhere in it; each step must still hold exactly one
+  // optimizer step and four micro-batches.
+  Stream s;
+  for (int i = 0; i < 80; ++i) {
+    s.Begin();
+    for (int micro = 0; micro < 4; ++micro) {
+      for (int k = 0; k < 4; ++k) s.Add(K(20 + k));
+    }
+    s.Add({K(40), K(41)});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.period_events == 18);
+  std::vector<size_t> fired = Fire(s, d.marker);
+  REQUIRE(fired.size() > 50);
+  for (size_t i = 1; i < fired.size(); ++i) {
+    int optimizer = 0, micro_starts = 0;
+    for (size_t p = fired[i - 1]; p < fired[i]; ++p) {
+      optimizer += s.tokens[p] == K(40);
+      micro_starts += s.tokens[p] == K(20);
+    }
+    CHECK(optimizer == 1);
+    CHECK(micro_starts == 4);
+  }
+}
+
+TEST_CASE("an evaluation pass every 10 iterations stays inside the iteration it follows", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 80; ++i) {
+    TrainIteration(s, 8);
+    if (i % 10 == 9) {
+      for (int k = 0; k < 3; ++k) s.Add(K(10 + k));  // forward on resident validation data
+      s.Add({kD2H, kSync});
+    }
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.period_events == 14);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("a data-dependent extra kernel in 10% of iterations is noise", "[auto]") {
+  std::mt19937 rng(12);
+  Stream s;
+  for (int i = 0; i < 150; ++i) {
+    s.Begin();
+    s.Add({kH2D, K(1), K(2)});
+    if (rng() % 10 == 0) s.Add(K(99));
+    s.Add({K(3), K(4), kD2H, kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.period_events == 7);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("per-iteration varying launch counts (dynamic shapes) keep the iteration", "[auto]") {
+  std::mt19937 rng(3);
+  Stream s;
+  for (int i = 0; i < 150; ++i) {
+    s.Begin();
+    s.Add({kNvtxTrain, kH2D, K(1)});
+    int r = 3 + static_cast<int>(rng() % 5);
+    for (int k = 0; k < r; ++k) s.Add(K(2));
+    s.Add({K(3), kD2H, kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.marker.token == kNvtxTrain);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("warm-up iterations that differ (autotuning, a long first iteration) do not hide the loop", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 120; ++i) {
+    s.Begin();
+    s.Add(kH2D);
+    if (i == 0) {
+      for (int k = 0; k < 300; ++k) s.Add(K(200 + k % 37), 50000);  // autotuning candidates, slow
+    }
+    if (i < 3) s.Add({K(90), K(91), kDevSync});  // caching-allocator growth, compile
+    s.Add({K(1), K(2), K(3), kD2H, kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.marker.token == kH2D);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("200 tiny launches and one synchronize are one iteration, not 200", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 40; ++i) {
+    s.Begin();
+    s.Add(kH2D);
+    for (int k = 0; k < 200; ++k) s.Add(K(5));
+    s.Add(kSync);
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.period_events == 202);
+  CHECK(d.marker.token == kH2D);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("without syncs or ranges the boundary is the first event after the host's longest gap", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 100; ++i) {
+    s.Begin();
+    s.Add(K(3), 2'000'000);  // the data loader's wait
+    s.Add({K(1), K(2), K(4), K(5)});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(d.marker.token == K(3));
+  CHECK(d.boundary == Boundary::kAfterGap);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("a program without a loop is not given one, and says why", "[auto]") {
+  std::mt19937 rng(7);
+  Stream s;
+  for (int i = 0; i < 20000; ++i) s.Add(K(rng() % 5000));
+  Detection d = DetectPeriod(s.tokens.data(), s.ticks.data(), s.tokens.size());
+  CHECK_FALSE(d.found);
+  CHECK(d.why_not.find("no repeating sequence") != std::string::npos);
+  CHECK(d.distinct_tokens > 3000);
+}
+
+TEST_CASE("a stream that alternates two unrelated halves at random is not periodic", "[auto]") {
+  std::mt19937 rng(5);
+  Stream s;
+  for (int i = 0; i < 400; ++i) {
+    if (rng() % 2) s.Add({K(1), K(2), kSync});
+    else s.Add({K(3), K(4), K(5), K(6), K(7), K(8), kD2H, kSync});
+  }
+  Detection d = DetectPeriod(s.tokens.data(), s.ticks.data(), s.tokens.size());
+  // Either no decision, or one whose steps are whole "halves": the stream
+  // has no longer period, so no marker may cut inside a half.
+  if (d.found) {
+    std::vector<size_t> fired = Fire(s, d.marker);
+    for (size_t f : fired) CHECK((f == 0 || s.tokens[f - 1] == kSync));
+  }
+}
+
+TEST_CASE("too short a stream waits for more", "[auto]") {
+  Stream s;
+  for (int i = 0; i < 5; ++i) TrainIteration(s, 4);
+  Detection d = DetectPeriod(s.tokens.data(), s.ticks.data(), s.tokens.size());
+  CHECK_FALSE(d.found);
+}
+
+}  // namespace
+}  // namespace prof
