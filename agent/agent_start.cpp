@@ -61,6 +61,7 @@ uint32_t MarkerBits(const Config& config) {
     case StepSource::kKernel: return kHotLaunchMarker;
     case StepSource::kApi: return kHotApiMarker;
     case StepSource::kSync: return kHotSyncMarker;
+    case StepSource::kAuto: return kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker;  // detecting
     default: return 0;
   }
 }
@@ -83,6 +84,28 @@ class ForkChildCollector final : public DeviceCollector {
   std::string Mode() const override { return "interception-only (fork child: CUPTI is not used after fork)"; }
 };
 
+// How PROF_STEP=auto's log line names an event.
+std::string TokenName(uint32_t token) {
+  uint32_t id = IdOfToken(token);
+  auto api = [](uint32_t a) { return a < static_cast<uint32_t>(ApiId::kCount) ? std::string(ApiName(static_cast<ApiId>(a))) : "?"; };
+  switch (KindOfToken(token)) {
+    case TokenKind::kLaunch: return fmt::format("launch of `{}`", Demangle(Strings().Get(id).c_str()));
+    case TokenKind::kGraph: return fmt::format("`{}`", api(id));
+    case TokenKind::kCopy: {
+      static const char* const kKinds[] = {"", " HtoH", " HtoD", " DtoH", " DtoD", " default"};
+      uint32_t kind = id % 16;
+      return fmt::format("`{}`{}", api(id / 16), kind < 6 ? kKinds[kind] : "");
+    }
+    case TokenKind::kMemset: return fmt::format("`{}`", api(id));
+    case TokenKind::kSync: return fmt::format("`{}`", api(id));
+    case TokenKind::kNvtx: return fmt::format("NVTX range `{}`", Strings().Get(id));
+    default: return "?";
+  }
+}
+
+// The tape holds up to this many events (12 bytes each, 3 MiB).
+constexpr size_t kAutoTapeEvents = size_t{1} << 18;
+
 // Builds and installs a Runtime; the agent thread runs the time steps,
 // the trigger file and signal exits.
 void Launch(const Config& config, bool fork_child = false) {
@@ -98,6 +121,9 @@ void Launch(const Config& config, bool fork_child = false) {
   }
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
     rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
+  }
+  if (config.step_source == StepSource::kAuto) {
+    rt->auto_step = std::make_unique<AutoStep>(kAutoTapeEvents, WakeAgentThread, TokenName);
   }
   if (fork_child) rt->collector = std::make_unique<ForkChildCollector>();
   else rt->collector = MakeDeviceCollector();

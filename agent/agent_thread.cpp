@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "agent/clock.h"
+#include "agent/hot_state.h"
 #include "agent/lifecycle.h"
 #include "agent/log.h"
 #include "agent/thread_id.h"
@@ -65,11 +66,41 @@ struct TriggerWatch {
   }
 };
 
+constexpr uint64_t kAutoPollNs = 100'000'000;  // PROF_AUTO_TIMEOUT resolution
+constexpr uint32_t kAutoDetectBits = kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker;
+
+// PROF_STEP=auto: analyse what the tape holds; decide, or give up at the timeout.
+void AutoWork(Runtime* rt) {
+  AutoStep* a = rt->auto_step.get();
+  if (a == nullptr || a->state() != AutoStep::State::kDetecting) return;
+  const Config& c = rt->config;
+  if (a->Analyze()) {
+    uint64_t now = NowNs();
+    std::string what = a->Describe(now);
+    Log().info("PROF_STEP=auto: step = {}", what);
+    rt->session->LoopFound("auto: " + what);
+    uint32_t keep = AutoMarkerBits(a->marker());
+    SetHotBits(keep);
+    ClearHotBits(kAutoDetectBits & ~keep);
+    return;
+  }
+  if (!a->detection().why_not.empty()) Log().debug("PROF_STEP=auto: no loop yet: {}", a->WhyNotFound());
+  uint64_t now = NowNs();
+  if (a->TimedOut(now, c.auto_timeout_ns)) {
+    a->GiveUp();
+    ClearHotBits(kAutoDetectBits);
+    std::string why = a->WhyNotFound();
+    std::string fallback = fmt::format("time:{}ms", c.step_time_ns / 1'000'000);
+    Log().info("PROF_STEP=auto: no loop found within PROF_AUTO_TIMEOUT={}s of CUDA activity ({}); using {} steps from now",
+               c.auto_timeout_ns / 1'000'000'000.0, why, fallback);
+    rt->session->StartTimeSteps(now, fmt::format("{} (auto found no loop: {})", fallback, why));
+  }
+}
+
 void Run(Runtime* rt, uint64_t start_ns) {
   pthread_setname_np(pthread_self(), "libprof-agent");
   MarkLibprofThread();
   const Config& c = rt->config;
-  bool time_steps = c.step_source == StepSource::kTime;
   bool trigger = !c.trigger_file.empty();
   bool watch_calls = StepSourceWatchesCalls(c.step_source);
   TriggerWatch watch;
@@ -78,10 +109,12 @@ void Run(Runtime* rt, uint64_t start_ns) {
     uint64_t now = NowNs();
     uint64_t deadline = now + kIdleWakeNs;
     uint64_t boundary = 0;
-    if (time_steps && !rt->session->finished()) {
-      boundary = start_ns + (rt->session->current_step() + 1) * c.step_time_ns;
+    if (rt->session->time_steps() && !rt->session->finished()) {
+      boundary = rt->session->time_origin_ns() + (rt->session->current_step() + 1) * c.step_time_ns;
       deadline = std::min(deadline, boundary);
     }
+    bool detecting = rt->auto_step && rt->auto_step->state() == AutoStep::State::kDetecting;
+    if (detecting) deadline = std::min(deadline, now + kAutoPollNs);
     if (trigger) deadline = std::min(deadline, next_poll);
     if (deadline > now && WaitUntil(&g_wake, deadline)) {
       int sig = g_pending_signal.exchange(0);
@@ -89,8 +122,10 @@ void Run(Runtime* rt, uint64_t start_ns) {
         HandleExitSignal(sig);
         sem_post(&g_signal_done);
       }
+      AutoWork(rt);
       continue;
     }
+    AutoWork(rt);
     now = NowNs();
     // A program that loaded CUDA since the last wake (a static cudart under
     // LD_PRELOAD, whose calls no wrapper sees): calls feed the marker path.
@@ -128,6 +163,22 @@ void StartAgentThread(Runtime* rt, uint64_t start_ns) {
 }
 
 bool AgentThreadRunning() { return g_thread_running.load(); }
+
+void WakeAgentThread() {
+  if (g_thread_running.load(std::memory_order_relaxed)) sem_post(&g_wake);
+}
+
+uint32_t AutoMarkerBits(const StepMarker& marker) {
+  if (marker.prev != 0) return kAutoDetectBits;  // the previous event of any kind matters
+  switch (KindOfToken(marker.token)) {
+    case TokenKind::kLaunch:
+    case TokenKind::kGraph: return kHotLaunchMarker;
+    case TokenKind::kCopy:
+    case TokenKind::kMemset: return kHotCopyMarker;
+    case TokenKind::kSync: return kHotSyncMarker;
+    default: return 0;  // NVTX ranges always reach the hooks
+  }
+}
 
 bool RequestSignalExit(int sig, uint64_t timeout_ns) {
   if (!g_thread_running.load()) return false;

@@ -87,6 +87,7 @@ class Parser {
     if (key == "PROF_PYTHON") return Python(value);
     if (key == "PROF_PYTHON_DEPTH") return PythonDepth(value);
     if (key == "PROF_PYTHON_USER") config_.python_user = value;
+    if (key == "PROF_AUTO_TIMEOUT") return AutoTimeout(value);
   }
 
   bool disabled_by_error() const { return disabled_by_error_; }
@@ -110,7 +111,11 @@ class Parser {
 
   void Step(const std::string& value) {
     const char* accepted =
-        "time:<duration> (e.g. time:100ms), kernel:<regex>, nvtx:<regex>, api:<cudaFunction>, sync or manual";
+        "auto, time:<duration> (e.g. time:100ms), kernel:<regex>, nvtx:<regex>, api:<cudaFunction>, sync or manual";
+    if (value == "auto") {
+      config_.step_source = StepSource::kAuto;
+      return;
+    }
     if (value == "sync") {
       config_.step_source = StepSource::kSync;
       return;
@@ -286,6 +291,15 @@ class Parser {
     config_.python_depth = static_cast<int>(n);
   }
 
+  void AutoTimeout(const std::string& value) {
+    uint64_t ns = 0;
+    if (!ParseDurationNs(value, &ns)) {
+      config_.auto_timeout_ns = 60'000'000'000;
+      return Problem("PROF_AUTO_TIMEOUT", value, "a duration with a unit: ms, s or min (e.g. 60s, 2min)", "using the default 60s");
+    }
+    config_.auto_timeout_ns = ns;
+  }
+
   ConfigResult* result_;
   Config& config_;
   std::string raw_;  // the value being applied, as given
@@ -301,7 +315,8 @@ const std::vector<std::string>& Keys() {
       "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_SKIP_FIRST",   "PROF_WAIT",
       "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
       "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
-      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER"};
+      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
+      "PROF_AUTO_TIMEOUT"};
   return kKeys;
 }
 
@@ -473,6 +488,7 @@ std::string StepText(const Config& c) {
     case StepSource::kApi: return "api:" + std::string(ApiName(c.step_api));
     case StepSource::kSync: return "sync";
     case StepSource::kManual: return "manual";
+    case StepSource::kAuto: return "auto";
   }
   return "?";
 }
@@ -584,6 +600,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_PYTHON", python_stacks ? "auto" : "0"},
       {"PROF_PYTHON_DEPTH", std::to_string(python_depth)},
       {"PROF_PYTHON_USER", python_user},
+      {"PROF_AUTO_TIMEOUT", fmt::format("{}ms", auto_timeout_ns / 1'000'000)},
   };
 }
 

@@ -12,7 +12,9 @@
 
 namespace prof {
 
-enum class StepSource : uint8_t { kTime, kKernel, kNvtx, kApi, kSync, kManual };
+// kAuto: agent/auto_step.h finds the loop and then counts steps like one
+// of the explicit sources would.
+enum class StepSource : uint8_t { kTime, kKernel, kNvtx, kApi, kSync, kManual, kAuto };
 
 // Bits of PROF_ACTIVITIES.
 enum ActivityBits : uint32_t {
@@ -33,8 +35,9 @@ struct Config {
   bool enabled = true;
   std::string output_dir = "./prof-traces";
 
-  StepSource step_source = StepSource::kTime;
-  uint64_t step_time_ns = 100'000'000;  // time:<d>
+  StepSource step_source = StepSource::kAuto;
+  uint64_t step_time_ns = 100'000'000;  // time:<d>, and auto's fallback
+  uint64_t auto_timeout_ns = 60'000'000'000;  // PROF_AUTO_TIMEOUT: auto gives up after this much CUDA activity
   std::string step_pattern;             // kernel:/nvtx: regex source
   ApiId step_api = ApiId::kCount;       // api:<cudaFunction>
 

@@ -1,5 +1,6 @@
 #include "agent/hooks.h"
 
+#include "agent/auto_step.h"
 #include "agent/clock.h"
 #include "agent/runtime.h"
 #include "agent/signal_deferral.h"
@@ -24,7 +25,13 @@ bool Observe(const ObservedEvent& event) {
   try {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session) return false;
-    if (!IsStepMarker(rt->config, &rt->markers, event)) return false;
+    if (rt->config.step_source == StepSource::kAuto) {
+      // PROF_STEP=auto: the detector sees the event; once decided, the marker may fire.
+      uint32_t token = TokenForEvent(event);
+      if (token == 0 || !rt->auto_step || !rt->auto_step->Observe(token)) return false;
+    } else if (!IsStepMarker(rt->config, &rt->markers, event)) {
+      return false;
+    }
     ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
     rt->session->Step(event.now_ns != 0 ? event.now_ns : NowNs());
     return true;

@@ -15,9 +15,10 @@ enum HotBits : uint32_t {
   kHotApiMarker = 1u << 2,      // PROF_STEP=api:<fn>: that call ends a step
   kHotSyncMarker = 1u << 3,     // PROF_STEP=sync: synchronize returns end a step
   kHotAllocTracking = 1u << 4,  // allocator wrappers keep the live table
+  kHotCopyMarker = 1u << 5,     // PROF_STEP=auto: copies and memsets are observed (or are the marker)
 };
 // Any of these: wrappers feed the calls they see to the marker path.
-inline constexpr uint32_t kHotMarkerFeed = kHotLaunchMarker | kHotApiMarker | kHotSyncMarker;
+inline constexpr uint32_t kHotMarkerFeed = kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker;
 
 namespace internal {
 // Relaxed everywhere: a wrapper that sees a stale value records one event

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "agent/alloc_tracker.h"
+#include "agent/auto_step.h"
 #include "agent/config.h"
 #include "agent/device_collector.h"
 #include "agent/event_buffers.h"
@@ -50,6 +51,7 @@ struct Runtime {
   std::unique_ptr<StackSource> python;  // Python stacks (collectors/python); may be null
   std::unique_ptr<WriterThread> writer;
   std::unique_ptr<Session> session;
+  std::unique_ptr<AutoStep> auto_step;  // PROF_STEP=auto only
 };
 
 // nullptr until a runtime is installed (or when the agent is disabled).

@@ -21,10 +21,54 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
       uses_cuda_(std::move(uses_cuda)),
       triggered_(!config.trigger_file.empty()) {
   std::lock_guard<std::mutex> lock(mu_);
-  step_start_ns_ = start_ns;
+  time_steps_ = config.step_source == StepSource::kTime;
+  time_origin_ns_ = start_ns;
+  if (config.step_source == StepSource::kAuto) {
+    counting_ = false;  // LoopFound() or StartTimeSteps() begins the schedule
+    meta_template_.step_description = "auto: looking for the loop";
+    return;
+  }
+  BeginCounting(start_ns);
+}
+
+void Session::BeginCounting(uint64_t now_ns) {
+  counting_ = true;
+  step_ = 0;
+  step_start_ns_ = now_ns;
   Action first = ActionFor(0);
-  Enter(Action::kNone, first, start_ns);
+  Enter(Action::kNone, first, now_ns);
   action_ = first;
+}
+
+void Session::LoopFound(const std::string& description) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counting_ || finished_) return;
+  meta_template_.step_description = description;
+  start_on_marker_ = true;
+}
+
+void Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (counting_ || finished_) return;
+  meta_template_.step_description = description;
+  time_steps_ = true;
+  time_origin_ns_ = now_ns;
+  BeginCounting(now_ns);
+}
+
+bool Session::time_steps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return time_steps_ && counting_;
+}
+
+uint64_t Session::time_origin_ns() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return time_origin_ns_;
+}
+
+bool Session::counting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counting_;
 }
 
 Action Session::ActionFor(uint64_t step) const {
@@ -75,6 +119,13 @@ void Session::WatchCallsIfCuda() {
 
 void Session::Step(uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!counting_) {
+    if (start_on_marker_ && !finished_) {
+      start_on_marker_ = false;
+      BeginCounting(now_ns);
+    }
+    return;
+  }
   if (finished_) {
     ++step_;  // still counted (for the end-of-process line), nothing else to do
     return;
@@ -127,7 +178,7 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
       attached_ = false;
       // Nothing will be recorded again: wrappers go back to one load + branch
       // (allocator tracking stays, for the live table at exit).
-      ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker);
+      ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker);
     }
   }
 }
@@ -172,7 +223,7 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
     EndWindow(now_ns, /*partial=*/true, reason);
     wrote = true;
   }
-  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker);
+  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker);
   if (attached_) collector_->OnExit();
   attached_ = false;
   action_ = Action::kNone;
@@ -183,13 +234,19 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
 std::string Session::EndedBeforeFirstWindowMessage() {
   std::lock_guard<std::mutex> lock(mu_);
   if (windows_ended_ > 0) return "";
+  if (!counting_) {
+    return fmt::format(
+        "process ended while PROF_STEP=auto was still looking for the loop{}: set PROF_STEP (e.g. sync, kernel:<regex>, "
+        "time:100ms) or a shorter PROF_AUTO_TIMEOUT",
+        start_on_marker_ ? " (found, but its marker did not come again)" : "");
+  }
   if (triggered_) {
     return fmt::format("process ended at step {} with no window recorded: PROF_TRIGGER_FILE '{}' {}", step_,
                        config_.trigger_file, armed_ ? "armed a cycle that had not reached its active steps" : "never appeared");
   }
   uint64_t first = params_.skip_first + params_.wait + params_.warmup;
   std::string step_hint;
-  if (config_.step_source == StepSource::kTime) {
+  if (time_steps_) {
     step_hint = fmt::format(" or a shorter PROF_STEP (now time:{}ms)", config_.step_time_ns / 1'000'000);
   } else if (config_.step_source == StepSource::kManual) {
     step_hint = " (PROF_STEP=manual: is prof_step() called once per iteration?)";

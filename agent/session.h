@@ -34,7 +34,9 @@ class Session {
           WindowMeta meta_template, uint64_t start_ns, std::function<bool()> uses_cuda = nullptr);
 
   // A step marker at now_ns: ends the current step, starts the next
-  // (torch.profiler's prof.step()).
+  // (torch.profiler's prof.step()). With PROF_STEP=auto, markers before the
+  // loop is found are ignored, and the first marker after LoopFound() starts
+  // step 0, so step 0 is the first whole iteration.
   void Step(uint64_t now_ns);
 
   // CUDA may have been loaded (InitializeInjection, the agent thread's
@@ -42,6 +44,17 @@ class Session {
   // watching them for the marker path (DeviceCollector::WatchCalls), so
   // calls no wrapper sees still make steps. Once; cheap when done.
   void WatchCallsIfCuda();
+  // PROF_STEP=auto found the loop: `description` says what a step is (for the
+  // windows' metadata); the next marker starts step 0.
+  void LoopFound(const std::string& description);
+  // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
+  void StartTimeSteps(uint64_t now_ns, const std::string& description);
+  // Time steps are running (PROF_STEP=time:, or auto's fallback): step k
+  // ends at time_origin_ns() + (k + 1) * d.
+  bool time_steps();
+  uint64_t time_origin_ns();
+  // False while PROF_STEP=auto is still looking for the loop.
+  bool counting();
 
   // PROF_TRIGGER_FILE appeared (again): arm one more cycle.
   void Arm();
@@ -65,6 +78,7 @@ class Session {
 
  private:
   Action ActionFor(uint64_t step) const;
+  void BeginCounting(uint64_t now_ns);
   void Enter(Action prev, Action next, uint64_t now_ns);
   void EndWindow(uint64_t end_ns, bool partial, const std::string& reason);
   void AdvanceTriggerCycle();
@@ -77,7 +91,7 @@ class Session {
   DeviceCollector* collector_;
   WindowWriter* writer_;
   AllocTracker* allocs_;
-  const WindowMeta meta_template_;
+  WindowMeta meta_template_;  // step_description is filled in when auto decides
 
   uint64_t step_ = 0;           // current step number
   uint64_t step_start_ns_ = 0;  // when it began
@@ -92,6 +106,13 @@ class Session {
   bool attach_pending_ = false;   // a cycle began before CUDA was loaded
   bool watching_calls_ = false;   // WatchCalls done (PROF_STEP counts calls)
   uint64_t max_stall_ns_ = 0;
+
+  // PROF_STEP=auto: counting_ is false until the loop is found (or auto
+  // falls back to time steps); start_on_marker_: the next Step() begins step 0.
+  bool counting_ = true;
+  bool start_on_marker_ = false;
+  bool time_steps_ = false;
+  uint64_t time_origin_ns_ = 0;
 
   // PROF_TRIGGER_FILE: the schedule (one cycle of wait/warmup/active) runs
   // relative to trigger_origin_ while armed; more arms queue up.

@@ -75,11 +75,14 @@ class Evaluator {
  public:
   Evaluator(const Dense& d, const DetectorParams& p) : d_(d), p_(p), stats_(d.token.size()) {}
 
-  Verdict Evaluate(const Candidate& c) {
+  // min_occurrences: the period is chosen on min_segments + 2; a boundary
+  // for a period already chosen may have a few occurrences less (its first
+  // ones were in warm-up iterations).
+  Verdict Evaluate(const Candidate& c, size_t min_occurrences) {
     Verdict v;
     const auto& at = c.at;
     // Segment 0 (first occurrence to the second) may still be warm-up: skipped.
-    if (at.size() < p_.min_segments + 2) {
+    if (at.size() < min_occurrences || at.size() < 4) {
       v.wait = true;
       v.why = "too few repeats";
       return v;
@@ -117,6 +120,14 @@ class Evaluator {
       if (core && kind != TokenKind::kLaunch && kind != TokenKind::kGraph) core_host_side = true;
       if (!core) noise += t.total;
     }
+    uint32_t core_distinct = 0;
+    for (const TokenStats& t : stats_) core_distinct += t.present >= core_min ? 1 : 0;
+    if (core_distinct < 2) {
+      // One event repeated is a run inside an iteration (200 launches of one
+      // kernel), not a training loop.
+      v.why = "a single event repeated";
+      return v;
+    }
     if (noise > p_.max_noise_share * static_cast<double>(events)) {
       v.why = fmt::format("{:.0f}% of events outside the repeating part", 100.0 * noise / events);
       return v;
@@ -134,6 +145,21 @@ class Evaluator {
         v.wait = t.present < 3;
         return v;
       }
+    }
+    // A segment without most of the core tokens is not an iteration: the
+    // marker also fires inside one (say at an evaluation pass's copy).
+    uint32_t core_tokens = 0;
+    for (const TokenStats& t : stats_) core_tokens += t.present >= core_min ? 1 : 0;
+    uint32_t partial = 0;
+    for (uint32_t s = first; s < last; ++s) {
+      CountSegment(at, s);
+      uint32_t held = 0;
+      for (const TokenStats& t : stats_) held += (t.present >= core_min && t.seg_count > 0) ? 1 : 0;
+      if (2 * held < core_tokens) ++partial;
+    }
+    if (partial > 0) {
+      v.why = fmt::format("{} segments hold less than half an iteration", partial);
+      return v;
     }
     // Fewest occurrences of each core token in one segment, then: a segment
     // holding every core token at least twice that often is two iterations
@@ -155,6 +181,16 @@ class Evaluator {
         }
       }
       if (any_core && all_double) ++merged;
+    }
+    // A token seen once, recently, may be part of an iteration not yet seen
+    // whole (the sync after 200 identical launches): wait for it to come
+    // back, or to be old enough to be warm-up.
+    uint32_t lone_recent = 0;
+    for (const TokenStats& t : stats_) lone_recent += (t.present == 1 && t.last_seg >= first + segs / 2) ? 1 : 0;
+    if (lone_recent > 0) {
+      v.why = "an event seen once, recently: the iteration may not have been seen whole";
+      v.wait = true;
+      return v;
     }
     if (merged > 0) {
       v.why = fmt::format("{} segments hold two iterations", merged);
@@ -206,8 +242,8 @@ const char* BoundaryName(Boundary b) {
   switch (b) {
     case Boundary::kAfterSync: return "after a synchronization";
     case Boundary::kNvtxRange: return "at an NVTX range";
-    case Boundary::kAfterGap: return "after the host's longest gap";
-    case Boundary::kPlain: return "first event of the repeating sequence";
+    case Boundary::kAfterGap: return "the first event after the host's longest gap";
+    case Boundary::kPlain: return "no natural boundary: the first event of the repeating sequence";
   }
   return "?";
 }
@@ -234,7 +270,7 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
     size_t j = i;
     while (j < pairs.size() && pairs[j].first == pairs[i].first) ++j;
     ++distinct_pairs;
-    if (j - i >= params.min_segments + 2) {
+    if (j - i >= params.min_segments / 2 + 2) {
       Candidate c;
       c.prev = static_cast<uint32_t>(pairs[i].first / dn);
       c.cur = static_cast<uint32_t>(pairs[i].first % dn);
@@ -245,7 +281,9 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
       uint32_t prev_tok = d.token[c.prev], cur_tok = d.token[c.cur];
       if (IsSync(prev_tok) && !IsSync(cur_tok)) c.preference = 0;
       else if (KindOfToken(cur_tok) == TokenKind::kNvtx) c.preference = 1;
-      else if (all_gaps_median > 0 && c.median_gap >= 4 * all_gaps_median) c.preference = 2;
+      // A synchronize's token comes at its return: the time before it is the
+      // device's, not the host's, so it is no host gap.
+      else if (!IsSync(cur_tok) && all_gaps_median > 0 && c.median_gap >= 4 * all_gaps_median) c.preference = 2;
       cands.push_back(std::move(c));
     }
     i = j;
@@ -275,7 +313,8 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
     while (j < cands.size() && cands[j].at.size() == cands[i].at.size()) ++j;
     // Two tries per count: candidates of one count nearly always cut the stream alike.
     for (size_t k = i; k < j && k < i + 2 && tried < params.max_candidates; ++k) {
-      Verdict v = eval.Evaluate(cands[k]);
+      if (cands[k].at.size() < params.min_segments + 2) continue;
+      Verdict v = eval.Evaluate(cands[k], params.min_segments + 2);
       ++tried;
       if (v.accepted) {
         accepted_count = cands[k].at.size();
@@ -294,7 +333,9 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
   }
   // The period is settled; pick its most natural boundary among candidates
   // of about the same count.
-  size_t tol = std::max<size_t>(1, accepted_count / 10);
+  // A period twice as long has half the count: a quarter's slack keeps it out
+  // while admitting boundaries that warm-up iterations lacked.
+  size_t tol = std::max<size_t>(3, accepted_count / 4);
   std::vector<const Candidate*> same;
   for (const Candidate& c : cands) {
     if (c.at.size() <= accepted_count && c.at.size() + tol >= accepted_count) same.push_back(&c);
@@ -302,7 +343,7 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
   std::stable_sort(same.begin(), same.end(), [&](const Candidate* a, const Candidate* b) { return by_pref(*a, *b); });
   for (const Candidate* c : same) {
     if (tried >= params.max_candidates + 16) break;
-    Verdict v = eval.Evaluate(*c);
+    Verdict v = eval.Evaluate(*c, params.min_segments / 2 + 2);
     ++tried;
     if (!v.accepted) continue;
     out.found = true;

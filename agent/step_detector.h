@@ -16,8 +16,9 @@
 //   - no noise token comes back exactly every k-th segment for k <= 8: that
 //     is an outer loop (gradient accumulation: micro-batches then one
 //     optimizer step), and the outer iteration is the period;
-//   - no segment holds every core token twice or more (the marker skipped
-//     an iteration).
+//   - no segment holds less than half of the core tokens (the marker fired
+//     inside an iteration), and none holds every core token twice or more
+//     (the marker skipped an iteration).
 // Among accepted candidates the shortest period wins; among those of the
 // same period, the natural boundary: after a synchronization, at an NVTX
 // range, after the host's longest gap, in that order.

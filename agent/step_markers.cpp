@@ -28,7 +28,8 @@ bool IsSyncMarkerCall(std::string_view api) {
 }  // namespace
 
 bool StepSourceWatchesCalls(StepSource source) {
-  return source == StepSource::kKernel || source == StepSource::kApi || source == StepSource::kSync;
+  return source == StepSource::kKernel || source == StepSource::kApi || source == StepSource::kSync ||
+         source == StepSource::kAuto;
 }
 
 bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEvent& event) {

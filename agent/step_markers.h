@@ -50,6 +50,8 @@ struct ObservedEvent {
   uint32_t name_id = 0;            // interned kernel name (launch) or NVTX range name; 0: none
   bool result_ok = true;           // kCallReturn: the call succeeded
   uint64_t now_ns = 0;             // agent clock, when it was observed; 0: read at the marker (a clock read only for markers)
+  ApiId id = ApiId::kCount;        // the call, when the feed knows it (wrappers); kCount: look `api` up
+  uint32_t detail = 0;             // copies: cudaMemcpyKind + 1 when the feed knows it (PROF_STEP=auto's tokens)
 };
 
 // Set by an interposed wrapper while it feeds the marker path for the call

@@ -62,6 +62,7 @@ struct WindowMeta {
   int cuda_driver_version = 0;
   uint32_t cupti_api_version = 0;
   std::vector<std::pair<std::string, std::string>> config;  // PROF_* as applied
+  std::string step_description;  // PROF_STEP=auto: what was chosen (or why it fell back); empty otherwise
   LossCounts losses;
 };
 

@@ -67,6 +67,9 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("partial"); out.Bool(m.partial);
   out.Raw(", "); out.Key("partial_reason"); out.String(m.partial_reason);
   out.Char('}');
+  if (!m.step_description.empty()) {
+    out.Raw(",\n  "); out.Key("step"); out.String(m.step_description);
+  }
   out.Raw(",\n  "); out.Key("cupti_mode"); out.String(m.cupti_mode);
   out.Raw(",\n  "); out.Key("gpu_timings"); out.Bool(m.has_gpu_timings);
   out.Raw(",\n  "); out.Key("cuda_runtime_version"); out.Int(m.cuda_runtime_version);

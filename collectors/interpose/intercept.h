@@ -40,6 +40,7 @@ constexpr uint32_t MaskFor(ApiKind kind) {
   uint32_t mask = kHotRecording | kHotApiMarker;
   if (kind == ApiKind::kLaunch) mask |= kHotLaunchMarker;
   if (kind == ApiKind::kSync) mask |= kHotSyncMarker;
+  if (kind == ApiKind::kMemcpy || kind == ApiKind::kMemset) mask |= kHotCopyMarker;
   if (kind == ApiKind::kAlloc || kind == ApiKind::kFree) mask |= kHotAllocTracking;
   return mask;
 }
@@ -72,21 +73,26 @@ inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
 }
 
 // A call seen by a wrapper, for the marker path.
-inline ObservedEvent CallEvent(MarkerSite site, ApiId id, uint32_t name_id, bool result_ok) {
+// detail: the kernel's interned name for launches, cudaMemcpyKind + 1 for copies.
+inline ObservedEvent CallEvent(MarkerSite site, ApiId id, uint32_t detail, bool result_ok) {
   ObservedEvent event;
   event.site = site;
   event.feed = MarkerFeed::kWrapper;
   event.kind = ApiKindOf(id);
   event.api = ApiName(id);
-  event.name_id = name_id;
+  event.id = id;
+  event.name_id = event.kind == ApiKind::kLaunch ? detail : 0;
+  event.detail = detail;
   event.result_ok = result_ok;
   return event;  // now_ns 0: the marker path reads the clock only for a marker
 }
 
-// Slow path. name_id: interned kernel name for launches (0 otherwise).
-// fill(HostEvent&, R result) sets the arguments that matter.
+// Slow path. detail: interned kernel name for launches, cudaMemcpyKind + 1
+// for copies (0 otherwise). fill(HostEvent&, R result) sets the arguments
+// that matter.
 template <typename R, typename Fn, typename Fill, typename... A>
-__attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name_id, Fn real, Fill fill, A... a) {
+__attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t detail, Fn real, Fill fill, A... a) {
+  const uint32_t name_id = KindOf(id) == ApiKind::kLaunch ? detail : 0;
   if (internal::t_depth > 0) return real(a...);
   DepthGuard guard;
   uint32_t hot = LoadHotBits();
@@ -95,7 +101,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   bool feeds_markers = (hot & kHotMarkerFeed) != 0;
   if (feeds_markers) {
     tls_wrapper_feeds_markers = true;
-    hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, name_id, /*result_ok=*/true));
+    hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, detail, /*result_ok=*/true));
     hot = LoadHotBits();  // the marker may just have opened a window
   }
   HostEvent e{};
@@ -122,7 +128,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t name
   if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
   if (recording) hooks::RecordEvent(e);
   if (feeds_markers) {
-    hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, name_id, static_cast<int>(result) == 0));
+    hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, detail, static_cast<int>(result) == 0));
     tls_wrapper_feeds_markers = false;
   }
   return result;

@@ -4,6 +4,8 @@
 // default stream) share the body of their base function.
 #include <cuda_runtime_api.h>
 
+#include <type_traits>
+
 #include "agent/export.h"
 #include "agent/kernel_registry.h"
 #include "agent/strings.h"
@@ -18,6 +20,17 @@ constexpr cudaError_t kMissing = cudaErrorSharedObjectSymbolNotFound;
 uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
 uint32_t KernelName(const void* stub_or_handle) { return Kernels().Find(stub_or_handle); }
+
+// A copy's detail for the step markers: its cudaMemcpyKind + 1.
+template <typename T>
+uint32_t KindOrZero(T v) {
+  if constexpr (std::is_same_v<T, cudaMemcpyKind>) {
+    return static_cast<uint32_t>(v) + 1;
+  } else {
+    return 0;
+  }
+}
+constexpr auto KindDetail = [](auto... a) -> uint32_t { return (KindOrZero(a) + ...); };
 
 // ---- launches ----
 
@@ -76,7 +89,7 @@ template <ApiId kId>
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = count;
@@ -89,7 +102,7 @@ template <ApiId kId>
 cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = count;
@@ -104,7 +117,7 @@ cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, s
                      cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = static_cast<uint64_t>(width) * height;
@@ -118,7 +131,7 @@ cudaError_t Memcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spit
                           cudaMemcpyKind kind, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
+      kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(dst);
         e.bytes = static_cast<uint64_t>(width) * height;

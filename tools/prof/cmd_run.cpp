@@ -23,8 +23,8 @@ PROF_* already in the environment is kept unless an option overrides it).
 The exit status is CMD's.
 
 options:
-  --step SPEC        what a step is: time:100ms, kernel:<regex>, nvtx:<regex>,
-                     api:<cudaFunction>, sync, manual           (PROF_STEP)
+  --step SPEC        what a step is: auto (default), time:100ms, kernel:<regex>,
+                     nvtx:<regex>, api:<cudaFunction>, sync, manual (PROF_STEP)
   --skip-first N     steps skipped before the schedule starts   (PROF_SKIP_FIRST)
   --wait N           steps waited per cycle                     (PROF_WAIT)
   --warmup N         steps warmed up per cycle                  (PROF_WARMUP)

@@ -67,8 +67,9 @@ TEST_CASE("defaults are DESIGN.md's when nothing is set", "[config]") {
   CHECK(r.problems.empty());
   const Config& c = r.config;
   CHECK(c.enabled);
-  CHECK(c.step_source == StepSource::kTime);
-  CHECK(c.step_time_ns == 100'000'000);
+  CHECK(c.step_source == StepSource::kAuto);
+  CHECK(c.step_time_ns == 100'000'000);  // auto's fallback
+  CHECK(c.auto_timeout_ns == 60'000'000'000);
   CHECK(c.skip_first == 0);
   CHECK(c.wait == 30);
   CHECK(c.warmup == 2);
@@ -117,6 +118,18 @@ TEST_CASE("PROF_STEP parses every source", "[config]") {
   CHECK(c.step_api == ApiId::cudaGraphLaunch);
   CHECK(Parse({{"PROF_STEP", "sync"}}).config.step_source == StepSource::kSync);
   CHECK(Parse({{"PROF_STEP", "manual"}}).config.step_source == StepSource::kManual);
+  CHECK(Parse({{"PROF_STEP", "auto"}}).config.step_source == StepSource::kAuto);
+}
+
+TEST_CASE("PROF_AUTO_TIMEOUT takes a duration, and a bad one keeps the 60 s default and says so", "[config]") {
+  CHECK(Parse({{"PROF_AUTO_TIMEOUT", "2s"}}).config.auto_timeout_ns == 2'000'000'000);
+  CHECK(Parse({{"PROF_AUTO_TIMEOUT", "500ms"}}).config.auto_timeout_ns == 500'000'000);
+  for (const char* bad : {"60", "soon", "-1s"}) {
+    ConfigResult r = Parse({{"PROF_AUTO_TIMEOUT", bad}});
+    RequireOneProblem(r, "PROF_AUTO_TIMEOUT", bad);
+    CHECK(r.config.enabled);
+    CHECK(r.config.auto_timeout_ns == 60'000'000'000);
+  }
 }
 
 TEST_CASE("PROF_STEP rejects bad sources, durations and regexes and disables profiling", "[config]") {

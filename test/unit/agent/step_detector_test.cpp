@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "agent/auto_step.h"
 #include "agent/step_detector.h"
 
 namespace prof {
@@ -52,12 +53,11 @@ std::vector<size_t> Fire(const Stream& s, const StepMarker& m) {
   return out;
 }
 
-// Feeds prefixes at the agent's thresholds (every quarter between powers of
-// two from 256 events) and returns the first decision and how many true
-// iterations had begun by then.
+// Feeds prefixes at the agent's thresholds (AutoStep::IsThreshold) and
+// returns the first decision and how many true iterations had begun by then.
 Detection DecideLikeTheAgent(const Stream& s, size_t* iterations_seen) {
-  size_t n = 256;
-  while (true) {
+  for (size_t n = 1;; ++n) {
+    if (!AutoStep::IsThreshold(n) && n < s.tokens.size()) continue;
     size_t len = std::min(n, s.tokens.size());
     Detection d = DetectPeriod(s.tokens.data(), s.ticks.data(), len);
     if (d.found || len == s.tokens.size()) {
@@ -65,10 +65,15 @@ Detection DecideLikeTheAgent(const Stream& s, size_t* iterations_seen) {
       for (size_t st : s.starts) *iterations_seen += st < len;
       return d;
     }
-    size_t pow2 = 1;
-    while (pow2 * 2 <= n) pow2 *= 2;
-    n += pow2 / 4;
   }
+}
+
+TEST_CASE("the agent analyses at 64, 96, 128, 192, ... events", "[auto]") {
+  std::vector<uint64_t> at;
+  for (uint64_t n = 1; n <= 4096; ++n) {
+    if (AutoStep::IsThreshold(n)) at.push_back(n);
+  }
+  CHECK(at == std::vector<uint64_t>{64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096});
 }
 
 // The marker fires at every true iteration start after the first few, and
@@ -193,6 +198,25 @@ TEST_CASE("an evaluation pass every 10 iterations stays inside the iteration it 
   REQUIRE(d.found);
   CHECK(seen <= 50);
   CHECK(d.period_events == 14);
+  RequireStepsAreIterations(s, d);
+}
+
+TEST_CASE("an evaluation pass that reuses the iteration's copy and sync does not become a step", "[auto]") {
+  // The pass ends with the same D2H copy and synchronize as a training
+  // iteration, so (copy, sync) comes more often than iterations do; cutting
+  // there would make the pass a step of its own.
+  Stream s;
+  for (int i = 0; i < 90; ++i) {
+    s.Begin();
+    s.Add({kH2D, K(1), K(2), K(3), K(4), K(5), kD2H, kSync});
+    if (i % 10 == 9) s.Add({K(1), K(2), K(1), K(2), kD2H, kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(seen <= 50);
+  CHECK(d.marker.token == kH2D);
+  CHECK(d.boundary == Boundary::kAfterSync);
   RequireStepsAreIterations(s, d);
 }
 
