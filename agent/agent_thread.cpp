@@ -70,7 +70,7 @@ constexpr uint64_t kAutoPollNs = 100'000'000;  // PROF_AUTO_TIMEOUT resolution
 constexpr uint32_t kAutoDetectBits = kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker;
 
 // PROF_STEP=auto: analyse what the tape holds; decide, or give up at the timeout.
-void AutoWork(Runtime* rt) {
+void AutoWork(Runtime* rt, uint64_t start_ns) {
   AutoStep* a = rt->auto_step.get();
   if (a == nullptr || a->state() != AutoStep::State::kDetecting) return;
   const Config& c = rt->config;
@@ -86,7 +86,7 @@ void AutoWork(Runtime* rt) {
   }
   if (!a->detection().why_not.empty()) Log().debug("PROF_STEP=auto: no loop yet: {}", a->WhyNotFound());
   uint64_t now = NowNs();
-  if (a->TimedOut(now, c.auto_timeout_ns)) {
+  if (a->TimedOut(now, c.auto_timeout_ns, start_ns)) {
     a->GiveUp();
     ClearHotBits(kAutoDetectBits);
     std::string why = a->WhyNotFound();
@@ -122,10 +122,10 @@ void Run(Runtime* rt, uint64_t start_ns) {
         HandleExitSignal(sig);
         sem_post(&g_signal_done);
       }
-      AutoWork(rt);
+      AutoWork(rt, start_ns);
       continue;
     }
-    AutoWork(rt);
+    AutoWork(rt, start_ns);
     now = NowNs();
     // A program that loaded CUDA since the last wake (a static cudart under
     // LD_PRELOAD, whose calls no wrapper sees): calls feed the marker path.

@@ -125,9 +125,10 @@ bool AutoStep::Analyze() {
   return false;
 }
 
-bool AutoStep::TimedOut(uint64_t now_ns, uint64_t timeout_ns) const {
+bool AutoStep::TimedOut(uint64_t now_ns, uint64_t timeout_ns, uint64_t start_ns) const {
   uint64_t first = first_event_ns();
-  return state() == State::kDetecting && first != 0 && now_ns >= first && now_ns - first >= timeout_ns;
+  if (first == 0) first = start_ns;
+  return state() == State::kDetecting && now_ns >= first && now_ns - first >= timeout_ns;
 }
 
 std::string AutoStep::Describe(uint64_t now_ns) const {
@@ -154,7 +155,9 @@ std::string AutoStep::Describe(uint64_t now_ns) const {
 
 std::string AutoStep::WhyNotFound() const {
   if (detection_.why_not.empty()) {
-    return fmt::format("{} CUDA events observed, too few to analyse", events_observed());
+    uint64_t n = events_observed();
+    if (n == 0) return "no CUDA launch, copy, synchronize or NVTX range reached the step logic";
+    return fmt::format("{} CUDA events observed, too few to analyse", n);
   }
   return fmt::format("{} ({} events observed)", detection_.why_not, events_observed());
 }

@@ -64,9 +64,11 @@ class AutoStep {
   // Agent thread. Analyses the tape if new events arrived since the last
   // try; returns true when it has just decided (marker() is then valid).
   bool Analyze();
-  // Agent thread: gives up (kFallback) when detecting for longer than
-  // timeout_ns of CUDA activity (since the first observed event).
-  bool TimedOut(uint64_t now_ns, uint64_t timeout_ns) const;
+  // Agent thread: true when detecting for longer than timeout_ns of CUDA
+  // activity: since the first observed event, or since start_ns (the agent's
+  // start) when none was observed (nothing reaches the step logic, as under
+  // CUDA_INJECTION64_PATH until the CUPTI callbacks feed it).
+  bool TimedOut(uint64_t now_ns, uint64_t timeout_ns, uint64_t start_ns) const;
   void GiveUp() { state_.store(State::kFallback, std::memory_order_release); }
 
   State state() const { return state_.load(std::memory_order_acquire); }
