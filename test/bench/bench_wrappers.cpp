@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "agent/api_ids.h"
+#include "agent/auto_step.h"
 #include "agent/clock.h"
 #include "agent/hot_state.h"
 #include "agent/kernel_registry.h"
@@ -123,13 +124,26 @@ int Main(int argc, char** argv) {
       {"record", [](uint64_t n) { Launches(g_wrapped_launch, n); }, [drain] { drain(); SetBits(kHotRecording); }},
       {"floor", [](uint64_t n) { Launches(g_floor_launch, n); }, [] { SetBits(0); }},
   };
+  // PROF_STEP=auto while it is still looking: each launch leaves the fast
+  // path and appends one token to a fresh tape (nothing decides here: the
+  // analysis runs on the agent thread, which a benchmark has none of).
+  auto detect = [rt, launches] {
+    rt->config.step_source = StepSource::kAuto;
+    rt->auto_step = std::make_unique<AutoStep>(launches + 1024, nullptr, nullptr);
+    SetBits(kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker);
+  };
+  launch.push_back({"auto_detect", [](uint64_t n) { Launches(g_wrapped_launch, n); }, detect});
   Samples s = Interleave(launch, rounds, launches);
   SetBits(0);
+  rt->config.step_source = StepSource::kTime;
   std::string where = cpu >= 0 ? "pinned to cpu " + std::to_string(cpu) : "not pinned";
   Stats bare = Summarize(s[0]);
   EmitFigure("wrapper_idle_ns", Difference(s, 0, 1), "ns/call",
              "cudaLaunchKernel; bare call " + std::to_string(bare.median).substr(0, 4) + " ns; " + where);
   EmitFigure("wrapper_record_ns", Difference(s, 0, 2), "ns/call", "cudaLaunchKernel, one HostEvent per call");
+  EmitFigure("auto_detect_ns", Difference(s, 0, 4), "ns/event",
+             "PROF_STEP=auto looking for the loop: cudaLaunchKernel with its token appended to the tape (vs bare)");
+  EmitFigure("auto_detect_over_idle_ns", Difference(s, 1, 4), "ns/event", "the same, over the idle wrapper");
   EmitFigure("wrapper_floor_ns", Difference(s, 0, 3), "ns/call",
              "hand-written minimal wrapper (load, test, tail call): the floor on this machine");
 

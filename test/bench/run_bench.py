@@ -51,6 +51,8 @@ TARGETS = {
     "host_wait_api_ratio": ("host loop, waiting, PROF_STEP=api:cudaStreamSynchronize / bare", "<=", 1.01),
     "host_wait_kernel_ratio": ("host loop, waiting, PROF_STEP=kernel:host_k0 / bare CPU", "<=", 1.01),
     "host_wait_nvtx_ratio": ("host loop, waiting, PROF_STEP=nvtx:host_step / bare CPU", "<=", 1.01),
+    "host_wait_auto_ratio": ("host loop, waiting, PROF_STEP=auto (detect, then its marker) / bare", "<=", 1.01),
+    "auto_detect_ns": ("PROF_STEP=auto looking for the loop: per observed event", "<=", 20.0),
     "host_record_ratio": ("host loop, recording every step, in-loop CPU / bare", "<=", 1.35),
     "host_record_writer_ns": ("host loop, recording: other threads' CPU per launch", "<=", 1000.0),
     # Kineto, whole process: 8.31x (issue 13's side-by-side run): half of it.
@@ -65,6 +67,7 @@ INFO = {
     "alloc_pair_record_ns": "allocator pair while recording",
     "clock_read_ns": "one agent clock read (clock_gettime)",
     "tsc_read_ns": "one rdtsc read (for comparison)",
+    "auto_detect_over_idle_ns": "auto detecting: per event over the idle wrapper",
     "window_end_stall_cpu_ms": "window end: app-thread CPU in that marker",
     "window_seal_ms": "window seal on the writer thread",
     "export_chrome_peak_mb": "plain export's transient memory, 1M events",
@@ -442,6 +445,7 @@ def main():
             "wait_api": agent("wait_api", STEP="api:cudaStreamSynchronize", **wait),
             "wait_kernel": agent("wait_kernel", STEP="kernel:host_k0", **wait),
             "wait_nvtx": agent("wait_nvtx", STEP="nvtx:host_step", **wait),
+            "wait_auto": agent("wait_auto", STEP="auto", **wait),
             "record": agent("record", STEP="sync", WAIT=0, WARMUP=0, ACTIVE=2 if smoke else 10, REPEAT=0),
         }
 
@@ -477,7 +481,7 @@ def main():
         ratio = lambda f, v: [f(v, i) / f("bare", i) for i in rounds_]
         note = (f"{host_steps} steps, {host_rounds} interleaved rounds, median of per-round ratios of in-loop CPU "
                 "(all threads); app-thread ratio %s")
-        for n in names[1:6]:
+        for n in names[1:-1]:
             figures[f"host_{n}_ratio"] = dict(stats(ratio(allcpu, n)), unit="x",
                                               note=note % ("%.4f" % statistics.median(ratio(appcpu, n))))
         figures["host_record_ratio"] = dict(stats(ratio(allcpu, "record")), unit="x",
