@@ -18,8 +18,13 @@ struct ThreadSlot {
   uint32_t generation = 0;
   ~ThreadSlot() {
     // Buffers are never freed, so this stays valid after the agent's objects
-    // are gone; the consumer frees the dead thread's last chunk.
-    if (buffer != nullptr) buffer->alive.store(false, std::memory_order_release);
+    // are gone; the consumer frees the dead thread's last chunk, then the
+    // slot. A call from a later thread-exit destructor finds no buffer (the
+    // generation still matches, so it does not register again) and is
+    // counted as dropped: the slot may already belong to another thread.
+    ThreadBuffer* b = buffer;
+    buffer = nullptr;
+    if (b != nullptr) b->alive.store(false, std::memory_order_release);
   }
 };
 thread_local ThreadSlot t_slot;
@@ -95,14 +100,41 @@ EventBuffers::EventBuffers() : threads_(new std::atomic<ThreadBuffer*>[kMaxThrea
 
 ThreadBuffer* EventBuffers::Register() {
   std::lock_guard<std::mutex> lock(register_mu_);
+  ThreadBuffer* b = free_head_.load(std::memory_order_acquire);
+  while (b != nullptr && !free_head_.compare_exchange_weak(b, b->next_free, std::memory_order_acquire, std::memory_order_acquire)) {
+  }
+  if (b != nullptr) {
+    // The consumer emptied it before pushing; the owner side starts afresh.
+    b->tail = nullptr;
+    b->dropped.store(0, std::memory_order_relaxed);
+    b->dropped_reported = 0;
+    b->alive.store(true, std::memory_order_relaxed);
+    b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    threads_[b->index].store(b, std::memory_order_release);
+    return b;
+  }
   uint32_t n = count_.load(std::memory_order_relaxed);
   if (n >= kMaxThreads) return nullptr;
-  auto* b = new (std::nothrow) ThreadBuffer;
+  b = new (std::nothrow) ThreadBuffer;
   if (b == nullptr) return nullptr;
   b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  b->index = n;
   threads_[n].store(b, std::memory_order_release);
   count_.store(n + 1, std::memory_order_release);
   return b;
+}
+
+void EventBuffers::FreeSlot(ThreadBuffer* b) {
+  // The slot reads empty first, so no later Collect drains the buffer while
+  // it is on the free list or after a new thread took it.
+  threads_[b->index].store(nullptr, std::memory_order_relaxed);
+  b->head = nullptr;
+  b->consumed = 0;
+  b->first.store(nullptr, std::memory_order_relaxed);
+  ThreadBuffer* top = free_head_.load(std::memory_order_relaxed);
+  do {
+    b->next_free = top;
+  } while (!free_head_.compare_exchange_weak(top, b, std::memory_order_release, std::memory_order_relaxed));
 }
 
 void EventBuffers::Append(const HostEvent& event) {
@@ -181,10 +213,14 @@ void EventBuffers::Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostE
   for (uint32_t i = 0; i < n; ++i) {
     ThreadBuffer* b = threads_[i].load(std::memory_order_acquire);
     if (b == nullptr) continue;
+    // Read before draining: once the thread is seen dead, all it wrote
+    // (events, first chunk, drops) is visible, so an empty buffer is final.
+    bool dead = !b->alive.load(std::memory_order_acquire);
     Drain(b, begin_ns, end_ns, out);
     uint64_t d = b->dropped.load(std::memory_order_relaxed);
     drops += d - b->dropped_reported;
     b->dropped_reported = d;
+    if (dead && b->head == nullptr && b->first.load(std::memory_order_relaxed) == nullptr) FreeSlot(b);
   }
   uint64_t no_slot = no_slot_drops_.load(std::memory_order_relaxed);
   drops += no_slot - no_slot_drops_reported_;
@@ -200,6 +236,7 @@ void EventBuffers::Discard(uint64_t before_ns) {
 
 void EventBuffers::ResetAfterFork() {
   count_.store(0, std::memory_order_relaxed);
+  free_head_.store(nullptr, std::memory_order_relaxed);
   for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   pool_.ResetAllFree();
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);

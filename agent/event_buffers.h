@@ -6,6 +6,13 @@
 // allocation per thread, like Tracy's per-thread queues). When the pool is
 // empty, events are dropped and counted per thread.
 //
+// Slots are reused: once a thread has exited and the consumer has taken (or
+// discarded) its last event, the consumer empties the slot and pushes the
+// buffer onto a free list, and the next thread to register pops it. A slot
+// holding events no window has collected yet is never handed out, so at most
+// kMaxThreads threads alive at once (or exited with unread events) have
+// buffers; only past that are a thread's events dropped (counted).
+//
 // One consumer (the writer thread) drains the chains: it copies the events of
 // a time range and returns chunks the owner has moved past to the pool.
 // Publication: the owner writes an event, then stores chunk->count with
@@ -72,6 +79,7 @@ class ChunkPool {
 
 struct ThreadBuffer {
   uint32_t tid = 0;
+  uint32_t index = 0;  // slot in EventBuffers::threads_, fixed for the buffer's life
   // Owner only.
   EventChunk* tail = nullptr;
   // Owner publishes its first chunk here; the consumer starts from it.
@@ -82,6 +90,9 @@ struct ThreadBuffer {
   EventChunk* head = nullptr;
   uint32_t consumed = 0;
   uint64_t dropped_reported = 0;
+  // Free list link: written by the consumer before it pushes the buffer,
+  // read by Register after it pops it.
+  ThreadBuffer* next_free = nullptr;
 };
 
 class EventBuffers {
@@ -106,6 +117,7 @@ class EventBuffers {
   // memory is a copy), free every chunk, and make each thread re-register.
   void ResetAfterFork();
 
+  // Slots ever used (live, exited with unread events, or free for reuse).
   uint32_t thread_count() const { return count_.load(std::memory_order_acquire); }
   uint64_t unregistered_drops() const { return no_slot_drops_.load(std::memory_order_relaxed); }
 
@@ -114,12 +126,18 @@ class EventBuffers {
 
  private:
   ThreadBuffer* Register();
+  // Consumer: the exited, fully drained thread in slot b->index gives it back.
+  void FreeSlot(ThreadBuffer* b);
   void Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
 
   ChunkPool pool_;
   std::mutex register_mu_;  // registration only; never held by the consumer
   std::unique_ptr<std::atomic<ThreadBuffer*>[]> threads_;
-  std::atomic<uint32_t> count_{0};
+  std::atomic<uint32_t> count_{0};  // slots ever used (high-water mark)
+  // Free buffers: pushed by the consumer only, popped under register_mu_
+  // only. One popper at a time means a popped node cannot come back to the
+  // head during a pop, so the plain pointer stack has no ABA problem.
+  std::atomic<ThreadBuffer*> free_head_{nullptr};
   std::atomic<uint64_t> no_slot_drops_{0};  // threads past kMaxThreads
   uint64_t no_slot_drops_reported_ = 0;      // consumer only
   std::atomic<uint32_t> generation_{1};

@@ -1,7 +1,11 @@
 // Per-thread event buffers: what goes in during a window comes out once,
 // in time order per thread; events outside the range are discarded or kept
 // for later; above the cap every drop is counted; chunks are recycled.
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <set>
 #include <thread>
 #include <vector>
@@ -137,6 +141,89 @@ TEST_CASE("Discard drops what started before a window", "[buffers]") {
   buffers.Collect(0, 1000, &out, nullptr);
   REQUIRE(out.size() == 50);
   CHECK(out.front().start_ns == 50);
+}
+
+// Issue 14: slots were never reused, so after kMaxThreads threads had existed
+// every new thread's events were dropped.
+TEST_CASE("exited threads' slots are reused once their events are collected", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(1 << 20));
+  constexpr uint64_t kThreads = EventBuffers::kMaxThreads + 2000;
+  constexpr uint64_t kPerWindow = 50;  // each thread takes a chunk: 50 of the 64 fit
+  uint64_t collected = 0;
+  uint64_t total_dropped = 0;
+  uint64_t t = 1;
+  for (uint64_t begin = 0; begin < kThreads; begin += kPerWindow) {
+    uint64_t window_start = t;
+    // Each thread stamps its own id into the event, like a CUDA call would.
+    for (uint64_t i = begin; i < begin + kPerWindow && i < kThreads; ++i) {
+      uint64_t at = t++;
+      std::thread([&buffers, at] { buffers.Append(Event(at, static_cast<uint64_t>(syscall(SYS_gettid)))); }).join();
+    }
+    std::vector<HostEvent> out;
+    uint64_t dropped = 0;
+    buffers.Collect(window_start, t, &out, &dropped);
+    INFO("window of threads " << begin);
+    CHECK(dropped == 0);
+    REQUIRE(out.size() == std::min(kPerWindow, kThreads - begin));
+    for (const HostEvent& e : out) CHECK(e.tid == e.ptr);
+    collected += out.size();
+    total_dropped += dropped;
+  }
+  CHECK(collected == kThreads);
+  CHECK(total_dropped == 0);
+  CHECK(buffers.unregistered_drops() == 0);
+  // Sequential threads need about one slot each window, not one per thread.
+  CHECK(buffers.thread_count() <= 2 * kPerWindow);
+}
+
+TEST_CASE("an exited thread's slot is not reused while a later window still needs its events", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(1 << 20));
+  uint64_t first_tid = 0;
+  std::thread([&] {
+    first_tid = static_cast<uint64_t>(syscall(SYS_gettid));
+    buffers.Append(Event(500, first_tid));  // belongs to the window [400, 600)
+  }).join();
+  std::vector<HostEvent> out;
+  buffers.Collect(0, 100, &out, nullptr);  // an earlier window: nothing of it
+  CHECK(out.empty());
+  // Threads that come and go meanwhile must not take the slot.
+  for (int i = 0; i < 50; ++i) {
+    std::thread([&buffers, i] { buffers.Append(Event(700 + i, static_cast<uint64_t>(syscall(SYS_gettid)))); }).join();
+    buffers.Collect(100, 200, &out, nullptr);
+  }
+  CHECK(out.empty());
+  buffers.Collect(400, 600, &out, nullptr);
+  REQUIRE(out.size() == 1);
+  CHECK(out[0].ptr == first_tid);
+  CHECK(out[0].tid == first_tid);
+  out.clear();
+  buffers.Collect(600, 1000, &out, nullptr);
+  REQUIRE(out.size() == 50);
+  for (const HostEvent& e : out) CHECK(e.tid == e.ptr);
+}
+
+TEST_CASE("a reused slot reports only the new thread's drops, in the window that collects them", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(sizeof(EventChunk)));  // one chunk
+  std::thread([&] {
+    for (uint32_t i = 0; i < kChunkEvents + 10; ++i) buffers.Append(Event(10 + i, i));
+  }).join();
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(0, 1000, &out, &dropped);
+  CHECK(out.size() == kChunkEvents);
+  CHECK(dropped == 10);
+  out.clear();
+  dropped = 0;
+  std::thread([&] {
+    for (uint32_t i = 0; i < 3; ++i) buffers.Append(Event(2000 + i, i));
+  }).join();
+  buffers.Collect(1000, 3000, &out, &dropped);
+  CHECK(out.size() == 3);
+  CHECK(dropped == 0);
+  CHECK(buffers.thread_count() <= 2);
 }
 
 }  // namespace
