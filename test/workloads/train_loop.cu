@@ -55,6 +55,7 @@ struct Options {
   bool d2h_mid_step = false;
   bool pageable = false;
   bool tiny = false;
+  bool zero_bytes = false;
   int host_sleep_us = 0;
   bool manual_steps = false;
   int exit_at = -1;
@@ -67,6 +68,7 @@ struct Options {
 void Usage() {
   fprintf(stderr,
           "usage: train_loop [--steps N] [--kernels-per-step K] [--alloc-in-loop] [--d2h-mid-step] [--pageable]\n"
+          "                  [--zero-bytes]\n"
           "                  [--tiny] [--host-sleep-us U] [--manual-steps] [--exit-at STEP]\n"
           "                  [--raise-at STEP:TERM|INT|<number>] [--fork-at STEP] [--exit-code C]\n");
   exit(2);
@@ -93,6 +95,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--d2h-mid-step") o.d2h_mid_step = true;
     else if (a == "--pageable") o.pageable = true;
     else if (a == "--tiny") o.tiny = true;
+    else if (a == "--zero-bytes") o.zero_bytes = true;
     else if (a == "--host-sleep-us") o.host_sleep_us = ParseInt(value());
     else if (a == "--manual-steps") o.manual_steps = true;
     else if (a == "--exit-at") o.exit_at = ParseInt(value());
@@ -183,6 +186,14 @@ void RunStep(const Options& o, Buffers& b, int step, const char* who) {
   if (o.d2h_mid_step) {
     float probe = 0.0f;
     CHECK(cudaMemcpy(&probe, b.dev_in, sizeof probe, cudaMemcpyDeviceToHost));  // a hidden sync inside the step
+  }
+  if (o.zero_bytes) {
+    // Calls that move nothing: CUDA enqueues no device operation for them.
+    CHECK(cudaMemcpy(b.dev_out, b.dev_in, 0, cudaMemcpyDeviceToDevice));
+    CHECK(cudaMemcpy(b.host_out, b.dev_out, 0, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, 0, cudaMemcpyHostToDevice, b.compute));
+    CHECK(cudaMemset(b.scratch_a, 0, 0));
+    CHECK(cudaMemsetAsync(b.scratch_a, 0, 0, b.compute));
   }
   CHECK(cudaEventRecord(b.side_done, b.side));
   CHECK(cudaStreamWaitEvent(b.compute, b.side_done, 0));

@@ -50,6 +50,11 @@ bool OnDevice(int memory_kind) {
 
 CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, size_t height, size_t depth,
                  CUstream stream, bool synchronous) {
+  // Zero bytes: nothing to move, so no device operation and no MEMCPY
+  // record. NVIDIA's references define a copy by its byte count ("Copies
+  // count bytes from the memory area pointed to by src..." for cudaMemcpy,
+  // "ByteCount - Size of memory copy in bytes" for cuMemcpy); a copy of none
+  // has no device work to time.
   if (width * height * depth == 0) return CUDA_SUCCESS;
   if (!dst.base || !src.base) return CUDA_ERROR_INVALID_VALUE;
   Device& device = Device::Get();
@@ -98,6 +103,8 @@ CUresult Copy(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, si
 }  // namespace
 
 CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size_t rows, CUstream stream) {
+  // Zero bytes: no device operation, no MEMSET record (cudaMemset "fills
+  // the first count bytes"; none to fill is no work).
   if (width * rows == 0) return CUDA_SUCCESS;
   Device& device = Device::Get();
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
