@@ -115,7 +115,11 @@ const uint32_t* RuntimeCallbackIds() {
   static const auto& ids = *new std::vector<uint32_t>([] {
     std::vector<uint32_t> out;
     for (const auto& entry : kRuntimeCallbackNames) {
-      if (ClassifyName(entry.name) != ApiClass::kOther || std::string_view(entry.name) == "cudaDeviceReset") {
+      // __cudaRegisterFunction: libprof's wrapper records it too, and needs
+      // its correlation id so the call appears once (its CUPTI record is
+      // then hidden behind the wrapper's event).
+      std::string_view name = entry.name;
+      if (ClassifyName(entry.name) != ApiClass::kOther || name == "cudaDeviceReset" || name == "__cudaRegisterFunction") {
         out.push_back(entry.cbid);
       }
     }

@@ -30,7 +30,8 @@ ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid);
 
 // Runtime callback ids the collector subscribes to: every call that
 // enqueues work, synchronizes or allocates (the calls libprof's wrappers
-// stamp with a correlation id), and cudaDeviceReset (flush first). Other
+// stamp with a correlation id), __cudaRegisterFunction (its wrapper stamps
+// one too) and cudaDeviceReset (flush first). Other
 // runtime calls (cudaGetDevice, cudaGetLastError: PyTorch makes many) cost
 // no callback; their RUNTIME records are placed by their own start time.
 // Ends with 0.
