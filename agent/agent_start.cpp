@@ -119,6 +119,8 @@ void Launch(const Config& config, bool fork_child = false) {
     Log().warn("cannot reserve half of PROF_BUFFER_MB={} for host events; host events will be dropped and counted",
                config.buffer_bytes >> 20);
   }
+  // No drop counts until a window opens (warmup drops are not a window's).
+  rt->buffers.SetDropRange(~0ull, ~0ull);
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
     rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
   }

@@ -145,7 +145,7 @@ void EventBuffers::Append(const HostEvent& event) {
   }
   ThreadBuffer* b = t_slot.buffer;
   if (b == nullptr) {
-    no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
+    if (DropCounts(event.start_ns)) no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   EventChunk* tail = b->tail;
@@ -153,7 +153,9 @@ void EventBuffers::Append(const HostEvent& event) {
   if (n == kChunkEvents) {
     EventChunk* fresh = pool_.Acquire();
     if (fresh == nullptr) {
-      b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      if (DropCounts(event.start_ns)) {
+        b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      }
       return;
     }
     if (tail == nullptr) {
@@ -229,9 +231,32 @@ void EventBuffers::Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostE
 }
 
 void EventBuffers::Discard(uint64_t before_ns) {
-  uint64_t ignored = 0;
-  Collect(before_ns, before_ns, nullptr, &ignored);
-  (void)ignored;
+  uint32_t n = count_.load(std::memory_order_acquire);
+  for (uint32_t i = 0; i < n; ++i) {
+    ThreadBuffer* b = threads_[i].load(std::memory_order_acquire);
+    if (b != nullptr) Drain(b, before_ns, before_ns, nullptr);
+  }
+}
+
+void EventBuffers::SetDropRange(uint64_t begin_ns, uint64_t end_ns) {
+  uint32_t seq = drop_range_seq_.load(std::memory_order_relaxed);
+  drop_range_seq_.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  drop_begin_ns_.store(begin_ns, std::memory_order_relaxed);
+  drop_end_ns_.store(end_ns, std::memory_order_relaxed);
+  drop_range_seq_.store(seq + 2, std::memory_order_release);
+}
+
+// The drop path only (the pool is empty): a consistent read of the range.
+bool EventBuffers::DropCounts(uint64_t start_ns) const {
+  while (true) {
+    uint32_t seq = drop_range_seq_.load(std::memory_order_acquire);
+    if (seq & 1) continue;
+    uint64_t begin = drop_begin_ns_.load(std::memory_order_relaxed);
+    uint64_t end = drop_end_ns_.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (drop_range_seq_.load(std::memory_order_relaxed) == seq) return start_ns >= begin && start_ns < end;
+  }
 }
 
 void EventBuffers::ResetAfterFork() {
@@ -239,6 +264,9 @@ void EventBuffers::ResetAfterFork() {
   free_head_.store(nullptr, std::memory_order_relaxed);
   for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   pool_.ResetAllFree();
+  drop_range_seq_.store(0, std::memory_order_relaxed);
+  drop_begin_ns_.store(0, std::memory_order_relaxed);
+  drop_end_ns_.store(~0ull, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
   new (&register_mu_) std::mutex();  // a parent thread may have held it at fork
 }

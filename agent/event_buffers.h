@@ -110,8 +110,18 @@ class EventBuffers {
   // Chunks copied out are evicted (ChunkPool::Evict) so the copy does not
   // double the resident footprint.
   void Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped);
-  // Consumer: discards everything that started before before_ns.
+  // Consumer: discards the events that started before before_ns. Drop counts
+  // are left alone: which drops a window owns is decided when they happen
+  // (SetDropRange), not when the writer gets to this call.
   void Discard(uint64_t before_ns);
+
+  // Drops are counted only for events whose start_ns is in [begin_ns,
+  // end_ns): the recording window's span, published by the thread that opens
+  // (end_ns = ~0) and ends it, synchronously, before the writer is told. A
+  // drop is charged when it happens, so a writer that runs late (a loaded
+  // machine) can neither forget a window's early drops nor charge it the
+  // warmup's. Default [0, ~0): every drop counts (no schedule).
+  void SetDropRange(uint64_t begin_ns, uint64_t end_ns);
 
   // fork child: forget the parent's threads (their buffers stay leaked; the
   // memory is a copy), free every chunk, and make each thread re-register.
@@ -128,6 +138,7 @@ class EventBuffers {
   ThreadBuffer* Register();
   // Consumer: the exited, fully drained thread in slot b->index gives it back.
   void FreeSlot(ThreadBuffer* b);
+  bool DropCounts(uint64_t start_ns) const;
   void Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
 
   ChunkPool pool_;
@@ -141,6 +152,11 @@ class EventBuffers {
   std::atomic<uint64_t> no_slot_drops_{0};  // threads past kMaxThreads
   uint64_t no_slot_drops_reported_ = 0;      // consumer only
   std::atomic<uint32_t> generation_{1};
+  // SetDropRange's span under a seqlock (one writer: the session, under its
+  // lock; readers: a thread that drops an event).
+  std::atomic<uint32_t> drop_range_seq_{0};
+  std::atomic<uint64_t> drop_begin_ns_{0};
+  std::atomic<uint64_t> drop_end_ns_{~0ull};
 };
 
 }  // namespace prof

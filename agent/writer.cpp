@@ -101,6 +101,9 @@ void WriterThread::EnsureThread() {
 }
 
 void WriterThread::SubmitWindow(WindowJob job) {
+  // Now, on the session's thread: a drop of a call that starts after the
+  // window's end is not this window's, however late the writer seals it.
+  if (deps_.buffers != nullptr) deps_.buffers->SetDropRange(job.meta.start_ns, job.meta.end_ns);
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureThread();
@@ -113,6 +116,9 @@ void WriterThread::SubmitWindow(WindowJob job) {
 }
 
 void WriterThread::SubmitDiscard(uint64_t before_ns) {
+  // A window opens at before_ns: its drops count from now on, even those
+  // made before the writer thread runs the discard (it used to forget them).
+  if (deps_.buffers != nullptr) deps_.buffers->SetDropRange(before_ns, ~0ull);
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureThread();

@@ -226,5 +226,28 @@ TEST_CASE("a reused slot reports only the new thread's drops, in the window that
   CHECK(buffers.thread_count() <= 2);
 }
 
+// The agent flake (64 threads above the cap, loaded machine): the window
+// opened, threads dropped events, and only then did the writer thread run the
+// window's Discard, which used to forget every drop counted so far.
+TEST_CASE("drops belong to the window their call started in, however late the writer discards", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(sizeof(EventChunk)));  // one chunk: the 256th event drops
+  buffers.SetDropRange(~0ull, ~0ull);         // the agent before its first window
+  for (uint64_t t = 0; t < kChunkEvents; ++t) buffers.Append(Event(10, t));
+  for (int i = 0; i < 3; ++i) buffers.Append(Event(20, 0));  // warmup: not a window's drops
+  buffers.SetDropRange(100, ~0ull);                          // the window opens at 100
+  for (int i = 0; i < 5; ++i) buffers.Append(Event(150, 0));  // dropped inside it
+  buffers.Append(Event(90, 0));  // a call that started before the window: not its drop
+  buffers.Discard(100);          // the writer gets to the window's start only now
+  buffers.SetDropRange(100, 1000);  // the window ends at 1000
+  buffers.Append(Event(999, 0));    // started inside, dropped after the end: counted
+  buffers.Append(Event(1000, 0));   // the next cycle's warmup: not counted
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(100, 1000, &out, &dropped);
+  CHECK(out.empty());
+  CHECK(dropped == 6);
+}
+
 }  // namespace
 }  // namespace prof
