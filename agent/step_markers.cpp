@@ -47,6 +47,8 @@ bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEv
       return event.site == MarkerSite::kManual;
     case StepSource::kTime:
       return false;
+    case StepSource::kAuto:
+      return false;  // hooks::Observe hands every event to AutoStep, which owns the chosen marker
   }
   return false;
 }

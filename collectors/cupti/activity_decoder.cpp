@@ -123,20 +123,20 @@ DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecor
 // Memory2, Memory3 and Memory4 differ only by trailing fields: what is read
 // here sits at the same offsets in each, so a 12.x record of any of them is
 // never read past its end.
-#define PROF_SAME_OFFSET(field)                                                                      \
+#define LIBPROF_SAME_MEMORY_OFFSET(field)                                                     \
   static_assert(offsetof(CUpti_ActivityMemory2, field) == offsetof(CUpti_ActivityMemory3, field) && \
                 offsetof(CUpti_ActivityMemory3, field) == offsetof(CUpti_ActivityMemory4, field))
-PROF_SAME_OFFSET(memoryOperationType);
-PROF_SAME_OFFSET(memoryKind);
-PROF_SAME_OFFSET(correlationId);
-PROF_SAME_OFFSET(address);
-PROF_SAME_OFFSET(bytes);
-PROF_SAME_OFFSET(timestamp);
-PROF_SAME_OFFSET(deviceId);
-PROF_SAME_OFFSET(contextId);
-PROF_SAME_OFFSET(streamId);
-PROF_SAME_OFFSET(memoryPoolConfig);
-#undef PROF_SAME_OFFSET
+LIBPROF_SAME_MEMORY_OFFSET(memoryOperationType);
+LIBPROF_SAME_MEMORY_OFFSET(memoryKind);
+LIBPROF_SAME_MEMORY_OFFSET(correlationId);
+LIBPROF_SAME_MEMORY_OFFSET(address);
+LIBPROF_SAME_MEMORY_OFFSET(bytes);
+LIBPROF_SAME_MEMORY_OFFSET(timestamp);
+LIBPROF_SAME_MEMORY_OFFSET(deviceId);
+LIBPROF_SAME_MEMORY_OFFSET(contextId);
+LIBPROF_SAME_MEMORY_OFFSET(streamId);
+LIBPROF_SAME_MEMORY_OFFSET(memoryPoolConfig);
+#undef LIBPROF_SAME_MEMORY_OFFSET
 static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_ActivityMemoryPoolType) <=
               sizeof(CUpti_ActivityMemory2));
 
