@@ -123,20 +123,20 @@ DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecor
 // Memory2, Memory3 and Memory4 differ only by trailing fields: what is read
 // here sits at the same offsets in each, so a 12.x record of any of them is
 // never read past its end.
-#define LIBPROF_SAME_MEMORY_OFFSET(field)                                                     \
+#define MEMORY_FIELD_SHARED_BY_2_3_4(field)                                                   \
   static_assert(offsetof(CUpti_ActivityMemory2, field) == offsetof(CUpti_ActivityMemory3, field) && \
                 offsetof(CUpti_ActivityMemory3, field) == offsetof(CUpti_ActivityMemory4, field))
-LIBPROF_SAME_MEMORY_OFFSET(memoryOperationType);
-LIBPROF_SAME_MEMORY_OFFSET(memoryKind);
-LIBPROF_SAME_MEMORY_OFFSET(correlationId);
-LIBPROF_SAME_MEMORY_OFFSET(address);
-LIBPROF_SAME_MEMORY_OFFSET(bytes);
-LIBPROF_SAME_MEMORY_OFFSET(timestamp);
-LIBPROF_SAME_MEMORY_OFFSET(deviceId);
-LIBPROF_SAME_MEMORY_OFFSET(contextId);
-LIBPROF_SAME_MEMORY_OFFSET(streamId);
-LIBPROF_SAME_MEMORY_OFFSET(memoryPoolConfig);
-#undef LIBPROF_SAME_MEMORY_OFFSET
+MEMORY_FIELD_SHARED_BY_2_3_4(memoryOperationType);
+MEMORY_FIELD_SHARED_BY_2_3_4(memoryKind);
+MEMORY_FIELD_SHARED_BY_2_3_4(correlationId);
+MEMORY_FIELD_SHARED_BY_2_3_4(address);
+MEMORY_FIELD_SHARED_BY_2_3_4(bytes);
+MEMORY_FIELD_SHARED_BY_2_3_4(timestamp);
+MEMORY_FIELD_SHARED_BY_2_3_4(deviceId);
+MEMORY_FIELD_SHARED_BY_2_3_4(contextId);
+MEMORY_FIELD_SHARED_BY_2_3_4(streamId);
+MEMORY_FIELD_SHARED_BY_2_3_4(memoryPoolConfig);
+#undef MEMORY_FIELD_SHARED_BY_2_3_4
 static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_ActivityMemoryPoolType) <=
               sizeof(CUpti_ActivityMemory2));
 
