@@ -45,6 +45,23 @@ def run(cmd, env, timeout=120, **kw):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+INJECTION_MODES = ("LD_PRELOAD", "CUDA_INJECTION64_PATH")
+
+
+def run_in_each_mode(cmd, work_dir, **prof):
+    """Runs cmd on the sim under LD_PRELOAD and under CUDA_INJECTION64_PATH,
+    each with its own output directory and truth log in work_dir. Returns
+    {mode: (completed process, output directory, truth log path)}."""
+    runs = {}
+    for mode in INJECTION_MODES:
+        out = os.path.join(work_dir, mode)
+        truth_path = os.path.join(work_dir, mode + ".truth.jsonl")
+        env = sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path, **prof)
+        env[mode] = LIBPROF_SO
+        runs[mode] = (run(cmd, env), out, truth_path)
+    return runs
+
+
 def main():
     """Run the module's tests. unittest exits 0 when every test was skipped,
     which CTest would report as passed; exit 77 (CTest's skip code) then, so a

@@ -38,12 +38,7 @@ class ZeroByteCallsAreNotLosses(unittest.TestCase):
             raise unittest.SkipTest("libprof.so or train_loop not built")
         cls.tmp = tempfile.TemporaryDirectory()
         cls.runs = {}
-        for mode in ("LD_PRELOAD", "CUDA_INJECTION64_PATH"):
-            out = os.path.join(cls.tmp.name, mode)
-            truth_path = os.path.join(cls.tmp.name, mode + ".truth.jsonl")
-            env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path, **SCHEDULE)
-            env[mode] = harness.LIBPROF_SO
-            proc = harness.run(ARGS, env)
+        for mode, (proc, out, truth_path) in harness.run_in_each_mode(ARGS, cls.tmp.name, **SCHEDULE).items():
             traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
             summaries = sorted(glob.glob(os.path.join(out, "*.summary.txt")))
             cls.runs[mode] = (proc, traces, summaries, truth.read(truth_path))
