@@ -100,6 +100,17 @@ class CuptiCollector final : public DeviceCollector {
   // Turns the callback ids on/off; callbacks_live_ is the caller's.
   void SetCallbacks(bool enable);
   void EnableCallbacks(bool enable);
+  // While calls are watched and no window records, only the ids the step
+  // source can be marked by (and the runtime calls of the same classes, in
+  // which such a driver call nests) stay on: the rest cost the application
+  // a callback per call for nothing. Sets watched_ from config_.
+  void ComputeWatchedLocked();
+  // Turns the watched ids on (from nothing) / the others off (from all).
+  void EnableWatchedCallbacks();
+  void NarrowToWatchedCallbacks();
+  bool Watched(bool runtime, CUpti_CallbackId cbid) const {
+    return cbid < kMaxWatchedCbid && watched_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed) != 0;
+  }
   void EnableActivities(bool enable);
   void FlushLocked(bool forced);
   // The deferred half of Pause (stop_pending_), when the last window begun
@@ -151,6 +162,15 @@ class CuptiCollector final : public DeviceCollector {
   // the marker path, and stay enabled between windows for it.
   std::atomic<bool> watching_calls_{false};
   bool marker_names_ = false;  // PROF_STEP=kernel: launches carry their kernel's name
+  // Per domain (runtime, driver), per callback id: on while watching calls
+  // between windows. Written under control_mutex_ before the ids are
+  // enabled, read by callbacks (relaxed: set once, before it matters).
+  static constexpr uint32_t kMaxWatchedCbid = 1024;
+  std::atomic<uint8_t> watched_[2][kMaxWatchedCbid] = {};
+  // Bumped each time callbacks are narrowed to the watched ids: a thread
+  // whose outermost call was not watched and entered before it never gets
+  // that call's exit callback, so its depth counts are stale.
+  std::atomic<uint32_t> narrow_epoch_{0};
   // kFinishing: the API-exit callback finalizes once NowNs() passes this.
   std::atomic<uint64_t> finalize_after_ns_{~0ull};
   // Windows begun (BeginRecord) and collected (CollectWindow): when Finish

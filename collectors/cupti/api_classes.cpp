@@ -3,6 +3,8 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/step_markers.h"
+
 namespace prof::cupti {
 namespace {
 
@@ -141,6 +143,27 @@ const uint32_t* DriverWorkCallbackIds() {
     return out;
   }());
   return ids.data();
+}
+
+std::vector<uint32_t> CallbackIdsOfClasses(ApiDomain domain, uint32_t class_mask) {
+  std::vector<uint32_t> out;
+  const uint32_t* ids = domain == ApiDomain::kRuntime ? RuntimeCallbackIds() : DriverWorkCallbackIds();
+  for (const uint32_t* id = ids; *id != 0; ++id) {
+    if ((class_mask & ClassBit(ClassifyCallback(domain, *id))) != 0) out.push_back(*id);
+  }
+  return out;
+}
+
+uint32_t ClassesOfCallsNamed(std::string_view base) {
+  uint32_t mask = 0;
+  for (ApiDomain domain : {ApiDomain::kRuntime, ApiDomain::kDriver}) {
+    const uint32_t* ids = domain == ApiDomain::kRuntime ? RuntimeCallbackIds() : DriverWorkCallbackIds();
+    for (const uint32_t* id = ids; *id != 0; ++id) {
+      const char* name = CallbackName(domain, *id);
+      if (name != nullptr && BaseApiName(name) == base) mask |= ClassBit(ClassifyCallback(domain, *id));
+    }
+  }
+  return mask;
 }
 
 }  // namespace prof::cupti

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
+#include <vector>
 
 namespace prof::cupti {
 
@@ -43,5 +45,17 @@ const uint32_t* RuntimeCallbackIds();
 // launches through the driver API gets a launch time and driver wrappers a
 // correlation id. Ends with 0.
 const uint32_t* DriverWorkCallbackIds();
+
+// A set of ApiClass values: bit (1 << class) for each.
+constexpr uint32_t ClassBit(ApiClass c) { return 1u << static_cast<uint32_t>(c); }
+
+// The ids of RuntimeCallbackIds() (kRuntime) or DriverWorkCallbackIds()
+// (kDriver) whose class is in class_mask: what a step source that counts
+// calls needs while no window records (collectors/cupti/README.md).
+std::vector<uint32_t> CallbackIdsOfClasses(ApiDomain domain, uint32_t class_mask);
+
+// The classes of the ids, runtime and driver, named `base` or `base` with a
+// _ptsz/_ptds suffix (PROF_STEP=api:<base>); 0 when none is subscribed to.
+uint32_t ClassesOfCallsNamed(std::string_view base);
 
 }  // namespace prof::cupti

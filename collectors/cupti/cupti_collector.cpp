@@ -237,6 +237,12 @@ thread_local uint32_t t_expecting_correlation = 0;
 // Driver calls this thread is inside outside any runtime call (a driver-API
 // program's own calls): only the outermost call reaches the marker path.
 thread_local int t_driver_depth = 0;
+// The outermost call in progress on this thread (both depths above 0): the
+// collector's narrow_epoch_ when it entered and whether it is watched
+// between windows. A call that is not watched loses its exit callback when
+// callbacks are narrowed while it runs.
+thread_local uint32_t t_outer_epoch = 0;
+thread_local bool t_outer_watched = true;
 
 // The marker path's idea of a call, from its CUPTI class.
 ApiKind KindOf(ApiClass c, const char* name) {
@@ -396,6 +402,50 @@ void CuptiCollector::SetCallbacks(bool enable) {
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
 }
 
+void CuptiCollector::ComputeWatchedLocked() {
+  uint32_t classes = 0;
+  switch (config_.step_source) {
+    case StepSource::kSync: classes = ClassBit(ApiClass::kSync); break;
+    case StepSource::kKernel: classes = ClassBit(ApiClass::kLaunch); break;
+    case StepSource::kApi: classes = ClassesOfCallsNamed(BaseApiName(ApiName(config_.step_api))); break;
+    case StepSource::kAuto:
+      // The detector's tokens: launches, copies and memsets at enter, synchronize returns.
+      classes = ClassBit(ApiClass::kLaunch) | ClassBit(ApiClass::kMemcpy) | ClassBit(ApiClass::kMemset) |
+                ClassBit(ApiClass::kSync);
+      break;
+    default: break;
+  }
+  for (int d = 0; d < 2; ++d) {
+    for (auto& w : watched_[d]) w.store(0, std::memory_order_relaxed);
+    for (uint32_t id : CallbackIdsOfClasses(d == 0 ? ApiDomain::kRuntime : ApiDomain::kDriver, classes)) {
+      if (id < kMaxWatchedCbid) watched_[d][id].store(1, std::memory_order_relaxed);
+    }
+  }
+}
+
+void CuptiCollector::EnableWatchedCallbacks() {
+  for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
+    if (Watched(/*runtime=*/true, *id)) api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+  }
+  for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id) {
+    if (Watched(/*runtime=*/false, *id)) api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, *id);
+  }
+}
+
+void CuptiCollector::NarrowToWatchedCallbacks() {
+  // Id by id, never the whole domain off and the watched ids on again: a
+  // marker call on another thread in between would be missed.
+  narrow_epoch_.fetch_add(1, std::memory_order_relaxed);
+  for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
+    if (!Watched(/*runtime=*/true, *id)) api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
+  }
+  for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id) {
+    if (!Watched(/*runtime=*/false, *id)) api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, *id);
+  }
+  api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+}
+
 void CuptiCollector::EnableActivities(bool enable) {
   if (enable && !enabled_kinds_.empty()) return;  // still on: a pause that never stopped
   if (!enable) {
@@ -482,6 +532,7 @@ void CuptiCollector::WatchCallsImpl(const Config& config) {
   if (state == CollectorState::kIdle) config_ = config;
   if (!LoadAndCheckVersion(config_)) return;
   marker_names_ = config_.step_source == StepSource::kKernel;
+  ComputeWatchedLocked();
   watching_calls_.store(true, std::memory_order_release);
   if (state == CollectorState::kIdle || state == CollectorState::kDetached) {
     if (!SubscribeAndRegister(state)) {
@@ -491,9 +542,11 @@ void CuptiCollector::WatchCallsImpl(const Config& config) {
     // Subscribed, no activity kinds: what a pause between windows is.
     state_.store(CollectorState::kPaused, std::memory_order_release);
   }
-  // Callback ids on; callbacks_live_ stays as it is (off between windows:
-  // the calls feed the marker path, nothing is registered or recorded).
-  SetCallbacks(true);
+  // The watched ids on; callbacks_live_ stays as it is (off between
+  // windows: the calls feed the marker path, nothing is registered or
+  // recorded). A window recording (or still to stop) keeps every id on
+  // until it stops (StopIfPausedLocked narrows then).
+  if (state_.load(std::memory_order_acquire) != CollectorState::kAttached && !stop_pending_) EnableWatchedCallbacks();
 }
 
 void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
@@ -533,9 +586,11 @@ bool CuptiCollector::StopIfPausedLocked(bool collecting) {
   if (collected < windows_begun_.load(std::memory_order_acquire)) return false;
   stop_pending_ = false;
   EnableActivities(false);
-  // Calls keep feeding the marker path between windows when it watches them.
+  // Calls keep feeding the marker path between windows when it watches
+  // them: the ids it watches stay on.
   if (watching_calls_.load(std::memory_order_acquire)) {
     callbacks_live_.store(false, std::memory_order_release);
+    NarrowToWatchedCallbacks();
   } else {
     EnableCallbacks(false);
   }
@@ -684,6 +739,19 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   bool live = callbacks_live_.load(std::memory_order_acquire);
 
   if (info->callbackSite == CUPTI_API_ENTER) {
+    if ((t_runtime_depth != 0 || t_driver_depth != 0) && !t_outer_watched &&
+        t_outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) {
+      // The outermost call this thread was inside was not watched and the
+      // callbacks were narrowed since it entered: its exit never came.
+      t_runtime_depth = 0;
+      t_driver_depth = 0;
+      t_runtime_correlation = 0;
+      t_expecting_correlation = 0;
+    }
+    if (t_runtime_depth == 0 && t_driver_depth == 0) {
+      t_outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
+      t_outer_watched = Watched(runtime, cbid);
+    }
     bool outermost = runtime ? t_runtime_depth == 0 : t_runtime_depth == 0 && t_driver_depth == 0;
     if (runtime && t_runtime_depth++ == 0) t_runtime_correlation = info->correlationId;
     if (!runtime) ++t_driver_depth;
