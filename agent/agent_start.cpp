@@ -166,6 +166,7 @@ void Launch(const Config& config, bool fork_child = false) {
                                           MetaTemplate(config, rt->collector->Mode()), start_ns,
                                           ProcessHasCudaLoaded);
   InstallRuntime(rt);
+  if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);
   SetHotBits(kHotAllocTracking | MarkerBits(config));
   StartAgentThread(rt, start_ns);
 }

@@ -13,6 +13,14 @@ std::string_view BaseApiName(std::string_view name) {
   return name;
 }
 
+void ArmApiMarker(ApiId fn) {
+  std::string_view base = fn != ApiId::kCount ? BaseApiName(ApiName(fn)) : std::string_view();
+  for (size_t i = 0; i < kApiCount; ++i) {
+    bool marker = !base.empty() && BaseApiName(ApiName(static_cast<ApiId>(i))) == base;
+    internal::g_api_marker_calls[i].store(marker ? 1 : 0, std::memory_order_relaxed);
+  }
+}
+
 namespace {
 
 // PROF_STEP=sync: each device or stream synchronize, runtime or driver (a

@@ -21,6 +21,7 @@
 // call returned (sync: the step ends when the wait is over).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string_view>
 
@@ -58,6 +59,20 @@ struct ObservedEvent {
 // it is making (from before the call-enter event to after the call-return
 // event): the CUPTI callbacks of that call must not feed it again.
 inline thread_local bool tls_wrapper_feeds_markers = false;
+
+namespace internal {
+// PROF_STEP=api:<fn>: 1 for <fn> and its _ptsz/_ptds flavours, by ApiId.
+// Filled (ArmApiMarker) before kHotApiMarker is set; relaxed like the hot bits.
+inline std::atomic<uint8_t> g_api_marker_calls[kApiCount] = {};
+}  // namespace internal
+
+// Marks the calls PROF_STEP=api:<fn> steps on (fn, and its _ptsz/_ptds
+// flavours), so a wrapper under kHotApiMarker lets every other call take the
+// plain path with one byte load instead of feeding the marker path.
+void ArmApiMarker(ApiId fn);
+inline bool IsArmedApiMarker(ApiId id) {
+  return internal::g_api_marker_calls[static_cast<size_t>(id)].load(std::memory_order_relaxed) != 0;
+}
 
 // "cudaStreamSynchronize_ptsz" -> "cudaStreamSynchronize": the per-thread
 // default stream flavours (_ptsz/_ptds) are the same call.

@@ -142,7 +142,10 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
   if (real == nullptr) real = reinterpret_cast<Fn>(RealFunction(kId));
   if (real == nullptr) return missing;
   constexpr uint32_t kMask = MaskFor(KindOf(kId));
-  if ((LoadHotBits() & kMask) == 0) return real(a...);
+  uint32_t hot = LoadHotBits() & kMask;
+  // PROF_STEP=api:<fn> alone concerns this call: only <fn> itself feeds the
+  // marker path; any other call is a plain call (one byte load more).
+  if (hot == 0 || (hot == kHotApiMarker && !IsArmedApiMarker(kId))) return real(a...);
   return InterceptSlow<R>(kId, flags, name_of(a...), real, fill, a...);
 }
 

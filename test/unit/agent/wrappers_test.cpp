@@ -37,6 +37,7 @@ struct Seen {
   size_t size = 0;
   int kind = 0;
   cudaStream_t stream = nullptr;
+  bool fed_markers = false;  // the wrapper fed the marker path for the call (seen inside it)
 };
 Seen g_seen;
 uint32_t g_correlation_to_set = 0;
@@ -76,6 +77,7 @@ cudaError_t FakeMemcpyAsync(void* dst, const void*, size_t count, cudaMemcpyKind
   g_seen.size = count;
   g_seen.kind = kind;
   g_seen.stream = stream;
+  g_seen.fed_markers = tls_wrapper_feeds_markers;
   return cudaErrorInvalidValue;  // an error the wrapper must hand back untouched
 }
 cudaError_t FakeLaunch(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
@@ -93,7 +95,10 @@ cudaError_t FakeGetKernel(cudaKernel_t* kernel, const void* entry) {
 void FakeRegister(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*) {}
 cudaError_t FakeSync(cudaStream_t) { return cudaSuccess; }
 cudaError_t FakeEventSync(cudaEvent_t) { return cudaSuccess; }
-cudaError_t FakeGraphLaunch(cudaGraphExec_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t FakeGraphLaunch(cudaGraphExec_t, cudaStream_t) {
+  g_seen.fed_markers = tls_wrapper_feeds_markers;
+  return cudaSuccess;
+}
 CUresult FakeGetProcAddress(const char* symbol, void** pfn, int, cuuint64_t, CUdriverProcAddressQueryResult* status) {
   *pfn = std::string(symbol) == "cuMemAlloc" ? reinterpret_cast<void*>(&FakeCuMemAlloc) : nullptr;
   if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
@@ -118,7 +123,8 @@ void InstallFakes() {
 
 // A runtime with a manual-step session that records from step 0 forever.
 struct Agent {
-  explicit Agent(StepSource source, const std::string& pattern = "", ApiId api = ApiId::kCount) {
+  // wait: steps before the first window (0: recording from the start).
+  explicit Agent(StepSource source, const std::string& pattern = "", ApiId api = ApiId::kCount, int wait = 0) {
     InstallFakes();
     g_seen = Seen{};
     g_correlation_to_set = 0;
@@ -126,7 +132,7 @@ struct Agent {
     rt.config.step_source = source;
     rt.config.step_pattern = pattern;
     rt.config.step_api = api;
-    rt.config.wait = 0;
+    rt.config.wait = wait;
     rt.config.warmup = 0;
     rt.config.active = 1000;
     rt.config.repeat = 0;
@@ -139,6 +145,7 @@ struct Agent {
     if (source == StepSource::kKernel) marker = kHotLaunchMarker;
     if (source == StepSource::kApi) marker = kHotApiMarker;
     if (source == StepSource::kSync) marker = kHotSyncMarker;
+    ArmApiMarker(source == StepSource::kApi ? api : ApiId::kCount);
     SetHotBits(kHotAllocTracking | marker);
   }
   ~Agent() {
@@ -291,6 +298,21 @@ TEST_CASE("api:<fn> steps on each call of that function, including its _ptsz twi
   int dst = 0;
   cudaMemcpyAsync(&dst, nullptr, 1, cudaMemcpyHostToHost, nullptr);
   CHECK(agent.rt.session->current_step() == 2);
+}
+
+TEST_CASE("while waiting under api:<fn>, only <fn> leaves the plain path and other calls feed no marker", "[wrappers][steps]") {
+  Agent agent(StepSource::kApi, "", ApiId::cudaGraphLaunch, /*wait=*/1000);
+  int dst = 0;
+  cudaMemcpyAsync(&dst, nullptr, 1, cudaMemcpyHostToHost, nullptr);
+  CHECK(g_seen.calls == 1);
+  CHECK_FALSE(g_seen.fed_markers);  // a plain call: the CUPTI feed may see it, the wrapper did not
+  cudaGraphLaunch_ptsz(nullptr, nullptr);
+  CHECK(g_seen.fed_markers);  // the marker (its _ptsz twin) is fed by the wrapper
+  CHECK(agent.rt.session->current_step() == 1);
+  cudaMemcpyAsync(&dst, nullptr, 1, cudaMemcpyHostToHost, nullptr);
+  CHECK_FALSE(g_seen.fed_markers);
+  CHECK(agent.rt.session->current_step() == 1);
+  CHECK(agent.Events().empty());  // nothing recorded while waiting
 }
 
 TEST_CASE("sync steps when a device or stream synchronize returns, not on event syncs", "[wrappers][steps]") {
