@@ -42,10 +42,29 @@ void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool ex
   key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0) | (expects_api_record ? kExpectsApi : 0),
             std::memory_order_release);
   // Ids come from one counter: on one thread this is a load and one CAS.
+  // Release: a scan that reads max_id_ at or above this id sees the key.
   uint32_t seen = max_id_.load(std::memory_order_relaxed);
   while (seen < correlation_id &&
-         !max_id_.compare_exchange_weak(seen, correlation_id, std::memory_order_relaxed)) {
+         !max_id_.compare_exchange_weak(seen, correlation_id, std::memory_order_release, std::memory_order_relaxed)) {
   }
+  if (seen < correlation_id) return;  // the newest id: no scan can have passed it
+  // Entered out of id order (another thread entered a later id first): a
+  // window may have been forgotten above it meanwhile. Paired with the fence
+  // in ForgetBefore: either this load sees its new low_id_, or its second
+  // look sees this key.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (correlation_id < low_id_.load(std::memory_order_relaxed)) NoteLate(correlation_id);
+}
+
+void LaunchRegistry::NoteLate(uint32_t id) {
+  uint32_t late = late_low_.load(std::memory_order_relaxed);
+  while (id < late && !late_low_.compare_exchange_weak(late, id, std::memory_order_relaxed)) {
+  }
+}
+
+uint32_t LaunchRegistry::ScanLow() const {
+  uint32_t low = std::min(low_id_.load(std::memory_order_relaxed), late_low_.load(std::memory_order_relaxed));
+  return low == 0 ? 1 : low;
 }
 
 void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded) {
@@ -99,16 +118,18 @@ void LaunchRegistry::MarkApiDelivered(uint32_t correlation_id) {
 }
 
 template <typename Fn>
-void LaunchRegistry::ForEachLive(Fn&& fn) const {
-  uint32_t high = max_id_.load(std::memory_order_acquire);
-  uint32_t low_id = low_id_.load(std::memory_order_relaxed);
-  uint32_t low = low_id > kScanSlack ? low_id - kScanSlack : 1;
+void LaunchRegistry::ForEachLive(uint32_t low, uint32_t high, uint64_t end_ns, Fn&& fn) const {
   if (high < low) return;
   // Older ids than one ring's worth were overwritten (overflow).
   if (high - low > mask_) low = high - static_cast<uint32_t>(mask_);
+  uint32_t later_run = 0;
   for (uint32_t id = low;; ++id) {
     Entry entry;
-    if (Read(id, &entry)) fn(id, entry);
+    if (Read(id, &entry)) {
+      fn(id, entry);
+      later_run = entry.enter_ns >= end_ns ? later_run + 1 : 0;
+      if (later_run == kLaterRun) break;
+    }
     if (id == high) break;
   }
 }
@@ -116,7 +137,7 @@ void LaunchRegistry::ForEachLive(Fn&& fn) const {
 uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns, Pending* pending) const {
   uint64_t count = 0;
   Pending p;
-  ForEachLive([&](uint32_t, const Entry& e) {
+  ForEachLive(ScanLow(), max_id_.load(std::memory_order_acquire), end_ns, [&](uint32_t, const Entry& e) {
     if (e.enter_ns < start_ns || e.enter_ns >= end_ns) return;
     if ((e.key & kExpects) != 0 && (e.key & kDelivered) == 0) ++count;
     if ((e.key & kExpectsApi) != 0 && (e.key & kApiDelivered) == 0) ++p.api_records;
@@ -127,18 +148,31 @@ uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns, Pending
 }
 
 void LaunchRegistry::ForgetBefore(uint64_t end_ns) {
+  // Late calls noted from here on are for the next scan.
+  uint32_t late = late_low_.exchange(kNoLateId, std::memory_order_relaxed);
+  uint32_t low = std::min(low_id_.load(std::memory_order_relaxed), late);
+  if (low == 0) low = 1;
   uint32_t high = max_id_.load(std::memory_order_acquire);
   uint32_t lowest_kept = 0;
-  ForEachLive([&](uint32_t id, const Entry& e) {
+  auto forget = [&](uint32_t id, const Entry& e) {
     if (e.enter_ns >= end_ns) {
-      if (lowest_kept == 0) lowest_kept = id;
+      if (lowest_kept == 0 || id < lowest_kept) lowest_kept = id;
       return;
     }
     // Fails only if the call's slot was just taken by a newer call.
     uint64_t expected = e.key;
     Ref64(SlotOf(id).key).compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
-  });
-  low_id_.store(lowest_kept != 0 ? lowest_kept : high + 1, std::memory_order_relaxed);
+  };
+  ForEachLive(low, high, end_ns, forget);
+  uint32_t new_low = lowest_kept != 0 ? lowest_kept : high + 1;
+  low_id_.store(new_low, std::memory_order_relaxed);
+  // A second look below the new low_id_, after the fence OnEnter pairs with:
+  // a call entered out of order while the first pass ran is either seen
+  // here or has seen the new low_id_ and noted itself late.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  lowest_kept = 0;
+  if (new_low > low) ForEachLive(low, new_low - 1, end_ns, forget);
+  if (lowest_kept != 0) NoteLate(lowest_kept);
 }
 
 void LaunchRegistry::Clear() {
@@ -149,6 +183,7 @@ void LaunchRegistry::Clear() {
   }
   max_id_.store(0, std::memory_order_release);
   low_id_.store(0, std::memory_order_relaxed);
+  late_low_.store(kNoLateId, std::memory_order_relaxed);
 }
 
 size_t LaunchRegistry::size() const {

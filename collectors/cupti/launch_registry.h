@@ -94,10 +94,8 @@ class LaunchRegistry {
   static constexpr uint64_t kExpectsApi = 4;
   static constexpr uint64_t kApiDelivered = 8;
   static constexpr uint64_t kExited = 16;
-  // Ids below the lowest one still remembered that scans look at anyway: a
-  // thread handed an id by CUPTI may enter it a little after later ids were
-  // entered (and forgotten) by other threads.
-  static constexpr uint32_t kScanSlack = 4096;
+  static constexpr uint32_t kNoLateId = ~0u;
+  static constexpr uint32_t kLaterRun = 512;
 
   static uint32_t IdOf(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
   Slot& SlotOf(uint32_t id) const { return slots_.get()[id & mask_]; }
@@ -106,17 +104,34 @@ class LaunchRegistry {
   // Sets bits in id's key (compare-and-swap: never on another call's slot).
   // Returns the parent id, or 0.
   uint32_t SetFlags(uint32_t id, uint64_t set, uint64_t clear);
-  // Calls fn(id, entry) for every call remembered among the ids worth
-  // scanning: from a little below low_id_ up to max_id_, one ring at most.
+  // Calls fn(id, entry) for every call remembered with an id in [low, high],
+  // one ring at most, up to the kLaterRun-th consecutive one entered at or
+  // after end_ns: a writer behind the application would otherwise walk every
+  // later window's calls at each window (O(lag) per window). Ids follow
+  // enter times but for threads racing between the two, so a call of the
+  // window is not expected behind that many later ones; if one is, the
+  // window does not wait for its record, and it is forgotten by a later
+  // window's scan.
   template <typename Fn>
-  void ForEachLive(Fn&& fn) const;
+  void ForEachLive(uint32_t low, uint32_t high, uint64_t end_ns, Fn&& fn) const;
+  // Where scans start: low_id_, or a late call's id below it.
+  uint32_t ScanLow() const;
+  // A call entered below low_id_: later scans start at its id.
+  void NoteLate(uint32_t id);
 
   size_t mask_;
   std::unique_ptr<Slot[], FreeDeleter> slots_;
   std::atomic<uint32_t> max_id_{0};  // highest id entered (application threads)
-  // Ids below were all forgotten: written by ForgetBefore (writer thread)
-  // and Clear (attach, no callbacks running); atomic only for Clear.
+  // Ids below were all forgotten, except late ones: written by ForgetBefore
+  // (writer thread) and Clear (attach, no callbacks running), read by
+  // OnEnter for a call entered out of id order.
   std::atomic<uint32_t> low_id_{0};
+  // The lowest id entered below low_id_ since the last ForgetBefore took it
+  // (kNoLateId: none). CUPTI hands ids out from one counter, but a thread
+  // may enter its call after other threads entered (and a window forgot)
+  // later ids. Scans cover the ids from here (or low_id_) to max_id_: the
+  // calls of the open windows, not a fixed slack below them.
+  std::atomic<uint32_t> late_low_{kNoLateId};
   std::atomic<uint64_t> overflowed_{0};
 };
 

@@ -111,6 +111,72 @@ TEST_CASE("scans after many sealed windows still see every call of the open one"
   CHECK(registry.overflowed() == 0);
 }
 
+TEST_CASE("a call entered long after later ids were entered and forgotten is still seen and forgotten", "[registry]") {
+  // CUPTI handed id 5 to a thread that ran late: 10,000 later calls were
+  // entered and their window sealed before it entered its call.
+  LaunchRegistry registry(1 << 16);
+  for (uint32_t id = 6; id <= 10005; ++id) registry.OnEnter(id, 100, true);
+  registry.ForgetBefore(1000);
+  CHECK(registry.size() == 0);
+  registry.OnEnter(5, 2000, true);
+  registry.OnEnter(10006, 2001, true);
+  CHECK(registry.Outstanding(1000, 3000) == 2);
+  registry.ForgetBefore(3000);
+  CHECK(registry.size() == 0);
+  CHECK(registry.Outstanding(0, ~0ull) == 0);
+}
+
+TEST_CASE("calls entered out of id order while windows are forgotten are all seen", "[registry]") {
+  // Threads take ids from one counter and enter them in whatever order they
+  // run, some after a pause; the writer forgets nothing (every call is of
+  // the open window) but moves its scan range up each time. Every call must
+  // be counted at the end.
+  constexpr uint32_t kThreads = 4;
+  constexpr uint32_t kCallsPerThread = 20000;
+  LaunchRegistry registry(kThreads * kCallsPerThread);
+  std::atomic<uint32_t> next_id{1};
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done.load()) registry.ForgetBefore(/*end_ns=*/1);
+  });
+  std::vector<std::thread> threads;
+  for (uint32_t t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint32_t i = 0; i < kCallsPerThread; ++i) {
+        uint32_t id = next_id.fetch_add(1);
+        if ((i + t) % 97 == 0) std::this_thread::yield();  // entered late
+        registry.OnEnter(id, 10, true);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  done = true;
+  writer.join();
+  CHECK(registry.Outstanding(0, ~0ull) == kThreads * kCallsPerThread);
+  registry.ForgetBefore(11);
+  CHECK(registry.size() == 0);
+}
+
+TEST_CASE("a window's scans stop a run of later calls past its end, and a call behind them is forgotten later",
+          "[registry]") {
+  // A writer 20,000 calls behind the application: the window's 100 calls,
+  // one of them entered with an id behind 600 calls of later windows.
+  LaunchRegistry registry(1 << 16);
+  uint32_t id = 0;
+  for (int i = 0; i < 100; ++i) registry.OnEnter(++id, 10, true);
+  for (int i = 0; i < 600; ++i) registry.OnEnter(++id, 2000 + i, true);
+  registry.OnEnter(++id, 20, true);  // of the window, entered behind them
+  for (int i = 0; i < 20000; ++i) registry.OnEnter(++id, 3000 + i, true);
+  CHECK(registry.Outstanding(0, 1000) == 100);  // the late one is past the scan's stop
+  registry.ForgetBefore(1000);
+  CHECK(registry.size() == 20601);  // the 100 forgotten; the late one kept for now
+  CHECK(registry.Outstanding(1000, 100000) == 20600);
+  // The next windows' scans pass it and forget it.
+  registry.ForgetBefore(2600);
+  CHECK(registry.size() == 20000);
+  CHECK(registry.Outstanding(0, ~0ull) == 20000);
+}
+
 TEST_CASE("clear forgets every call and lets ids start from 1 again", "[registry]") {
   LaunchRegistry registry(64);
   for (uint32_t id = 1000; id < 1010; ++id) registry.OnEnter(id, 5, true);
