@@ -61,7 +61,8 @@ uint32_t MarkerBits(const Config& config) {
     case StepSource::kKernel: return kHotLaunchMarker;
     case StepSource::kApi: return kHotApiMarker;
     case StepSource::kSync: return kHotSyncMarker;
-    case StepSource::kAuto: return kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker;  // detecting
+    case StepSource::kNvtx: return kHotNvtxNames;
+    case StepSource::kAuto: return kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames;  // detecting
     default: return 0;
   }
 }
@@ -112,13 +113,16 @@ void Launch(const Config& config, bool fork_child = false) {
   uint64_t start_ns = NowNs();
   auto* rt = new Runtime;  // never destroyed: see runtime.h
   rt->config = config;
-  // One budget: PROF_BUFFER_MB is split half for host events (here) and half
-  // for the device side (CUPTI buffer pool + decoded records, sized by the
+  // One budget: PROF_BUFFER_MB is split half for the host side (events here,
+  // NVTX names and ranges: HostEventBytes) and half for the device side (CUPTI buffer pool + decoded records, sized by the
   // collector from the same config.buffer_bytes).
   if (!rt->buffers.Init(HostEventBytes(config.buffer_bytes))) {
-    Log().warn("cannot reserve half of PROF_BUFFER_MB={} for host events; host events will be dropped and counted",
+    Log().warn("cannot reserve 3/8 of PROF_BUFFER_MB={} for host events; host events will be dropped and counted",
                config.buffer_bytes >> 20);
   }
+  Strings().SetNameBudget(NvtxNameBytes(config.buffer_bytes));
+  // The range vector may hold twice its size while growing.
+  rt->nvtx.SetCapacity(NvtxRangeBytes(config.buffer_bytes) / sizeof(NvtxRange) / 2);
   // No drop counts until a window opens (warmup drops are not a window's).
   rt->buffers.SetDropRange(~0ull, ~0ull);
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {

@@ -17,6 +17,7 @@
 #include "agent/log.h"
 #include "agent/thread_id.h"
 #include "agent/step_markers.h"
+#include "agent/strings.h"
 
 namespace prof {
 namespace {
@@ -67,7 +68,7 @@ struct TriggerWatch {
 };
 
 constexpr uint64_t kAutoPollNs = 100'000'000;  // PROF_AUTO_TIMEOUT resolution
-constexpr uint32_t kAutoDetectBits = kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker;
+constexpr uint32_t kAutoDetectBits = kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames;
 
 // PROF_STEP=auto: analyse what the tape holds; decide, or give up at the timeout.
 void AutoWork(Runtime* rt, uint64_t start_ns) {
@@ -80,6 +81,10 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
     Log().info("PROF_STEP=auto: step = {}", what);
     rt->session->LoopFound("auto: " + what);
     uint32_t keep = AutoMarkerBits(a->marker());
+    // An NVTX range's id must stay its name's for good (agent/strings.h).
+    for (uint32_t token : {a->marker().token, a->marker().prev}) {
+      if (KindOfToken(token) == TokenKind::kNvtx) Strings().Pin(IdOfToken(token));
+    }
     SetHotBits(keep);
     ClearHotBits(kAutoDetectBits & ~keep);
     return;
@@ -176,7 +181,8 @@ uint32_t AutoMarkerBits(const StepMarker& marker) {
     case TokenKind::kCopy:
     case TokenKind::kMemset: return kHotCopyMarker;
     case TokenKind::kSync: return kHotSyncMarker;
-    default: return 0;  // NVTX ranges always reach the hooks
+    case TokenKind::kNvtx: return kHotNvtxNames;  // ranges always reach the hooks; their names are needed
+    default: return 0;
   }
 }
 

@@ -31,10 +31,15 @@
 
 namespace prof {
 
-// PROF_BUFFER_MB is one budget: half for host events (this pool), half for
-// the device side (the CUPTI collector sizes its raw buffer pool and its
-// decoded records from the other half).
-inline constexpr uint64_t HostEventBytes(uint64_t budget_bytes) { return budget_bytes / 2; }
+// PROF_BUFFER_MB is one budget: half for the device side (the CUPTI
+// collector sizes its raw buffer pool and decoded records from it), and of
+// the host half a sixteenth of the whole for NVTX range
+// names (agent/strings.h), one for stored NVTX ranges, the rest for events.
+inline constexpr uint64_t NvtxNameBytes(uint64_t budget_bytes) { return budget_bytes / 16; }
+inline constexpr uint64_t NvtxRangeBytes(uint64_t budget_bytes) { return budget_bytes / 16; }
+inline constexpr uint64_t HostEventBytes(uint64_t budget_bytes) {
+  return budget_bytes / 2 - NvtxNameBytes(budget_bytes) - NvtxRangeBytes(budget_bytes);
+}
 
 inline constexpr uint32_t kChunkEvents = 255;  // header + 255 events = 16 KiB
 

@@ -1,17 +1,29 @@
 #include "agent/nvtx_store.h"
 
+#include <algorithm>
+
 namespace prof {
+
+void NvtxStore::SetCapacity(size_t max_ranges) {
+  std::lock_guard<std::mutex> lock(mu_);
+  max_ranges_ = max_ranges;
+}
 
 void NvtxStore::Add(const NvtxRange& range) {
   std::lock_guard<std::mutex> lock(mu_);
   if (ranges_.size() >= max_ranges_) {
-    ++dropped_;
-    return;
+    uint64_t begin = window_begin_ns_.load(std::memory_order_relaxed);
+    auto before = [begin](const NvtxRange& r) { return r.start_ns < begin; };
+    ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(), before), ranges_.end());
+    if (ranges_.size() >= max_ranges_) {
+      ++dropped_;
+      return;
+    }
   }
   ranges_.push_back(range);
 }
 
-std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns) {
+std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<NvtxRange> out;
   std::vector<NvtxRange> keep;
@@ -20,12 +32,9 @@ std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns) {
     else if (r.start_ns >= begin_ns) out.push_back(r);
   }
   ranges_.swap(keep);
+  *dropped += dropped_;
+  dropped_ = 0;
   return out;
-}
-
-uint64_t NvtxStore::dropped() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return dropped_;
 }
 
 }  // namespace prof

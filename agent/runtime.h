@@ -31,14 +31,19 @@ class MarkerMatcher {
   // demangle: kernel names are matched in demangled form.
   void Configure(const std::string& pattern, bool demangle);
   bool Matches(uint32_t name_id);
+  bool MatchesText(std::string_view name);  // uncached
   void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
 
  private:
+  // Direct-mapped by id, tagged with it: (id << 2) | state, state 1 no, 2 yes
+  // (0: empty). NVTX names get fresh ids over time (agent/strings.h), so any
+  // id may be cached; emptied when the table's ids start over (id_epoch).
   static constexpr uint32_t kCached = 1u << 18;
   std::optional<std::regex> regex_;
   bool demangle_ = false;
   std::mutex mu_;  // regex evaluation (std::regex is not reentrant-safe to share freely)
-  std::unique_ptr<std::atomic<uint8_t>[]> cache_;  // 0 unknown, 1 no, 2 yes
+  std::unique_ptr<std::atomic<uint32_t>[]> cache_;
+  std::atomic<uint32_t> cache_epoch_{0};
 };
 
 struct Runtime {

@@ -7,6 +7,7 @@
 #include "agent/clock.h"
 #include "agent/hot_state.h"
 #include "agent/step_markers.h"
+#include "agent/strings.h"
 
 namespace prof {
 
@@ -163,6 +164,8 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
     window_open_ = true;
     window_first_step_ = step_;
     window_start_ns_ = now_ns;
+    // NVTX names used from now on are this window's (agent/strings.h).
+    names_generation_ = Strings().BeginWindow();
     spans_.clear();
     writer_->SubmitDiscard(now_ns);  // warmup events are not part of the window
   }
@@ -178,7 +181,7 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
       attached_ = false;
       // Nothing will be recorded again: wrappers go back to one load + branch
       // (allocator tracking stays, for the live table at exit).
-      ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker);
+      ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames);
     }
   }
 }
@@ -198,6 +201,8 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   // At exit the process is waiting on us: bound the wait for late records.
   uint64_t wait_ns = partial ? std::min<uint64_t>(config_.flush_timeout_ns, 2'000'000'000) : config_.flush_timeout_ns;
   job.deadline_ns = end_ns + wait_ns;
+  job.names_generation = names_generation_;
+  Strings().WindowEnded();
   window_open_ = false;
   ++windows_ended_;
   writer_->SubmitWindow(std::move(job));
@@ -223,7 +228,7 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
     EndWindow(now_ns, /*partial=*/true, reason);
     wrote = true;
   }
-  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker);
+  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames);
   if (attached_) collector_->OnExit();
   attached_ = false;
   action_ = Action::kNone;

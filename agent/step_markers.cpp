@@ -1,6 +1,7 @@
 #include "agent/step_markers.h"
 
 #include "agent/runtime.h"
+#include "agent/strings.h"
 
 namespace prof {
 
@@ -50,7 +51,10 @@ bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEv
     case StepSource::kSync:
       return event.site == MarkerSite::kCallReturn && IsSyncMarkerCall(event.api);
     case StepSource::kNvtx:
-      return event.site == MarkerSite::kNvtxRange && matcher != nullptr && matcher->Matches(event.name_id);
+      if (event.site != MarkerSite::kNvtxRange || matcher == nullptr) return false;
+      // A name the full table did not keep is matched by its text (not cached).
+      if (event.name_id == kDroppedNameId) return matcher->MatchesText(event.name_text);
+      return matcher->Matches(event.name_id);
     case StepSource::kManual:
       return event.site == MarkerSite::kManual;
     case StepSource::kTime:

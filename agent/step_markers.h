@@ -49,6 +49,7 @@ struct ObservedEvent {
   ApiKind kind = ApiKind::kOther;  // what the call does (launch, copy, sync, ...)
   std::string_view api;            // the function as called: "cudaStreamSynchronize_ptsz", "cuCtxSynchronize"
   uint32_t name_id = 0;            // interned kernel name (launch) or NVTX range name; 0: none
+  std::string_view name_text;      // NVTX: the range's name as given, matched when the table dropped it (kDroppedNameId)
   bool result_ok = true;           // kCallReturn: the call succeeded
   uint64_t now_ns = 0;             // agent clock, when it was observed; 0: read at the marker (a clock read only for markers)
   ApiId id = ApiId::kCount;        // the call, when the feed knows it (wrappers); kCount: look `api` up

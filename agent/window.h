@@ -39,6 +39,8 @@ struct LossCounts {
   uint64_t device_records_missing = 0;   // launched in window, never delivered by the deadline
   uint64_t unknown_activity_kinds = 0;   // CUPTI records of kinds we do not decode
   uint64_t alloc_samples_dropped = 0;
+  uint64_t nvtx_ranges_dropped = 0;      // NVTX range store full (PROF_BUFFER_MB/16)
+  uint64_t nvtx_names_dropped = 0;       // NVTX name table full (PROF_BUFFER_MB/16): named kDroppedNameText
 };
 
 struct WindowMeta {

@@ -17,6 +17,7 @@ struct WindowJob {
   std::vector<StepSpan> steps;
   std::vector<LiveAllocation> live_at_end;
   uint64_t deadline_ns = 0;  // wait for late device records until then
+  uint32_t names_generation = 0;  // Strings().BeginWindow() at its opening; 0: none taken
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.

@@ -63,11 +63,18 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
     }
   }
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
-  if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end);
+  if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end, &w.meta.losses.nvtx_ranges_dropped);
   // Before the strings: a stack's file and function names are interned
   // before any event that refers to it is recorded.
   if (deps.python != nullptr) deps.python->Snapshot(&w.python);
   w.strings = Strings().Snapshot();
+  // NVTX range names are transient ids: their text joins the window's strings,
+  // then the table may forget the names this window no longer needs.
+  std::vector<uint32_t*> names;
+  names.reserve(w.nvtx_ranges.size());
+  for (NvtxRange& r : w.nvtx_ranges) names.push_back(&r.name_id);
+  Strings().TakeWindowNames(std::move(names), &w.strings);
+  if (job.names_generation != 0) w.meta.losses.nvtx_names_dropped = Strings().WindowSealed(job.names_generation);
   w.thread_names = ThreadNames(w);
   if (deps.enrich) deps.enrich(&w);
   return w;
@@ -119,6 +126,7 @@ void WriterThread::SubmitDiscard(uint64_t before_ns) {
   // A window opens at before_ns: its drops count from now on, even those
   // made before the writer thread runs the discard (it used to forget them).
   if (deps_.buffers != nullptr) deps_.buffers->SetDropRange(before_ns, ~0ull);
+  if (deps_.nvtx != nullptr) deps_.nvtx->WindowOpens(before_ns);
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureThread();
@@ -162,7 +170,8 @@ void WriterThread::Run() {
         if (deps_.buffers != nullptr) deps_.buffers->Discard(job.discard_before_ns);
         uint64_t ignored = 0;
         if (deps_.allocs != nullptr) deps_.allocs->TakeSamples(job.discard_before_ns, job.discard_before_ns, &ignored);
-        if (deps_.nvtx != nullptr) deps_.nvtx->Take(job.discard_before_ns, job.discard_before_ns);
+        uint64_t ignored_ranges = 0;
+        if (deps_.nvtx != nullptr) deps_.nvtx->Take(job.discard_before_ns, job.discard_before_ns, &ignored_ranges);
       }
     } catch (const std::exception& e) {
       Log().warn("writer: {}", e.what());

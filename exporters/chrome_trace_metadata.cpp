@@ -102,6 +102,8 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("device_records_missing"); out.UInt(l.device_records_missing);
   out.Raw(", "); out.Key("unknown_activity_kinds"); out.UInt(l.unknown_activity_kinds);
   out.Raw(", "); out.Key("alloc_samples_dropped"); out.UInt(l.alloc_samples_dropped);
+  out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);
+  out.Raw(", "); out.Key("nvtx_names_dropped"); out.UInt(l.nvtx_names_dropped);
   out.Char('}');
   // Exact step spans and what was still allocated: `prof summary` rebuilds
   // the window from these (ns relative to baseTimeNanoseconds).

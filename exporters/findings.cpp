@@ -148,6 +148,8 @@ class FindingsBuilder {
     part("device records never delivered", l.device_records_missing);
     part("records of unknown kinds", l.unknown_activity_kinds);
     part("allocation samples dropped", l.alloc_samples_dropped);
+    part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
+    part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
     if (parts.empty()) return;
     Add("data-loss", "Some data was lost: tables and findings undercount", parts,
         "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");

@@ -158,10 +158,17 @@ void Losses(const Summary& s, std::string* out) {
   *out += "\n== Data loss ==\n";
   *out += Printf(
       " host events dropped %llu, device records dropped %llu, CUPTI dropped %llu, missing %llu, unknown kinds %llu, "
-      "allocation samples dropped %llu\n",
+      "allocation samples dropped %llu",
       static_cast<unsigned long long>(l.host_events_dropped), static_cast<unsigned long long>(l.device_records_dropped),
       static_cast<unsigned long long>(l.cupti_records_dropped), static_cast<unsigned long long>(l.device_records_missing),
       static_cast<unsigned long long>(l.unknown_activity_kinds), static_cast<unsigned long long>(l.alloc_samples_dropped));
+  // Only when there are any (traces from before these counts read the same).
+  if (l.nvtx_ranges_dropped != 0 || l.nvtx_names_dropped != 0) {
+    *out += Printf(", NVTX ranges dropped %llu, NVTX names dropped %llu",
+                   static_cast<unsigned long long>(l.nvtx_ranges_dropped),
+                   static_cast<unsigned long long>(l.nvtx_names_dropped));
+  }
+  *out += "\n";
 }
 
 }  // namespace

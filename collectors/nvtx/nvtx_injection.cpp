@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "agent/clock.h"
@@ -17,6 +18,7 @@
 #include "agent/export.h"
 #include "agent/hooks.h"
 #include "agent/hot_state.h"
+#include "agent/log.h"
 #include "agent/signal_deferral.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
@@ -25,6 +27,9 @@ namespace prof::nvtx {
 namespace {
 
 constexpr int kMaxDepth = 64;
+// Start/end ranges open at once (about 64 bytes each); past it a range is not
+// followed (its end finds nothing).
+constexpr size_t kMaxStarted = 1u << 14;
 
 struct OpenRange {
   uint64_t start_ns;
@@ -49,15 +54,40 @@ std::string Narrow(const wchar_t* w) {
   return out;
 }
 
+bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
+
+// A range's name is interned only while something needs it: a window warming
+// up or recording, or a step source that matches range names. Otherwise the
+// range carries no name (it is never stored), so a program that names every
+// range differently costs no memory between windows (agent/strings.h).
+bool NamesWanted() { return (LoadHotBits() & (kHotRecording | kHotNvtxNames)) != 0; }
+
+// The first name the table could not hold is said once.
+void NoteDropped(uint32_t id) {
+  static std::atomic<bool> said{false};
+  if (id != kDroppedNameId || said.exchange(true)) return;
+  Log().warn("NVTX names past the name budget (PROF_BUFFER_MB/16) are not kept: such ranges are named '{}' and "
+             "counted in libprof.losses.nvtx_names_dropped",
+             kDroppedNameText);
+}
+
+uint32_t InternName(std::string_view text) {
+  uint32_t id = Strings().InternName(text);
+  NoteDropped(id);
+  return id;
+}
+
 // A loop pushes the same few literals every step, and interning hashes the
 // text under the string table's mutex. Per thread, four recent messages by
 // address; a hit also compares the text (a caller may reuse a buffer for
-// another name), so a stale id is never returned.
+// another name) and the table's generation (ids the table has released are
+// not handed out again), so a stale id is never returned.
 struct InternCache {
   static constexpr size_t kText = 48;
   struct Entry {
     const char* ptr = nullptr;
     uint32_t id = 0;
+    uint32_t generation = 0;
     char text[kText];
   };
   Entry entries[4];
@@ -65,32 +95,34 @@ struct InternCache {
 thread_local InternCache t_intern;
 
 uint32_t InternCached(const char* s) {
-  if (s == nullptr) return 0;
+  if (s == nullptr || !NamesWanted()) return 0;
   InternCache::Entry& e = t_intern.entries[(reinterpret_cast<uintptr_t>(s) >> 4) & 3];
-  if (e.ptr == s && std::strncmp(s, e.text, InternCache::kText) == 0) return e.id;
-  uint32_t id = Strings().Intern(s);
+  uint32_t generation = Strings().generation();
+  if (e.ptr == s && e.generation == generation && std::strncmp(s, e.text, InternCache::kText) == 0) return e.id;
+  uint32_t id = InternName(s);
   size_t n = strnlen(s, InternCache::kText);
-  if (n < InternCache::kText) {  // longer names are interned every time
+  if (n < InternCache::kText && id != kDroppedNameId) {  // longer names are interned every time
     std::memcpy(e.text, s, n + 1);
     e.ptr = s;
     e.id = id;
+    e.generation = generation;
   }
   return id;
 }
+
+uint32_t InternWide(const wchar_t* w) { return NamesWanted() ? InternName(Narrow(w)) : 0; }
 
 uint32_t NameOf(const nvtxEventAttributes_t* a) {
   if (a == nullptr) return 0;
   switch (a->messageType) {
     case NVTX_MESSAGE_TYPE_ASCII: return InternCached(a->message.ascii);
-    case NVTX_MESSAGE_TYPE_UNICODE: return Strings().Intern(Narrow(a->message.unicode));
+    case NVTX_MESSAGE_TYPE_UNICODE: return InternWide(a->message.unicode);
     case NVTX_MESSAGE_TYPE_REGISTERED:
       // Our registered handles are interned ids (see RegisterStringA).
       return static_cast<uint32_t>(reinterpret_cast<uintptr_t>(a->message.registered));
     default: return 0;
   }
 }
-
-bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
 
 // tid 0: the calling thread (its id is looked up only when recording).
 void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
@@ -106,16 +138,22 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
 
 // The marker path: a matching range may end a step (and open a window), so
 // it is observed before the range's start time is taken.
-void ObserveRangeStart(uint32_t name_id) {
+// text: the ASCII name as given (matched when the table dropped it), if any.
+void ObserveRangeStart(uint32_t name_id, const char* text) {
   ObservedEvent event;
   event.site = MarkerSite::kNvtxRange;
   event.feed = MarkerFeed::kNvtx;
   event.name_id = name_id;
+  if (name_id == kDroppedNameId && text != nullptr) event.name_text = text;
   hooks::Observe(event);
 }
 
-int Push(uint32_t name_id) {
-  ObserveRangeStart(name_id);
+const char* AsciiOf(const nvtxEventAttributes_t* a) {
+  return a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr;
+}
+
+int Push(uint32_t name_id, const char* text = nullptr) {
+  ObserveRangeStart(name_id, text);
   ThreadStack& s = t_stack;
   int level = s.depth;
   // A range pushed while nothing records started before any window that could
@@ -134,12 +172,16 @@ int Pop() {
   return s.depth;
 }
 
-nvtxRangeId_t Start(uint32_t name_id) {
-  ObserveRangeStart(name_id);
+nvtxRangeId_t Start(uint32_t name_id, const char* text = nullptr) {
+  ObserveRangeStart(name_id, text);
   uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  // As for Push: a range started while nothing records is never stored, so
+  // it is not kept open either (a program that never ends its ranges would
+  // otherwise fill the map between windows).
+  if (!Recording()) return id;
   std::lock_guard<std::mutex> lock(g_started_mu);
   if (g_started == nullptr) g_started = new std::unordered_map<uint64_t, std::pair<OpenRange, uint32_t>>;
-  if (g_started->size() < (1u << 20)) (*g_started)[id] = {{NowNs(), name_id}, ThisThreadId()};
+  if (g_started->size() < kMaxStarted) (*g_started)[id] = {{NowNs(), name_id}, ThisThreadId()};
   return id;
 }
 
@@ -171,16 +213,18 @@ R Guarded(R fallback, F f) {
 
 
 // Core module callbacks.
-int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternCached(m)); }); }
-int NVTX_API RangePushW(const wchar_t* m) { return Guarded(-1, [&] { return Push(Strings().Intern(Narrow(m))); }); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Guarded(-1, [&] { return Push(NameOf(a)); }); }
+int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternCached(m), m); }); }
+int NVTX_API RangePushW(const wchar_t* m) { return Guarded(-1, [&] { return Push(InternWide(m)); }); }
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Guarded(-1, [&] { return Push(NameOf(a), AsciiOf(a)); }); }
 int NVTX_API RangePop() { return Guarded(-1, [] { return Pop(); }); }
-nvtxRangeId_t NVTX_API RangeStartA(const char* m) { return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternCached(m)); }); }
+nvtxRangeId_t NVTX_API RangeStartA(const char* m) {
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternCached(m), m); });
+}
 nvtxRangeId_t NVTX_API RangeStartW(const wchar_t* m) {
-  return Guarded<nvtxRangeId_t>(0, [&] { return Start(Strings().Intern(Narrow(m))); });
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternWide(m)); });
 }
 nvtxRangeId_t NVTX_API RangeStartEx(const nvtxEventAttributes_t* a) {
-  return Guarded<nvtxRangeId_t>(0, [&] { return Start(NameOf(a)); });
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(NameOf(a), AsciiOf(a)); });
 }
 void NVTX_API RangeEnd(nvtxRangeId_t id) {
   Guarded(0, [&] {
@@ -194,12 +238,19 @@ int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* 
 int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return RangePop(); }
 nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return RangeStartEx(a); }
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { RangeEnd(id); }
+// A registered string's handle is kept by the program for good: it is a
+// permanent id, within its own budget (past it, the dropped-name id).
+uint32_t Register(std::string_view text) {
+  uint32_t id = Strings().InternRegistered(text);
+  NoteDropped(id);
+  return id;
+}
 nvtxStringHandle_t NVTX_API DomainRegisterStringA(nvtxDomainHandle_t, const char* s) {
-  uint32_t id = Guarded<uint32_t>(0, [&] { return Strings().Intern(s ? s : ""); });
+  uint32_t id = Guarded<uint32_t>(0, [&] { return Register(s ? s : ""); });
   return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
 }
 nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wchar_t* s) {
-  uint32_t id = Guarded<uint32_t>(0, [&] { return Strings().Intern(Narrow(s)); });
+  uint32_t id = Guarded<uint32_t>(0, [&] { return Register(Narrow(s)); });
   return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
 }
 // A non-null domain handle so callers that check for NULL keep going.

@@ -55,12 +55,13 @@ struct Nvtx {
   }
   std::vector<std::string> Names(uint64_t begin_ns, uint64_t end_ns) {
     std::vector<std::string> out;
-    for (const NvtxRange& r : rt.nvtx.Take(begin_ns, end_ns)) out.push_back(Strings().Get(r.name_id));
+    for (const NvtxRange& r : rt.nvtx.Take(begin_ns, end_ns, &dropped)) out.push_back(Strings().Get(r.name_id));
     return out;
   }
   PushA push = nullptr;
   Pop pop = nullptr;
   Runtime rt;
+  uint64_t dropped = 0;
 };
 
 TEST_CASE("a buffer reused for another NVTX name records the new name", "[nvtx]") {
@@ -88,6 +89,37 @@ TEST_CASE("a range pushed while nothing records is not in the window its pop fal
   nvtx.pop();
   nvtx.pop();  // ends before_window inside the window
   CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"inside_window"});
+}
+
+}  // namespace
+}  // namespace prof
+
+namespace prof {
+namespace {
+
+TEST_CASE("range names are not kept while nothing records or matches them", "[nvtx]") {
+  Nvtx nvtx;
+  size_t before = Strings().name_bytes();
+  for (int i = 0; i < 20000; ++i) {
+    std::string name = "aten::op_seq_" + std::to_string(i);
+    nvtx.push(name.c_str());
+    nvtx.pop();
+  }
+  CHECK(Strings().name_bytes() == before);
+}
+
+TEST_CASE("a name cached before the table released it is interned again", "[nvtx]") {
+  Nvtx nvtx;
+  SetHotBits(kHotRecording);
+  static const char kName[] = "cached_name";
+  nvtx.push(kName);
+  nvtx.pop();
+  // Two windows sealed: every name last used before them is released.
+  for (int w = 0; w < 2; ++w) Strings().WindowSealed(Strings().BeginWindow());
+  uint64_t begin = NowNs();
+  nvtx.push(kName);  // same address and text: the thread's cache must not return the released id
+  nvtx.pop();
+  CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"cached_name"});
 }
 
 }  // namespace

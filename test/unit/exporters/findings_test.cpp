@@ -170,6 +170,16 @@ TEST_CASE("data-loss fires on any dropped or missing record, and only then", "[f
   CHECK(evidence.find("12 records dropped by CUPTI") != std::string::npos);
 }
 
+TEST_CASE("data-loss fires on NVTX names the name table could not keep", "[findings]") {
+  WindowBuilder b = Loop(2, 1, 100'000);
+  b.window().meta.losses.nvtx_names_dropped = 7;
+  b.window().meta.losses.nvtx_ranges_dropped = 3;
+  std::string evidence;
+  CHECK(Fires(b.Build(), "data-loss", &evidence));
+  CHECK(evidence.find("7 NVTX range names dropped") != std::string::npos);
+  CHECK(evidence.find("3 NVTX ranges dropped") != std::string::npos);
+}
+
 TEST_CASE("interception-only fires when there are no GPU timings, with the cause", "[findings]") {
   WindowBuilder b = Loop(2, 1, 100'000);
   CHECK_FALSE(Fires(b.Build(), "interception-only"));

@@ -20,6 +20,7 @@ Window Busy() {
   WindowBuilder b;
   b.window().meta.config = {{"PROF_STEP", "sync"}};
   b.window().meta.losses.device_records_missing = 2;
+  b.window().meta.losses.nvtx_names_dropped = 5;
   b.window().meta.rank_known = true;
   b.window().meta.rank = 2;
   b.window().meta.world_size = 4;
@@ -90,6 +91,8 @@ void CheckSameSummary(const Summary& a, const Summary& b) {
   CHECK(a.meta.rank == b.meta.rank);
   CHECK(a.meta.first_step == b.meta.first_step);
   CHECK(a.meta.losses.device_records_missing == b.meta.losses.device_records_missing);
+  CHECK(b.meta.losses.nvtx_names_dropped == 5);
+  CHECK(a.meta.losses.nvtx_names_dropped == b.meta.losses.nvtx_names_dropped);
 }
 
 TEST_CASE("a libprof trace read back gives the agent's summary, number for number", "[roundtrip]") {
