@@ -199,6 +199,13 @@ class CuptiCollector final : public DeviceCollector {
   // not copied: the budget holds one copy of the decoded records).
   std::vector<DeviceRecord> pending_;
   std::vector<uint64_t> pending_launch_ns_;
+  // pending_[0, pending_head_) were taken by a window already: a writer
+  // behind the application takes each window's records from the front and
+  // leaves the later windows' where they are, instead of moving them all
+  // down at every window. Dropped (the rest moved down once) when they are
+  // half of pending_ or it reaches the budget.
+  size_t pending_head_ = 0;
+  void DropTakenLocked();
   size_t max_pending_ = 0;
   uint64_t own_dropped_ = 0;  // scratch buffers (launch unknown: charged to the window collected next)
   // Records decoded past the budget, by their call's launch time in buckets

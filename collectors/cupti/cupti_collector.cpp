@@ -886,6 +886,7 @@ void CuptiCollector::DrainCompletedLocked() {
         // window holds that call, so none holds its record.
         launch_ns = 0;
       }
+      if (pending_.size() >= max_pending_ && pending_head_ > 0) DropTakenLocked();
       if (pending_.size() >= max_pending_) {
         ++dropped_by_launch_[launch_ns >> kDropBucketShift];
         continue;
@@ -902,19 +903,32 @@ void CuptiCollector::DrainCompletedLocked() {
     // pool), a decoded buffer's pages go back to the kernel, so decoding
     // turns raw memory into decoded memory instead of adding to it. Small
     // windows never reach this, and CUPTI refills resident buffers first.
-    size_t decoded_bytes = pending_.size() * (sizeof(DeviceRecord) + sizeof(uint64_t));
+    size_t decoded_bytes = (pending_.size() - pending_head_) * (sizeof(DeviceRecord) + sizeof(uint64_t));
     pool_->Release(done.buffer, done.valid_size,
                    /*evict=*/decoded_bytes + pool_->resident_bytes() > pool_->cap_bytes());
   }
 }
 
+void CuptiCollector::DropTakenLocked() {
+  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_head_));
+  pending_launch_ns_.erase(pending_launch_ns_.begin(), pending_launch_ns_.begin() + static_cast<std::ptrdiff_t>(pending_head_));
+  pending_head_ = 0;
+}
+
 std::vector<DeviceRecord> CuptiCollector::TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns) {
   // Counted first (a pass over 8-byte launch times), so each side is sized
-  // once and only the smaller one is copied.
-  size_t in_window = 0, later = 0;
-  for (uint64_t t : pending_launch_ns_) {
-    if (t >= end_ns) ++later;
-    else if (t >= start_ns) ++in_window;
+  // once and only the smaller one is copied; `last` is the last record not
+  // of a later window (records arrive about in launch order, so the later
+  // windows' records are mostly after it).
+  size_t in_window = 0, later = 0, last = pending_head_;
+  for (size_t i = pending_head_; i < pending_launch_ns_.size(); ++i) {
+    uint64_t t = pending_launch_ns_[i];
+    if (t >= end_ns) {
+      ++later;
+    } else {
+      last = i + 1;
+      if (t >= start_ns) ++in_window;
+    }
   }
   std::vector<DeviceRecord> window;
   if (later <= in_window) {
@@ -927,7 +941,7 @@ std::vector<DeviceRecord> CuptiCollector::TakeWindowRecordsLocked(uint64_t start
     later_records.reserve(later);
     later_launch_ns.reserve(later);
     size_t kept = 0;
-    for (size_t i = 0; i < pending_.size(); ++i) {
+    for (size_t i = pending_head_; i < pending_.size(); ++i) {
       uint64_t launch_ns = pending_launch_ns_[i];
       if (launch_ns >= end_ns) {
         later_records.push_back(pending_[i]);
@@ -941,29 +955,33 @@ std::vector<DeviceRecord> CuptiCollector::TakeWindowRecordsLocked(uint64_t start
     window = std::move(pending_);
     pending_ = std::move(later_records);
     pending_launch_ns_ = std::move(later_launch_ns);
+    pending_head_ = 0;
     return window;
   }
   // A writer behind the application: later windows' records outnumber this
-  // window's. Copying those out again at every window (and again when the
-  // next decode re-reserved their vector) cost the writer more than decoding
-  // them; here the window's records are copied and the later ones stay in
-  // pending_, compacted in place, keeping its reservation.
+  // window's. Only [pending_head_, last) is touched: the window's records
+  // are copied out, the later ones among them moved up to just before
+  // `last`, and the head moves past what was taken; the records from `last`
+  // on stay where they are (moving them down at every window cost the
+  // writer more than decoding them).
   window.reserve(in_window);
-  size_t kept = 0;
-  for (size_t i = 0; i < pending_.size(); ++i) {
+  for (size_t i = pending_head_; i < last; ++i) {
+    uint64_t launch_ns = pending_launch_ns_[i];
+    if (launch_ns >= start_ns && launch_ns < end_ns) window.push_back(pending_[i]);
+  }
+  size_t slot = last;  // the later records of [pending_head_, last) end up in [slot, last), in order
+  for (size_t i = last; i-- > pending_head_;) {
     uint64_t launch_ns = pending_launch_ns_[i];
     if (launch_ns >= end_ns) {
-      if (kept != i) {
-        pending_[kept] = pending_[i];
-        pending_launch_ns_[kept] = launch_ns;
+      --slot;
+      if (slot != i) {
+        pending_[slot] = pending_[i];
+        pending_launch_ns_[slot] = launch_ns;
       }
-      ++kept;
-    } else if (launch_ns >= start_ns) {
-      window.push_back(pending_[i]);
     }
   }
-  pending_.resize(kept);
-  pending_launch_ns_.resize(kept);
+  pending_head_ = slot;
+  if (pending_head_ * 2 > pending_.size()) DropTakenLocked();
   return window;
 }
 
