@@ -28,10 +28,10 @@ constexpr uint32_t kDriverCopy = CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync;
 // only the step count moves. The session's own collector is a fake; the
 // CUPTI collector under test only feeds the marker path.
 struct Agent {
-  explicit Agent(StepSource source = StepSource::kSync, ApiId api = ApiId::kCount) {
+  explicit Agent(StepSource source = StepSource::kSync, ApiId step_api = ApiId::kCount) {
     fake::Reset();
     rt.config.step_source = source;
-    rt.config.step_api = api;
+    rt.config.step_api = step_api;
     rt.config.wait = 1000;
     rt.session = std::make_unique<Session>(rt.config, &session_collector, &writer, &rt.allocs, WindowMeta{}, NowNs());
     InstallRuntime(&rt);
