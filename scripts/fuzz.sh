@@ -4,6 +4,8 @@
 # lives in test/fuzz/<name>/ (fuzz_<name>.cpp, the sources it needs listed in
 # sources.txt, seed corpus in corpus/). Usage:
 #   scripts/fuzz.sh [seconds per target, default 20] [target ...]
+# Targets may include files the CMake build generates (the CUPTI callback
+# names): build first (scripts/build.sh; BUILD_DIR, default build).
 # New inputs found go to ${FUZZ_DIR:-build-fuzz}/<name>/corpus (the committed
 # corpus is read, never written); a crash leaves its input there and fails.
 set -euo pipefail
@@ -18,7 +20,7 @@ if [ ${#targets[@]} -eq 0 ]; then
   for d in test/fuzz/*/; do targets+=("$(basename "$d")"); done
 fi
 flags=(-std=c++20 -g -O1 -fno-omit-frame-pointer -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-       -I. -isystem "$cuda_home/include" -isystem "$cuda_home/extras/CUPTI/include"
+       -I. -I"${BUILD_DIR:-build}/collectors/cupti" -isystem "$cuda_home/include" -isystem "$cuda_home/extras/CUPTI/include"
        -DSPDLOG_HEADER_ONLY -DSPDLOG_FMT_EXTERNAL -DFMT_HEADER_ONLY -DAGENT_VERSION_STRING='"fuzz"')
 status=0
 for t in "${targets[@]}"; do

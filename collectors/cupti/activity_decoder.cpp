@@ -10,6 +10,21 @@
 namespace prof::cupti {
 namespace {
 
+// An enum field's bytes as an integer. Loading a CUPTI enum that holds a
+// value outside the enum's range (a record of a newer or damaged layout) is
+// undefined behaviour; its bytes are not.
+template <typename Enum>
+uint32_t Raw(const Enum& field) {
+  if constexpr (std::is_enum_v<Enum>) {
+    static_assert(sizeof(Enum) == sizeof(uint32_t));
+    uint32_t value;
+    std::memcpy(&value, &field, sizeof(value));
+    return value;
+  } else {
+    return field;  // already an integer in this struct (Memset4's memoryKind is a uint16_t)
+  }
+}
+
 // Every decoded record starts zeroed, so fields a kind lacks read as 0.
 DeviceRecord Blank(DeviceKind kind) {
   DeviceRecord record;
@@ -22,7 +37,8 @@ bool SetTimes(const DecodeContext& context, uint64_t start, uint64_t end, Device
   if (start == 0 || end < start) return false;
   out->start_ns = context.clock->ToAgent(start);
   out->end_ns = context.clock->ToAgent(end);
-  return true;
+  // Before the agent's clock began: no time libprof can place.
+  return out->start_ns != 0;
 }
 
 uint32_t ApiName(const DecodeContext& context, ApiDomain domain, uint32_t cbid) {
@@ -87,7 +103,7 @@ DecodeStatus Peer(const CUpti_ActivityMemcpyPtoP4& m, const DecodeContext& conte
 
 DecodeStatus Memset(const CUpti_ActivityMemset4& m, const DecodeContext& context, DeviceRecord* out) {
   DecodeStatus status = MoveLike(DeviceKind::kMemset, m, context, out);
-  out->dst_kind = static_cast<uint8_t>(m.memoryKind);
+  out->dst_kind = static_cast<uint8_t>(Raw(m.memoryKind));
   return status;
 }
 
@@ -116,7 +132,7 @@ DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecor
   out->correlation_id = s.correlationId;
   out->context_id = s.contextId;
   out->stream_id = s.streamId;
-  out->cbid = static_cast<uint32_t>(s.type);
+  out->cbid = Raw(s.type);
   return DecodeStatus::kRecord;
 }
 
@@ -143,7 +159,7 @@ static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_A
 template <typename MemoryRecord>
 DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceRecord* out) {
   DeviceKind kind;
-  switch (m.memoryOperationType) {
+  switch (Raw(m.memoryOperationType)) {
     case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
       kind = DeviceKind::kMemAlloc;
       break;
@@ -162,8 +178,8 @@ DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceR
   out->device_id = m.deviceId;
   out->context_id = m.contextId;
   out->stream_id = m.streamId;
-  out->dst_kind = static_cast<uint8_t>(m.memoryKind);
-  out->memory_pool = static_cast<uint32_t>(m.memoryPoolConfig.memoryPoolType);
+  out->dst_kind = static_cast<uint8_t>(Raw(m.memoryKind));
+  out->memory_pool = Raw(m.memoryPoolConfig.memoryPoolType);
   return DecodeStatus::kRecord;
 }
 
@@ -173,7 +189,7 @@ DecodeStatus Overhead(const OverheadRecord& o, const DecodeContext& context, Dev
   *out = Blank(DeviceKind::kOverhead);
   if (!SetTimes(context, o.start, o.end, out)) return DecodeStatus::kNoTimestamp;
   if constexpr (!std::is_same_v<OverheadRecord, CUpti_ActivityOverhead>) out->correlation_id = o.correlationId;
-  out->cbid = static_cast<uint32_t>(o.overheadKind);
+  out->cbid = Raw(o.overheadKind);
   return DecodeStatus::kRecord;
 }
 
@@ -187,7 +203,7 @@ const Struct& As(const CUpti_Activity& activity) {
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out) {
   static const RecordLayouts kNewest;
   const RecordLayouts& layouts = context.layouts != nullptr ? *context.layouts : kNewest;
-  switch (activity.kind) {
+  switch (Raw(activity.kind)) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       if (layouts.kernel == KernelLayout::kKernel9) return Kernel(As<CUpti_ActivityKernel9>(activity), context, out);

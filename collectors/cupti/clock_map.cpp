@@ -18,7 +18,8 @@ bool ClockMap::Calibrate(const std::function<uint64_t()>& agent_now, const std::
     if (bracket < best_bracket) {
       best_bracket = bracket;
       // The CUPTI read happened somewhere in [before, after]: assume the middle.
-      best_offset = static_cast<int64_t>(before + bracket / 2) - static_cast<int64_t>(cupti_ns);
+      // Modular difference: no signed overflow whatever the clocks read.
+      best_offset = static_cast<int64_t>(before + bracket / 2 - cupti_ns);
     }
   }
   if (best_bracket == std::numeric_limits<uint64_t>::max()) return false;

@@ -22,11 +22,17 @@ class ClockMap {
   bool Calibrate(const std::function<uint64_t()>& agent_now, const std::function<bool(uint64_t*)>& cupti_now,
                  int pairs = 7);
 
-  // Agent ns for a CUPTI ns; 0 stays 0 (CUPTI's "no timestamp").
+  // Agent ns for a CUPTI ns; 0 stays 0 (CUPTI's "no timestamp"). Monotonic
+  // and overflow-free for any input: a time before the agent's 0 maps to 0,
+  // one past 2^64 - 1 to 2^64 - 1.
   uint64_t ToAgent(uint64_t cupti_ns) const {
     if (cupti_ns == 0) return 0;
-    int64_t mapped = static_cast<int64_t>(cupti_ns) + offset_ns_;
-    return mapped < 0 ? 0 : static_cast<uint64_t>(mapped);
+    if (offset_ns_ >= 0) {
+      uint64_t mapped = cupti_ns + static_cast<uint64_t>(offset_ns_);
+      return mapped < cupti_ns ? ~uint64_t{0} : mapped;
+    }
+    uint64_t behind = 0 - static_cast<uint64_t>(offset_ns_);  // |offset|, also for INT64_MIN
+    return cupti_ns > behind ? cupti_ns - behind : 0;
   }
 
   int64_t offset_ns() const { return offset_ns_; }

@@ -237,3 +237,39 @@ TEST_CASE("decoded times go through the clock map", "[decoder]") {
 
 }  // namespace
 }  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+TEST_CASE("a record timed before the agent's clock began is not placed at time 0", "[decoder]") {
+  Fixture f;
+  // CUPTI 1 s ahead of the agent: a record at CUPTI time 500 ns is before agent time 0.
+  f.clock.Calibrate([] { return uint64_t{2000}; },
+                    [](uint64_t* ns) {
+                      *ns = 1'000'002'000;
+                      return true;
+                    });
+  auto k = Zeroed<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  k.start = 500;
+  k.end = 1'000'003'000;
+  CHECK(f.Decode(k) == DecodeStatus::kNoTimestamp);
+}
+
+TEST_CASE("enum fields holding values outside their enum are read as numbers", "[decoder]") {
+  // A newer or damaged record: the operation type is no allocation or release.
+  Fixture f;
+  auto m = Zeroed<CUpti_ActivityMemory4>(CUPTI_ACTIVITY_KIND_MEMORY2);
+  m.timestamp = 100;
+  uint32_t bogus = 0xDEDEDE00;
+  std::memcpy(&m.memoryOperationType, &bogus, sizeof(bogus));
+  CHECK(f.Decode(m) == DecodeStatus::kFiltered);
+  auto s = Zeroed<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);
+  s.start = 100;
+  s.end = 200;
+  std::memcpy(&s.type, &bogus, sizeof(bogus));
+  REQUIRE(f.Decode(s) == DecodeStatus::kRecord);
+  CHECK(f.out.cbid == bogus);
+}
+
+}  // namespace
+}  // namespace prof::cupti

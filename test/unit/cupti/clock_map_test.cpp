@@ -16,6 +16,31 @@ TEST_CASE("the default map is the identity (timestamp callback registered)", "[c
   CHECK(map.ToAgent(0) == 0);
 }
 
+TEST_CASE("mapping saturates instead of overflowing, and stays monotonic", "[clock]") {
+  auto with_offset = [](int64_t offset) {
+    ClockMap map;
+    uint64_t agent = 1000 + static_cast<uint64_t>(offset);
+    REQUIRE(map.Calibrate([&] { return agent; },
+                          [](uint64_t* ns) {
+                            *ns = 1000;
+                            return true;
+                          },
+                          1));
+    REQUIRE(map.offset_ns() == offset);
+    return map;
+  };
+  ClockMap ahead = with_offset(INT64_MAX);
+  CHECK(ahead.ToAgent(UINT64_MAX - 5) == UINT64_MAX);
+  CHECK(ahead.ToAgent(INT64_MAX) == UINT64_MAX - 1);
+  CHECK(ahead.ToAgent(1) == static_cast<uint64_t>(INT64_MAX) + 1);
+  ClockMap behind = with_offset(INT64_MIN);
+  CHECK(behind.ToAgent(5) == 0);
+  CHECK(behind.ToAgent(UINT64_MAX) == UINT64_MAX - (uint64_t{1} << 63));
+  ClockMap identity;
+  CHECK(identity.ToAgent(UINT64_MAX) == UINT64_MAX);  // was 0: read as a negative int64
+  CHECK(identity.ToAgent(uint64_t{1} << 63) == uint64_t{1} << 63);
+}
+
 TEST_CASE("calibration recovers a fixed offset between the clocks", "[clock]") {
   // Agent clock ticks 100 ns per read; CUPTI is 1'000'000 ns ahead of the
   // agent at the moment it is read (halfway between the agent reads).
