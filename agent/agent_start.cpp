@@ -128,6 +128,7 @@ void Launch(const Config& config, bool fork_child = false) {
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
     rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
   }
+  if (config.range_kind == RangeKind::kNvtx) rt->range_markers.Configure(config.range_pattern, /*demangle=*/false);
   if (config.step_source == StepSource::kAuto) {
     rt->auto_step = std::make_unique<AutoStep>(kAutoTapeEvents, WakeAgentThread, TokenName);
   }
@@ -171,7 +172,14 @@ void Launch(const Config& config, bool fork_child = false) {
                                           ProcessHasCudaLoaded);
   InstallRuntime(rt);
   if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);
-  SetHotBits(kHotAllocTracking | MarkerBits(config));
+  SetHotBits(kHotAllocTracking | MarkerBits(config) | RangeHotBits(config));
+  if (config.range_kind != RangeKind::kNone) {
+    Log().info("PROF_RANGE={}: each range is one window (at most PROF_REPEAT={}{}), its steps delimited by PROF_STEP; "
+               "PROF_SKIP_FIRST/WAIT/WARMUP/ACTIVE do not apply{}",
+               config.range_kind == RangeKind::kProfilerApi ? "cudaProfilerApi" : "nvtx:" + config.range_pattern,
+               config.repeat, config.repeat == 0 ? ": all" : "",
+               config.trigger_file.empty() ? "" : "; PROF_TRIGGER_FILE is ignored");
+  }
   StartAgentThread(rt, start_ns);
 }
 

@@ -80,20 +80,20 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
     std::string what = a->Describe(now);
     Log().info("PROF_STEP=auto: step = {}", what);
     rt->session->LoopFound("auto: " + what);
-    uint32_t keep = AutoMarkerBits(a->marker());
+    uint32_t keep = rt->session->finished() ? 0 : AutoMarkerBits(a->marker());  // PROF_RANGE's ranges may all be recorded
     // An NVTX range's id must stay its name's for good (agent/strings.h).
     for (uint32_t token : {a->marker().token, a->marker().prev}) {
       if (KindOfToken(token) == TokenKind::kNvtx) Strings().Pin(IdOfToken(token));
     }
     SetHotBits(keep);
-    ClearHotBits(kAutoDetectBits & ~keep);
+    ClearHotBits(kAutoDetectBits & ~keep & ~RangeHotBits(c));
     return;
   }
   if (!a->detection().why_not.empty()) Log().debug("PROF_STEP=auto: no loop yet: {}", a->WhyNotFound());
   uint64_t now = NowNs();
   if (a->TimedOut(now, c.auto_timeout_ns, start_ns)) {
     a->GiveUp();
-    ClearHotBits(kAutoDetectBits);
+    ClearHotBits(kAutoDetectBits & ~RangeHotBits(c));
     std::string why = a->WhyNotFound();
     std::string fallback = fmt::format("time:{}ms", c.step_time_ns / 1'000'000);
     Log().info("PROF_STEP=auto: no loop found within PROF_AUTO_TIMEOUT={}s of CUDA activity ({}); using {} steps from now",
@@ -107,17 +107,15 @@ void Run(Runtime* rt, uint64_t start_ns) {
   MarkLibprofThread();
   const Config& c = rt->config;
   bool trigger = !c.trigger_file.empty();
-  bool watch_calls = StepSourceWatchesCalls(c.step_source);
+  bool watch_calls = WatchesCalls(c);
   TriggerWatch watch;
   uint64_t next_poll = NowNs();
   while (true) {
     uint64_t now = NowNs();
     uint64_t deadline = now + kIdleWakeNs;
-    uint64_t boundary = 0;
-    if (rt->session->time_steps() && !rt->session->finished()) {
-      boundary = rt->session->time_origin_ns() + (rt->session->current_step() + 1) * c.step_time_ns;
-      deadline = std::min(deadline, boundary);
-    }
+    // Time steps (inside a range with PROF_RANGE): step k ends at its boundary.
+    uint64_t boundary = rt->session->next_time_boundary_ns();
+    if (boundary != 0) deadline = std::min(deadline, boundary);
     bool detecting = rt->auto_step && rt->auto_step->state() == AutoStep::State::kDetecting;
     if (detecting) deadline = std::min(deadline, now + kAutoPollNs);
     if (trigger) deadline = std::min(deadline, next_poll);

@@ -75,7 +75,11 @@ enum class ApiKind : uint8_t {
   X(cuMemCreate, kAlloc)                      \
   X(cuMemRelease, kFree)                      \
   X(cuMemMap, kOther)                         \
-  X(cuMemUnmap, kOther)
+  X(cuMemUnmap, kOther)                       \
+  X(cudaProfilerStart, kOther)                \
+  X(cudaProfilerStop, kOther)                 \
+  X(cuProfilerStart, kOther)                  \
+  X(cuProfilerStop, kOther)
 
 enum class ApiId : uint16_t {
 #define API_ENUM_ENTRY(name, kind) name,

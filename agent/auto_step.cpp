@@ -58,7 +58,8 @@ uint32_t TokenForSyncReturn(ApiId id) {
 uint32_t TokenForEvent(const ObservedEvent& event) {
   switch (event.site) {
     case MarkerSite::kNvtxRange: return TokenForNvtxRange(event.name_id);
-    case MarkerSite::kManual: return 0;
+    case MarkerSite::kManual:
+    case MarkerSite::kNvtxRangeEnd: return 0;
     default: break;
   }
   bool enter = event.site == MarkerSite::kCallEnter;

@@ -70,6 +70,7 @@ class Parser {
     if (key == "PROF_ENABLE") return Enable(value);
     if (key == "PROF_OUTPUT_DIR") return OutputDir(value);
     if (key == "PROF_STEP") return Step(value);
+    if (key == "PROF_RANGE") return Range(value);
     if (key == "PROF_SKIP_FIRST") return ScheduleNumber(key, value, 0, &config_.skip_first, 0);
     if (key == "PROF_WAIT") return ScheduleNumber(key, value, 0, &config_.wait, 30);
     if (key == "PROF_WARMUP") return ScheduleNumber(key, value, 0, &config_.warmup, 2);
@@ -150,6 +151,32 @@ class Parser {
     } else {
       Disable("PROF_STEP", value, accepted);
     }
+  }
+
+  // A bad PROF_RANGE falls back to PROF_STEP's schedule (what runs without
+  // PROF_RANGE), and the line says so.
+  void Range(const std::string& value) {
+    config_.range_kind = RangeKind::kNone;
+    config_.range_pattern.clear();
+    const char* fallback = "capture ranges off: windows follow the PROF_STEP schedule";
+    if (value.empty()) return;
+    if (Lower(value) == "cudaprofilerapi") {
+      config_.range_kind = RangeKind::kProfilerApi;
+      return;
+    }
+    if (value.rfind("nvtx:", 0) == 0) {
+      std::string arg = value.substr(5);
+      if (arg.empty()) return Problem("PROF_RANGE", value, "nvtx:<non-empty regex>", fallback);
+      try {
+        std::regex check(arg, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        return Problem("PROF_RANGE", value, fmt::format("nvtx:<ECMAScript regex> ({})", e.what()), fallback);
+      }
+      config_.range_kind = RangeKind::kNvtx;
+      config_.range_pattern = arg;
+      return;
+    }
+    Problem("PROF_RANGE", value, "cudaProfilerApi or nvtx:<regex> (e.g. nvtx:^train_step$, nvtx:mydomain@)", fallback);
   }
 
   void ScheduleNumber(const std::string& key, const std::string& value, uint64_t min, uint64_t* field, uint64_t def) {
@@ -312,7 +339,7 @@ class Parser {
 // Keys read from the environment or the config file, in the order applied.
 const std::vector<std::string>& Keys() {
   static const std::vector<std::string> kKeys = {
-      "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_SKIP_FIRST",   "PROF_WAIT",
+      "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_RANGE",     "PROF_SKIP_FIRST",   "PROF_WAIT",
       "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
       "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
       "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
@@ -582,6 +609,9 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_ENABLE", enabled ? "1" : "0"},
       {"PROF_OUTPUT_DIR", output_dir},
       {"PROF_STEP", StepText(*this)},
+      {"PROF_RANGE", range_kind == RangeKind::kProfilerApi ? "cudaProfilerApi"
+                     : range_kind == RangeKind::kNvtx     ? "nvtx:" + range_pattern
+                                                          : ""},
       {"PROF_SKIP_FIRST", std::to_string(skip_first)},
       {"PROF_WAIT", std::to_string(wait)},
       {"PROF_WARMUP", std::to_string(warmup)},

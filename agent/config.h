@@ -16,6 +16,10 @@ namespace prof {
 // of the explicit sources would.
 enum class StepSource : uint8_t { kTime, kKernel, kNvtx, kApi, kSync, kManual, kAuto };
 
+// PROF_RANGE: windows from ranges the program marks (agent/capture_range.h).
+// kNone: windows follow the PROF_STEP schedule.
+enum class RangeKind : uint8_t { kNone, kProfilerApi, kNvtx };
+
 // Bits of PROF_ACTIVITIES.
 enum ActivityBits : uint32_t {
   kActKernel = 1u << 0,
@@ -40,6 +44,12 @@ struct Config {
   uint64_t auto_timeout_ns = 60'000'000'000;  // PROF_AUTO_TIMEOUT: auto gives up after this much CUDA activity
   std::string step_pattern;             // kernel:/nvtx: regex source
   ApiId step_api = ApiId::kCount;       // api:<cudaFunction>
+
+  // PROF_RANGE: each range is one window (PROF_REPEAT caps how many; the
+  // skip_first/wait/warmup/active numbers do not apply), steps inside it
+  // delimited by PROF_STEP.
+  RangeKind range_kind = RangeKind::kNone;
+  std::string range_pattern;  // nvtx:<regex> source
 
   // torch.profiler.schedule, in steps; repeat == 0 repeats forever.
   uint64_t skip_first = 0;

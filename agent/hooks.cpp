@@ -1,16 +1,20 @@
 #include "agent/hooks.h"
 
 #include "agent/auto_step.h"
+#include "agent/capture_range.h"
 #include "agent/clock.h"
 #include "agent/runtime.h"
 #include "agent/signal_deferral.h"
+#include "agent/strings.h"
 
 namespace prof::hooks {
 
 void RecordEvent(const HostEvent& event) {
   try {
     Runtime* rt = CurrentRuntime();
-    if (rt != nullptr) rt->buffers.Append(event);
+    if (rt == nullptr) return;
+    rt->buffers.Append(event);
+    if (rt->config.range_kind != RangeKind::kNone && rt->session) rt->session->NoteRangeCall();
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
   }
@@ -21,24 +25,52 @@ uint32_t CaptureStack() {
   return rt != nullptr && rt->python ? rt->python->Capture() : 0;  // Capture never throws
 }
 
+namespace {
+
+// How a window's metadata names its range: "cudaProfilerStart/Stop" or "NVTX `train@step`".
+std::string RangeName(const ObservedEvent& event, const RangeEdge& edge) {
+  if (edge.name_id != 0) return "NVTX `" + Strings().Get(edge.name_id) + "`";
+  return "cudaProfilerStart/Stop";
+}
+
+}  // namespace
+
 bool Observe(const ObservedEvent& event) {
   try {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session) return false;
+    // PROF_RANGE: the event may open or close a window. A range edge that
+    // did is not also a step marker (the range's start already starts a step).
+    bool edge_acted = false;
+    if (rt->config.range_kind != RangeKind::kNone) {
+      RangeEdge edge = ClassifyRangeEvent(rt->config, &rt->range_markers, event);
+      if (edge.kind != RangeEdgeKind::kNone) {
+        ExitSignalDeferral defer;  // OnRangeEdge takes Session::mu_
+        edge_acted = rt->session->OnRangeEdge(edge, event.now_ns != 0 ? event.now_ns : NowNs(), RangeName(event, edge));
+      }
+    }
+    bool marker;
     if (rt->config.step_source == StepSource::kAuto) {
       // PROF_STEP=auto: the detector sees the event; once decided, the marker may fire.
       uint32_t token = TokenForEvent(event);
-      if (token == 0 || !rt->auto_step || !rt->auto_step->Observe(token)) return false;
-    } else if (!IsStepMarker(rt->config, &rt->markers, event)) {
-      return false;
+      marker = token != 0 && rt->auto_step && rt->auto_step->Observe(token);
+    } else {
+      marker = IsStepMarker(rt->config, &rt->markers, event);
     }
-    ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
-    rt->session->Step(event.now_ns != 0 ? event.now_ns : NowNs());
-    return true;
+    if (marker && !edge_acted) {
+      ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
+      rt->session->Step(event.now_ns != 0 ? event.now_ns : NowNs());
+    }
+    return marker || edge_acted;
   } catch (...) {
     // Called from wrappers and CUPTI callbacks: nothing may unwind into the host's C code.
     return false;
   }
+}
+
+void NoteCall() {
+  Runtime* rt = CurrentRuntime();
+  if (rt != nullptr && rt->config.range_kind != RangeKind::kNone && rt->session) rt->session->NoteRangeCall();
 }
 
 void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,

@@ -25,6 +25,11 @@ uint32_t CaptureStack();
 // Returns true when the event was a step marker (a step ended at it).
 bool Observe(const ObservedEvent& event);
 
+// A CUDA call entered while recording, seen by CUPTI's callback (calls a
+// wrapper records are noted by RecordEvent): PROF_RANGE's step edges
+// (Session::NoteRangeCall). Cheap: a load and a branch once noted.
+void NoteCall();
+
 void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,
                 bool keep_sample);
 void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample);

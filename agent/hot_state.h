@@ -17,6 +17,7 @@ enum HotBits : uint32_t {
   kHotAllocTracking = 1u << 4,  // allocator wrappers keep the live table
   kHotCopyMarker = 1u << 5,     // PROF_STEP=auto: copies and memsets are observed (or are the marker)
   kHotNvtxNames = 1u << 6,      // NVTX range names are needed outside windows (PROF_STEP=nvtx, auto)
+  kHotRangeMarker = 1u << 7,    // PROF_RANGE=cudaProfilerApi: the profiler start/stop wrappers feed the marker path
 };
 // Any of these: wrappers feed the calls they see to the marker path.
 inline constexpr uint32_t kHotMarkerFeed = kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker;

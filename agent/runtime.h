@@ -52,6 +52,7 @@ struct Runtime {
   AllocTracker allocs;
   NvtxStore nvtx;
   MarkerMatcher markers;
+  MarkerMatcher range_markers;  // PROF_RANGE=nvtx:<regex>
   std::unique_ptr<DeviceCollector> collector;
   std::unique_ptr<StackSource> python;  // Python stacks (collectors/python); may be null
   std::unique_ptr<WriterThread> writer;

@@ -19,8 +19,10 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
       writer_(writer),
       allocs_(allocs),
       meta_template_(std::move(meta_template)),
+      range_mode_(config.range_kind != RangeKind::kNone),
+      ranges_(config.repeat),
       uses_cuda_(std::move(uses_cuda)),
-      triggered_(!config.trigger_file.empty()) {
+      triggered_(!config.trigger_file.empty() && config.range_kind == RangeKind::kNone) {
   std::lock_guard<std::mutex> lock(mu_);
   time_steps_ = config.step_source == StepSource::kTime;
   time_origin_ns_ = start_ns;
@@ -29,6 +31,8 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
     meta_template_.step_description = "auto: looking for the loop";
     return;
   }
+  // PROF_RANGE: nothing happens until a range begins (OnRangeEdge).
+  if (range_mode_) return;
   BeginCounting(start_ns);
 }
 
@@ -45,6 +49,10 @@ void Session::LoopFound(const std::string& description) {
   std::lock_guard<std::mutex> lock(mu_);
   if (counting_ || finished_) return;
   meta_template_.step_description = description;
+  if (range_mode_) {
+    counting_ = true;  // markers delimit steps inside ranges from now on
+    return;
+  }
   start_on_marker_ = true;
 }
 
@@ -54,7 +62,21 @@ void Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
   meta_template_.step_description = description;
   time_steps_ = true;
   time_origin_ns_ = now_ns;
+  if (range_mode_) {
+    counting_ = true;
+    range_time_origin_ns_ = now_ns;  // inside an open range, its current step ends one slice from now
+    range_time_first_step_ = step_;
+    return;
+  }
   BeginCounting(now_ns);
+}
+
+uint64_t Session::next_time_boundary_ns() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!time_steps_ || !counting_ || finished_) return 0;
+  if (!range_mode_) return time_origin_ns_ + (step_ + 1) * config_.step_time_ns;
+  if (!window_open_) return 0;
+  return range_time_origin_ns_ + (step_ - range_time_first_step_ + 1) * config_.step_time_ns;
 }
 
 bool Session::time_steps() {
@@ -107,7 +129,7 @@ void Session::AttachIfCuda() {
 }
 
 void Session::WatchCallsLocked() {
-  if (watching_calls_ || finished_ || !StepSourceWatchesCalls(config_.step_source)) return;
+  if (watching_calls_ || finished_ || !WatchesCalls(config_)) return;
   if (uses_cuda_ && !uses_cuda_()) return;
   collector_->WatchCalls(config_);
   watching_calls_ = true;
@@ -120,6 +142,10 @@ void Session::WatchCallsIfCuda() {
 
 void Session::Step(uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (range_mode_) {
+    RangeStepLocked(now_ns);
+    return;
+  }
   if (!counting_) {
     if (start_on_marker_ && !finished_) {
       start_on_marker_ = false;
@@ -150,6 +176,88 @@ void Session::Step(uint64_t now_ns) {
   if (ended) {
     uint64_t stall = NowNs() - t0;
     if (stall > max_stall_ns_) max_stall_ns_ = stall;
+  }
+}
+
+// ---- PROF_RANGE ----
+
+void Session::RangeStepLocked(uint64_t now_ns) {
+  // Markers outside a range (or before PROF_STEP=auto decided) delimit nothing.
+  if (!counting_ || !window_open_ || finished_) return;
+  if (!time_steps_ && step_ == window_first_step_ && !range_has_calls_.load(std::memory_order_relaxed)) {
+    return;  // the opening event of the range's first iteration: no empty first step (see NoteRangeCall)
+  }
+  if (attach_pending_) AttachIfCuda();
+  if (now_ns < step_start_ns_) now_ns = step_start_ns_;
+  spans_.push_back({step_, step_start_ns_, now_ns});
+  ++step_;
+  step_start_ns_ = now_ns;
+  range_has_calls_.store(false, std::memory_order_relaxed);
+}
+
+bool Session::OnRangeEdge(const RangeEdge& edge, uint64_t now_ns, const std::string& range_name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!range_mode_ || finished_) return false;
+  if (edge.kind == RangeEdgeKind::kBegin) {
+    if (!ranges_.Begin(edge.key)) return false;
+    OpenRangeLocked(now_ns, range_name);
+    return true;
+  }
+  if (edge.kind == RangeEdgeKind::kEnd && ranges_.End(edge.key)) {
+    CloseRangeLocked(now_ns);
+    return true;
+  }
+  return false;
+}
+
+void Session::OpenRangeLocked(uint64_t now_ns, const std::string& range_name) {
+  WatchCallsLocked();
+  // Attached (again: the last range's end paused it) at the range's start,
+  // with no warmup step to attach in. Attaching may take a while the first
+  // time (loading and subscribing CUPTI): the window starts after it, so
+  // that time is not shown as the program's.
+  AttachIfCuda();
+  if (attached_) now_ns = std::max(now_ns, NowNs());
+  range_description_ = fmt::format("{} range {}", range_name, ranges_.opened());
+  step_start_ns_ = now_ns;
+  range_time_origin_ns_ = now_ns;
+  range_time_first_step_ = step_;
+  window_open_ = true;
+  window_first_step_ = step_;
+  window_start_ns_ = now_ns;
+  // NVTX names used from now on are this window's (agent/strings.h).
+  names_generation_ = Strings().BeginWindow();
+  spans_.clear();
+  range_has_calls_.store(false, std::memory_order_relaxed);
+  action_ = Action::kRecord;
+  SetHotBits(kHotRecording);
+  if (attached_) collector_->BeginRecord(now_ns);
+  writer_->SubmitDiscard(now_ns);  // events from before the range are not part of the window
+}
+
+void Session::CloseRangeLocked(uint64_t now_ns) {
+  if (!window_open_) return;
+  if (now_ns < step_start_ns_) now_ns = step_start_ns_;
+  if (!time_steps_ && !spans_.empty() && !range_has_calls_.load(std::memory_order_relaxed)) {
+    // No call since the last marker: that step ends with the range.
+    spans_.back().end_ns = now_ns;
+    --step_;
+  } else {
+    spans_.push_back({step_, step_start_ns_, now_ns});
+  }
+  EndWindow(now_ns, /*partial=*/false, "");
+  ++step_;  // the next range begins a step of its own
+  step_start_ns_ = now_ns;
+  action_ = Action::kNone;
+  ClearHotBits(kHotRecording);
+  attach_pending_ = false;
+  if (attached_) collector_->Pause();
+  if (ranges_.exhausted()) {
+    // PROF_REPEAT ranges recorded: release CUPTI, wrappers back to their fast path.
+    finished_ = true;
+    if (attached_) collector_->Finish();
+    attached_ = false;
+    ClearHotBits(kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames | kHotRangeMarker);
   }
 }
 
@@ -195,6 +303,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   job.meta.end_ns = end_ns;
   job.meta.partial = partial;
   job.meta.partial_reason = reason;
+  if (range_mode_) job.meta.range_description = range_description_;
   job.steps = std::move(spans_);
   spans_.clear();
   job.live_at_end = allocs_->LiveSnapshot();
@@ -224,11 +333,17 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
   bool wrote = false;
   if (window_open_) {
     if (now_ns < step_start_ns_) now_ns = step_start_ns_;
-    spans_.push_back({step_, step_start_ns_, now_ns});
+    if (range_mode_ && !time_steps_ && !spans_.empty() && !range_has_calls_.load(std::memory_order_relaxed)) {
+      spans_.back().end_ns = now_ns;  // a range open at exit: no empty last step either (NoteRangeCall)
+      --step_;
+    } else {
+      spans_.push_back({step_, step_start_ns_, now_ns});
+    }
     EndWindow(now_ns, /*partial=*/true, reason);
     wrote = true;
   }
-  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames);
+  ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames |
+               kHotRangeMarker);
   if (attached_) collector_->OnExit();
   attached_ = false;
   action_ = Action::kNone;
@@ -239,6 +354,15 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
 std::string Session::EndedBeforeFirstWindowMessage() {
   std::lock_guard<std::mutex> lock(mu_);
   if (windows_ended_ > 0) return "";
+  if (range_mode_) {
+    if (config_.range_kind == RangeKind::kProfilerApi) {
+      return "process ended with no window: PROF_RANGE=cudaProfilerApi saw no successful cudaProfilerStart/cuProfilerStart";
+    }
+    return fmt::format(
+        "process ended with no window: no NVTX range matched PROF_RANGE=nvtx:{} (names are `domain@name` for ranges "
+        "in a domain; NVTX needs NVTX_INJECTION64_PATH=<libprof.so>, which prof run sets)",
+        config_.range_pattern);
+  }
   if (!counting_) {
     return fmt::format(
         "process ended while PROF_STEP=auto was still looking for the loop{}: set PROF_STEP (e.g. sync, kernel:<regex>, "

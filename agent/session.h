@@ -9,6 +9,7 @@
 // under mu_ and must not call back into the session.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "agent/alloc_tracker.h"
+#include "agent/capture_range.h"
 #include "agent/config.h"
 #include "agent/device_collector.h"
 #include "agent/schedule.h"
@@ -56,6 +58,28 @@ class Session {
   // False while PROF_STEP=auto is still looking for the loop.
   bool counting();
 
+  // PROF_RANGE (agent/capture_range.h): a range began or ended at now_ns.
+  // A range that opens a window starts a step; the window's end ends one.
+  // range_name: how the window's metadata names the range.
+  // Returns true when it opened or closed a window.
+  bool OnRangeEdge(const RangeEdge& edge, uint64_t now_ns, const std::string& range_name);
+  // Time steps: when the current one ends (agent clock); 0 when no time
+  // step runs (none configured, auto still looking, outside a range).
+  uint64_t next_time_boundary_ns();
+  // PROF_RANGE is set: windows are the program's ranges.
+  bool range_mode() const { return range_mode_; }
+  // PROF_RANGE: a CUDA call was made in the current step of the open range
+  // (a wrapper recorded it, or CUPTI's callback saw it enter). A range's
+  // edges rarely fall on step markers: a marker before any call of the range
+  // (the range began just before an iteration's opening launch) starts no
+  // step, and a range that ends with no call after its last marker (a sync
+  // marker, then cudaProfilerStop) adds the sliver to the step before, so
+  // the per-step rows are iterations, not empty slivers. Not with time
+  // steps (slices of time). One relaxed load per call once set.
+  void NoteRangeCall() {
+    if (!range_has_calls_.load(std::memory_order_relaxed)) range_has_calls_.store(true, std::memory_order_relaxed);
+  }
+
   // PROF_TRIGGER_FILE appeared (again): arm one more cycle.
   void Arm();
 
@@ -84,6 +108,9 @@ class Session {
   void AdvanceTriggerCycle();
   void AttachIfCuda();
   void WatchCallsLocked();
+  void RangeStepLocked(uint64_t now_ns);
+  void OpenRangeLocked(uint64_t now_ns, const std::string& range_name);
+  void CloseRangeLocked(uint64_t now_ns);
 
   std::mutex mu_;
   const Config config_;
@@ -114,6 +141,16 @@ class Session {
   bool start_on_marker_ = false;
   bool time_steps_ = false;
   uint64_t time_origin_ns_ = 0;
+
+  // PROF_RANGE: windows open and close at the program's ranges instead of
+  // the schedule; steps number on across ranges (each range's first step
+  // follows the previous range's last), so window files never collide.
+  const bool range_mode_;
+  CaptureRanges ranges_;
+  std::string range_description_;  // of the open window
+  uint64_t range_time_origin_ns_ = 0;  // time steps inside a range count from here ...
+  uint64_t range_time_first_step_ = 0;  // ... starting with this step
+  std::atomic<bool> range_has_calls_{false};  // see NoteRangeCall; cleared when a range opens
 
   // PROF_TRIGGER_FILE: the schedule (one cycle of wait/warmup/active) runs
   // relative to trigger_origin_ while armed; more arms queue up.

@@ -1,5 +1,6 @@
 #include "agent/step_markers.h"
 
+#include "agent/hot_state.h"
 #include "agent/runtime.h"
 #include "agent/strings.h"
 
@@ -39,6 +40,18 @@ bool IsSyncMarkerCall(std::string_view api) {
 bool StepSourceWatchesCalls(StepSource source) {
   return source == StepSource::kKernel || source == StepSource::kApi || source == StepSource::kSync ||
          source == StepSource::kAuto;
+}
+
+bool WatchesCalls(const Config& config) {
+  return StepSourceWatchesCalls(config.step_source) || config.range_kind == RangeKind::kProfilerApi;
+}
+
+uint32_t RangeHotBits(const Config& config) {
+  switch (config.range_kind) {
+    case RangeKind::kProfilerApi: return kHotRangeMarker;
+    case RangeKind::kNvtx: return kHotNvtxNames;
+    default: return 0;
+  }
 }
 
 bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEvent& event) {

@@ -37,6 +37,7 @@ enum class MarkerSite : uint8_t {
   kCallEnter,   // a runtime/driver call begins (before its start time is taken)
   kCallReturn,  // a runtime/driver call returned
   kNvtxRange,   // an NVTX range was pushed/started
+  kNvtxRangeEnd,  // an NVTX range was popped/ended (PROF_RANGE=nvtx: only)
   kManual,      // the process called prof_step()
 };
 
@@ -54,6 +55,7 @@ struct ObservedEvent {
   uint64_t now_ns = 0;             // agent clock, when it was observed; 0: read at the marker (a clock read only for markers)
   ApiId id = ApiId::kCount;        // the call, when the feed knows it (wrappers); kCount: look `api` up
   uint32_t detail = 0;             // copies: cudaMemcpyKind + 1 when the feed knows it (PROF_STEP=auto's tokens)
+  uint64_t range_key = 0;          // NVTX ranges: pairs a pop/end with its push/start (agent/capture_range.h)
 };
 
 // Set by an interposed wrapper while it feeds the marker path for the call
@@ -86,5 +88,12 @@ bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEv
 // Whether PROF_STEP counts calls (kernel:, api:, sync): then the CUPTI
 // callbacks must feed the marker path whenever no wrapper does.
 bool StepSourceWatchesCalls(StepSource source);
+// The same for the whole configuration: PROF_STEP, or PROF_RANGE=cudaProfilerApi
+// (the profiler start/stop calls).
+bool WatchesCalls(const Config& config);
+// The hot bits PROF_RANGE needs from the start until its ranges are all
+// recorded (agent/hot_state.h): the profiler start/stop wrappers, or NVTX
+// range names outside windows.
+uint32_t RangeHotBits(const Config& config);
 
 }  // namespace prof

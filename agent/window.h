@@ -65,6 +65,7 @@ struct WindowMeta {
   uint32_t cupti_api_version = 0;
   std::vector<std::pair<std::string, std::string>> config;  // PROF_* as applied
   std::string step_description;  // PROF_STEP=auto: what was chosen (or why it fell back); empty otherwise
+  std::string range_description; // PROF_RANGE: which range this window is; empty otherwise
   LossCounts losses;
 };
 

@@ -70,6 +70,9 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   if (!m.step_description.empty()) {
     out.Raw(",\n  "); out.Key("step"); out.String(m.step_description);
   }
+  if (!m.range_description.empty()) {
+    out.Raw(",\n  "); out.Key("range"); out.String(m.range_description);
+  }
   out.Raw(",\n  "); out.Key("cupti_mode"); out.String(m.cupti_mode);
   out.Raw(",\n  "); out.Key("gpu_timings"); out.Bool(m.has_gpu_timings);
   out.Raw(",\n  "); out.Key("cuda_runtime_version"); out.Int(m.cuda_runtime_version);

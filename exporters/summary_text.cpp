@@ -46,6 +46,7 @@ void Header(const Summary& s, std::string* out) {
   if (m.partial) *out += " [PARTIAL: " + m.partial_reason + "]";
   *out += "\n";
   if (!m.step_description.empty()) *out += "step = " + m.step_description + "\n";
+  if (!m.range_description.empty()) *out += "range = " + m.range_description + "\n";
   *out += "host " + m.hostname + Printf(", pid %d; libprof %s; CUDA runtime %d, driver %d; CUPTI: %s\n", m.pid,
                                         m.libprof_version.c_str(), m.cuda_runtime_version, m.cuda_driver_version,
                                         m.cupti_mode.empty() ? "unknown" : m.cupti_mode.c_str());

@@ -121,7 +121,9 @@ const uint32_t* RuntimeCallbackIds() {
       // its correlation id so the call appears once (its CUPTI record is
       // then hidden behind the wrapper's event).
       std::string_view name = entry.name;
-      if (ClassifyName(entry.name) != ApiClass::kOther || name == "cudaDeviceReset" || name == "__cudaRegisterFunction") {
+      // cudaProfilerStart/Stop: PROF_RANGE=cudaProfilerApi's range edges.
+      if (ClassifyName(entry.name) != ApiClass::kOther || name == "cudaDeviceReset" || name == "__cudaRegisterFunction" ||
+          name == "cudaProfilerStart" || name == "cudaProfilerStop") {
         out.push_back(entry.cbid);
       }
     }
@@ -137,7 +139,10 @@ const uint32_t* DriverWorkCallbackIds() {
     for (const auto& entry : kDriverCallbackNames) {
       ApiClass c = ClassifyName(entry.name);
       std::string_view name = entry.name;
-      if (c != ApiClass::kOther || name == "cuMemMap" || name == "cuMemUnmap") out.push_back(entry.cbid);
+      if (c != ApiClass::kOther || name == "cuMemMap" || name == "cuMemUnmap" || name == "cuProfilerStart" ||
+          name == "cuProfilerStop") {
+        out.push_back(entry.cbid);
+      }
     }
     out.push_back(0);
     return out;

@@ -421,6 +421,17 @@ void CuptiCollector::ComputeWatchedLocked() {
       if (id < kMaxWatchedCbid) watched_[d][id].store(1, std::memory_order_relaxed);
     }
   }
+  if (config_.range_kind == RangeKind::kProfilerApi) {
+    // PROF_RANGE=cudaProfilerApi: the range edges, whatever PROF_STEP watches.
+    for (uint32_t id : {static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
+                        static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)}) {
+      if (id < kMaxWatchedCbid) watched_[0][id].store(1, std::memory_order_relaxed);
+    }
+    for (uint32_t id : {static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
+                        static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)}) {
+      if (id < kMaxWatchedCbid) watched_[1][id].store(1, std::memory_order_relaxed);
+    }
+  }
 }
 
 void CuptiCollector::EnableWatchedCallbacks() {
@@ -767,6 +778,7 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
       if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
       return;
     }
+    if (outermost) hooks::NoteCall();  // PROF_RANGE's step edges
     if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
     ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);

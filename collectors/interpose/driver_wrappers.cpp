@@ -227,6 +227,22 @@ EXPORT_SYMBOL CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUm
 }
 EXPORT_SYMBOL CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) { return ip::MemUnmap<ip::kDirect>(ptr, size); }
 
+// The profiler switch called directly by a driver-API program
+// (PROF_RANGE=cudaProfilerApi). The runtime's cudaProfilerStart reaches the
+// driver's through cuGetProcAddress, unwrapped: its own wrapper observed it.
+EXPORT_SYMBOL CUresult cuProfilerStart(void) {
+  using Fn = CUresult (*)();
+  return ip::Intercept<prof::ApiId::cuProfilerStart, CUresult>(ip::kMissing, prof::kHostEventDriver,
+                                                         ip::Loaded<Fn>(prof::ApiId::cuProfilerStart), ip::kNoName,
+                                                         [](prof::HostEvent&, CUresult) {});
+}
+EXPORT_SYMBOL CUresult cuProfilerStop(void) {
+  using Fn = CUresult (*)();
+  return ip::Intercept<prof::ApiId::cuProfilerStop, CUresult>(ip::kMissing, prof::kHostEventDriver,
+                                                        ip::Loaded<Fn>(prof::ApiId::cuProfilerStop), ip::kNoName,
+                                                        [](prof::HostEvent&, CUresult) {});
+}
+
 // CUDA 12+ ABI (cuda.h maps cuGetProcAddress to this).
 EXPORT_SYMBOL CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                                            CUdriverProcAddressQueryResult* status) {

@@ -45,6 +45,19 @@ constexpr uint32_t MaskFor(ApiKind kind) {
   return mask;
 }
 
+// The profiler switch (cudaProfilerStart/Stop, cuProfilerStart/Stop): rare
+// calls that PROF_RANGE=cudaProfilerApi watches (kHotRangeMarker).
+constexpr bool IsProfilerControl(ApiId id) {
+  return id == ApiId::cudaProfilerStart || id == ApiId::cudaProfilerStop || id == ApiId::cuProfilerStart ||
+         id == ApiId::cuProfilerStop;
+}
+
+// Which hot bits make this call leave the fast path, and which make it feed the marker path.
+constexpr uint32_t MaskForId(ApiId id) {
+  return MaskFor(KindOf(id)) | (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u);
+}
+constexpr uint32_t FeedMaskFor(ApiId id) { return kHotMarkerFeed | (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u); }
+
 namespace internal {
 // Depth of interposed calls on this thread (the outermost is recorded).
 inline thread_local int t_depth = 0;
@@ -98,7 +111,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   uint32_t hot = LoadHotBits();
   // The marker path (agent/step_markers.h): this wrapper feeds it for this
   // call, so the CUPTI callbacks inside the call stay silent.
-  bool feeds_markers = (hot & kHotMarkerFeed) != 0;
+  bool feeds_markers = (hot & FeedMaskFor(id)) != 0;
   if (feeds_markers) {
     tls_wrapper_feeds_markers = true;
     hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, detail, /*result_ok=*/true));
@@ -141,7 +154,7 @@ template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, ty
 __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
   if (real == nullptr) real = reinterpret_cast<Fn>(RealFunction(kId));
   if (real == nullptr) return missing;
-  constexpr uint32_t kMask = MaskFor(KindOf(kId));
+  constexpr uint32_t kMask = MaskForId(kId);
   uint32_t hot = LoadHotBits() & kMask;
   // PROF_STEP=api:<fn> alone concerns this call: only <fn> itself feeds the
   // marker path; any other call is a plain call (one byte load more).
@@ -156,7 +169,7 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
 // fill captures by value so nothing is spilled before the branch.
 template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
 __attribute__((always_inline)) inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
-  constexpr uint32_t kMask = MaskFor(KindOf(kId));
+  constexpr uint32_t kMask = MaskForId(kId);
   if (AGENT_LIKELY(real != nullptr && (LoadHotBits() & kMask) == 0)) return real(a...);
   return InterceptRest<kId, R>(missing, flags, real, name_of, fill, a...);
 }

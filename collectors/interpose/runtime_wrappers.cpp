@@ -397,4 +397,19 @@ EXPORT_SYMBOL cudaError_t cudaStreamWaitEvent_ptsz(cudaStream_t stream, cudaEven
   return ip::StreamWaitEvent<ApiId::cudaStreamWaitEvent_ptsz>(stream, event, flags);
 }
 
+// The profiler switch: PROF_RANGE=cudaProfilerApi's range edges (a window
+// opens when the start returns, closes when the stop is entered).
+EXPORT_SYMBOL cudaError_t cudaProfilerStart(void) {
+  using Fn = cudaError_t (*)();
+  return ip::Intercept<ApiId::cudaProfilerStart, cudaError_t>(
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaProfilerStart), ip::kNoName,
+      [](prof::HostEvent&, cudaError_t) {});
+}
+EXPORT_SYMBOL cudaError_t cudaProfilerStop(void) {
+  using Fn = cudaError_t (*)();
+  return ip::Intercept<ApiId::cudaProfilerStop, cudaError_t>(
+      ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaProfilerStop), ip::kNoName,
+      [](prof::HostEvent&, cudaError_t) {});
+}
+
 }  // extern "C"

@@ -1,9 +1,11 @@
 // NVTX injection: the NVTX library (header-only nvtx3 in the host) dlopens
 // NVTX_INJECTION64_PATH and calls InitializeInjectionNvtx2 with a function
-// that hands out its callback tables; we fill the push/pop, start/end and
-// string-registration slots. Each range start may be a step marker
-// (PROF_STEP=nvtx:<regex>); while a window records, finished ranges go to
-// the NvtxStore.
+// that hands out its callback tables; we fill the push/pop, start/end,
+// domain and string-registration slots. Each range start may be a step
+// marker (PROF_STEP=nvtx:<regex>), and each start and end an edge of a
+// PROF_RANGE=nvtx:<regex> range; while a window records, finished ranges go
+// to the NvtxStore. A range in a domain the program created is named
+// `domain@name` (the default domain's ranges keep their bare name).
 #include <nvtx3/nvToolsExt.h>
 
 #include <atomic>
@@ -13,6 +15,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "agent/capture_range.h"
 #include "agent/clock.h"
 #include "agent/config.h"
 #include "agent/export.h"
@@ -137,25 +140,35 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
 }
 
 // The marker path: a matching range may end a step (and open a window), so
-// it is observed before the range's start time is taken.
+// it is observed before the range's start time is taken; its end (for
+// PROF_RANGE) after the range was recorded. key pairs the two
+// (agent/capture_range.h).
 // text: the ASCII name as given (matched when the table dropped it), if any.
-void ObserveRangeStart(uint32_t name_id, const char* text) {
+void ObserveRange(MarkerSite site, uint32_t name_id, const char* text, uint64_t key) {
   ObservedEvent event;
-  event.site = MarkerSite::kNvtxRange;
+  event.site = site;
   event.feed = MarkerFeed::kNvtx;
   event.name_id = name_id;
+  event.range_key = key;
   if (name_id == kDroppedNameId && text != nullptr) event.name_text = text;
   hooks::Observe(event);
 }
+
+// Push/pop ranges: the thread (its stack's address, below 2^48) and the
+// level. Start/end ranges: their id, with the top bit set.
+uint64_t PushKey(const void* stack, int level) {
+  return (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(stack)) << 16) | (static_cast<uint64_t>(level) & 0xFFFF);
+}
+uint64_t StartKey(uint64_t id) { return id | (1ull << 63); }
 
 const char* AsciiOf(const nvtxEventAttributes_t* a) {
   return a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr;
 }
 
 int Push(uint32_t name_id, const char* text = nullptr) {
-  ObserveRangeStart(name_id, text);
   ThreadStack& s = t_stack;
   int level = s.depth;
+  ObserveRange(MarkerSite::kNvtxRange, name_id, text, PushKey(&s, level));
   // A range pushed while nothing records started before any window that could
   // hold its end, and NvtxStore::Take keeps only ranges that started inside
   // the window: its start time is never looked at, so no clock is read.
@@ -168,13 +181,18 @@ int Pop() {
   ThreadStack& s = t_stack;
   if (s.depth == 0) return -1;
   --s.depth;
-  if (s.depth < kMaxDepth) Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth));
+  uint32_t name_id = 0;
+  if (s.depth < kMaxDepth) {
+    Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth));
+    name_id = s.ranges[s.depth].name_id;
+  }
+  ObserveRange(MarkerSite::kNvtxRangeEnd, name_id, nullptr, PushKey(&s, s.depth));
   return s.depth;
 }
 
 nvtxRangeId_t Start(uint32_t name_id, const char* text = nullptr) {
-  ObserveRangeStart(name_id, text);
   uint64_t id = g_next_range_id.fetch_add(1, std::memory_order_relaxed);
+  ObserveRange(MarkerSite::kNvtxRange, name_id, text, StartKey(id));
   // As for Push: a range started while nothing records is never stored, so
   // it is not kept open either (a program that never ends its ranges would
   // otherwise fill the map between windows).
@@ -196,6 +214,7 @@ void End(nvtxRangeId_t id) {
     g_started->erase(it);
   }
   Finish(r.first, 0, r.second);
+  ObserveRange(MarkerSite::kNvtxRangeEnd, r.first.name_id, nullptr, StartKey(id));
 }
 
 // Runs f; an exception (allocation failure) never unwinds into the host's
@@ -233,10 +252,53 @@ void NVTX_API RangeEnd(nvtxRangeId_t id) {
   });
 }
 
-// Core2 (domain) callbacks: domains are ignored, ranges are not.
-int NVTX_API DomainRangePushEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return RangePushEx(a); }
+// Domains: our handle carries the domain name's permanent id (a program
+// creates its few domains once and keeps the handles). Never null, so
+// callers that check for NULL keep going; a domain whose name could not be
+// interned has id 0 and its ranges keep their bare names.
+constexpr uintptr_t kDomainTag = 0x8;
+nvtxDomainHandle_t DomainHandle(uint32_t name_id) {
+  return reinterpret_cast<nvtxDomainHandle_t>((static_cast<uintptr_t>(name_id) << 4) | kDomainTag);
+}
+uint32_t DomainNameId(nvtxDomainHandle_t d) {
+  auto v = reinterpret_cast<uintptr_t>(d);
+  return (v & 0xF) == kDomainTag ? static_cast<uint32_t>(v >> 4) : 0;
+}
+
+// A range in a domain is named "domain@name" (a transient name, like any
+// range message). Per thread, four recent (domain, name) pairs of the
+// table's current generation, so a loop's domain ranges take the string
+// table's mutex once per window.
+struct QualifiedCache {
+  struct Entry {
+    uint32_t domain = 0, name = 0, id = 0, generation = 0;
+  };
+  Entry entries[4];
+  unsigned next = 0;
+};
+thread_local QualifiedCache t_qualified;
+
+uint32_t Qualified(nvtxDomainHandle_t d, uint32_t name_id) {
+  uint32_t domain = DomainNameId(d);
+  if (domain == 0 || name_id == 0 || name_id == kDroppedNameId) return name_id;
+  uint32_t generation = Strings().generation();
+  QualifiedCache& c = t_qualified;
+  for (const auto& e : c.entries) {
+    if (e.domain == domain && e.name == name_id && e.generation == generation) return e.id;
+  }
+  uint32_t id = InternName(QualifiedNvtxName(Strings().Get(domain).c_str(), Strings().Get(name_id).c_str()));
+  if (id != kDroppedNameId) c.entries[c.next++ & 3] = {domain, name_id, id, generation};
+  return id;
+}
+
+// Core2 (domain) callbacks.
+int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return Guarded(-1, [&] { return Push(Qualified(d, NameOf(a)), DomainNameId(d) == 0 ? AsciiOf(a) : nullptr); });
+}
 int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return RangePop(); }
-nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t, const nvtxEventAttributes_t* a) { return RangeStartEx(a); }
+nvtxRangeId_t NVTX_API DomainRangeStartEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  return Guarded<nvtxRangeId_t>(0, [&] { return Start(Qualified(d, NameOf(a)), DomainNameId(d) == 0 ? AsciiOf(a) : nullptr); });
+}
 void NVTX_API DomainRangeEnd(nvtxDomainHandle_t, nvtxRangeId_t id) { RangeEnd(id); }
 // A registered string's handle is kept by the program for good: it is a
 // permanent id, within its own budget (past it, the dropped-name id).
@@ -253,9 +315,12 @@ nvtxStringHandle_t NVTX_API DomainRegisterStringW(nvtxDomainHandle_t, const wcha
   uint32_t id = Guarded<uint32_t>(0, [&] { return Register(Narrow(s)); });
   return reinterpret_cast<nvtxStringHandle_t>(static_cast<uintptr_t>(id));
 }
-// A non-null domain handle so callers that check for NULL keep going.
-nvtxDomainHandle_t NVTX_API DomainCreateA(const char*) { return reinterpret_cast<nvtxDomainHandle_t>(1); }
-nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t*) { return reinterpret_cast<nvtxDomainHandle_t>(1); }
+nvtxDomainHandle_t NVTX_API DomainCreateA(const char* name) {
+  return DomainHandle(Guarded<uint32_t>(0, [&] { return name != nullptr && *name != 0 ? Register(name) : 0; }));
+}
+nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
+  return DomainHandle(Guarded<uint32_t>(0, [&] { return name != nullptr && *name != 0 ? Register(Narrow(name)) : 0; }));
+}
 
 template <typename F>
 void Set(NvtxFunctionTable table, unsigned int size, unsigned int id, F fn) {

@@ -5,6 +5,8 @@
 // libcuda.so.1): not a CUDA call, so neither libprof's wrappers nor CUPTI
 // see it, and the event stream is the same with and without it. On a real
 // driver the symbol is absent and nothing is written.
+#include <cuda.h>
+#include <cudaProfiler.h>
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -122,9 +124,52 @@ void NoLoopChunk(const Bufs& b) {
 int Usage() {
   fprintf(stderr,
           "usage: iter_loop [--mode simple|two-streams|accum4|eval10|extra10|varying|long-first|no-loop|nvtx|"
-          "profiler-api] [--iters N] [--seconds S] [--range-every N] [--loader-us U]\n");
+          "profiler-api] [--iters N] [--seconds S] [--range-every N] [--loader-us U]\n"
+          "                 [--range-api runtime|driver] [--nvtx-style push|start-end|domain] [--nested] [--leave-open]\n");
   return 2;
 }
+
+// The marked regions of the nvtx and profiler-api modes.
+struct Ranges {
+  std::string api = "runtime";   // profiler-api: cudaProfilerStart/Stop or cuProfilerStart/Stop
+  std::string style = "push";    // nvtx: push/pop, start/end, or push/pop in the domain "train"
+  bool nested = false;           // a second begin of the same kind inside each region (iteration 6)
+  bool leave_open = false;       // the last region is never ended
+  nvtxDomainHandle_t domain = nullptr;
+  nvtxRangeId_t id = 0, inner_id = 0;
+
+  void Profiler(bool start) {
+    if (api == "driver") {
+      CUresult r = start ? cuProfilerStart() : cuProfilerStop();
+      if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "cuProfiler%s failed: %d\n", start ? "Start" : "Stop", static_cast<int>(r));
+        exit(1);
+      }
+    } else {
+      CHECK(start ? cudaProfilerStart() : cudaProfilerStop());
+    }
+  }
+  nvtxRangeId_t Begin(const char* name) {
+    if (style == "start-end") return nvtxRangeStartA(name);
+    if (style == "domain") {
+      if (domain == nullptr) domain = nvtxDomainCreateA("train");
+      nvtxEventAttributes_t a = {};
+      a.version = NVTX_VERSION;
+      a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+      a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+      a.message.ascii = name;
+      nvtxDomainRangePushEx(domain, &a);
+      return 0;
+    }
+    nvtxRangePushA(name);
+    return 0;
+  }
+  void End(nvtxRangeId_t range) {
+    if (style == "start-end") nvtxRangeEnd(range);
+    else if (style == "domain") nvtxDomainRangePop(domain);
+    else nvtxRangePop();
+  }
+};
 
 }  // namespace
 
@@ -134,6 +179,7 @@ int main(int argc, char** argv) {
   double seconds = 0;
   int range_every = 20;
   int loader_us = 300;
+  Ranges marks;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--mode" && i + 1 < argc) mode = argv[++i];
@@ -141,6 +187,10 @@ int main(int argc, char** argv) {
     else if (a == "--seconds" && i + 1 < argc) seconds = atof(argv[++i]);
     else if (a == "--range-every" && i + 1 < argc) range_every = atoi(argv[++i]);
     else if (a == "--loader-us" && i + 1 < argc) loader_us = atoi(argv[++i]);
+    else if (a == "--range-api" && i + 1 < argc) marks.api = argv[++i];
+    else if (a == "--nvtx-style" && i + 1 < argc) marks.style = argv[++i];
+    else if (a == "--nested") marks.nested = true;
+    else if (a == "--leave-open") marks.leave_open = true;
     else return Usage();
   }
   static const char* const kModes[] = {"simple", "two-streams", "accum4", "eval10", "extra10", "varying",
@@ -148,6 +198,10 @@ int main(int argc, char** argv) {
   bool known = false;
   for (const char* m : kModes) known |= mode == m;
   if (!known || iters <= 0 || range_every <= 0) return Usage();
+  if ((marks.api != "runtime" && marks.api != "driver") ||
+      (marks.style != "push" && marks.style != "start-end" && marks.style != "domain")) {
+    return Usage();
+  }
 
   Bufs b;
   CHECK(cudaMalloc(&b.dev, kN * sizeof(float)));
@@ -221,20 +275,28 @@ int main(int argc, char** argv) {
       TrainIteration(b);
     } else if (mode == "no-loop") {
       NoLoopChunk(b);
-    } else if (mode == "nvtx") {
-      // A marked region every range_every iterations: iterations k*N+5 .. k*N+7.
+    } else if (mode == "nvtx" || mode == "profiler-api") {
+      // A marked region every range_every iterations: iterations k*N+5 .. k*N+7
+      // (--leave-open: the last region is never ended; --nested: a second
+      // begin of the same name/kind inside it, around iteration 6).
       int in = i % range_every;
-      if (in == 5) nvtxRangePushA("profile_region");
-      TrainIteration(b);
-      if (in == 7) nvtxRangePop();
-    } else if (mode == "profiler-api") {
-      int in = i % range_every;
+      bool last_region = i / range_every == (iters - 1) / range_every;
+      bool nvtx = mode == "nvtx";
       if (in == 5) {
-        CHECK(cudaProfilerStart());
+        if (nvtx) marks.id = marks.Begin("profile_region");
+        else marks.Profiler(/*start=*/true);
         ++ranges;
       }
+      if (in == 6 && marks.nested) {
+        if (nvtx) marks.inner_id = marks.Begin("profile_region");
+        else marks.Profiler(/*start=*/true);  // CUDA: a start while started changes nothing
+      }
       TrainIteration(b);
-      if (in == 7) CHECK(cudaProfilerStop());
+      if (in == 6 && marks.nested && nvtx) marks.End(marks.inner_id);
+      if (in == 7 && !(marks.leave_open && last_region)) {
+        if (nvtx) marks.End(marks.id);
+        else marks.Profiler(/*start=*/false);
+      }
     }
   }
   CHECK(cudaDeviceSynchronize());

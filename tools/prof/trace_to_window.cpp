@@ -241,6 +241,7 @@ class Reader {
     m.rank_known = BoolOf(l, "rank_known", m.rank_known);
     m.cupti_mode = StrOf(l, "cupti_mode", "");
     m.step_description = StrOf(l, "step", "");
+    m.range_description = StrOf(l, "range", "");
     m.has_gpu_timings = BoolOf(l, "gpu_timings", true);
     m.cuda_runtime_version = static_cast<int>(IntMember(l, "cuda_runtime_version", 0));
     m.cuda_driver_version = static_cast<int>(IntMember(l, "cuda_driver_version", 0));

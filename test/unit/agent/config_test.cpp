@@ -362,5 +362,36 @@ TEST_CASE("Describe lists every key as applied", "[config]") {
   CHECK(m.count("PROF_FLUSH_TIMEOUT_MS") == 1);
 }
 
+TEST_CASE("PROF_RANGE takes cudaProfilerApi or nvtx:<regex>, and unset the schedule makes the windows", "[config]") {
+  CHECK(Parse({}).config.range_kind == RangeKind::kNone);
+  for (const char* v : {"cudaProfilerApi", "cudaprofilerapi", " cudaProfilerApi "}) {
+    ConfigResult r = Parse({{"PROF_RANGE", v}});
+    CHECK(r.problems.empty());
+    CHECK(r.config.range_kind == RangeKind::kProfilerApi);
+  }
+  ConfigResult r = Parse({{"PROF_RANGE", "nvtx:^train@step$"}});
+  CHECK(r.problems.empty());
+  CHECK(r.config.range_kind == RangeKind::kNvtx);
+  CHECK(r.config.range_pattern == "^train@step$");
+  CHECK(Parse({{"PROF_RANGE", ""}}).config.range_kind == RangeKind::kNone);
+  // As applied, for the trace metadata.
+  bool described = false;
+  for (const auto& [key, value] : r.config.Describe()) {
+    if (key == "PROF_RANGE") described = value == "nvtx:^train@step$";
+  }
+  CHECK(described);
+}
+
+TEST_CASE("a bad PROF_RANGE is one line and falls back to the schedule, profiling stays on", "[config]") {
+  for (const char* bad : {"nvtx", "nvtx:", "nvtx:([", "cudaProfilerApis", "kernel:foo", "range"}) {
+    ConfigResult r = Parse({{"PROF_RANGE", bad}});
+    RequireOneProblem(r, "PROF_RANGE", bad);
+    CHECK(r.problems[0].find("capture ranges off: windows follow the PROF_STEP schedule") != std::string::npos);
+    CHECK(r.config.enabled);
+    CHECK(r.config.range_kind == RangeKind::kNone);
+    CHECK(r.config.range_pattern.empty());
+  }
+}
+
 }  // namespace
 }  // namespace prof

@@ -41,16 +41,21 @@ bool Contains(const uint32_t* ids, uint32_t wanted) {
   return false;
 }
 
-TEST_CASE("the driver callbacks enabled are calls that do work or allocate, nothing else", "[classes]") {
+TEST_CASE("the driver callbacks enabled are calls that do work or allocate, and the profiler switch", "[classes]") {
   int count = 0;
   for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id, ++count) {
     std::string name = CallbackName(ApiDomain::kDriver, *id);
     CHECK((ClassifyCallback(ApiDomain::kDriver, *id) != ApiClass::kOther || name == "cuMemMap" ||
-           name == "cuMemUnmap"));
+           name == "cuMemUnmap" || name == "cuProfilerStart" || name == "cuProfilerStop"));
   }
   CHECK(count > 10);
   CHECK(Contains(DriverWorkCallbackIds(), CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
   CHECK_FALSE(Contains(DriverWorkCallbackIds(), CUPTI_DRIVER_TRACE_CBID_cuCtxGetCurrent));
+  // PROF_RANGE=cudaProfilerApi: a driver-API program's range edges reach the marker path under injection.
+  CHECK(Contains(DriverWorkCallbackIds(), CUPTI_DRIVER_TRACE_CBID_cuProfilerStart));
+  CHECK(Contains(DriverWorkCallbackIds(), CUPTI_DRIVER_TRACE_CBID_cuProfilerStop));
+  CHECK(Contains(RuntimeCallbackIds(), CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000));
+  CHECK(Contains(RuntimeCallbackIds(), CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000));
 }
 
 TEST_CASE("every call libprof's wrappers stamp with a correlation id gets a CUPTI callback", "[classes]") {
