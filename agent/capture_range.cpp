@@ -3,6 +3,7 @@
 #include <string>
 
 #include "agent/runtime.h"
+#include "agent/strings.h"
 
 namespace prof {
 
@@ -35,7 +36,9 @@ RangeEdge ClassifyRangeEvent(const Config& config, MarkerMatcher* matcher, const
       break;
     case RangeKind::kNvtx:
       if (event.site != MarkerSite::kNvtxRange && event.site != MarkerSite::kNvtxRangeEnd) break;
-      if (matcher == nullptr || !matcher->Matches(event.name_id)) break;
+      if (matcher == nullptr) break;
+      // A name the table dropped (agent/strings.h) is matched as given.
+      if (event.name_id == kDroppedNameId ? !matcher->MatchesText(event.name_text) : !matcher->Matches(event.name_id)) break;
       edge = {event.site == MarkerSite::kNvtxRange ? RangeEdgeKind::kBegin : RangeEdgeKind::kEnd, event.range_key,
               event.name_id};
       break;

@@ -14,7 +14,8 @@ from test_agent_support import need, run_agent, step_spans, validate, workload
 NVTX_STEPS = {"PROF_STEP": "nvtx:^step$", "PROF_WAIT": "5", "PROF_WARMUP": "1", "PROF_ACTIVE": "3",
               "PROF_REPEAT": "3"}
 DROPPED = "[name dropped: PROF_BUFFER_MB]"
-CHURN_NAME = re.compile(r"s(\d+)_t(\d+)_(\d+)(_se|_reg)?$")
+# Ranges pushed in the workload's domain are named `name_churn@<name>` (README, "Capture ranges").
+CHURN_NAME = re.compile(r"(?:name_churn@)?s(\d+)_t(\d+)_(\d+)(_se|_reg)?$")
 # Peak RSS libprof may add with PROF_BUFFER_MB=4: the budget, the thread
 # slots, libprof's own code and the sim's CUPTI. Before NVTX names were
 # bounded the 2 million names of the churn below took about 300 MB.
@@ -91,7 +92,7 @@ class NameChurn(unittest.TestCase):
                 k = step - 1
                 expected = {f"s{k}_t{t}_{i}" for t in range(4) for i in range(100)}
                 expected |= {f"s{k}_t{t}_{i}_se" for t in range(4) for i in range(0, 100, 8)}
-                expected |= {f"s{k}_t{t}_{i}_reg" for t in range(4) for i in range(0, 100, 16)}
+                expected |= {f"name_churn@s{k}_t{t}_{i}_reg" for t in range(4) for i in range(0, 100, 16)}
                 self.assertEqual(by_step.get(step, set()), expected, f"step {step}")
 
 
