@@ -27,6 +27,7 @@
 #include "agent/runtime.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
+#include "exporters/atomic_file.h"
 
 extern "C" void prof_step(void);
 
@@ -162,7 +163,14 @@ void Launch(const Config& config, bool fork_child = false) {
       *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
       return false;
     }
-    return sink(w, note);
+    bool written = sink(w, note);
+    // Workers that left through _exit() mid-write (no exit path ran there).
+    if (int n = RemoveDeadProcessTemporaries(dir)) {
+      Log().info("removed {} temporary file(s) in PROF_OUTPUT_DIR left by processes that ended through _exit() while "
+                 "writing a window",
+                 n);
+    }
+    return written;
   };
   if (!fork_child) deps.enrich = EnrichWindow;
   rt->writer = std::make_unique<WriterThread>(std::move(deps));

@@ -1,6 +1,9 @@
 #include "exporters/atomic_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -70,6 +73,50 @@ std::string TempSuffix() {
   return buf;
 }
 }  // namespace
+
+namespace {
+// The pid in ".<name>.tmp<pid>.<hex>" (TempSuffix), or -1.
+long TemporaryPid(const char* name) {
+  if (name[0] != '.') return -1;
+  const char* tmp = std::strstr(name, ".tmp");
+  for (const char* next = tmp; next != nullptr; next = std::strstr(next + 1, ".tmp")) tmp = next;  // the last
+  if (tmp == nullptr) return -1;
+  const char* p = tmp + 4;
+  long pid = 0;
+  int digits = 0;
+  for (; *p >= '0' && *p <= '9' && digits < 10; ++p, ++digits) pid = pid * 10 + (*p - '0');
+  if (digits == 0 || *p != '.' || p[1] == 0) return -1;
+  for (++p; *p != 0; ++p) {
+    if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'))) return -1;
+  }
+  return pid;
+}
+}  // namespace
+
+int RemoveDeadProcessTemporaries(const std::string& dir) {
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return 0;
+  DIR* d = ::fdopendir(dfd);
+  if (d == nullptr) {
+    ::close(dfd);
+    return 0;
+  }
+  int removed = 0;
+  while (dirent* e = ::readdir(d)) {
+    long pid = TemporaryPid(e->d_name);
+    if (pid <= 0 || pid == ::getpid()) continue;
+    // ESRCH only: EPERM means the process exists (another user's).
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_uid != ::geteuid()) {
+      continue;
+    }
+    if (::unlinkat(dfd, e->d_name, 0) == 0) ++removed;
+  }
+  ::closedir(d);
+  return removed;
+}
 
 void RemoveUnfinishedTemporaries() {
   for (TempSlot& slot : g_temp_slots) {

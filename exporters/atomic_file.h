@@ -65,6 +65,14 @@ class AtomicFile final : public ByteSink {
 // way.
 void RemoveUnfinishedTemporaries();
 
+// Removes, in dir, the temporaries (".<name>.tmp<pid>.<hex>", regular files of
+// this user) of processes that no longer exist: a process that left through
+// _exit() (multiprocessing's forked workers) runs no exit path, so a window
+// its writer thread was writing then stays a temporary. A process that
+// exists (or a pid reused since) keeps its files. Returns how many were
+// removed.
+int RemoveDeadProcessTemporaries(const std::string& dir);
+
 // "No space left on device (ENOSPC)".
 std::string ErrnoText(int err);
 

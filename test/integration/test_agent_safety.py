@@ -19,7 +19,7 @@ import time
 import unittest
 
 import harness
-from test_agent_support import need, run_agent, workload
+from test_agent_support import need, run_agent, validate, workload
 
 MANUAL = dict(PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1, PROF_ACTIVE=4, PROF_REPEAT=1)
 
@@ -206,6 +206,45 @@ class SharedNames(unittest.TestCase):
         self.assertLessEqual(len(pids), 1, files)
         for _, trace in run.traces:
             self.assertTrue(any(e.get("ph") == "X" for e in trace["traceEvents"]))
+
+    def test_workers_leaving_through_os_exit_leave_no_temporary_or_partial_file(self):
+        # multiprocessing's forked workers end with os._exit: no exit handler
+        # runs, so a window still open is not written, and a window the
+        # writer thread was writing at that instant stays a temporary file.
+        # The parent (or any later libprof process writing to the directory)
+        # removes temporaries of processes that no longer exist.
+        lib = workload("libctypes_workload.so")
+        code = ("import ctypes, os\n"
+                f"lib = ctypes.CDLL({lib!r}, mode=os.RTLD_LOCAL)\n"
+                "lib.run_steps.restype = ctypes.c_longlong\n"
+                "lib.run_steps.argtypes = [ctypes.c_int]\n"
+                "kids = []\n"
+                "for i in range(12):\n"
+                "    pid = os.fork()\n"
+                "    if pid == 0:\n"
+                "        lib.run_steps(40 + i)\n"
+                "        os._exit(0)\n"
+                "    kids.append(pid)\n"
+                "for pid in kids:\n"
+                "    os.waitpid(pid, 0)\n"
+                "print(lib.run_steps(3))\n")
+        # A window per step, written while the next records: a child's last
+        # ones are being written when it calls os._exit.
+        run = run_agent([sys.executable, "-c", code], timeout=120, PROF_STEP="sync", PROF_WAIT=0,
+                        PROF_WARMUP=0, PROF_ACTIVE=1, PROF_REPEAT=0, PROF_SKIP_FIRST=1)
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        files = sorted(os.listdir(run.out_dir))
+        self.assertEqual([f for f in files if ".tmp" in f], [], "temporary files left behind")
+        for f in files:  # every file there is whole
+            path = os.path.join(run.out_dir, f)
+            if f.endswith(".json"):
+                ok, out = validate(path)
+                self.assertTrue(ok, f"{f}: {out}")
+            else:
+                with open(path) as text:
+                    self.assertIn("== Data loss ==", text.read(), f)
+        pids = {t["libprof"]["pid"] for _, t in run.traces}
+        self.assertGreater(len(pids), 1, "the children wrote windows before leaving")
 
 
 if __name__ == "__main__":
