@@ -37,6 +37,39 @@ std::vector<std::pair<uint32_t, std::string>> ThreadNames(const Window& w) {
 
 }  // namespace
 
+void AlignStepsWithCuptiCalls(Window* w) {
+  if (w->steps.empty()) return;
+  uint32_t main_tid = static_cast<uint32_t>(w->meta.pid);
+  // Calls a wrapper recorded carry the wrapper's times, which the marker path
+  // orders with the boundaries: only the others matter here.
+  std::vector<uint32_t> wrapped;
+  for (const HostEvent& e : w->host_events) {
+    if (e.tid == main_tid && e.correlation_id != 0) wrapped.push_back(e.correlation_id);
+  }
+  std::sort(wrapped.begin(), wrapped.end());
+  std::vector<StepSpan>& steps = w->steps;
+  for (const DeviceRecord& r : w->device_records) {
+    auto kind = static_cast<DeviceKind>(r.kind);
+    if ((kind != DeviceKind::kRuntimeApi && kind != DeviceKind::kDriverApi) || r.thread_id != main_tid ||
+        r.end_ns <= r.start_ns || std::binary_search(wrapped.begin(), wrapped.end(), r.correlation_id)) {
+      continue;
+    }
+    auto nearer = [&](uint64_t& t) {
+      if (r.start_ns < t && t < r.end_ns) t = t - r.start_ns <= r.end_ns - t ? r.start_ns : r.end_ns;
+    };
+    auto k = std::lower_bound(steps.begin(), steps.end(), r.start_ns,
+                              [](const StepSpan& s, uint64_t t) { return s.end_ns < t; });
+    for (; k != steps.end() && k->start_ns < r.end_ns; ++k) {
+      nearer(k->start_ns);
+      nearer(k->end_ns);
+    }
+  }
+  for (size_t k = 1; k < steps.size(); ++k) {  // ordered and non-inverted
+    steps[k].start_ns = std::max(steps[k].start_ns, steps[k - 1].end_ns);
+    steps[k].end_ns = std::max(steps[k].end_ns, steps[k].start_ns);
+  }
+}
+
 Window SealWindow(WindowJob job, const WriterDeps& deps) {
   Window w;
   w.meta = std::move(job.meta);
@@ -62,6 +95,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
       std::sort(w.host_events.begin(), w.host_events.end(), before);
     }
   }
+  AlignStepsWithCuptiCalls(&w);
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end, &w.meta.losses.nvtx_ranges_dropped);
   // Before the strings: a stack's file and function names are interned

@@ -36,6 +36,15 @@ struct WriterDeps {
   StackSource* python = nullptr;
 };
 
+// Calls only CUPTI recorded (no wrapper saw them: CUDA_INJECTION64_PATH)
+// carry CUPTI's times, taken outside the callback in which a step marker was
+// observed: the call that starts a step (a launch, a copy) begins a little
+// before its boundary, a synchronize that ends one may end a little after.
+// A step boundary inside such a call on the main thread moves to the call's
+// nearer end, so the trace's step slices and the summary's per-step rows hold
+// the marking call in the step it belongs to. Part of SealWindow.
+void AlignStepsWithCuptiCalls(Window* w);
+
 // Builds the sealed Window for a job: device records first (that wait is
 // what gives in-flight calls time to finish), then host events, samples,
 // ranges and strings. Used by the thread; tests call it directly.

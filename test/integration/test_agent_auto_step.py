@@ -61,12 +61,15 @@ def iterations_of_calls(truth, pid):
     return out
 
 
-def run_loop(args, **env):
+def run_loop(args, mode="LD_PRELOAD", **env):
+    """Runs a loop with libprof injected by mode (LD_PRELOAD or CUDA_INJECTION64_PATH)."""
     tmp = tempfile.mkdtemp(prefix="autostep-")
     out = os.path.join(tmp, "out")
     truth_path = os.path.join(tmp, "truth.jsonl")
-    proc = harness.run(args, harness.sim_env(LD_PRELOAD=harness.LIBPROF_SO, NVTX_INJECTION64_PATH=harness.LIBPROF_SO,
-                                             PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path, **env), timeout=180)
+    run_env = harness.sim_env(NVTX_INJECTION64_PATH=harness.LIBPROF_SO, PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path,
+                              **env)
+    run_env[mode] = harness.LIBPROF_SO
+    proc = harness.run(args, run_env, timeout=180)
     traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
     summaries = sorted(glob.glob(os.path.join(out, "*.summary.txt")))
     truth = []
@@ -100,7 +103,12 @@ class AutoStepFindsIterations(unittest.TestCase):
     def check_loop(self, name):
         args = LOOPS[name]
         bare = harness.run(args, harness.sim_env())
-        proc, traces, summaries, truth = run_loop(args)
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                self.check_loop_in(args, bare, mode)
+
+    def check_loop_in(self, args, bare, mode):
+        proc, traces, summaries, truth = run_loop(args, mode)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(proc.stdout, bare.stdout)
         chosen = [l for l in proc.stderr.splitlines() if "PROF_STEP=auto: step = " in l]

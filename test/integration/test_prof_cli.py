@@ -2,6 +2,7 @@
 rejects broken ones by rule, merge of four ranks keeps every event and
 validates, run passes the command's exit status through and sets the
 environment libprof reads, and every subcommand has --help."""
+import glob
 import gzip
 import json
 import os
@@ -128,6 +129,25 @@ class ProfCli(unittest.TestCase):
         self.assertEqual(nvtx, lib)
         self.assertEqual(counts, "3 1 2 4 5")
         self.assertEqual((step, out, compress), ("sync", self.tmp, "gzip"))
+
+    def test_run_range_sets_prof_range_and_the_windows_are_the_programs_ranges(self):
+        r = prof("run", "-q", "--range", "nvtx:^step$", "--", "sh", "-c", 'echo "$PROF_RANGE"', env=harness.clean_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "nvtx:^step$")
+        iter_loop = os.path.join(harness.WORKLOAD_DIR, "iter_loop")
+        if not os.path.exists(iter_loop):
+            self.skipTest("iter_loop not built")
+        # iter_loop calls cudaProfilerStart/Stop around iterations 5-7 of every 20: three ranges in 50 iterations.
+        r = prof("run", "-q", "--lib", harness.LIBPROF_SO, "--range", "cudaProfilerApi", "--repeat", "0", "--step", "sync",
+                 "--out", self.tmp, "--", iter_loop, "--mode", "profiler-api", "--iters", "50", env=harness.sim_env())
+        self.assertEqual(r.returncode, 0, r.stderr)
+        traces = sorted(glob.glob(os.path.join(self.tmp, "*.pt.trace.json")))
+        ranges = []
+        for path in traces:
+            with open(path) as f:
+                meta = json.load(f)["libprof"]
+            ranges.append((meta["range"], meta["window"]["first_step"], meta["window"]["last_step"]))
+        self.assertEqual(sorted(ranges), [(f"cudaProfilerStart/Stop range {k + 1}", 3 * k, 3 * k + 2) for k in range(3)])
 
     def test_run_rejects_bad_counts_and_missing_commands(self):
         r = prof("run", "--active", "two", "--", "true")

@@ -25,11 +25,14 @@ The exit status is CMD's.
 options:
   --step SPEC        what a step is: auto (default), time:100ms, kernel:<regex>,
                      nvtx:<regex>, api:<cudaFunction>, sync, manual (PROF_STEP)
+  --range SPEC       windows from ranges the program marks instead of the
+                     schedule: cudaProfilerApi (cudaProfilerStart..Stop) or
+                     nvtx:<regex>; --repeat caps how many  (PROF_RANGE)
   --skip-first N     steps skipped before the schedule starts   (PROF_SKIP_FIRST)
   --wait N           steps waited per cycle                     (PROF_WAIT)
   --warmup N         steps warmed up per cycle                  (PROF_WARMUP)
   --active N         steps recorded per window                  (PROF_ACTIVE)
-  --repeat N         windows; 0 repeats forever                 (PROF_REPEAT)
+  --repeat N         windows (ranges with --range); 0: no limit (PROF_REPEAT)
   --out DIR          where traces and summaries go              (PROF_OUTPUT_DIR)
   --name NAME        worker name in file names                  (PROF_NAME)
   --gzip             write .pt.trace.json.gz                    (PROF_COMPRESS=gzip)
@@ -99,7 +102,7 @@ int RunCommand(const Args& args) {
       env.emplace_back("PROF_COMPRESS", "gzip");
       continue;
     }
-    bool takes_value = a == "--step" || a == "--out" || a == "--lib" || a == "--name";
+    bool takes_value = a == "--step" || a == "--range" || a == "--out" || a == "--lib" || a == "--name";
     for (const auto& [option, variable] : kCountOptions) takes_value |= a == option;
     if (!takes_value) {
       std::fprintf(stderr, "prof run: unknown option '%s' (did you forget '--' before the command?)\n%s", a.c_str(),
@@ -112,6 +115,7 @@ int RunCommand(const Args& args) {
     }
     const std::string& value = args[++i];
     if (a == "--step") env.emplace_back("PROF_STEP", value);
+    if (a == "--range") env.emplace_back("PROF_RANGE", value);
     if (a == "--out") env.emplace_back("PROF_OUTPUT_DIR", value);
     if (a == "--name") env.emplace_back("PROF_NAME", value);
     if (a == "--lib") lib = value;
