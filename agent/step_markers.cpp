@@ -1,5 +1,7 @@
 #include "agent/step_markers.h"
 
+#include <array>
+
 #include "agent/hot_state.h"
 #include "agent/runtime.h"
 #include "agent/strings.h"
@@ -35,6 +37,17 @@ bool IsSyncMarkerCall(std::string_view api) {
          base == "cuCtxSynchronize_v2" || base == "cuStreamSynchronize";
 }
 
+// The same by ApiId, for a feed that knows the call (the wrappers): one
+// load instead of the suffix stripping and name compares per call.
+bool IsSyncMarkerCall(ApiId id) {
+  static const auto* table = new std::array<bool, kApiCount>([] {
+    std::array<bool, kApiCount> t{};
+    for (size_t i = 0; i < kApiCount; ++i) t[i] = IsSyncMarkerCall(ApiName(static_cast<ApiId>(i)));
+    return t;
+  }());
+  return id < ApiId::kCount && (*table)[static_cast<size_t>(id)];
+}
+
 }  // namespace
 
 bool StepSourceWatchesCalls(StepSource source) {
@@ -62,7 +75,8 @@ bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEv
       return event.site == MarkerSite::kCallEnter && event.kind == ApiKind::kLaunch && matcher != nullptr &&
              matcher->Matches(event.name_id);
     case StepSource::kSync:
-      return event.site == MarkerSite::kCallReturn && IsSyncMarkerCall(event.api);
+      return event.site == MarkerSite::kCallReturn &&
+             (event.id != ApiId::kCount ? IsSyncMarkerCall(event.id) : IsSyncMarkerCall(event.api));
     case StepSource::kNvtx:
       if (event.site != MarkerSite::kNvtxRange || matcher == nullptr) return false;
       // A name the full table did not keep is matched by its text (not cached).

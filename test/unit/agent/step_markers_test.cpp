@@ -33,6 +33,23 @@ TEST_CASE("sync marks a step when a device or stream synchronize returns, runtim
   CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallReturn, ApiKind::kSync, "cudaStreamWaitEvent")));
 }
 
+TEST_CASE("sync decides a call the wrapper names by id as it decides it by name", "[markers]") {
+  Config c;
+  c.step_source = StepSource::kSync;
+  int markers = 0;
+  for (size_t i = 0; i < kApiCount; ++i) {
+    auto id = static_cast<ApiId>(i);
+    ObservedEvent by_name = Call(MarkerSite::kCallReturn, ApiKindOf(id), ApiName(id), 0, MarkerFeed::kWrapper);
+    ObservedEvent by_id = by_name;
+    by_id.id = id;
+    by_id.api = "";  // the id alone must decide
+    bool marker = IsStepMarker(c, nullptr, by_name);
+    CHECK(IsStepMarker(c, nullptr, by_id) == marker);
+    markers += marker;
+  }
+  CHECK(markers >= 3);  // cudaDeviceSynchronize, cudaStreamSynchronize and its _ptsz twin at least
+}
+
 TEST_CASE("api marks a step when that function is entered, in either default-stream flavour", "[markers]") {
   Config c;
   c.step_source = StepSource::kApi;
