@@ -90,7 +90,10 @@ INFO = {
 }
 # Callgrind (--callgrind): instructions per step inside the loop, all
 # threads, the simulator's spin-wait excluded; one row per variant.
-CG_VARIANTS = ["bare", "wait_time", "wait_sync", "wait_api", "wait_kernel", "wait_nvtx", "record"]
+CG_VARIANTS = ["bare", "wait_time", "wait_sync", "wait_api", "wait_kernel", "wait_nvtx", "wait_auto", "record"]
+# PROF_STEP=auto while it is still looking: a loop too short to be decided
+# (host_loop is decided after 9 to 100+ iterations, depending on timing).
+CG_DETECT_WARMUP, CG_DETECT_STEPS = 2, 6
 
 
 PEAK_RSS = None  # path of bench_peak_rss, set in main()
@@ -569,6 +572,48 @@ def main():
                         f"(CUPTI records, launch registry) {per[collect] / windows:.0f}, export (trace + summary "
                         f"files) {per[export] / windows:.0f} per window")
             shutil.rmtree(out_dir, ignore_errors=True)
+        # Detection only: bare and auto on a loop of CG_DETECT_WARMUP +
+        # CG_DETECT_STEPS iterations; the run whose log shows a decision
+        # inside the measured steps is said so in the note.
+        detect = {}
+        decided = "not decided before the loop ended"
+        for n in ("bare", "wait_auto"):
+            out = os.path.join(keep, f"callgrind.detect_{n}")
+            for old in os.listdir(keep):
+                if old.startswith(f"callgrind.detect_{n}."):
+                    os.remove(os.path.join(keep, old))
+            p = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}.%p", host, "--steps",
+                                str(CG_DETECT_STEPS), "--warmup-steps", str(CG_DETECT_WARMUP)],
+                               env=variants[n], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise Failure(f"callgrind detect_{n} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            parts = [f for f in os.listdir(keep) if f.startswith(f"callgrind.detect_{n}.") and f.endswith(".1")]
+            if len(parts) != 1:
+                raise Failure(f"callgrind detect_{n}: no loop dump")
+            total, spin = callgrind_loop_ir(os.path.join(keep, parts[0]))
+            # The application thread's share, and (auto) the one-time
+            # subscription to CUPTI's callbacks the agent thread makes when it
+            # first sees CUDA loaded (it falls in these steps or before them).
+            inc = callgrind_inclusive(os.path.join(keep, parts[0]),
+                                      ["???:main [", "prof::Session::WatchCallsIfCuda() ["])
+            detect[n] = (total - spin) / CG_DETECT_STEPS
+            detect[n + "_main"] = inc["???:main ["] / CG_DETECT_STEPS
+            detect[n + "_subscribe"] = inc["prof::Session::WatchCallsIfCuda() ["]
+            m = re.search(r"found after (\d+) iterations", p.stderr)
+            if n == "wait_auto" and m:
+                decided = (f"DECIDED after {m.group(1)} iterations, inside the loop: not a detection-only figure"
+                           if int(m.group(1)) <= CG_DETECT_WARMUP + CG_DETECT_STEPS else
+                           f"decided after {m.group(1)} iterations, past the loop")
+            shutil.rmtree(variants[n].get("PROF_OUTPUT_DIR", "/nonexistent"), ignore_errors=True)
+        INFO["cg_wait_auto_detecting_ir"] = "callgrind: PROF_STEP=auto still detecting, Ir/step"
+        steady = detect["wait_auto"] - detect["wait_auto_subscribe"] / CG_DETECT_STEPS
+        figures["cg_wait_auto_detecting_ir"] = dict(
+            stats([steady]), unit="Ir/step",
+            note=f"{steady / detect['bare']:.4f} x bare ({detect['bare']:.0f} Ir/step on the same {CG_DETECT_STEPS} "
+            f"steps after {CG_DETECT_WARMUP} warm-up steps), all threads less the one-time CUPTI subscription "
+            f"({detect['wait_auto_subscribe']:.0f} Ir, on the agent thread; with it: "
+            f"{detect['wait_auto'] / detect['bare']:.4f} x); application thread alone "
+            f"{detect['wait_auto_main'] / detect['bare_main']:.4f} x; {decided}")
         for n in CG_VARIANTS:
             key = f"cg_{n}_ir"
             INFO[key] = f"callgrind: {n.replace('_', ' ')}, Ir/step = {ir[n] / ir['bare']:.4f} x bare"
