@@ -266,6 +266,9 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
   if (next == Action::kWarmup || recording_next) {
     if (!attached_ || prev == Action::kNone) AttachIfCuda();
     SetHotBits(kHotRecording);
+    // Read after CUPTI is attached and the bit is set: from now on calls are
+    // recorded in both modes.
+    if (recording_since_ns_ == 0) recording_since_ns_ = NowNs();
   }
   if (recording_next && !window_open_) {
     if (attached_) collector_->BeginRecord(now_ns);
@@ -274,12 +277,18 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
     window_start_ns_ = now_ns;
     // NVTX names used from now on are this window's (agent/strings.h).
     names_generation_ = Strings().BeginWindow();
+    // A marker starts its step when it is seen, with recording already on;
+    // a time step starts at its nominal boundary, which the agent thread may
+    // act on late (a loaded machine): the stretch before recording came on
+    // is reported, not silently missing.
+    window_unrecorded_ns_ = time_steps_ && recording_since_ns_ > now_ns ? recording_since_ns_ - now_ns : 0;
     spans_.clear();
     writer_->SubmitDiscard(now_ns);  // warmup events are not part of the window
   }
   if (next == Action::kNone) {
     // A read first: a waiting step (none -> none) skips the locked RMW.
     if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
+    recording_since_ns_ = 0;
     attach_pending_ = false;
     if (attached_ && prev != Action::kNone) collector_->Pause();
     bool done = !triggered_ && ScheduleFinished(params_, step_);
@@ -304,6 +313,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   job.meta.partial = partial;
   job.meta.partial_reason = reason;
   if (range_mode_) job.meta.range_description = range_description_;
+  job.meta.losses.unrecorded_start_ns = std::min(window_unrecorded_ns_, end_ns - window_start_ns_);
   job.steps = std::move(spans_);
   spans_.clear();
   job.live_at_end = allocs_->LiveSnapshot();

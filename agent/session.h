@@ -134,6 +134,11 @@ class Session {
   bool attach_pending_ = false;   // a cycle began before CUDA was loaded
   bool watching_calls_ = false;   // WatchCalls done (PROF_STEP counts calls)
   uint64_t max_stall_ns_ = 0;
+  // When recording (warmup or active) was last turned on, by the clock, not
+  // the step's nominal time: a time step's boundary is acted on when the
+  // agent thread wakes, which may be late. 0: recording is off.
+  uint64_t recording_since_ns_ = 0;
+  uint64_t window_unrecorded_ns_ = 0;  // the open window's start not recorded (LossCounts::unrecorded_start_ns)
 
   // PROF_STEP=auto: counting_ is false until the loop is found (or auto
   // falls back to time steps); start_on_marker_: the next Step() begins step 0.

@@ -41,6 +41,10 @@ struct LossCounts {
   uint64_t alloc_samples_dropped = 0;
   uint64_t nvtx_ranges_dropped = 0;      // NVTX range store full (PROF_BUFFER_MB/16)
   uint64_t nvtx_names_dropped = 0;       // NVTX name table full (PROF_BUFFER_MB/16): named kDroppedNameText
+  // Time steps: how long after the window's first step began recording was
+  // actually on (the agent thread, which turns it on at step boundaries, ran
+  // that late). Calls made in that stretch are not in the window.
+  uint64_t unrecorded_start_ns = 0;
 };
 
 struct WindowMeta {

@@ -75,7 +75,11 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   w.meta = std::move(job.meta);
   w.steps = std::move(job.steps);
   w.live_at_end = std::move(job.live_at_end);
-  uint64_t start = w.meta.start_ns;
+  // A window whose start was not recorded (LossCounts::unrecorded_start_ns:
+  // the agent thread turned recording on late) holds nothing from that
+  // stretch: CUPTI may still have been on from the previous window while
+  // the wrappers were not, and device work without its call is no window's.
+  uint64_t start = w.meta.start_ns + w.meta.losses.unrecorded_start_ns;
   uint64_t end = w.meta.end_ns;
   if (deps.collector != nullptr) deps.collector->CollectWindow(start, end, job.deadline_ns, &w);
   if (deps.buffers != nullptr) {

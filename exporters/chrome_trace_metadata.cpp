@@ -107,6 +107,7 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("alloc_samples_dropped"); out.UInt(l.alloc_samples_dropped);
   out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);
   out.Raw(", "); out.Key("nvtx_names_dropped"); out.UInt(l.nvtx_names_dropped);
+  out.Raw(", "); out.Key("unrecorded_start_ns"); out.UInt(l.unrecorded_start_ns);
   out.Char('}');
   // Exact step spans and what was still allocated: `prof summary` rebuilds
   // the window from these (ns relative to baseTimeNanoseconds).

@@ -150,9 +150,16 @@ class FindingsBuilder {
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
     part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
+    if (l.unrecorded_start_ns != 0) {
+      parts += (parts.empty() ? "" : ", ") + Printf("the window's first %.3f ms not recorded (libprof's agent thread "
+                                                    "turned recording on late: a loaded machine)",
+                                                    static_cast<double>(l.unrecorded_start_ns) / 1e6);
+    }
     if (parts.empty()) return;
     Add("data-loss", "Some data was lost: tables and findings undercount", parts,
-        "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
+        l.unrecorded_start_ns != 0 && parts.find("dropped") == std::string::npos
+            ? "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps"
+            : "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
   }
 
   void Partial() {

@@ -170,6 +170,10 @@ void Losses(const Summary& s, std::string* out) {
                    static_cast<unsigned long long>(l.nvtx_names_dropped));
   }
   *out += "\n";
+  if (l.unrecorded_start_ns != 0) {
+    *out += Printf(" recording began %.3f ms after the window's first step did: calls before that are not in it\n",
+                   static_cast<double>(l.unrecorded_start_ns) / 1e6);
+  }
 }
 
 }  // namespace

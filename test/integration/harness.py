@@ -62,6 +62,36 @@ def run_in_each_mode(cmd, work_dir, **prof):
     return runs
 
 
+# What libprof's own threads (the writer: versions and device properties for
+# a window's metadata) call; a thread that calls nothing else is libprof's.
+OWN_THREAD_CALLS = {"cudaRuntimeGetVersion", "cuDriverGetVersion", "cuDeviceGetCount", "cuDeviceGet",
+                    "cuDeviceGetName", "cuDeviceTotalMem_v2", "cuDeviceGetAttribute"}
+# Under LD_PRELOAD the allocation wrappers ask for the current device right
+# after the allocation returns, on the allocating thread.
+ALLOCATIONS = {"cudaMalloc", "cudaMallocManaged", "cudaMallocPitch", "cudaMallocAsync", "cudaMallocAsync_ptsz",
+               "cudaMallocFromPoolAsync", "cudaMallocFromPoolAsync_ptsz", "cuMemAlloc_v2"}
+DEVICE_QUERIES = {"cudaGetDevice", "cuCtxGetDevice"}
+
+
+def own_calls(lines):
+    """The calls in a truth log that libprof made itself, not the program:
+    every call of a thread that makes only OWN_THREAD_CALLS, and a device
+    query that directly follows an allocation on the same thread (the
+    allocation wrappers' own; if the program makes one there too, one of the
+    two is counted as libprof's, which keeps per-API counts right)."""
+    outer = [l for l in lines if l.get("type") == "api" and l["correlation"] == l["outer_correlation"]]
+    by_thread = {}
+    for l in outer:
+        by_thread.setdefault(l["thread"], []).append(l)
+    own = []
+    for calls in by_thread.values():
+        if all(c["name"] in OWN_THREAD_CALLS for c in calls):
+            own.extend(calls)
+            continue
+        own.extend(c for prev, c in zip(calls, calls[1:]) if c["name"] in DEVICE_QUERIES and prev["name"] in ALLOCATIONS)
+    return own
+
+
 def main():
     """Run the module's tests. unittest exits 0 when every test was skipped,
     which CTest would report as passed; exit 77 (CTest's skip code) then, so a

@@ -56,6 +56,7 @@ struct Options {
   bool pageable = false;
   bool tiny = false;
   bool zero_bytes = false;
+  bool sync_memset = false;
   int host_sleep_us = 0;
   bool manual_steps = false;
   int exit_at = -1;
@@ -68,7 +69,7 @@ struct Options {
 void Usage() {
   fprintf(stderr,
           "usage: train_loop [--steps N] [--kernels-per-step K] [--alloc-in-loop] [--d2h-mid-step] [--pageable]\n"
-          "                  [--zero-bytes]\n"
+          "                  [--zero-bytes] [--sync-memset]\n"
           "                  [--tiny] [--host-sleep-us U] [--manual-steps] [--exit-at STEP]\n"
           "                  [--raise-at STEP:TERM|INT|<number>] [--fork-at STEP] [--exit-code C]\n");
   exit(2);
@@ -96,6 +97,7 @@ Options Parse(int argc, char** argv) {
     else if (a == "--pageable") o.pageable = true;
     else if (a == "--tiny") o.tiny = true;
     else if (a == "--zero-bytes") o.zero_bytes = true;
+    else if (a == "--sync-memset") o.sync_memset = true;
     else if (a == "--host-sleep-us") o.host_sleep_us = ParseInt(value());
     else if (a == "--manual-steps") o.manual_steps = true;
     else if (a == "--exit-at") o.exit_at = ParseInt(value());
@@ -187,6 +189,7 @@ void RunStep(const Options& o, Buffers& b, int step, const char* who) {
     float probe = 0.0f;
     CHECK(cudaMemcpy(&probe, b.dev_in, sizeof probe, cudaMemcpyDeviceToHost));  // a hidden sync inside the step
   }
+  if (o.sync_memset) CHECK(cudaMemset(b.scratch_b, 0, kElements * sizeof(float)));  // legacy stream, not Async
   if (o.zero_bytes) {
     // Calls that move nothing: CUDA enqueues no device operation for them.
     CHECK(cudaMemcpy(b.dev_out, b.dev_in, 0, cudaMemcpyDeviceToDevice));

@@ -263,7 +263,8 @@ class Reader {
       auto get = [&x](const char* k) { return static_cast<uint64_t>(IntMember(x, k, 0)); };
       m.losses = {get("host_events_dropped"),    get("device_records_dropped"), get("cupti_records_dropped"),
                   get("device_records_missing"), get("unknown_activity_kinds"), get("alloc_samples_dropped"),
-                  get("nvtx_ranges_dropped"),    get("nvtx_names_dropped")};
+                  get("nvtx_ranges_dropped"),    get("nvtx_names_dropped"),
+                  get("unrecorded_start_ns")};
     }
     JsonValue config = l.Get("config");
     for (JsonValue v = config.is_object() ? config.first() : JsonValue(); v.valid(); v = config.next(v)) {

@@ -127,6 +127,43 @@ TEST_CASE("exit during a window ends it as partial with the steps so far", "[ses
   CHECK(h.session.EndedBeforeFirstWindowMessage().empty());
 }
 
+TEST_CASE("a time step acted on after its window began reports the stretch it did not record", "[session]") {
+  // Time steps of 1 ms from NowNs(): the agent thread calls Step(boundary)
+  // with the nominal boundary however late it wakes. Recording comes on
+  // when warmup is entered, so if that happens after the window's first
+  // step began, the start of the window was not recorded.
+  Config c = Schedule(0, 1, 1, 2, 1);
+  c.step_source = StepSource::kTime;
+  c.step_time_ns = 1'000'000;
+  uint64_t origin = NowNs() - 10'000'000;  // every boundary below is 5+ ms in the past
+  FakeCollector collector;
+  FakeWriter writer;
+  AllocTracker allocs;
+  Session late(c, &collector, &writer, &allocs, Harness::Meta(), origin);
+  for (uint64_t k = 0; k < 4; ++k) late.Step(origin + (k + 1) * c.step_time_ns);
+  REQUIRE(writer.windows.size() == 1);
+  const WindowMeta& m = writer.windows[0].meta;
+  CHECK(m.start_ns == origin + 2 * c.step_time_ns);
+  // Recording came on now, 8 ms after the window's start: all of its 2 ms.
+  CHECK(m.losses.unrecorded_start_ns == m.end_ns - m.start_ns);
+
+  // Stepped on time (boundaries in the future of the clock reads): nothing.
+  uint64_t soon = NowNs() + 1'000'000'000;
+  FakeCollector collector2;
+  FakeWriter writer2;
+  Session on_time(c, &collector2, &writer2, &allocs, Harness::Meta(), soon);
+  for (uint64_t k = 0; k < 4; ++k) on_time.Step(soon + (k + 1) * c.step_time_ns);
+  REQUIRE(writer2.windows.size() == 1);
+  CHECK(writer2.windows[0].meta.losses.unrecorded_start_ns == 0);
+}
+
+TEST_CASE("marker steps start with recording on: no unrecorded stretch", "[session]") {
+  Harness h(Schedule(0, 1, 1, 2, 1));  // manual steps on a clock far in the past
+  h.StepTo(5);
+  REQUIRE(h.writer.windows.size() == 1);
+  CHECK(h.writer.windows[0].meta.losses.unrecorded_start_ns == 0);
+}
+
 TEST_CASE("exit outside a window writes nothing and explains which variable to change", "[session]") {
   Harness h(Schedule(0, 30, 2, 5, 1));
   h.StepTo(12);

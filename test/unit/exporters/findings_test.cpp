@@ -180,6 +180,14 @@ TEST_CASE("data-loss fires on NVTX names the name table could not keep", "[findi
   CHECK(evidence.find("3 NVTX ranges dropped") != std::string::npos);
 }
 
+TEST_CASE("data-loss fires when a window's start was not recorded, saying how long", "[findings]") {
+  WindowBuilder b = Loop(2, 1, 100'000);
+  b.window().meta.losses.unrecorded_start_ns = 1'250'000;
+  std::string evidence;
+  CHECK(Fires(b.Build(), "data-loss", &evidence));
+  CHECK(evidence.find("first 1.250 ms not recorded") != std::string::npos);
+}
+
 TEST_CASE("interception-only fires when there are no GPU timings, with the cause", "[findings]") {
   WindowBuilder b = Loop(2, 1, 100'000);
   CHECK_FALSE(Fires(b.Build(), "interception-only"));
