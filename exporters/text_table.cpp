@@ -48,27 +48,32 @@ std::string TextTable::Render() const {
   for (const auto& row : rows_) {
     for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], Width(row[c]));
   }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string out = " ";
+  // Appends one line in place (a summary renders thousands of cells per
+  // window: no temporary string per cell or line).
+  auto line = [&](const std::vector<std::string>& cells, std::string* out) {
+    static const std::string kEmpty;
+    size_t begin = out->size();
+    out->push_back(' ');
     for (size_t c = 0; c < widths.size(); ++c) {
-      std::string cell = c < cells.size() ? cells[c] : "";
-      std::string pad(widths[c] - std::min(widths[c], Width(cell)), ' ');
+      const std::string& cell = c < cells.size() ? cells[c] : kEmpty;
       bool last = c + 1 == widths.size();
-      out += last ? cell : pad + cell;
-      if (!last) out += "  ";
+      if (!last) out->append(widths[c] - std::min(widths[c], Width(cell)), ' ');
+      out->append(cell);
+      if (!last) out->append("  ");
     }
-    while (!out.empty() && out.back() == ' ') out.pop_back();
-    return out + "\n";
+    while (out->size() > begin && out->back() == ' ') out->pop_back();
+    out->push_back('\n');
   };
-  std::string out = line(headers_);
+  std::string out;
+  line(headers_, &out);
   std::vector<std::string> rule;
   // The last (name) column is not padded; its rule stops at 40 so one long
   // kernel name does not draw a rule across the screen.
   for (size_t c = 0; c < widths.size(); ++c) {
     rule.push_back(std::string(c + 1 == widths.size() ? std::min<size_t>(widths[c], 40) : widths[c], '-'));
   }
-  out += line(rule);
-  for (const auto& row : rows_) out += line(row);
+  line(rule, &out);
+  for (const auto& row : rows_) line(row, &out);
   return out;
 }
 
