@@ -148,6 +148,12 @@ class ProfCli(unittest.TestCase):
                 meta = json.load(f)["libprof"]
             ranges.append((meta["range"], meta["window"]["first_step"], meta["window"]["last_step"]))
         self.assertEqual(sorted(ranges), [(f"cudaProfilerStart/Stop range {k + 1}", 3 * k, 3 * k + 2) for k in range(3)])
+        # The summary names the range, and `prof summary` reads it back from the trace.
+        with open(traces[0].replace(".pt.trace.json", ".summary.txt")) as f:
+            self.assertIn("\nrange = cudaProfilerStart/Stop range ", f.read())
+        r = prof("summary", traces[0])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("\nrange = cudaProfilerStart/Stop range ", r.stdout)
 
     def test_run_rejects_bad_counts_and_missing_commands(self):
         r = prof("run", "--active", "two", "--", "true")

@@ -14,17 +14,26 @@
 #include "agent/hot_state.h"
 #include "agent/runtime.h"
 #include "agent/strings.h"
+#include "fakes.h"
 
 extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
 
 namespace prof {
 namespace {
 
-// A core module table of NVTX_CBID_CORE_SIZE slots the injection fills.
+// The core and core2 (domain) module tables the injection fills.
 NvtxFunctionPointer g_slots[NVTX_CBID_CORE_SIZE];
 NvtxFunctionPointer* g_table[NVTX_CBID_CORE_SIZE];
+NvtxFunctionPointer g_slots2[NVTX_CBID_CORE2_SIZE];
+NvtxFunctionPointer* g_table2[NVTX_CBID_CORE2_SIZE];
 
 int NVTX_API GetModuleFunctionTable(NvtxCallbackModule module, NvtxFunctionTable* out, unsigned int* size) {
+  if (module == NVTX_CB_MODULE_CORE2) {
+    for (unsigned i = 0; i < NVTX_CBID_CORE2_SIZE; ++i) g_table2[i] = &g_slots2[i];
+    *out = g_table2;
+    *size = NVTX_CBID_CORE2_SIZE;
+    return 1;
+  }
   if (module != NVTX_CB_MODULE_CORE) return 0;
   for (unsigned i = 0; i < NVTX_CBID_CORE_SIZE; ++i) g_table[i] = &g_slots[i];
   *out = g_table;
@@ -120,6 +129,76 @@ TEST_CASE("a name cached before the table released it is interned again", "[nvtx
   nvtx.push(kName);  // same address and text: the thread's cache must not return the released id
   nvtx.pop();
   CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"cached_name"});
+}
+
+using DomainCreateA = nvtxDomainHandle_t(NVTX_API*)(const char*);
+using DomainPushEx = int(NVTX_API*)(nvtxDomainHandle_t, const nvtxEventAttributes_t*);
+using DomainPop = int(NVTX_API*)(nvtxDomainHandle_t);
+using StartA = nvtxRangeId_t(NVTX_API*)(const char*);
+using End = void(NVTX_API*)(nvtxRangeId_t);
+
+nvtxEventAttributes_t Message(const char* text) {
+  nvtxEventAttributes_t a = {};
+  a.version = NVTX_VERSION;
+  a.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  a.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  a.message.ascii = text;
+  return a;
+}
+
+TEST_CASE("a range in a domain the program created is named domain@name, the default domain's bare", "[nvtx]") {
+  Nvtx nvtx;
+  auto create = reinterpret_cast<DomainCreateA>(g_slots2[NVTX_CBID_CORE2_DomainCreateA]);
+  auto push = reinterpret_cast<DomainPushEx>(g_slots2[NVTX_CBID_CORE2_DomainRangePushEx]);
+  auto pop = reinterpret_cast<DomainPop>(g_slots2[NVTX_CBID_CORE2_DomainRangePop]);
+  REQUIRE(create != nullptr);
+  nvtxDomainHandle_t train = create("train");
+  CHECK(train != nullptr);
+  SetHotBits(kHotRecording);
+  uint64_t begin = NowNs();
+  nvtxEventAttributes_t step = Message("step");
+  push(train, &step);
+  pop(train);
+  push(nullptr, &step);  // the default domain
+  pop(nullptr);
+  push(train, &step);  // cached: the same name again
+  pop(train);
+  CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"train@step", "step", "train@step"});
+}
+
+TEST_CASE("PROF_RANGE=nvtx: a matching push opens a window and its own pop closes it, nested ones do not", "[nvtx]") {
+  Nvtx nvtx;
+  nvtx.rt.config.range_kind = RangeKind::kNvtx;
+  nvtx.rt.config.range_pattern = "^region$";
+  nvtx.rt.config.step_source = StepSource::kManual;
+  nvtx.rt.config.repeat = 0;
+  nvtx.rt.range_markers.Configure("^region$", /*demangle=*/false);
+  testing::FakeCollector collector;
+  testing::FakeWriter writer;
+  nvtx.rt.session = std::make_unique<Session>(nvtx.rt.config, &collector, &writer, &nvtx.rt.allocs, WindowMeta(), NowNs());
+  SetHotBits(kHotNvtxNames);  // as agent_start sets it for PROF_RANGE=nvtx
+  auto start = reinterpret_cast<StartA>(g_slots[NVTX_CBID_CORE_RangeStartA]);
+  auto end = reinterpret_cast<End>(g_slots[NVTX_CBID_CORE_RangeEnd]);
+  nvtx.push("other");
+  nvtx.pop();
+  CHECK(writer.windows.empty());
+  nvtx.push("region");
+  CHECK((LoadHotBits() & kHotRecording) != 0);
+  nvtx.push("region");  // nested: part of the window
+  nvtx.pop();
+  CHECK((LoadHotBits() & kHotRecording) != 0);
+  nvtx.pop();
+  REQUIRE(writer.windows.size() == 1);
+  CHECK((LoadHotBits() & kHotRecording) == 0);
+  // Start/end ranges pair by id, also when another one ends first.
+  nvtxRangeId_t a = start("region");
+  nvtxRangeId_t b = start("region");
+  end(b);
+  CHECK(writer.windows.size() == 1);
+  end(a);
+  REQUIRE(writer.windows.size() == 2);
+  CHECK(writer.windows[1].meta.range_description == "NVTX `region` range 2");
+  nvtx.rt.session.reset();
 }
 
 }  // namespace
