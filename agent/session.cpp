@@ -229,6 +229,7 @@ void Session::OpenRangeLocked(uint64_t now_ns, const std::string& range_name) {
   names_generation_ = Strings().BeginWindow();
   spans_.clear();
   range_has_calls_.store(false, std::memory_order_relaxed);
+  window_unrecorded_ns_ = 0;  // it starts where the range was seen, recording on (attached above)
   action_ = Action::kRecord;
   SetHotBits(kHotRecording);
   if (attached_) collector_->BeginRecord(now_ns);
