@@ -92,6 +92,12 @@ class AutoStep {
     uint64_t half = (uint64_t{1} << (63 - __builtin_clzll(n))) >> 1;
     return (n & (half - 1)) == 0;
   }
+  // The first threshold above n.
+  static uint64_t NextThreshold(uint64_t n) {
+    if (n < 64) return 64;
+    uint64_t pow2 = uint64_t{1} << (63 - __builtin_clzll(n));
+    return pow2 + pow2 / 2 > n ? pow2 + pow2 / 2 : 2 * pow2;
+  }
 
  private:
   void Append(uint32_t token);

@@ -98,6 +98,37 @@ void TrainIteration(Stream& s, int kernels, bool sync = true) {
   if (sync) s.Add(kSync);
 }
 
+TEST_CASE("the first threshold above a count is the next analysis point", "[auto]") {
+  CHECK(AutoStep::NextThreshold(0) == 64);
+  CHECK(AutoStep::NextThreshold(63) == 64);
+  CHECK(AutoStep::NextThreshold(64) == 96);
+  CHECK(AutoStep::NextThreshold(100) == 128);
+  CHECK(AutoStep::NextThreshold(128) == 192);
+  CHECK(AutoStep::NextThreshold(4095) == 4096);
+  for (uint64_t n = 1; n < 5000; ++n) {
+    uint64_t next = AutoStep::NextThreshold(n);
+    REQUIRE(AutoStep::IsThreshold(next));
+    for (uint64_t m = n + 1; m < next; ++m) REQUIRE_FALSE(AutoStep::IsThreshold(m));
+  }
+}
+
+TEST_CASE("an analysis that runs late decides on the events an on-time one would have had", "[auto]") {
+  // The agent thread woke only after 40 iterations (a loaded machine): the
+  // decision is the one the 64-, 96-, ... event prefixes give, not one taken
+  // on the whole tape, so the iterations it needed do not grow with the delay.
+  Stream s;
+  for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
+  size_t seen = 0;
+  Detection on_time = DecideLikeTheAgent(s, &seen);
+  REQUIRE(on_time.found);
+  AutoStep late(1 << 12, nullptr, nullptr);
+  for (size_t i = 0; i < 40 * 12; ++i) late.Observe(s.tokens[i]);
+  REQUIRE(late.Analyze());
+  CHECK(late.detection().iterations == on_time.iterations);
+  CHECK(late.marker().token == on_time.marker.token);
+  CHECK(late.detection().iterations <= 50);
+}
+
 TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
   Stream s;
   for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
