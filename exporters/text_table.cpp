@@ -1,6 +1,7 @@
 #include "exporters/text_table.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -16,28 +17,49 @@ size_t Width(const std::string& s) {
 
 }  // namespace
 
-std::string Grouped(unsigned long long value) {
-  std::string digits = std::to_string(value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
+namespace {
+
+// value's digits with a comma every three, appended to out.
+void AppendGrouped(unsigned long long value, std::string* out) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), value);
+  (void)ec;  // 20 digits at most: always fits
+  size_t n = static_cast<size_t>(end - digits);
+  out->reserve(out->size() + n + n / 3);
+  for (size_t i = 0; i < n; ++i) {
+    if (i && (n - i) % 3 == 0) out->push_back(',');
+    out->push_back(digits[i]);
   }
+}
+
+}  // namespace
+
+std::string Grouped(unsigned long long value) {
+  std::string out;
+  AppendGrouped(value, &out);
   return out;
 }
 
 std::string Grouped(double value, int decimals) {
+  // Called for most cells of a summary: no pow() or snprintf() per number.
+  static constexpr double kPowers[] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9};
   if (!std::isfinite(value)) value = 0;
   bool negative = value < 0;
-  double scale = std::pow(10.0, decimals);
+  double scale = decimals >= 0 && decimals <= 9 ? kPowers[decimals] : std::pow(10.0, decimals);
   double rounded = std::round(std::fabs(value) * scale);
   auto whole = static_cast<unsigned long long>(rounded / scale);
   auto frac = static_cast<unsigned long long>(rounded - static_cast<double>(whole) * scale);
-  std::string out = (negative ? "-" : "") + Grouped(whole);
+  std::string out = negative ? "-" : "";
+  AppendGrouped(whole, &out);
   if (decimals > 0) {
-    char buffer[32];
-    std::snprintf(buffer, sizeof(buffer), ".%0*llu", decimals, frac);
-    out += buffer;
+    // ".%0*llu": the fraction's digits, zero-padded to `decimals`.
+    char digits[24];
+    auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), frac);
+    (void)ec;
+    size_t n = static_cast<size_t>(end - digits);
+    out.push_back('.');
+    if (n < static_cast<size_t>(decimals)) out.append(static_cast<size_t>(decimals) - n, '0');
+    out.append(digits, n);
   }
   return out;
 }
