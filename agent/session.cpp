@@ -79,16 +79,6 @@ uint64_t Session::next_time_boundary_ns() {
   return range_time_origin_ns_ + (step_ - range_time_first_step_ + 1) * config_.step_time_ns;
 }
 
-bool Session::time_steps() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return time_steps_ && counting_;
-}
-
-uint64_t Session::time_origin_ns() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return time_origin_ns_;
-}
-
 bool Session::counting() {
   std::lock_guard<std::mutex> lock(mu_);
   return counting_;

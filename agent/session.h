@@ -51,10 +51,6 @@ class Session {
   void LoopFound(const std::string& description);
   // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
   void StartTimeSteps(uint64_t now_ns, const std::string& description);
-  // Time steps are running (PROF_STEP=time:, or auto's fallback): step k
-  // ends at time_origin_ns() + (k + 1) * d.
-  bool time_steps();
-  uint64_t time_origin_ns();
   // False while PROF_STEP=auto is still looking for the loop.
   bool counting();
 
@@ -66,8 +62,6 @@ class Session {
   // Time steps: when the current one ends (agent clock); 0 when no time
   // step runs (none configured, auto still looking, outside a range).
   uint64_t next_time_boundary_ns();
-  // PROF_RANGE is set: windows are the program's ranges.
-  bool range_mode() const { return range_mode_; }
   // PROF_RANGE: a CUDA call was made in the current step of the open range
   // (a wrapper recorded it, or CUPTI's callback saw it enter). A range's
   // edges rarely fall on step markers: a marker before any call of the range
