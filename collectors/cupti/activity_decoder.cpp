@@ -13,15 +13,17 @@ namespace {
 // An enum field's bytes as an integer. Loading a CUPTI enum that holds a
 // value outside the enum's range (a record of a newer or damaged layout) is
 // undefined behaviour; its bytes are not.
+// By address: binding the field to a reference already counts as a load of
+// the enum for GCC's -fsanitize=enum.
 template <typename Enum>
-uint32_t Raw(const Enum& field) {
+uint32_t Raw(const Enum* field) {
   if constexpr (std::is_enum_v<Enum>) {
     static_assert(sizeof(Enum) == sizeof(uint32_t));
     uint32_t value;
-    std::memcpy(&value, &field, sizeof(value));
+    std::memcpy(&value, field, sizeof(value));
     return value;
   } else {
-    return field;  // already an integer in this struct (Memset4's memoryKind is a uint16_t)
+    return *field;  // already an integer in this struct (Memset4's memoryKind is a uint16_t)
   }
 }
 
@@ -103,7 +105,7 @@ DecodeStatus Peer(const CUpti_ActivityMemcpyPtoP4& m, const DecodeContext& conte
 
 DecodeStatus Memset(const CUpti_ActivityMemset4& m, const DecodeContext& context, DeviceRecord* out) {
   DecodeStatus status = MoveLike(DeviceKind::kMemset, m, context, out);
-  out->dst_kind = static_cast<uint8_t>(Raw(m.memoryKind));
+  out->dst_kind = static_cast<uint8_t>(Raw(&m.memoryKind));
   return status;
 }
 
@@ -132,7 +134,7 @@ DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecor
   out->correlation_id = s.correlationId;
   out->context_id = s.contextId;
   out->stream_id = s.streamId;
-  out->cbid = Raw(s.type);
+  out->cbid = Raw(&s.type);
   return DecodeStatus::kRecord;
 }
 
@@ -159,7 +161,7 @@ static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_A
 template <typename MemoryRecord>
 DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceRecord* out) {
   DeviceKind kind;
-  switch (Raw(m.memoryOperationType)) {
+  switch (Raw(&m.memoryOperationType)) {
     case CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION:
       kind = DeviceKind::kMemAlloc;
       break;
@@ -178,8 +180,8 @@ DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceR
   out->device_id = m.deviceId;
   out->context_id = m.contextId;
   out->stream_id = m.streamId;
-  out->dst_kind = static_cast<uint8_t>(Raw(m.memoryKind));
-  out->memory_pool = Raw(m.memoryPoolConfig.memoryPoolType);
+  out->dst_kind = static_cast<uint8_t>(Raw(&m.memoryKind));
+  out->memory_pool = Raw(&m.memoryPoolConfig.memoryPoolType);
   return DecodeStatus::kRecord;
 }
 
@@ -189,7 +191,7 @@ DecodeStatus Overhead(const OverheadRecord& o, const DecodeContext& context, Dev
   *out = Blank(DeviceKind::kOverhead);
   if (!SetTimes(context, o.start, o.end, out)) return DecodeStatus::kNoTimestamp;
   if constexpr (!std::is_same_v<OverheadRecord, CUpti_ActivityOverhead>) out->correlation_id = o.correlationId;
-  out->cbid = Raw(o.overheadKind);
+  out->cbid = Raw(&o.overheadKind);
   return DecodeStatus::kRecord;
 }
 
@@ -203,7 +205,7 @@ const Struct& As(const CUpti_Activity& activity) {
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out) {
   static const RecordLayouts kNewest;
   const RecordLayouts& layouts = context.layouts != nullptr ? *context.layouts : kNewest;
-  switch (Raw(activity.kind)) {
+  switch (Raw(&activity.kind)) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       if (layouts.kernel == KernelLayout::kKernel9) return Kernel(As<CUpti_ActivityKernel9>(activity), context, out);

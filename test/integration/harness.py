@@ -25,6 +25,33 @@ CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 KINETO_TRACES = os.environ.get("KINETO_TRACES", "")
 
 
+# scripts/sanitize.sh: the ASan/UBSan runtimes every child process must load
+# first (it runs uninstrumented programs that load instrumented libraries).
+SANITIZER_PRELOAD = os.environ.get("LIBPROF_SANITIZER_PRELOAD", "")
+# Set by scripts/sanitize.sh: checks of timing or memory that sanitizers distort skip themselves.
+SANITIZED = bool(os.environ.get("LIBPROF_SANITIZED"))
+
+if SANITIZER_PRELOAD:
+    _popen_init = subprocess.Popen.__init__
+
+    def _popen_with_sanitizer_runtime(self, *args, **kwargs):
+        env = dict(os.environ if kwargs.get("env") is None else kwargs["env"])
+        preload = env.get("LD_PRELOAD", "")
+        if not preload.startswith(SANITIZER_PRELOAD):
+            env["LD_PRELOAD"] = SANITIZER_PRELOAD + (":" + preload if preload else "")
+        kwargs["env"] = env
+        _popen_init(self, *args, **kwargs)
+
+    subprocess.Popen.__init__ = _popen_with_sanitizer_runtime
+
+
+def without_sanitizer_preload(preload):
+    """An LD_PRELOAD value as the test set it (without scripts/sanitize.sh's runtimes in front)."""
+    if SANITIZER_PRELOAD and preload.startswith(SANITIZER_PRELOAD):
+        return preload[len(SANITIZER_PRELOAD):].lstrip(":")
+    return preload
+
+
 def clean_env(**extra):
     """The caller's environment without any PROF_*/SIM_* leaking in, plus extra."""
     env = {k: v for k, v in os.environ.items()

@@ -29,6 +29,10 @@ void* operator new(size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, size_t) noexcept { std::free(p); }
+// The nothrow forms too: a runtime that supplies its own (AddressSanitizer's)
+// would otherwise pair its allocation with the free() above.
+void* operator new(size_t n, const std::nothrow_t&) noexcept { return std::malloc(n != 0 ? n : 1); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace prof::cupti {
 namespace {
