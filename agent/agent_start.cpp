@@ -111,6 +111,11 @@ constexpr size_t kAutoTapeEvents = size_t{1} << 18;
 // Builds and installs a Runtime; the agent thread runs the time steps,
 // the trigger file and signal exits.
 void Launch(const Config& config, bool fork_child = false) {
+  // The kernel table (1 MiB, zeroed) and the string table are built now, at
+  // start-up, not inside the program's first __cudaRegisterFunction, whose
+  // slice would otherwise hold half a millisecond of libprof's own work.
+  Kernels();
+  Strings();
   uint64_t start_ns = NowNs();
   auto* rt = new Runtime;  // never destroyed: see runtime.h
   rt->config = config;

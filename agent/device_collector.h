@@ -30,6 +30,19 @@ inline thread_local uint32_t tls_correlation_id = 0;
 // window boundary.
 inline thread_local uint64_t tls_call_start_ns = 0;
 
+// Nonzero while libprof itself makes a CUDA call on this thread (the
+// allocation wrappers' device query): the collector's callbacks register
+// nothing for it and its CUPTI records are dropped, so libprof's own calls
+// never appear as the application's. Set through OwnCudaCall.
+inline thread_local int tls_own_cuda_calls = 0;
+
+struct OwnCudaCall {
+  OwnCudaCall() { ++tls_own_cuda_calls; }
+  ~OwnCudaCall() { --tls_own_cuda_calls; }
+  OwnCudaCall(const OwnCudaCall&) = delete;
+  OwnCudaCall& operator=(const OwnCudaCall&) = delete;
+};
+
 class DeviceCollector {
  public:
   virtual ~DeviceCollector() = default;

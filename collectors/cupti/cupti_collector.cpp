@@ -377,6 +377,13 @@ bool CuptiCollector::Subscribe() {
 
 void CuptiCollector::EnableCallbacks(bool enable) {
   SetCallbacks(enable);
+  // libprof's own device queries (agent/device_collector.h: OwnCudaCall) are
+  // seen while recording, so their records are known as libprof's and
+  // dropped. Not subscribed while only watching calls for step markers: a
+  // program that asks for its device constantly pays nothing then.
+  uint32_t on = enable ? 1 : 0;
+  api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020);
+  api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice);
   callbacks_live_.store(enable, std::memory_order_release);
 }
 
@@ -748,6 +755,12 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   const auto* info = static_cast<const CUpti_CallbackData*>(data);
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   bool live = callbacks_live_.load(std::memory_order_acquire);
+  if (tls_own_cuda_calls > 0) {
+    // libprof's own call (and any call nested in it): no step marker, no
+    // expectation, no correlation for the wrapper; its records are dropped.
+    if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
+    return;
+  }
 
   if (info->callbackSite == CUPTI_API_ENTER) {
     if ((t_runtime_depth != 0 || t_driver_depth != 0) && !t_outer_watched &&
@@ -887,6 +900,8 @@ void CuptiCollector::DrainCompletedLocked() {
       // libprof's own calls (the writer's version and device queries) are
       // not the application's.
       if (IsApiRecord(record) && IsLibprofThread(record.thread_id)) continue;
+      // libprof's own calls on application threads (OwnCudaCall).
+      if (record.correlation_id != 0 && registry_->IsOwn(record.correlation_id)) continue;
       if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
       if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
       uint64_t launch_ns = record.start_ns;

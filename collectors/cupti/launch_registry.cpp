@@ -100,6 +100,16 @@ uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {
   return Read(id, &entry) ? entry.parent_id : 0;
 }
 
+void LaunchRegistry::OnOwnCall(uint32_t correlation_id, uint64_t enter_ns) {
+  OnEnter(correlation_id, enter_ns, /*expects_record=*/false);
+  SetFlags(correlation_id, /*set=*/kOwn | kExited, /*clear=*/0);
+}
+
+bool LaunchRegistry::IsOwn(uint32_t correlation_id) const {
+  Entry entry;
+  return correlation_id != 0 && Read(correlation_id, &entry) && (entry.key & kOwn) != 0;
+}
+
 bool LaunchRegistry::EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const {
   Entry entry;
   if (correlation_id == 0 || !Read(correlation_id, &entry)) return false;

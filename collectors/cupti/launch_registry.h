@@ -47,6 +47,12 @@ class LaunchRegistry {
   // device record for it.
   void OnExit(uint32_t correlation_id, bool succeeded);
 
+  // A call libprof made itself (agent/device_collector.h: OwnCudaCall) on an
+  // application thread: nothing is expected from it, and its records are
+  // not the application's (IsOwn).
+  void OnOwnCall(uint32_t correlation_id, uint64_t enter_ns);
+  bool IsOwn(uint32_t correlation_id) const;
+
   bool EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const;
   void MarkDelivered(uint32_t correlation_id);
   void MarkApiDelivered(uint32_t correlation_id);
@@ -94,6 +100,7 @@ class LaunchRegistry {
   static constexpr uint64_t kExpectsApi = 4;
   static constexpr uint64_t kApiDelivered = 8;
   static constexpr uint64_t kExited = 16;
+  static constexpr uint64_t kOwn = 32;
   static constexpr uint32_t kNoLateId = ~0u;
   static constexpr uint32_t kLaterRun = 512;
 

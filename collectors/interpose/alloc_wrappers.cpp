@@ -20,6 +20,7 @@ int16_t CurrentDevice() {
   using Fn = cudaError_t (*)(int*);
   auto get = Real<Fn>(Extra::kCudaGetDevice);
   int device = -1;
+  OwnCudaCall own;  // libprof's call, not the application's: never shown
   if (get == nullptr || get(&device) != cudaSuccess) return -1;
   return static_cast<int16_t>(device);
 }

@@ -61,6 +61,7 @@ int16_t CurrentDriverDevice() {
   using Fn = CUresult (*)(CUdevice*);
   auto get = Real<Fn>(Extra::kCuCtxGetDevice);
   CUdevice device = -1;
+  OwnCudaCall own;  // libprof's call, not the application's: never shown
   if (get == nullptr || get(&device) != CUDA_SUCCESS) return -1;
   return static_cast<int16_t>(device);
 }

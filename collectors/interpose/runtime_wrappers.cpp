@@ -261,6 +261,8 @@ EXPORT_SYMBOL void __cudaRegisterFunction(void** fatbin, const char* host_fun, c
   // event, with CUPTI's RUNTIME record of the same id hidden behind it.
   prof::tls_correlation_id = 0;
   if (real != nullptr) real(fatbin, host_fun, device_fun, device_name, thread_limit, tid, bid, block, grid, wsize);
+  // The call ends here: remembering the name below is libprof's work.
+  uint64_t end = prof::NowNs();
   uint32_t correlation = prof::tls_correlation_id;
   uint32_t name = 0;
   try {
@@ -272,7 +274,7 @@ EXPORT_SYMBOL void __cudaRegisterFunction(void** fatbin, const char* host_fun, c
   if ((prof::LoadHotBits() & prof::kHotRecording) && ip::internal::t_depth == 0) {
     prof::HostEvent e{};
     e.start_ns = start;
-    e.end_ns = prof::NowNs();
+    e.end_ns = end;
     e.api = static_cast<uint16_t>(ApiId::__cudaRegisterFunction);
     e.correlation_id = correlation;
     e.ptr = reinterpret_cast<uint64_t>(host_fun);

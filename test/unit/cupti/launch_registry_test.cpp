@@ -32,6 +32,19 @@ TEST_CASE("outstanding counts launches in the window still waiting for their rec
   CHECK(registry.Outstanding(200, 400) == 0);
 }
 
+TEST_CASE("libprof's own call is known as such and nothing of the window waits for it", "[registry]") {
+  LaunchRegistry registry(100);
+  registry.OnEnter(10, 250, /*expects_record=*/false, 0, /*expects_api_record=*/true);  // the application's
+  registry.OnOwnCall(11, 260);  // libprof's device query after it
+  CHECK_FALSE(registry.IsOwn(10));
+  CHECK(registry.IsOwn(11));
+  CHECK_FALSE(registry.IsOwn(12));
+  LaunchRegistry::Pending pending;
+  registry.Outstanding(0, 1000, &pending);
+  CHECK(pending.in_progress == 1);  // the application's call only
+  CHECK(pending.api_records == 1);
+}
+
 TEST_CASE("a failed call is not waited for", "[registry]") {
   LaunchRegistry registry(100);
   registry.OnEnter(9, 250, true);
