@@ -150,8 +150,10 @@ bool ExpectsRecord(ApiClass c, uint32_t activities) {
 // window must not wait for one nor count it missing (issue 9 item 3; the
 // runtime and driver references define these calls by their byte count:
 // "Copies count bytes", "Fills the first count bytes", "Sets the memory
-// range of N 8-bit values"). Plain (1D) copies and memsets of both APIs;
-// 2D/3D copies and memsets are not inspected and keep expecting a record.
+// range of N 8-bit values"). Plain (1D), 2D and 3D copies and memsets of
+// both APIs: a 2D/3D one moves width x height (x depth) bytes or elements,
+// none when any of them is 0 (the simulated stack, following the same
+// definitions, enqueues nothing then).
 // The driver's 1D copies and memsets (generated_cuda_meta.h: cuMemcpy_params,
 // cuMemcpyHtoD_v2_params, cuMemsetD8_v2_params, ... ) all hold two 8-byte
 // fields (pointers, or a pointer and a value padded to 8) and then the size_t
@@ -163,10 +165,93 @@ struct DriverBytesParams {
   size_t bytes;
 };
 
+// 2D and 3D: a box with no row, no byte per row or no slice holds no byte.
+template <typename P>
+bool ZeroRect(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  return p->width == 0 || p->height == 0;
+}
+template <typename P>
+bool ZeroBox3D(const void* params) {  // cudaMemcpy3D*(const cudaMemcpy3DParms* p) and the Peer form
+  const auto* p = static_cast<const P*>(params)->p;
+  return p != nullptr && (p->extent.width == 0 || p->extent.height == 0 || p->extent.depth == 0);
+}
+template <typename P>
+bool ZeroExtent(const void* params) {  // cudaMemset3D*(..., cudaExtent extent)
+  const cudaExtent& e = static_cast<const P*>(params)->extent;
+  return e.width == 0 || e.height == 0 || e.depth == 0;
+}
+// Driver 2D/3D copies take one descriptor (CUDA_MEMCPY2D/3D) as their
+// first parameter; the 2D memsets (cuMemsetD2D8_v2_params, ...) hold the
+// pointer, the pitch and the value (padded to 8) before Width and Height.
+template <typename Desc>
+bool ZeroDriverCopy2D(const void* params) {
+  const Desc* d = *static_cast<const Desc* const*>(params);
+  return d != nullptr && (d->WidthInBytes == 0 || d->Height == 0);
+}
+bool ZeroDriverCopy3D(const void* params) {
+  const CUDA_MEMCPY3D* d = *static_cast<const CUDA_MEMCPY3D* const*>(params);
+  return d != nullptr && (d->WidthInBytes == 0 || d->Height == 0 || d->Depth == 0);
+}
+struct DriverSet2DParams {
+  uint64_t dst;
+  size_t pitch;
+  uint64_t value;
+  size_t width;
+  size_t height;
+};
+
 bool MovesZeroBytes(bool runtime, CUpti_CallbackId cbid, const void* params) {
   if (params == nullptr) return false;
   if (runtime) {
     switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020: return ZeroRect<cudaMemcpy2D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000: return ZeroRect<cudaMemcpy2D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020: return ZeroRect<cudaMemcpy2DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_v3020:
+        return ZeroRect<cudaMemcpy2DToArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DToArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_v3020:
+        return ZeroRect<cudaMemcpy2DToArrayAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DToArrayAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_v3020:
+        return ZeroRect<cudaMemcpy2DFromArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DFromArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020:
+        return ZeroRect<cudaMemcpy2DFromArrayAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DFromArrayAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_v3020:
+        return ZeroRect<cudaMemcpy2DArrayToArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DArrayToArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020: return ZeroRect<cudaMemset2D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000: return ZeroRect<cudaMemset2D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020: return ZeroRect<cudaMemset2DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000:
+        return ZeroRect<cudaMemset2DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020: return ZeroBox3D<cudaMemcpy3D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000: return ZeroBox3D<cudaMemcpy3D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020: return ZeroBox3D<cudaMemcpy3DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000:
+        return ZeroBox3D<cudaMemcpy3DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000: return ZeroBox3D<cudaMemcpy3DPeer_v4000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000:
+        return ZeroBox3D<cudaMemcpy3DPeer_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000:
+        return ZeroBox3D<cudaMemcpy3DPeerAsync_v4000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000:
+        return ZeroBox3D<cudaMemcpy3DPeerAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020: return ZeroExtent<cudaMemset3D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000: return ZeroExtent<cudaMemset3D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020: return ZeroExtent<cudaMemset3DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000:
+        return ZeroExtent<cudaMemset3DAsync_ptsz_v7000_params>(params);
       case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
         return static_cast<const cudaMemcpy_v3020_params*>(params)->count == 0;
       case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
@@ -192,6 +277,22 @@ bool MovesZeroBytes(bool runtime, CUpti_CallbackId cbid, const void* params) {
     }
   }
   switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2:
+      return ZeroDriverCopy2D<CUDA_MEMCPY2D>(params);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2:
+      return ZeroDriverCopy3D(params);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32Async: {
+      const auto* s = static_cast<const DriverSet2DParams*>(params);
+      return s->width == 0 || s->height == 0;
+    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
       return static_cast<const DriverBytesParams*>(params)->bytes == 0;
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:

@@ -197,6 +197,17 @@ void RunStep(const Options& o, Buffers& b, int step, const char* who) {
     CHECK(cudaMemcpyAsync(b.dev_in, b.host_in, 0, cudaMemcpyHostToDevice, b.compute));
     CHECK(cudaMemset(b.scratch_a, 0, 0));
     CHECK(cudaMemsetAsync(b.scratch_a, 0, 0, b.compute));
+    // 2D and 3D boxes with a zero extent: no byte, no device work.
+    CHECK(cudaMemcpy2D(b.dev_out, 256, b.dev_in, 256, 0, 4, cudaMemcpyDeviceToDevice));       // no byte per row
+    CHECK(cudaMemcpy2DAsync(b.host_out, 256, b.dev_out, 256, 256, 0, cudaMemcpyDeviceToHost,  // no row
+                            b.compute));
+    CHECK(cudaMemset2D(b.scratch_a, 256, 0, 256, 0));
+    cudaMemcpy3DParms box = {};
+    box.srcPtr = make_cudaPitchedPtr(b.dev_in, 256, 64, 4);
+    box.dstPtr = make_cudaPitchedPtr(b.dev_out, 256, 64, 4);
+    box.extent = make_cudaExtent(64, 4, 0);  // no slice
+    box.kind = cudaMemcpyDeviceToDevice;
+    CHECK(cudaMemcpy3D(&box));
   }
   CHECK(cudaEventRecord(b.side_done, b.side));
   CHECK(cudaStreamWaitEvent(b.compute, b.side_done, 0));
