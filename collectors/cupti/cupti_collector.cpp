@@ -1125,11 +1125,17 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   auto poll = std::chrono::milliseconds(1);
   bool stopped = false;
   uint64_t returned_ns = 0;  // when every call of the window had returned
+  // Every call returned and its device records are in, but some API records
+  // are not: they may sit in a buffer a plain flush does not deliver (one
+  // holding records of work still running), so the next flushes are forced.
+  // Without this a call's record could miss its window's grace and then be
+  // no window's (a loaded run of many threads lost one now and then).
+  bool force_flush = false;
   for (;;) {
     LaunchRegistry::Pending pending;
     {
       std::lock_guard<std::mutex> control(control_mutex_);
-      FlushLocked(/*forced=*/false);
+      FlushLocked(/*forced=*/force_flush);
     }
     {
       std::lock_guard<std::mutex> decode(decode_mutex_);
@@ -1151,6 +1157,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     if (pending.in_progress == 0 && returned_ns == 0) returned_ns = NowNs();
     bool api_done = pending.api_records == 0 || (returned_ns != 0 && NowNs() - returned_ns > kApiRecordGraceNs);
     if ((outstanding == 0 && pending.in_progress == 0 && api_done) || timed_out) break;
+    force_flush = outstanding == 0 && pending.in_progress == 0 && pending.api_records > 0;
     // Detached (the process is exiting): the detach's forced flush was the
     // last delivery, just decoded; waiting longer would only cost the window
     // the exit path's bounded wait for the writer.
