@@ -42,6 +42,10 @@ void Session::BeginCounting(uint64_t now_ns) {
   step_start_ns_ = now_ns;
   Action first = ActionFor(0);
   Enter(Action::kNone, first, now_ns);
+  // Step 0 starts now, on the thread that starts counting, and recording is
+  // on before it returns: nothing of the program ran unrecorded in between
+  // (attaching CUPTI is what took the time).
+  window_unrecorded_ns_ = 0;
   action_ = first;
 }
 

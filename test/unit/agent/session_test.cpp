@@ -157,6 +157,20 @@ TEST_CASE("a time step acted on after its window began reports the stretch it di
   CHECK(writer2.windows[0].meta.losses.unrecorded_start_ns == 0);
 }
 
+TEST_CASE("a window open from the agent's start reports no unrecorded stretch (attaching took the time)", "[session]") {
+  Config c = Schedule(0, 0, 0, 2, 1);
+  c.step_source = StepSource::kTime;
+  c.step_time_ns = 1'000'000;
+  uint64_t origin = NowNs() - 10'000'000;  // as if attaching CUPTI at start had taken 10 ms
+  FakeCollector collector;
+  FakeWriter writer;
+  AllocTracker allocs;
+  Session s(c, &collector, &writer, &allocs, Harness::Meta(), origin);
+  for (uint64_t k = 0; k < 2; ++k) s.Step(origin + (k + 1) * c.step_time_ns);
+  REQUIRE(writer.windows.size() == 1);
+  CHECK(writer.windows[0].meta.losses.unrecorded_start_ns == 0);
+}
+
 TEST_CASE("marker steps start with recording on: no unrecorded stretch", "[session]") {
   Harness h(Schedule(0, 1, 1, 2, 1));  // manual steps on a clock far in the past
   h.StepTo(5);
