@@ -56,7 +56,9 @@ class StringTable {
   // Bytes transient names (and, separately, registered strings) may hold;
   // an entry costs its text plus kEntryOverhead.
   void SetNameBudget(size_t bytes);
-  static constexpr size_t kEntryOverhead = 128;
+  // Two hash-map nodes, the bucket slots and the heap block of a text past
+  // the small-string size, as glibc allocates them (about 150 bytes).
+  static constexpr size_t kEntryOverhead = 160;
   size_t name_bytes();
 
   // The generation transient entries are stamped with; a per-thread cache of
