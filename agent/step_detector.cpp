@@ -196,8 +196,19 @@ class Evaluator {
       v.why = fmt::format("{} segments hold two iterations", merged);
       return v;
     }
+    // An iteration has about one length (dynamic shapes, an extra kernel or
+    // an evaluation pass now and then move a few segments only); the gaps
+    // between a frequent pair in random work are geometric, most of them far
+    // from their median.
+    const uint64_t median = Median(lengths);
+    uint32_t near = 0;
+    for (uint64_t len : lengths) near += (3 * len >= 2 * median && 2 * len <= 3 * median) ? 1 : 0;
+    if (near < p_.regular_fraction * segs) {
+      v.why = fmt::format("segments of irregular length ({}% within 1.5x of the median)", 100 * near / segs);
+      return v;
+    }
     // A typical iteration: the median-length segment.
-    v.period = static_cast<uint32_t>(Median(lengths));
+    v.period = static_cast<uint32_t>(median);
     for (uint32_t s = first; s < last; ++s) {
       if (at[s + 1] - at[s] != v.period) continue;
       for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++v.kind_counts[static_cast<int>(KindOfToken(d_.token[d_.seq[pos]]))];

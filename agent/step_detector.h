@@ -18,7 +18,10 @@
 //     optimizer step), and the outer iteration is the period;
 //   - no segment holds less than half of the core tokens (the marker fired
 //     inside an iteration), and none holds every core token twice or more
-//     (the marker skipped an iteration).
+//     (the marker skipped an iteration);
+//   - most segments are within 1.5x of the median segment's length: gaps
+//     between a frequent pair of events in random work are geometric, an
+//     iteration's length varies little.
 // Among accepted candidates the shortest period wins; among those of the
 // same period, the natural boundary: after a synchronization, at an NVTX
 // range, after the host's longest gap, in that order.
@@ -74,6 +77,7 @@ struct DetectorParams {
   double core_fraction = 0.75;    // present in this share of segments: part of the iteration
   double max_noise_share = 0.25;  // noise events over all events
   uint32_t max_outer = 8;         // a noise token every k <= this segments is an outer loop
+  double regular_fraction = 0.85; // segments within 1.5x of the median length (random work's are not)
   uint32_t max_candidates = 48;   // evaluated per analysis (cost bound)
 };
 

@@ -182,16 +182,19 @@ class AutoStepFindsIterations(unittest.TestCase):
 
 
 class AutoStepFallsBack(unittest.TestCase):
-    # Timing-dependent: no-loop mode's kernels come from an LCG's low bits,
-    # which repeat every 8,192 draws; in scripts/sanitize.sh's slower build
-    # PROF_STEP=auto sees that repetition before PROF_AUTO_TIMEOUT.
-    @unittest.skipIf(harness.SANITIZED, "timing-dependent (see above)")
+    # no-loop mode draws 32 kernels, copies and syncs from splitmix64, which
+    # does not repeat: no PROF_AUTO_TIMEOUT is long enough to find a loop.
     def test_a_program_without_a_loop_falls_back_to_time_steps_and_says_why(self):
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                self.check_fallback(mode)
+
+    def check_fallback(self, mode):
         if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(ITER_LOOP)):
             self.skipTest("libprof.so or iter_loop not built")
         args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "2.5", "--iters", "1"]
-        proc, traces, summaries, truth = run_loop(args, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2, PROF_WARMUP=1,
-                                                  PROF_ACTIVE=2)
+        proc, traces, summaries, truth = run_loop(args, mode=mode, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2,
+                                                  PROF_WARMUP=1, PROF_ACTIVE=2)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertNotIn("PROF_STEP=auto: step = ", proc.stderr)
         fallback = [l for l in proc.stderr.splitlines() if "PROF_STEP=auto: no loop found" in l]

@@ -63,11 +63,15 @@ void MarkIteration(int i) {
   g_truth(line);
 }
 
-// Deterministic pseudo-random numbers (the same run every time).
-uint32_t g_rng = 12345;
+// Deterministic pseudo-random numbers (the same run every time): splitmix64,
+// whose output does not repeat within any run (an LCG's low bits repeat
+// every few thousand draws, a period PROF_STEP=auto rightly finds).
+uint64_t g_rng = 12345;
 uint32_t Rand() {
-  g_rng = g_rng * 1664525u + 1013904223u;
-  return g_rng >> 8;
+  uint64_t z = (g_rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return static_cast<uint32_t>((z ^ (z >> 31)) >> 32);
 }
 
 double Seconds() {

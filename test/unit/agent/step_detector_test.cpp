@@ -347,6 +347,35 @@ TEST_CASE("a program without a loop is not given one, and says why", "[auto]") {
   CHECK(d.distinct_tokens > 3000);
 }
 
+// Random work from a small set: 32 kernels (or launches without names, as
+// CUPTI alone reports them), a copy after 1 in 7 and a synchronize after 1
+// in 11. Every kernel is in nearly every long stretch, so presence alone
+// would call any frequent pair a loop; the stretches' lengths are what
+// differ from an iteration (geometric, not about one length).
+Stream RandomSmallAlphabet(uint32_t kernels, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  Stream s;
+  for (int i = 0; i < 60000; ++i) {
+    s.Add(K(rng() % kernels));
+    if (rng() % 7 == 0) s.Add(kH2D);
+    if (rng() % 11 == 0) s.Add(kSync);
+  }
+  return s;
+}
+
+TEST_CASE("random work from a small set of kernels is not a loop, however long it runs", "[auto]") {
+  for (uint32_t kernels : {32u, 1u}) {
+    for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 10u, 11u, 12u}) {
+      Stream s = RandomSmallAlphabet(kernels, seed);
+      size_t seen = 0;
+      Detection d = DecideLikeTheAgent(s, &seen);
+      INFO("kernels " << kernels << " seed " << seed << ": period " << d.period_events << " marker " << std::hex << d.marker.token << "/" << d.marker.prev << std::dec << " iterations " << d.iterations << " launches "
+                      << d.launches);
+      CHECK_FALSE(d.found);
+    }
+  }
+}
+
 TEST_CASE("a stream that alternates two unrelated halves at random is not periodic", "[auto]") {
   std::mt19937 rng(5);
   Stream s;
