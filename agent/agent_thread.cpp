@@ -75,11 +75,18 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
   AutoStep* a = rt->auto_step.get();
   if (a == nullptr || a->state() != AutoStep::State::kDetecting) return;
   const Config& c = rt->config;
+  // The process is exiting and its exit already said auto was still looking:
+  // no analysis after that, and the tape is off.
+  auto stop_looking = [&] {
+    a->GiveUp();
+    ClearHotBits(kAutoDetectBits & ~RangeHotBits(c));
+  };
+  if (rt->session->finished()) return stop_looking();
   if (a->Analyze()) {
     uint64_t now = NowNs();
     std::string what = a->Describe(now);
+    if (!rt->session->LoopFound("auto: " + what)) return stop_looking();
     Log().info("PROF_STEP=auto: step = {}", what);
-    rt->session->LoopFound("auto: " + what);
     uint32_t keep = rt->session->finished() ? 0 : AutoMarkerBits(a->marker());  // PROF_RANGE's ranges may all be recorded
     // An NVTX range's id must stay its name's for good (agent/strings.h).
     for (uint32_t token : {a->marker().token, a->marker().prev}) {
@@ -92,13 +99,12 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
   if (!a->detection().why_not.empty()) Log().debug("PROF_STEP=auto: no loop yet: {}", a->WhyNotFound());
   uint64_t now = NowNs();
   if (a->TimedOut(now, c.auto_timeout_ns, start_ns)) {
-    a->GiveUp();
-    ClearHotBits(kAutoDetectBits & ~RangeHotBits(c));
+    stop_looking();
     std::string why = a->WhyNotFound();
     std::string fallback = fmt::format("time:{}ms", c.step_time_ns / 1'000'000);
+    if (!rt->session->StartTimeSteps(now, fmt::format("{} (auto found no loop: {})", fallback, why))) return;
     Log().info("PROF_STEP=auto: no loop found within PROF_AUTO_TIMEOUT={}s of CUDA activity ({}); using {} steps from now",
                c.auto_timeout_ns / 1'000'000'000.0, why, fallback);
-    rt->session->StartTimeSteps(now, fmt::format("{} (auto found no loop: {})", fallback, why));
   }
 }
 

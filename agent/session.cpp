@@ -49,20 +49,21 @@ void Session::BeginCounting(uint64_t now_ns) {
   action_ = first;
 }
 
-void Session::LoopFound(const std::string& description) {
+bool Session::LoopFound(const std::string& description) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (counting_ || finished_) return;
+  if (counting_ || finished_) return false;
   meta_template_.step_description = description;
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
-    return;
+    return true;
   }
   start_on_marker_ = true;
+  return true;
 }
 
-void Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
+bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (counting_ || finished_) return;
+  if (counting_ || finished_) return false;
   meta_template_.step_description = description;
   time_steps_ = true;
   time_origin_ns_ = now_ns;
@@ -70,9 +71,10 @@ void Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
     counting_ = true;
     range_time_origin_ns_ = now_ns;  // inside an open range, its current step ends one slice from now
     range_time_first_step_ = step_;
-    return;
+    return true;
   }
   BeginCounting(now_ns);
+  return true;
 }
 
 uint64_t Session::next_time_boundary_ns() {

@@ -47,10 +47,13 @@ class Session {
   // calls no wrapper sees still make steps. Once; cheap when done.
   void WatchCallsIfCuda();
   // PROF_STEP=auto found the loop: `description` says what a step is (for the
-  // windows' metadata); the next marker starts step 0.
-  void LoopFound(const std::string& description);
+  // windows' metadata); the next marker starts step 0. False, and nothing
+  // changes, once counting began or the session finished (the process is
+  // exiting: the exit already said auto was still looking).
+  bool LoopFound(const std::string& description);
   // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
-  void StartTimeSteps(uint64_t now_ns, const std::string& description);
+  // False, as LoopFound.
+  bool StartTimeSteps(uint64_t now_ns, const std::string& description);
   // False while PROF_STEP=auto is still looking for the loop.
   bool counting();
 

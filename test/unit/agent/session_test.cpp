@@ -190,6 +190,35 @@ TEST_CASE("exit outside a window writes nothing and explains which variable to c
   CHECK(message.find('\n') == std::string::npos);
 }
 
+TEST_CASE("PROF_STEP=auto: a loop found or a fallback after the exit changes nothing and says so", "[session]") {
+  Config c = Schedule(0, 0, 0, 1, 1);
+  c.step_source = StepSource::kAuto;
+  {
+    Harness h(c);
+    CHECK_FALSE(h.session.counting());
+    CHECK_FALSE(h.session.EndPartial("exit", 5000));
+    CHECK(h.session.EndedBeforeFirstWindowMessage().find("still looking") != std::string::npos);
+    // The agent thread's analysis finishing after the exit must not log a step.
+    CHECK_FALSE(h.session.LoopFound("auto: late"));
+    CHECK_FALSE(h.session.StartTimeSteps(6000, "time:100ms (late)"));
+    CHECK_FALSE(h.session.counting());
+    h.session.Step(7000);
+    CHECK(h.writer.windows.empty());
+  }
+  {
+    Harness h(c);
+    CHECK(h.session.LoopFound("auto: found"));
+    h.session.Step(6000);  // the first marker after the find starts step 0
+    CHECK(h.session.counting());
+    CHECK_FALSE(h.session.StartTimeSteps(6000, "time:100ms"));
+  }
+  {
+    Harness h(c);
+    CHECK(h.session.StartTimeSteps(6000, "time:100ms (no loop)"));
+    CHECK(h.session.counting());
+  }
+}
+
 TEST_CASE("the trigger file arms one cycle per appearance", "[session]") {
   Config c = Schedule(0, 1, 1, 2, 1);
   c.trigger_file = "/tmp/unused";
