@@ -258,7 +258,7 @@ class TraceWriter {
     for (uint32_t i = 0; i < w_.device_records.size(); ++i) {
       const DeviceRecord& r = w_.device_records[i];
       if (IsApiRecord(r)) {
-        if (index_.ApiRecordShown(i)) api_records.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
+        if (index_.ApiRecordShown(r)) api_records.push_back({r.start_ns, r.end_ns, i, Source::kApiRecord});
       } else if (IsGpuWork(KindOf(r))) {
         device.push_back({r.start_ns, r.end_ns, i, Source::kDevice});
       }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "exporters/compact_window.h"
 #include "exporters/cuda_names.h"
 #include "exporters/format.h"
 #include "exporters/python_sites.h"
@@ -56,10 +57,12 @@ struct CallTally {
   }
 };
 
+// W: Window or CompactWindow.
+template <typename W>
 class FindingsBuilder {
  public:
-  FindingsBuilder(const Window& w, const Summary& s, const WindowIndex& index)
-      : w_(w), s_(s), index_(index), sites_(w) {}
+  FindingsBuilder(const W& w, const Summary& s, const WindowIndex& index)
+      : w_(w), s_(s), index_(index), sites_(RestOf(w)) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();
@@ -96,7 +99,7 @@ class FindingsBuilder {
     CallTally t;
     std::vector<bool> seen(w_.steps.size());
     for (size_t i = 0; i < w_.host_events.size(); ++i) {
-      const HostEvent& e = w_.host_events[i];
+      const auto& e = w_.host_events[i];
       if ((skip && (*skip)[i]) || !pick(e)) continue;
       int64_t k = StepOf(e.start_ns);
       if (k < 0) continue;
@@ -179,7 +182,7 @@ class FindingsBuilder {
       // A step that already replays CUDA graphs gains nothing from "capture
       // it in a graph": its idle time is between the replays.
       uint64_t kernels = 0, from_graphs = 0;
-      for (const DeviceRecord& r : w_.device_records) {
+      for (const auto& r : w_.device_records) {
         if (KindOf(r) != DeviceKind::kKernel) continue;
         ++kernels;
         if (r.graph_id != 0) ++from_graphs;
@@ -238,7 +241,7 @@ class FindingsBuilder {
 
   void SyncsInSteps() {
     std::vector<bool> markers = StepMarkers();
-    CallTally t = Tally([](const HostEvent& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
+    CallTally t = Tally([](const auto& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
     if (t.count == 0) return;
     Add("sync-in-step", "Synchronization inside steps: the host waits for the GPU and the launch queue drains",
         t.Describe(s_.steps.size()) + TopSites(t.by_site),
@@ -252,7 +255,7 @@ class FindingsBuilder {
   // memory do not block and are not counted.
   void DeviceToHostCopies() {
     const WindowIndex& index = index_;
-    CallTally t = Tally([&](const HostEvent& e) {
+    CallTally t = Tally([&](const auto& e) {
       auto id = static_cast<ApiId>(e.api);
       if (ApiKindOf(id) != ApiKind::kMemcpy || e.copy_kind != kCudaMemcpyDeviceToHost) return false;
       if (ApiName(id).find("Async") == std::string_view::npos) return true;
@@ -272,7 +275,7 @@ class FindingsBuilder {
     const WindowIndex& index = index_;
     uint64_t count = 0, bytes = 0, time_ns = 0;
     std::map<uint32_t, uint64_t> by_site;
-    for (const DeviceRecord& r : w_.device_records) {
+    for (const auto& r : w_.device_records) {
       if (KindOf(r) != DeviceKind::kMemcpy) continue;
       if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
       // Attribute to the step of the issuing call when known, else GPU start.
@@ -300,7 +303,7 @@ class FindingsBuilder {
     if (w_.steps.size() > 1) {
       for (size_t i = 0; i < w_.host_events.size(); ++i) skip[i] = StepOf(w_.host_events[i].start_ns) == 0;
     }
-    CallTally t = Tally([](const HostEvent& e) { return IsSynchronousAllocatorCall(static_cast<ApiId>(e.api)); }, &skip);
+    CallTally t = Tally([](const auto& e) { return IsSynchronousAllocatorCall(static_cast<ApiId>(e.api)); }, &skip);
     if (t.count == 0) return;
     size_t steady = w_.steps.size() > 1 ? w_.steps.size() - 1 : w_.steps.size();
     Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
@@ -341,7 +344,7 @@ class FindingsBuilder {
         "(DataLoader workers, prefetching)");
   }
 
-  const Window& w_;
+  const W& w_;
   const Summary& s_;
   const WindowIndex& index_;
   mutable CallSites sites_;  // caches per stack id
@@ -351,7 +354,11 @@ class FindingsBuilder {
 }  // namespace
 
 std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary, const WindowIndex& index) {
-  return FindingsBuilder(window, summary, index).Build();
+  return FindingsBuilder<Window>(window, summary, index).Build();
+}
+
+std::vector<Finding> ComputeFindings(const CompactWindow& window, const Summary& summary, const WindowIndex& index) {
+  return FindingsBuilder<CompactWindow>(window, summary, index).Build();
 }
 
 std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary) {

@@ -13,6 +13,7 @@ namespace prof {
 
 struct Summary;
 class WindowIndex;
+class CompactWindow;
 
 // Thresholds (see README.md, "Reading the summary").
 inline constexpr double kOverheadBusyPercent = 50.0;     // GPU busy below this ...
@@ -34,5 +35,6 @@ std::vector<Finding> ComputeFindings(const Window& window, const Summary& summar
 // The same with the window's index already built (ComputeSummary shares its
 // own: building one is a pass over every event).
 std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary, const WindowIndex& index);
+std::vector<Finding> ComputeFindings(const CompactWindow& window, const Summary& summary, const WindowIndex& index);
 
 }  // namespace prof

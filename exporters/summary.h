@@ -119,14 +119,19 @@ struct Summary {
 };
 
 class WindowIndex;
+class CompactWindow;
 
 Summary ComputeSummary(const Window& window);
 // The same with the window's index already built: the agent's writer builds
 // one per window and shares it with the Chrome trace (window_files.cpp).
 Summary ComputeSummary(const Window& window, const WindowIndex& index);
+// The same numbers from a window held compact (`prof summary`): the same
+// code reads it.
+Summary ComputeSummary(const CompactWindow& window);
 std::string RenderSummary(const Summary& summary);
 // Fills summary->python_status and call_sites (summary_call_sites.cpp).
 void ComputeCallSites(const Window& window, const WindowIndex& index, Summary* summary);
+void ComputeCallSites(const CompactWindow& window, const WindowIndex& index, Summary* summary);
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
 

@@ -4,25 +4,28 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "exporters/compact_window.h"
 #include "exporters/python_sites.h"
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
 
 namespace prof {
+namespace {
 
-void ComputeCallSites(const Window& w, const WindowIndex& index, Summary* s) {
+template <typename W>
+void Compute(const W& w, const WindowIndex& index, Summary* s) {
   s->python_status = w.python.status;
   if (w.python.status.empty()) return;
-  CallSites sites(w);
+  CallSites sites(RestOf(w));
   // Row keys: a frame id, or one of two rows for calls without a user frame.
   constexpr uint64_t kNoFrames = UINT64_MAX, kLibraryOnly = UINT64_MAX - 1;
   std::unordered_map<uint64_t, CallSiteRow> rows;
-  auto key_of = [&](const HostEvent& e) -> uint64_t {
+  auto key_of = [&](const auto& e) -> uint64_t {
     if (e.stack_id <= 1) return kNoFrames;  // stack 0 (none recorded) counts as no frames too
     uint32_t site = sites.Of(e.stack_id);
     return site == 0 ? kLibraryOnly : site;
   };
-  for (const HostEvent& e : w.host_events) {
+  for (const auto& e : w.host_events) {
     CallSiteRow& r = rows[key_of(e)];
     auto id = static_cast<ApiId>(e.api);
     ApiKind kind = ApiKindOf(id);
@@ -32,7 +35,7 @@ void ComputeCallSites(const Window& w, const WindowIndex& index, Summary* s) {
     if (kind == ApiKind::kMemcpy) ++r.copies;
     if (kind == ApiKind::kAlloc || kind == ApiKind::kFree) ++r.allocs;
   }
-  for (const DeviceRecord& d : w.device_records) {
+  for (const auto& d : w.device_records) {
     DeviceKind kind = KindOf(d);
     // Kernels, copies and memsets: a synchronization record is waiting, not work.
     bool work = kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
@@ -60,5 +63,10 @@ void ComputeCallSites(const Window& w, const WindowIndex& index, Summary* s) {
     return a.site < b.site;
   });
 }
+
+}  // namespace
+
+void ComputeCallSites(const Window& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
+void ComputeCallSites(const CompactWindow& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
 
 }  // namespace prof

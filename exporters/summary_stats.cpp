@@ -3,6 +3,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "exporters/compact_window.h"
 #include "exporters/demangle.h"
 #include "exporters/stats.h"
 #include "exporters/summary.h"
@@ -72,9 +73,10 @@ std::string HostCopyOperation(uint8_t memcpy_kind) {
 }
 
 // Sorted, merged busy intervals of all GPU work (kernels, copies, memsets).
-std::vector<Interval> BusyIntervals(const Window& w) {
+template <typename W>
+std::vector<Interval> BusyIntervals(const W& w) {
   std::vector<Interval> spans;
-  for (const DeviceRecord& r : w.device_records) {
+  for (const auto& r : w.device_records) {
     DeviceKind k = KindOf(r);
     if (k == DeviceKind::kKernel || k == DeviceKind::kMemcpy || k == DeviceKind::kMemset) {
       spans.emplace_back(r.start_ns, std::max(r.start_ns, r.end_ns));
@@ -103,7 +105,8 @@ uint64_t BusyWithin(const std::vector<Interval>& busy, uint64_t start_ns, uint64
   return total;
 }
 
-void ComputeSpan(const Window& w, Summary* s) {
+template <typename W>
+void ComputeSpan(const W& w, Summary* s) {
   if (!w.steps.empty()) {
     s->span_start_ns = w.steps.front().start_ns;
     s->span_end_ns = w.steps.back().end_ns;
@@ -112,15 +115,16 @@ void ComputeSpan(const Window& w, Summary* s) {
     s->span_end_ns = w.meta.end_ns;
   } else {
     uint64_t lo = UINT64_MAX, hi = 0;
-    for (const HostEvent& e : w.host_events) lo = std::min(lo, e.start_ns), hi = std::max(hi, e.end_ns);
-    for (const DeviceRecord& r : w.device_records) lo = std::min(lo, r.start_ns), hi = std::max(hi, r.end_ns);
+    for (const auto& e : w.host_events) lo = std::min(lo, e.start_ns), hi = std::max(hi, e.end_ns);
+    for (const auto& r : w.device_records) lo = std::min(lo, r.start_ns), hi = std::max(hi, r.end_ns);
     s->span_start_ns = hi > 0 ? lo : 0;
     s->span_end_ns = hi;
   }
 }
 
-void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
-  DisplayNames names(w);
+template <typename W>
+void ComputeTables(const W& w, const WindowIndex& index, Summary* s) {
+  DisplayNames names(RestOf(w));
   std::unordered_map<uint32_t, std::vector<uint64_t>> kernels;  // name_id -> durations
   std::map<std::string, std::vector<uint64_t>> copy_time, copy_size;
   // Durations are gathered per API id and per interned name first (a map
@@ -129,7 +133,7 @@ void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
   std::unordered_map<uint32_t, std::vector<uint64_t>> api_records;  // name_id -> durations
   std::unordered_map<uint16_t, std::vector<uint64_t>> host_calls;   // ApiId -> durations
   for (size_t i = 0; i < w.device_records.size(); ++i) {
-    const DeviceRecord& r = w.device_records[i];
+    const auto& r = w.device_records[i];
     uint64_t dur = Duration(r.start_ns, r.end_ns);
     switch (KindOf(r)) {
       case DeviceKind::kKernel: kernels[r.name_id].push_back(dur); break;
@@ -145,13 +149,13 @@ void ComputeTables(const Window& w, const WindowIndex& index, Summary* s) {
         break;
       case DeviceKind::kRuntimeApi:
       case DeviceKind::kDriverApi:
-        if (index.ApiRecordShown(i)) api_records[r.name_id].push_back(dur);
+        if (index.ApiRecordShown(r)) api_records[r.name_id].push_back(dur);
         break;
       default: break;
     }
   }
   bool sizes_from_host = copy_size.empty();
-  for (const HostEvent& e : w.host_events) {
+  for (const auto& e : w.host_events) {
     auto id = static_cast<ApiId>(e.api);
     host_calls[e.api].push_back(Duration(e.start_ns, e.end_ns));
     if (!sizes_from_host) continue;
@@ -257,7 +261,8 @@ class ApiRecordNames {
   Entry out_of_range_;
 };
 
-void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<Interval>& busy,
+template <typename W>
+void ComputeSteps(const W& w, const WindowIndex& index, const std::vector<Interval>& busy,
                   ApiRecordNames* api_names, Summary* s) {
   for (const StepSpan& step : w.steps) {
     StepRow row;
@@ -290,36 +295,37 @@ void ComputeSteps(const Window& w, const WindowIndex& index, const std::vector<I
       default: break;
     }
   };
-  for (const HostEvent& e : w.host_events) count_call(static_cast<ApiId>(e.api), e.start_ns);
+  for (const auto& e : w.host_events) count_call(static_cast<ApiId>(e.api), e.start_ns);
   // Calls only CUPTI saw (no wrapper bound, e.g. CUDA_INJECTION64_PATH
   // alone, or a static runtime) count the same, by their API name.
   for (size_t i = 0; i < w.device_records.size(); ++i) {
-    const DeviceRecord& r = w.device_records[i];
+    const auto& r = w.device_records[i];
     ApiId id{};
-    if (IsApiRecord(r) && index.ApiRecordShown(i) && api_names->Api(r.name_id, &id)) count_call(id, r.start_ns);
+    if (IsApiRecord(r) && index.ApiRecordShown(r) && api_names->Api(r.name_id, &id)) count_call(id, r.start_ns);
   }
-  for (const DeviceRecord& r : w.device_records) {
+  for (const auto& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
     int64_t k = step_of(r.start_ns);
     if (k >= 0) ++s->steps[static_cast<size_t>(k)].kernels;
   }
 }
 
-void ComputeLatency(const Window& w, const WindowIndex& index, ApiRecordNames* api_names, Summary* s) {
+template <typename W>
+void ComputeLatency(const W& w, const WindowIndex& index, ApiRecordNames* api_names, Summary* s) {
   std::vector<uint64_t> latencies;
   auto add = [&](uint32_t correlation, uint64_t call_start_ns) {
     int64_t work = index.FirstWork(correlation);
     if (work == WindowIndex::kNone) return;
-    const DeviceRecord& r = w.device_records[static_cast<size_t>(work)];
+    const auto& r = w.device_records[static_cast<size_t>(work)];
     if (KindOf(r) == DeviceKind::kSync) return;
     latencies.push_back(Duration(call_start_ns, r.start_ns));
   };
-  for (const HostEvent& e : w.host_events) {
+  for (const auto& e : w.host_events) {
     if (e.correlation_id != 0 && ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kLaunch) add(e.correlation_id, e.start_ns);
   }
   for (size_t i = 0; i < w.device_records.size(); ++i) {
-    const DeviceRecord& r = w.device_records[i];
-    if (IsApiRecord(r) && r.correlation_id != 0 && index.ApiRecordShown(i) && api_names->IsLaunch(r.name_id)) {
+    const auto& r = w.device_records[i];
+    if (IsApiRecord(r) && r.correlation_id != 0 && index.ApiRecordShown(r) && api_names->IsLaunch(r.name_id)) {
       add(r.correlation_id, r.start_ns);
     }
   }
@@ -327,10 +333,11 @@ void ComputeLatency(const Window& w, const WindowIndex& index, ApiRecordNames* a
   s->launch_latency = {d.count, d.median, Percentile(latencies, 99), d.max};
 }
 
-void ComputeKernelGaps(const Window& w, Summary* s) {
+template <typename W>
+void ComputeKernelGaps(const W& w, Summary* s) {
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> last_end;  // (device, stream) -> end of previous kernel
   std::vector<uint64_t> gaps;
-  for (const DeviceRecord& r : w.device_records) {
+  for (const auto& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
     auto [it, first] = last_end.try_emplace({r.device_id, r.stream_id}, r.end_ns);
     if (!first) {
@@ -341,18 +348,21 @@ void ComputeKernelGaps(const Window& w, Summary* s) {
   s->median_kernel_gap_ns = Describe(&gaps).median;
 }
 
-std::string HostActivity(const Window& w, uint64_t start_ns, uint64_t end_ns) {
-  const HostEvent* best = nullptr;
+template <typename W>
+std::string HostActivity(const W& w, uint64_t start_ns, uint64_t end_ns) {
+  bool found = false;
+  uint16_t best_api = 0;
   uint64_t best_overlap = 0;
-  for (const HostEvent& e : w.host_events) {
+  for (const auto& e : w.host_events) {
     if (e.start_ns >= end_ns) break;
     uint64_t s = std::max(e.start_ns, start_ns), t = std::min(e.end_ns, end_ns);
-    if (t > s && t - s > best_overlap) best_overlap = t - s, best = &e;
+    if (t > s && t - s > best_overlap) best_overlap = t - s, best_api = e.api, found = true;
   }
-  return best ? std::string(ApiName(static_cast<ApiId>(best->api))) : std::string();
+  return found ? std::string(ApiName(static_cast<ApiId>(best_api))) : std::string();
 }
 
-void ComputeIdleGaps(const Window& w, const std::vector<Interval>& busy, Summary* s) {
+template <typename W>
+void ComputeIdleGaps(const W& w, const std::vector<Interval>& busy, Summary* s) {
   if (busy.empty() || s->span_end_ns <= s->span_start_ns) return;
   uint64_t cursor = s->span_start_ns;
   auto consider = [&](uint64_t from, uint64_t to) {
@@ -374,11 +384,8 @@ void ComputeIdleGaps(const Window& w, const std::vector<Interval>& busy, Summary
   }
 }
 
-}  // namespace
-
-Summary ComputeSummary(const Window& w) { return ComputeSummary(w, WindowIndex(w)); }
-
-Summary ComputeSummary(const Window& w, const WindowIndex& index) {
+template <typename W>
+Summary Compute(const W& w, const WindowIndex& index) {
   Summary s;
   s.meta = w.meta;
   ComputeSpan(w, &s);
@@ -388,8 +395,8 @@ Summary ComputeSummary(const Window& w, const WindowIndex& index) {
   uint64_t span = Duration(s.span_start_ns, s.span_end_ns);
   s.gpu_busy_percent = span ? 100.0 * static_cast<double>(s.gpu_busy_ns) / static_cast<double>(span) : 0;
   ComputeTables(w, index, &s);
-  ComputeMemory(w, &s);
-  ApiRecordNames api_names(w);
+  ComputeMemory(RestOf(w), &s);
+  ApiRecordNames api_names(RestOf(w));
   ComputeSteps(w, index, busy, &api_names, &s);
   ComputeLatency(w, index, &api_names, &s);
   ComputeKernelGaps(w, &s);
@@ -398,5 +405,11 @@ Summary ComputeSummary(const Window& w, const WindowIndex& index) {
   s.findings = ComputeFindings(w, s, index);
   return s;
 }
+
+}  // namespace
+
+Summary ComputeSummary(const Window& w) { return ComputeSummary(w, WindowIndex(w)); }
+Summary ComputeSummary(const Window& w, const WindowIndex& index) { return Compute(w, index); }
+Summary ComputeSummary(const CompactWindow& w) { return Compute(w, WindowIndex(w)); }
 
 }  // namespace prof

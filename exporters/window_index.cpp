@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "exporters/compact_window.h"
+
 namespace prof {
 
 void WindowIndex::Map::Seal() {
@@ -35,13 +37,14 @@ int64_t WindowIndex::Map::Find(uint32_t correlation) const {
   return it != pairs_.end() && it->first == correlation ? int64_t{it->second} : kNone;
 }
 
-WindowIndex::WindowIndex(const Window& window) : window_(window) {
+template <typename W>
+void WindowIndex::Build(const W& window) {
   for (uint32_t i = 0; i < window.host_events.size(); ++i) {
     if (window.host_events[i].correlation_id != 0) host_.Add(window.host_events[i].correlation_id, i);
   }
   host_.Seal();
   for (uint32_t i = 0; i < window.device_records.size(); ++i) {
-    const DeviceRecord& r = window.device_records[i];
+    const auto& r = window.device_records[i];
     if (r.correlation_id == 0) continue;
     if (IsApiRecord(r) && HostCall(r.correlation_id) == kNone) api_.Add(r.correlation_id, i);
     // Records are in start order, so the lowest index is the earliest.
@@ -51,9 +54,7 @@ WindowIndex::WindowIndex(const Window& window) : window_(window) {
   work_.Seal();
 }
 
-bool WindowIndex::ApiRecordShown(size_t record_index) const {
-  const DeviceRecord& r = window_.device_records[record_index];
-  return r.correlation_id == 0 || HostCall(r.correlation_id) == kNone;
-}
+WindowIndex::WindowIndex(const Window& window) { Build(window); }
+WindowIndex::WindowIndex(const CompactWindow& window) { Build(window); }
 
 }  // namespace prof

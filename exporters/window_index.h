@@ -14,8 +14,13 @@ inline bool IsGpuWork(DeviceKind kind) {
   return kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset ||
          kind == DeviceKind::kSync;
 }
-inline DeviceKind KindOf(const DeviceRecord& r) { return static_cast<DeviceKind>(r.kind); }
-inline bool IsApiRecord(const DeviceRecord& r) {
+// For a DeviceRecord or a CompactDeviceRecord.
+template <typename Record>
+DeviceKind KindOf(const Record& r) {
+  return static_cast<DeviceKind>(r.kind);
+}
+template <typename Record>
+bool IsApiRecord(const Record& r) {
   return KindOf(r) == DeviceKind::kRuntimeApi || KindOf(r) == DeviceKind::kDriverApi;
 }
 
@@ -25,10 +30,13 @@ inline bool IsBlockingSync(ApiId id) {
   return ApiKindOf(id) == ApiKind::kSync && id != ApiId::cudaStreamWaitEvent && id != ApiId::cudaStreamWaitEvent_ptsz;
 }
 
+class CompactWindow;
+
 class WindowIndex {
  public:
   static constexpr int64_t kNone = -1;
   explicit WindowIndex(const Window& window);
+  explicit WindowIndex(const CompactWindow& window);
 
   // Index into host_events of the call with this correlation id.
   int64_t HostCall(uint32_t correlation) const { return Find(host_, correlation); }
@@ -37,8 +45,12 @@ class WindowIndex {
   int64_t ApiRecord(uint32_t correlation) const { return Find(api_, correlation); }
   // Index into device_records of the earliest GPU work of this correlation.
   int64_t FirstWork(uint32_t correlation) const { return Find(work_, correlation); }
-  // An API record is shown only when no host event has its correlation.
-  bool ApiRecordShown(size_t record_index) const;
+  // An API record (of this window) is shown only when no host event has its
+  // correlation.
+  template <typename Record>
+  bool ApiRecordShown(const Record& r) const {
+    return r.correlation_id == 0 || HostCall(r.correlation_id) == kNone;
+  }
 
  private:
   // correlation -> index. CUPTI hands out correlation ids from one counter,
@@ -57,8 +69,9 @@ class WindowIndex {
     std::vector<uint32_t> flat_;  // empty when sparse
   };
   static int64_t Find(const Map& map, uint32_t correlation) { return map.Find(correlation); }
+  template <typename W>
+  void Build(const W& window);
 
-  const Window& window_;
   Map host_;
   Map api_;
   Map work_;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "exporters/compact_window.h"
 #include "exporters/format.h"
 #include "exporters/summary.h"
 #include "exporters/text_table.h"
@@ -27,10 +28,9 @@ others are still read).
   --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
                         (default 16384)
 
-The file is read as a stream: what is held is the window in the agent's own
-fixed-size records (about 64 bytes per CUDA call and 128 per GPU record),
-not the JSON; events the summary does not use (cpu_op, python_function...)
-are not held.
+The file is read as a stream: what is held is the window's records in
+compact form (40 bytes per CUDA call and 48 per GPU record), not the JSON;
+events the summary does not use (cpu_op, python_function...) are not held.
 )";
 
 struct Row {
@@ -85,7 +85,7 @@ int SummaryCommand(const Args& args) {
   int status = 0;
   std::vector<Row> rows;
   for (const std::string& path : paths) {
-    std::vector<Window> windows;
+    std::vector<CompactWindow> windows;
     std::string error;
     bool read = false;
     // Whatever goes wrong with one file is reported with its name, and the
@@ -103,7 +103,7 @@ int SummaryCommand(const Args& args) {
     for (size_t i = 0; i < windows.size(); ++i) {
       try {
         Row row{windows.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(windows[i])};
-        windows[i] = Window();
+        windows[i] = CompactWindow();
         std::printf("%s==> %s <==\n%s", rows.empty() ? "" : "\n", row.label.c_str(),
                     RenderSummary(row.summary).c_str());
         rows.push_back(std::move(row));

@@ -12,6 +12,7 @@
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"
 
+#include "exporters/compact_window.h"
 #include "exporters/cuda_names.h"
 
 namespace prof::tool {
@@ -116,9 +117,50 @@ struct Unmerge {
   int64_t shift_ns = 0;
 };
 
+// Where a Reader puts a call and a GPU record: the agent's records, or their
+// compact form.
+void Add(std::vector<HostEvent>* v, const HostEvent& e) { v->push_back(e); }
+void Add(std::vector<DeviceRecord>* v, const DeviceRecord& r) { v->push_back(r); }
+void Add(ChunkedVector<CompactHostEvent>* v, const HostEvent& e) { v->push_back(CompactHostEvent::From(e)); }
+void Add(ChunkedVector<CompactDeviceRecord>* v, const DeviceRecord& r) { v->push_back(CompactDeviceRecord::From(r)); }
+
+template <typename T>
+void StableSortByStart(std::vector<T>* v) {
+  std::stable_sort(v->begin(), v->end(), [](const T& a, const T& b) { return a.start_ns < b.start_ns; });
+}
+
+// The same order for chunked records without a second copy of them: an
+// index is sorted (4 bytes per record) and the records are permuted in
+// place along its cycles. libprof's traces arrive sorted: nothing moves.
+template <typename T>
+void StableSortByStart(ChunkedVector<T>* v) {
+  ChunkedVector<T>& c = *v;
+  bool sorted = true;
+  for (size_t i = 1; i < c.size() && sorted; ++i) sorted = !(c[i].start_ns < c[i - 1].start_ns);
+  if (sorted) return;
+  std::vector<uint32_t> from(c.size());  // from[i]: the record that goes to i
+  for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<uint32_t>(i);
+  std::stable_sort(from.begin(), from.end(), [&c](uint32_t a, uint32_t b) { return c[a].start_ns < c[b].start_ns; });
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] == i) continue;
+    T held = c[i];
+    size_t j = i;
+    while (from[j] != i) {
+      size_t k = from[j];
+      c[j] = c[k];
+      from[j] = static_cast<uint32_t>(j);
+      j = k;
+    }
+    c[j] = held;
+    from[j] = static_cast<uint32_t>(j);
+  }
+}
+
+// W: Window (TraceToWindow) or CompactWindow (`prof summary`).
+template <typename W>
 class Reader {
  public:
-  explicit Reader(Window* w) : w_(*w) { w_.strings.assign(1, ""); }
+  explicit Reader(W* w) : w_(*w) { w_.strings.assign(1, ""); }
 
   // What reading events needs from the "libprof" member.
   void Prime(const JsonValue& l) {
@@ -143,7 +185,7 @@ class Reader {
     auto [start, end] = Span(e);
     if (cat == "cuda_runtime" || cat == "cuda_driver") return ReadApiCall(e, cat, name, start, end);
     if (cat == "python_function") {
-      py_slices_.push_back({start, end, static_cast<uint32_t>(IntMember(e, "tid", 0)), name});
+      py_slices_.push_back({start, end, static_cast<uint32_t>(IntMember(e, "tid", 0)), InternSliceName(name)});
       return;
     }
     if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset" || cat == "cuda_sync") {
@@ -168,10 +210,9 @@ class Reader {
   // `top`: the trace's top-level members other than traceEvents.
   void Finish(const JsonValue& top) {
     ReadMeta(top);
-    auto by_start = [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; };
-    std::stable_sort(w_.host_events.begin(), w_.host_events.end(), by_start);
-    std::stable_sort(w_.device_records.begin(), w_.device_records.end(), by_start);
-    std::stable_sort(w_.nvtx_ranges.begin(), w_.nvtx_ranges.end(), by_start);
+    StableSortByStart(&w_.host_events);
+    StableSortByStart(&w_.device_records);
+    StableSortByStart(&w_.nvtx_ranges);
     std::stable_sort(w_.steps.begin(), w_.steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.step < b.step; });
     std::stable_sort(w_.alloc_samples.begin(), w_.alloc_samples.end(),
                      [](const AllocSample& a, const AllocSample& b) { return a.ts_ns < b.ts_ns; });
@@ -182,7 +223,7 @@ class Reader {
       m.last_step = w_.steps.back().step;
     }
     if (!libprof_) {
-      m.has_gpu_timings = std::any_of(w_.device_records.begin(), w_.device_records.end(), [](const DeviceRecord& r) {
+      m.has_gpu_timings = std::any_of(w_.device_records.begin(), w_.device_records.end(), [](const auto& r) {
         return static_cast<DeviceKind>(r.kind) == DeviceKind::kKernel;
       });
       if (m.name.empty()) m.name = "trace";
@@ -193,6 +234,13 @@ class Reader {
   uint32_t Intern(const std::string& s) {
     auto [it, inserted] = ids_.try_emplace(s, static_cast<uint32_t>(w_.strings.size()));
     if (inserted) w_.strings.push_back(s);
+    return it->second;
+  }
+
+  // python_function names are many slices of few names: each is held once.
+  uint32_t InternSliceName(const std::string& s) {
+    auto [it, inserted] = slice_name_ids_.try_emplace(s, static_cast<uint32_t>(slice_names_.size()));
+    if (inserted) slice_names_.push_back(s);
     return it->second;
   }
 
@@ -350,7 +398,7 @@ class Reader {
       h.copy_kind = static_cast<uint8_t>(Arg<int>(e, "cudaMemcpyKind", 0));
       h.flags = cat == "cuda_driver" ? kHostEventDriver : kHostEventNone;
       if (BoolArg(e, "via cuGetProcAddress", false)) h.flags |= kHostEventViaProcAddr;
-      w_.host_events.push_back(h);
+      Add(&w_.host_events, h);
       return;
     }
     // A call libprof does not intercept (or a CUPTI API record): keep it for
@@ -363,7 +411,7 @@ class Reader {
     r.cbid = Arg<uint32_t>(e, "cbid", 0);
     r.thread_id = tid;
     r.kind = static_cast<uint8_t>(cat == "cuda_driver" ? DeviceKind::kDriverApi : DeviceKind::kRuntimeApi);
-    w_.device_records.push_back(r);
+    Add(&w_.device_records, r);
   }
 
   void ReadDeviceWork(const JsonValue& e, const std::string& cat, const std::string& name, uint64_t start,
@@ -413,7 +461,7 @@ class Reader {
       std::string kind = StrArg(e, "cuda_sync_kind", name);
       r.cbid = Lookup(kind, [](uint8_t i) { return SyncKindName(i); }, 5, 0);
     }
-    w_.device_records.push_back(r);
+    Add(&w_.device_records, r);
   }
 
   // "Memcpy HtoD (Pageable -> Device)"
@@ -449,11 +497,12 @@ class Reader {
     if (py_slices_.empty()) return;
     w_.python.frames.assign(1, PyFrame{});
     w_.python.stacks.assign(2, {});
-    std::map<std::string, uint32_t> frame_ids;
+    std::map<uint32_t, uint32_t> frame_ids;  // slice name id -> frame id
     std::map<std::vector<uint32_t>, uint32_t> stack_ids;
-    auto frame_of = [&](const std::string& name) {
-      auto [it, inserted] = frame_ids.try_emplace(name, static_cast<uint32_t>(w_.python.frames.size()));
+    auto frame_of = [&](uint32_t name_id) {
+      auto [it, inserted] = frame_ids.try_emplace(name_id, static_cast<uint32_t>(w_.python.frames.size()));
       if (inserted) {
+        const std::string& name = slice_names_[name_id];
         PyFrame f{};
         size_t close = name.rfind("): ");
         size_t open = close == std::string::npos ? std::string::npos : name.rfind('(', close);
@@ -474,7 +523,7 @@ class Reader {
     std::unordered_map<uint32_t, std::vector<size_t>> by_tid;  // slice indexes per thread, in start order
     for (size_t i = 0; i < py_slices_.size(); ++i) by_tid[py_slices_[i].tid].push_back(i);
     std::unordered_map<uint32_t, std::pair<size_t, std::vector<size_t>>> sweep;  // tid -> (next slice, open slices)
-    for (HostEvent& e : w_.host_events) {  // in start order (sorted above)
+    for (auto& e : w_.host_events) {  // in start order (sorted above)
       auto it = by_tid.find(e.tid);
       if (it == by_tid.end()) continue;
       auto& [next, open] = sweep[e.tid];
@@ -487,7 +536,7 @@ class Reader {
       while (!open.empty() && py_slices_[open.back()].end_ns < e.end_ns) open.pop_back();
       std::vector<uint32_t> frames;
       for (auto s = open.rbegin(); s != open.rend(); ++s) {
-        if (py_slices_[*s].end_ns >= e.end_ns) frames.push_back(frame_of(py_slices_[*s].name));
+        if (py_slices_[*s].end_ns >= e.end_ns) frames.push_back(frame_of(py_slices_[*s].name_id));
       }
       if (frames.empty()) continue;
       auto [sid, inserted] = stack_ids.try_emplace(frames, static_cast<uint32_t>(w_.python.stacks.size()));
@@ -499,18 +548,21 @@ class Reader {
   struct PySliceIn {
     uint64_t start_ns, end_ns;
     uint32_t tid;
-    std::string name;
+    uint32_t name_id;  // slice_names_
   };
 
-  Window& w_;
+  W& w_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<PySliceIn> py_slices_;
+  std::unordered_map<std::string, uint32_t> slice_name_ids_;
+  std::vector<std::string> slice_names_;
   bool libprof_ = false;
   bool have_steps_ = false;
   Unmerge fix_;
 };
 
 // Streams a trace into Readers: one, or one per input of a merged trace.
+template <typename W>
 class WindowsHandler : public TraceStreamHandler {
  public:
   // `known`: top-level members from an earlier pass (for members that
@@ -541,9 +593,10 @@ class WindowsHandler : public TraceStreamHandler {
       return;
     }
     windows_.resize(1);
-    readers_.push_back(std::make_unique<Reader>(&windows_[0]));
+    readers_.push_back(std::make_unique<Reader<W>>(&windows_[0]));
     JsonDoc libprof;
     auto l = members_.find("libprof");
+    primed_with_ = l != members_.end() ? l->second : std::string();
     if (l != members_.end() && ParseJson(l->second, &libprof, &ignored)) readers_[0]->Prime(JsonValue(&libprof, 0));
   }
 
@@ -568,7 +621,7 @@ class WindowsHandler : public TraceStreamHandler {
   }
   void EventsEnd(uint64_t) override {}
 
-  bool Finish(std::vector<Window>* windows, std::string* error) {
+  bool Finish(std::vector<W>* windows, std::string* error) {
     if (!is_array_) {
       *error = "no traceEvents array";
       return false;
@@ -597,7 +650,16 @@ class WindowsHandler : public TraceStreamHandler {
     return true;
   }
 
-  bool late() const { return late_; }
+  // Whether reading the events again, knowing the members that came after
+  // them, could read them differently. A single trace's events depend only
+  // on its libprof block (Prime) and on whether it is a merge; a merge's
+  // also on baseTimeNanoseconds (each input's shift), which libprof writes
+  // after the events: a single trace is read once.
+  bool late() const {
+    if (!late_ || merged_) return late_;
+    auto l = members_.find("libprof");
+    return members_.count("libprof_merge") || (l != members_.end() ? l->second : std::string()) != primed_with_;
+  }
   const std::map<std::string, std::string>& members() const { return members_; }
 
  private:
@@ -623,7 +685,7 @@ class WindowsHandler : public TraceStreamHandler {
     windows_.resize(n);
     size_t slot = 0;
     for (JsonValue s = inputs.is_array() ? inputs.first() : JsonValue(); s.valid(); s = inputs.next(s), ++slot) {
-      readers_.push_back(std::make_unique<Reader>(&windows_[slot]));
+      readers_.push_back(std::make_unique<Reader<W>>(&windows_[slot]));
       int64_t source_base = s.is_object() ? IntMember(s, "baseTimeNanoseconds", 0) : 0;
       int64_t shift = 0;
       if (__builtin_sub_overflow(source_base, base, &shift)) shift = 0;
@@ -644,19 +706,21 @@ class WindowsHandler : public TraceStreamHandler {
 
   std::map<std::string, std::string> members_;  // top-level members: raw JSON text
   bool events_seen_ = false, is_array_ = false, late_ = false, merged_ = false;
-  std::vector<Window> windows_;
-  std::vector<std::unique_ptr<Reader>> readers_;
+  std::string primed_with_;  // the libprof member the events were read with ("": none)
+  std::vector<W> windows_;
+  std::vector<std::unique_ptr<Reader<W>>> readers_;
   std::vector<int64_t> shifts_;
   std::vector<std::string> slot_docs_;
 };
 
+template <typename W>
 bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string*)>& open, const std::string& label,
-                     std::vector<Window>* windows, std::string* error) {
+                     std::vector<W>* windows, std::string* error) {
   std::map<std::string, std::string> known;
   for (int pass = 0; pass < 2; ++pass) {
     std::unique_ptr<ByteSource> source = open(error);
     if (!source) return false;
-    WindowsHandler handler(known);
+    WindowsHandler<W> handler(known);
     TraceStreamResult read = StreamTrace(source.get(), &handler);
     if (!read.ok) {
       *error = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + label + ": " + read.error : read.error;
@@ -675,13 +739,17 @@ bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string
 
 }  // namespace
 
-bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<Window>* windows,
+bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<CompactWindow>* windows,
                  std::string* error) {
   return ReadWindowsFrom([&](std::string* e) { return OpenFileSource(path, max_unpacked_bytes, e); }, path, windows,
                          error);
 }
 
 bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error) {
+  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error);
+}
+
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error) {
   return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error);
 }
 

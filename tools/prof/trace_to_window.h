@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/window.h"
+#include "exporters/compact_window.h"
 
 namespace prof::tool {
 
@@ -18,15 +19,16 @@ namespace prof::tool {
 bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* error);
 
 // Streams a trace file (plain or gzip) into its windows: one, or one per
-// input of a `prof merge` output. What is held is the windows themselves,
-// in the agent's fixed-size records (64 bytes per CUDA call, 128 per GPU
-// record, 48 per allocation sample), never the JSON; events the summary
-// does not model (cpu_op, python_function, ...) are not held at all.
-// False with `error` ("rule strict-json: ..." for bad JSON).
-bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<Window>* windows,
+// input of a `prof merge` output. What is held is the windows themselves in
+// compact form (compact_window.h: 40 bytes per CUDA call, 48 per GPU record,
+// in chunks that never double), never the JSON; events the summary does not
+// model (cpu_op, python_function beyond the stacks of the calls, ...) are
+// not held at all. False with `error` ("rule strict-json: ..." for bad JSON).
+bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<CompactWindow>* windows,
                  std::string* error);
 
-// The same on bytes in memory (fuzzing, tests).
+// The same on bytes in memory (fuzzing, tests), into either form.
 bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error);
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error);
 
 }  // namespace prof::tool

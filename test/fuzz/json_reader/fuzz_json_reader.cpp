@@ -1,8 +1,9 @@
 // Fuzzes the `prof` trace readers on one input: the streaming JSON reader
 // under `prof validate` (rules and event descriptions), `prof summary`
-// (trace -> windows, merged traces split back) and `prof merge` (the input
-// merged with itself, validated and written). Any crash, sanitizer report,
-// leak or hang is a defect; results are not judged.
+// (trace -> windows, merged traces split back, in full and compact records)
+// and `prof merge` (the input merged with itself, validated and written).
+// Any crash, sanitizer report, leak or hang is a defect; results are not
+// judged.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -24,6 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<prof::Window> windows;
   prof::tool::ReadWindowsFromBytes(bytes, &windows, &error);
+  std::vector<prof::CompactWindow> compact;
+  prof::tool::ReadWindowsFromBytes(bytes, &compact, &error);
 
   auto open = [bytes](std::string*) { return prof::tool::MemorySource(bytes); };
   std::vector<prof::tool::MergeSource> sources = {{"a.json", open}, {"b.json", open}};
