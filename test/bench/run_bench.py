@@ -557,7 +557,8 @@ def main():
                 # after it): repeatable, unlike the in-loop share.
                 windows, _ = trace_losses(out_dir)
                 collect, export = "CollectWindowImpl(", "WriteWindowFiles(prof::Window const&, prof::OutputOptions const&, std"
-                per = {collect: 0, export: 0}
+                writer = "prof::WriterThread::EnsureThread()::{lambda()#1}> > >::_M_run()"
+                per = {collect: 0, export: 0, writer: 0}
                 for dump in os.listdir(keep):
                     if dump.startswith(f"callgrind.{n}."):
                         for k, v in callgrind_inclusive(os.path.join(keep, dump), list(per)).items():
@@ -571,6 +572,14 @@ def main():
                         note=f"{windows} windows of ~{launches:.0f} launches: {total / launches:.0f} Ir/launch; collect "
                         f"(CUPTI records, launch registry) {per[collect] / windows:.0f}, export (trace + summary "
                         f"files) {per[export] / windows:.0f} per window")
+                    # Everything the writer thread did, per window: the above
+                    # plus sealing (host events, NVTX ranges, allocation
+                    # samples, strings, thread names) and the queue.
+                    INFO["cg_record_writer_window_ir"] = "callgrind: record, writer thread Ir per window (all of it, whole run)"
+                    figures["cg_record_writer_window_ir"] = dict(
+                        stats([per[writer] / windows]), unit="Ir/window",
+                        note=f"{per[writer] / launches / windows:.0f} Ir/launch; beyond collect + export: "
+                        f"{(per[writer] - per[collect] - per[export]) / windows:.0f} per window")
             shutil.rmtree(out_dir, ignore_errors=True)
         # Detection only: bare and auto on a loop of CG_DETECT_WARMUP +
         # CG_DETECT_STEPS iterations; the run whose log shows a decision

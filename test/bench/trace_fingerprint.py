@@ -155,9 +155,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build-dir", required=True)
     ap.add_argument("--only", help="comma-separated case names")
+    ap.add_argument("--keep", help="directory to keep the runs' trace and summary files in (one folder per case)")
     args = ap.parse_args()
     build = os.path.abspath(args.build_dir)
     with tempfile.TemporaryDirectory() as tmp:
+        if args.keep:
+            os.makedirs(args.keep, exist_ok=True)
+            tmp = args.keep
         for case in CASES:
             if args.only and case[0] not in args.only.split(","):
                 continue
