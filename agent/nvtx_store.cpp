@@ -25,13 +25,24 @@ void NvtxStore::Add(const NvtxRange& range) {
 
 std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
   std::lock_guard<std::mutex> lock(mu_);
+  // One pass, in place: the ranges of later windows (a writer behind the
+  // application holds many) move down over the taken ones, in order, and
+  // nothing is allocated for them; only the window's are copied out.
+  size_t taken = 0;
+  for (const NvtxRange& r : ranges_) taken += r.start_ns < end_ns && r.start_ns >= begin_ns;
   std::vector<NvtxRange> out;
-  std::vector<NvtxRange> keep;
-  for (const NvtxRange& r : ranges_) {
-    if (r.start_ns >= end_ns) keep.push_back(r);
-    else if (r.start_ns >= begin_ns) out.push_back(r);
+  out.reserve(taken);
+  size_t kept = 0;
+  for (size_t i = 0; i < ranges_.size(); ++i) {
+    const NvtxRange& r = ranges_[i];
+    if (r.start_ns >= end_ns) {
+      if (kept != i) ranges_[kept] = r;
+      ++kept;
+    } else if (r.start_ns >= begin_ns) {
+      out.push_back(r);
+    }
   }
-  ranges_.swap(keep);
+  ranges_.resize(kept);
   *dropped += dropped_;
   dropped_ = 0;
   return out;

@@ -1,0 +1,54 @@
+// The NVTX range store: a window takes the ranges that started in it, in
+// the order they were added; later windows' ranges stay for them, in order,
+// however many windows are taken before theirs; earlier ones are dropped.
+#include <catch2/catch.hpp>
+
+#include "agent/nvtx_store.h"
+
+namespace prof {
+namespace {
+
+NvtxRange Range(uint64_t start_ns, uint64_t end_ns, uint32_t name_id) {
+  NvtxRange r{};
+  r.start_ns = start_ns;
+  r.end_ns = end_ns;
+  r.name_id = name_id;
+  return r;
+}
+
+TEST_CASE("each window takes its ranges in order, later windows keep theirs", "[nvtx]") {
+  NvtxStore store;
+  // Added as they end: an outer range of window [10, 20) ends after ranges
+  // of later windows; one range started before any window.
+  store.Add(Range(5, 6, 1));
+  store.Add(Range(11, 12, 2));
+  store.Add(Range(21, 22, 3));
+  store.Add(Range(31, 32, 4));
+  store.Add(Range(10, 33, 5));
+  store.Add(Range(23, 34, 6));
+  store.Add(Range(35, 36, 7));
+  uint64_t dropped = 0;
+  auto names = [](const std::vector<NvtxRange>& v) {
+    std::vector<uint32_t> out;
+    for (const NvtxRange& r : v) out.push_back(r.name_id);
+    return out;
+  };
+  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{2, 5});
+  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{3, 6});
+  CHECK(names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{4, 7});
+  CHECK(store.Take(0, 100, &dropped).empty());
+  CHECK(dropped == 0);
+}
+
+TEST_CASE("ranges past the capacity are counted once at the next take", "[nvtx]") {
+  NvtxStore store(/*max_ranges=*/2);
+  for (uint64_t i = 0; i < 4; ++i) store.Add(Range(10 + i, 11 + i, static_cast<uint32_t>(i)));
+  uint64_t dropped = 0;
+  CHECK(store.Take(0, 100, &dropped).size() == 2);
+  CHECK(dropped == 2);
+  CHECK(store.Take(0, 100, &dropped).empty());
+  CHECK(dropped == 2);
+}
+
+}  // namespace
+}  // namespace prof
