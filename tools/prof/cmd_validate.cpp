@@ -23,9 +23,11 @@ passes, 1 otherwise.
   --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
                         (default 16384)
 
-The file is read as a stream: memory grows with the number of slices and
-flows (about 24 and 40 bytes each), not with the file. A file that cannot be
-read is reported and the others are still checked.
+The file is read as a stream: memory grows with the number of flows (about
+56 bytes each), not with the file; a thread's slices are checked as they
+arrive when they come in start order (as libprof writes them), else they are
+held (24 bytes each) and that thread is read a second time. A file that
+cannot be read is reported and the others are still checked.
 )";
 
 }  // namespace

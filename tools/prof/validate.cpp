@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <queue>
 #include <set>
 #include <unordered_map>
+
+#include "exporters/chunked_vector.h"
 
 namespace prof::tool {
 namespace {
@@ -41,6 +44,9 @@ struct Slice {
   uint64_t index;  // event index, | kSyncBit
 };
 
+// The order x-nesting checks a track's slices in: by start, the longer first.
+bool Before(const Slice& a, const Slice& b) { return a.start != b.start ? a.start < b.start : a.end > b.end; }
+
 // A flow's (cat, id), compared as their dumps are: integers by value,
 // anything else by its dump, interned.
 struct FlowKey {
@@ -60,6 +66,32 @@ struct FlowStart {
   uint32_t track;
   bool has_id;
   bool bindable;  // numeric ts, pid and tid: the flow-binding rule applies
+  bool inside;    // bindable and inside a slice (decided as its track streams)
+};
+
+// A track's slices checked as they arrive, which needs them in x-nesting's
+// order (libprof writes every track so): what is held is the slices that
+// enclose the latest one, the latest end so far, and the flow starts whose
+// time the track has not passed yet. A track whose slices (or flow starts)
+// come out of that order is checked from a second read of the file, with
+// only its own slices held, as every track was before.
+struct TrackStream {
+  bool reread = false;  // out of order: checked from a second read
+  bool any = false;     // a slice has arrived
+  Slice last{};         // the latest slice
+  double reach = 0;     // latest end among the slices so far (when any)
+  std::vector<Slice> open;  // the enclosing slices, innermost last
+  // Flow starts (their time + slack, index into flows_) waiting for a slice
+  // that starts after that time: until then more slices may hold them.
+  std::priority_queue<std::pair<double, uint32_t>, std::vector<std::pair<double, uint32_t>>, std::greater<>> waiting;
+  // x-nesting violations in the order found: the first `max` of each kind
+  // (with a cuda_sync slice or not) and how many of each there were.
+  struct Violation {
+    uint64_t a, b;
+    bool sync;
+  };
+  std::vector<Violation> violations;
+  size_t plain = 0, sync = 0, kept_plain = 0, kept_sync = 0;
 };
 
 // A message whose words may need events described after the stream.
@@ -75,7 +107,7 @@ struct Pending {
 
 class TraceValidator::Impl {
  public:
-  explicit Impl(size_t max) : max_(max) {}
+  Impl(size_t max, bool stream_tracks) : max_(max), stream_tracks_(stream_tracks) {}
 
   void SetTopLevel(bool has_event_array, bool has_rank, bool strict) {
     has_event_array_ = has_event_array;
@@ -84,7 +116,7 @@ class TraceValidator::Impl {
   }
 
   void ResetEvents() {
-    Impl fresh(max_);
+    Impl fresh(max_, stream_tracks_);
     fresh.has_event_array_ = has_event_array_;
     fresh.has_rank_ = has_rank_;
     fresh.strict_ = strict_;
@@ -102,7 +134,7 @@ class TraceValidator::Impl {
       if (!ts.is_number() || !dur.is_number() || !pid.valid() || !tid.valid()) return;
       uint64_t index = i;
       if (e.Get("cat").IsString("cuda_sync")) index |= kSyncBit;
-      Track(pid, tid).push_back({ts.number(), ts.number() + dur.number(), index});
+      Arrive(TrackId(pid, tid), {ts.number(), ts.number() + dur.number(), index});
     } else if ((p == "f" || p == "t") && e.Has("id")) {
       finishes_.push_back(KeyOf(e));
     } else if (p == "s") {
@@ -115,6 +147,7 @@ class TraceValidator::Impl {
       if (f.bindable) {
         f.ts = ts.number();
         f.track = TrackId(pid, tid);
+        Wait(f);
       }
       flows_.push_back(f);
     }
@@ -131,6 +164,10 @@ class TraceValidator::Impl {
     if (!has_rank_) all.push_back({Pending::kText, "distributed-rank", false, "top-level distributedInfo.rank is missing", 0, 0});
     for (Pending& p : pending_) all.push_back(std::move(p));
     pending_.clear();
+    if (!ReadTracksAgain(replay)) {
+      result.errors.push_back("rule x-nesting: the trace could not be read a second time to check its tracks whose "
+                              "slices are out of order");
+    }
     CheckNesting();
     CheckFlows();
     for (Pending& p : pending_) all.push_back(std::move(p));
@@ -241,11 +278,88 @@ class TraceValidator::Impl {
     if (inserted) {
       track_names_.push_back(name);
       slices_.emplace_back();
+      streams_.emplace_back();
     }
     if (by_raw_.size() < 100000) by_raw_.emplace(raw_key_, named->second);
     return named->second;
   }
-  std::vector<Slice>& Track(const JsonValue& pid, const JsonValue& tid) { return slices_[TrackId(pid, tid)]; }
+
+  // A slice of track t, in the order it is read.
+  void Arrive(uint32_t t, const Slice& s) {
+    TrackStream& k = streams_[t];
+    if (k.reread) return;
+    if (!stream_tracks_ || (k.any && !Before(k.last, s))) return Reread(t);
+    // The flow starts this slice's start has passed: no later slice can hold them.
+    while (!k.waiting.empty() && k.waiting.top().first < s.start) {
+      Settle(k, k.waiting.top().second);
+      k.waiting.pop();
+    }
+    k.reach = k.any ? std::max(k.reach, s.end) : s.end;
+    k.any = true;
+    k.last = s;
+    // x-nesting, as CheckNesting does it on a sorted track.
+    while (!k.open.empty() && k.open.back().end <= s.start + Slack(s.start)) k.open.pop_back();
+    if (!k.open.empty() && s.end > k.open.back().end + Slack(s.end)) {
+      bool sync = (s.index & kSyncBit) || (k.open.back().index & kSyncBit);
+      size_t& kept = sync ? k.kept_sync : k.kept_plain;
+      if (kept < max_) {
+        ++kept;
+        k.violations.push_back({s.index & ~kSyncBit, k.open.back().index & ~kSyncBit, sync});
+      }
+      ++(sync ? k.sync : k.plain);
+      return;  // keep the enclosing slice as the reference
+    }
+    k.open.push_back(s);
+  }
+
+  // A bindable flow start (flows_.size() is its index once stored).
+  void Wait(const FlowStart& f) {
+    TrackStream& k = streams_[f.track];
+    if (k.reread) return;
+    double until = f.ts + Slack(f.ts);
+    if (k.any && k.last.start > until) return Reread(f.track);  // slices it may lie in are gone
+    k.waiting.emplace(until, static_cast<uint32_t>(flows_.size()));
+  }
+
+  // Some slice so far holds the flow start iff the latest end among them reaches it.
+  void Settle(const TrackStream& k, uint32_t flow) {
+    double ts = flows_[flow].ts;
+    flows_[flow].inside = k.any && k.reach + Slack(k.reach) >= ts;
+  }
+
+  void Reread(uint32_t t) {
+    streams_[t] = TrackStream{};
+    streams_[t].reread = true;
+  }
+
+  // The slices of the tracks that came out of order, from a second read (of
+  // the last traceEvents array, as the first read kept).
+  bool ReadTracksAgain(const EventReplay& replay) {
+    bool any = false;
+    for (uint32_t t = 0; t < streams_.size(); ++t) {
+      TrackStream& k = streams_[t];
+      if (k.reread) {
+        any = true;
+        continue;
+      }
+      for (; !k.waiting.empty(); k.waiting.pop()) Settle(k, k.waiting.top().second);
+    }
+    if (!any) return true;
+    return replay && replay([&](uint64_t i, const JsonValue& e) {
+      if (i == 0) {
+        for (std::vector<Slice>& slices : slices_) slices.clear();
+      }
+      if (!e.is_object() || !e.Get("ph").IsString("X")) return;
+      JsonValue ts = e.Get("ts"), dur = e.Get("dur"), pid = e.Get("pid"), tid = e.Get("tid");
+      if (!ts.is_number() || !dur.is_number() || !pid.valid() || !tid.valid()) return;
+      std::string name = pid.Dump() + "/" + tid.Dump();
+      auto track = by_name_.find(name);
+      if (track == by_name_.end() || !streams_[track->second].reread) return;
+      uint64_t index = i;
+      if (e.Get("cat").IsString("cuda_sync")) index |= kSyncBit;
+      slices_[track->second].push_back({ts.number(), ts.number() + dur.number(), index});
+    });
+  }
 
   uint32_t Intern(std::unordered_map<std::string, uint32_t>* table, std::string s) {
     auto [it, inserted] = table->try_emplace(std::move(s), static_cast<uint32_t>(table->size()));
@@ -278,10 +392,23 @@ class TraceValidator::Impl {
     for (uint32_t t = 0; t < order.size(); ++t) order[t] = t;
     std::sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) { return track_names_[a] < track_names_[b]; });
     for (uint32_t t : order) {
+      const TrackStream& k = streams_[t];
+      if (!k.reread) {
+        // Found as the track streamed: the same violations in the same order.
+        for (const TrackStream::Violation& v : k.violations) {
+          Pending p{Pending::kNesting, "", false, "", v.a, v.b};
+          if (v.sync) {
+            FailOrWarn("x-nesting", std::move(p));
+          } else {
+            Fail("x-nesting", std::move(p));
+          }
+        }
+        counts_["x-nesting"] += k.plain - k.kept_plain;
+        if (k.sync > k.kept_sync) (strict_ ? counts_ : warning_counts_)["x-nesting"] += k.sync - k.kept_sync;
+        continue;
+      }
       std::vector<Slice>& slices = slices_[t];
-      std::sort(slices.begin(), slices.end(), [](const Slice& a, const Slice& b) {
-        return a.start != b.start ? a.start < b.start : a.end > b.end;
-      });
+      std::sort(slices.begin(), slices.end(), Before);
       std::vector<const Slice*> open;
       for (const Slice& s : slices) {
         while (!open.empty() && open.back()->end <= s.start + Slack(s.start)) open.pop_back();
@@ -306,11 +433,17 @@ class TraceValidator::Impl {
     // Which flow starts lie inside a slice: one track at a time (slices are
     // sorted by start): some slice holds t iff the latest end among those
     // starting at or before t reaches t.
+    // Tracks that streamed decided their flow starts as they went.
     std::vector<std::vector<uint32_t>> by_track(slices_.size());
-    for (uint32_t k = 0; k < flows_.size(); ++k) {
-      if (flows_[k].bindable) by_track[flows_[k].track].push_back(k);
-    }
     std::vector<bool> inside(flows_.size(), false);
+    for (uint32_t k = 0; k < flows_.size(); ++k) {
+      if (!flows_[k].bindable) continue;
+      if (streams_[flows_[k].track].reread) {
+        by_track[flows_[k].track].push_back(k);
+      } else {
+        inside[k] = flows_[k].inside;
+      }
+    }
     std::vector<double> reach;
     for (size_t t = 0; t < by_track.size(); ++t) {
       if (by_track[t].empty()) continue;
@@ -340,6 +473,7 @@ class TraceValidator::Impl {
   }
 
   size_t max_;
+  bool stream_tracks_;  // false: every track is read again and sorted (the reference for tests)
   bool has_event_array_ = false;
   bool has_rank_ = false;
   bool strict_ = false;
@@ -351,14 +485,16 @@ class TraceValidator::Impl {
   std::unordered_map<std::string, uint32_t> by_raw_;
   std::unordered_map<std::string, uint32_t> by_name_;
   std::vector<std::string> track_names_;
-  std::vector<std::vector<Slice>> slices_;
+  std::vector<TrackStream> streams_;
+  std::vector<std::vector<Slice>> slices_;  // tracks read again (TrackStream::reread) only
   std::unordered_map<std::string, uint32_t> cats_;
   std::unordered_map<std::string, uint32_t> ids_;
   std::vector<FlowKey> finishes_;
-  std::vector<FlowStart> flows_;
+  ChunkedVector<FlowStart> flows_;  // chunked: growing never holds two copies
 };
 
-TraceValidator::TraceValidator(size_t max_per_rule) : impl_(std::make_unique<Impl>(max_per_rule)) {}
+TraceValidator::TraceValidator(size_t max_per_rule, bool stream_tracks)
+    : impl_(std::make_unique<Impl>(max_per_rule, stream_tracks)) {}
 TraceValidator::~TraceValidator() = default;
 void TraceValidator::SetTopLevel(bool has_event_array, bool has_rank, bool strict) {
   impl_->SetTopLevel(has_event_array, has_rank, strict);
@@ -402,10 +538,11 @@ class ReplayHandler : public TraceStreamHandler {
 };
 
 bool ValidateSource(const std::function<std::unique_ptr<ByteSource>(std::string*)>& open, const std::string& label,
-                    ValidateResult* result, uint64_t* events, std::string* error, size_t max_per_rule) {
+                    ValidateResult* result, uint64_t* events, std::string* error, size_t max_per_rule,
+                    bool stream_tracks = true) {
   std::unique_ptr<ByteSource> source = open(error);
   if (!source) return false;
-  TraceValidator validator(max_per_rule);
+  TraceValidator validator(max_per_rule, stream_tracks);
   ValidatingHandler handler(&validator);
   TraceStreamResult read = StreamTrace(source.get(), &handler);
   source.reset();
@@ -436,9 +573,9 @@ bool ValidateFile(const std::string& path, uint64_t max_unpacked_bytes, Validate
 }
 
 bool ValidateBytes(std::string_view bytes, ValidateResult* result, uint64_t* events, std::string* error,
-                   size_t max_per_rule) {
+                   size_t max_per_rule, bool stream_tracks) {
   return ValidateSource([&](std::string*) { return MemorySource(bytes); }, "trace", result, events, error,
-                        max_per_rule);
+                        max_per_rule, stream_tracks);
 }
 
 ValidateResult ValidateTrace(const nlohmann::json& trace, size_t max_per_rule) {

@@ -51,9 +51,10 @@ ValidateResult ValidateTrace(const nlohmann::json& trace, size_t max_per_rule = 
 bool ValidateFile(const std::string& path, uint64_t max_unpacked_bytes, ValidateResult* result, uint64_t* events,
                   std::string* error, size_t max_per_rule = 5);
 
-// The same on bytes in memory (fuzzing, tests).
+// The same on bytes in memory (fuzzing, tests). `stream_tracks`: see
+// TraceValidator.
 bool ValidateBytes(std::string_view bytes, ValidateResult* result, uint64_t* events, std::string* error,
-                   size_t max_per_rule = 5);
+                   size_t max_per_rule = 5, bool stream_tracks = true);
 
 // Calls `sink` with each event of the trace again, in order (for the words
 // of a few messages, which name events by their fields). False if the
@@ -61,12 +62,18 @@ bool ValidateBytes(std::string_view bytes, ValidateResult* result, uint64_t* eve
 using EventSink = std::function<void(uint64_t index, const JsonValue& event)>;
 using EventReplay = std::function<bool(const EventSink& sink)>;
 
-// The rules, fed one event at a time. What it holds: per X slice 24 bytes
-// (start, end, index), per flow start about 40 and per distinct flow finish
-// 16, and the distinct tracks; never the events themselves.
+// The rules, fed one event at a time. What it holds: per flow start about 40
+// bytes and per distinct flow finish 16, the distinct tracks, and per track
+// whose slices arrive in x-nesting's order (by start, the longer first; as
+// libprof writes them) only the slices enclosing the latest one; never the
+// events themselves. A track out of that order (or with a flow start after
+// slices past its time) keeps nothing while streaming and is checked at
+// Finish from a second read of the events (`replay`), holding 24 bytes per
+// slice of such tracks. `stream_tracks` false checks every track that way
+// (the reference the streaming check is tested against).
 class TraceValidator {
  public:
-  explicit TraceValidator(size_t max_per_rule = 5);
+  explicit TraceValidator(size_t max_per_rule = 5, bool stream_tracks = true);
   ~TraceValidator();
 
   // Top-level facts: the root is an object holding a "traceEvents" array,
