@@ -32,6 +32,7 @@ std::atomic<CuptiCollector*> g_buffer_owner{nullptr};
 // ---- static trampolines: C callbacks forwarding to the object ----
 
 void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (userdata == nullptr) return;  // never ours (we subscribe with the collector)
   try {
     static_cast<CuptiCollector*>(userdata)->OnCallback(domain, cbid, data);
   } catch (...) {

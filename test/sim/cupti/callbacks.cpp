@@ -34,13 +34,24 @@ constexpr uint32_t DomainOffset(int domain) {
 }
 constexpr uint32_t kTotalIds = DomainOffset(CUPTI_CB_DOMAIN_SIZE);
 
+struct Callee {
+  CUpti_CallbackFunc function;
+  void* userdata;
+  const Callee* older;  // every pair stays reachable (never freed, never a leak)
+};
+
 // Subscription state. Writers hold mu; the dispatch path (every API call)
 // reads only atomics, so it never contends with enable/disable.
+
 struct Subscription {
   std::mutex mu;
   std::atomic<bool> active{false};
-  std::atomic<CUpti_CallbackFunc> function{nullptr};
-  std::atomic<void*> userdata{nullptr};
+  // The subscriber's function and userdata, read together: a callback in
+  // flight while another thread unsubscribes still gets a matching pair.
+  // Each subscription's pair is never freed (that callback may still be
+  // reading it); one small block per cuptiSubscribe.
+  std::atomic<const Callee*> callee{nullptr};
+  const Callee* newest = nullptr;  // under mu
   char holder_name[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN] = {};  // "CUPTI for <name>"
   std::array<std::atomic<uint8_t>, kTotalIds> enabled{};
 };
@@ -93,8 +104,8 @@ CUptiResult Subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc cal
   holder += (name != nullptr) ? std::string(name).substr(0, CUPTI_SUBSCRIBER_NAME_MAX_LEN) : "<unnamed>";
   CopyName(holder.c_str(), state.holder_name, sizeof(state.holder_name));
   for (auto& bit : state.enabled) bit.store(0, std::memory_order_relaxed);
-  state.function.store(callback);
-  state.userdata.store(userdata);
+  state.newest = new Callee{callback, userdata, state.newest};
+  state.callee.store(state.newest, std::memory_order_release);
   state.active.store(true, std::memory_order_release);
   *subscriber = &g_handle;
   return CUPTI_SUCCESS;
@@ -111,9 +122,8 @@ bool CallbackEnabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
 
 void Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (!CallbackEnabled(domain, cbid)) return;
-  CUpti_CallbackFunc function = State().function.load();
-  void* userdata = State().userdata.load();
-  if (function != nullptr) function(userdata, domain, cbid, data);
+  const Callee* callee = State().callee.load(std::memory_order_acquire);
+  if (callee != nullptr && callee->function != nullptr) callee->function(callee->userdata, domain, cbid, data);
 }
 
 bool Subscribed() { return State().active.load(); }
@@ -136,8 +146,7 @@ void ResetSubscriber() {
   Subscription& state = State();
   std::lock_guard<std::mutex> lock(state.mu);
   state.active.store(false);
-  state.function.store(nullptr);
-  state.userdata.store(nullptr);
+  state.callee.store(nullptr, std::memory_order_release);
   for (auto& bit : state.enabled) bit.store(0, std::memory_order_relaxed);
 }
 

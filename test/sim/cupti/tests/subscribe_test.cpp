@@ -3,7 +3,9 @@
 #include <catch2/catch.hpp>
 #include <cupti.h>
 
+#include <atomic>
 #include <cstring>
+#include <thread>
 
 #include "fake_hub.h"
 
@@ -128,4 +130,43 @@ TEST_CASE("callback names and result strings and the version are NVIDIA's", "[su
   uint32_t version = 0;
   REQUIRE(cuptiGetVersion(&version) == CUPTI_SUCCESS);
   REQUIRE(version == CUPTI_API_VERSION);
+}
+
+namespace {
+
+std::atomic<uint64_t> g_calls{0};
+std::atomic<uint64_t> g_wrong_userdata{0};
+int g_token = 0;
+
+void CUPTIAPI CountUserdata(void* userdata, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  if (userdata != &g_token) g_wrong_userdata.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+TEST_CASE("a callback racing cuptiUnsubscribe gets the userdata it was subscribed with, never another",
+          "[subscribe][threads]") {
+  // A callback runs with the subscriber's function and userdata as a pair:
+  // one without the other (a torn read against the unsubscribe clearing
+  // them) handed libprof a null `this` at exit.
+  Fresh fresh;
+  g_calls = 0;
+  g_wrong_userdata = 0;
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    while (!done.load(std::memory_order_relaxed)) {
+      fakehub::MakeCall({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, "cudaGetDevice"});
+    }
+  });
+  for (int i = 0; i < 20000; ++i) {
+    CUpti_SubscriberHandle handle = nullptr;
+    REQUIRE(cuptiSubscribe(&handle, CountUserdata, &g_token) == CUPTI_SUCCESS);
+    REQUIRE(cuptiEnableDomain(1, handle, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_SUCCESS);
+    REQUIRE(cuptiUnsubscribe(handle) == CUPTI_SUCCESS);
+  }
+  done = true;
+  caller.join();
+  INFO(g_calls.load() << " callbacks");
+  CHECK(g_wrong_userdata.load() == 0);
 }
