@@ -48,22 +48,30 @@ bool CommitUnique(AtomicFile& file, const WindowMeta& meta, const std::string& d
   return false;
 }
 
+// The trace names itself inside ("traceName"), so a name lost at commit to a
+// process racing for it (another of a launcher's children with the same
+// PROF_NAME) means writing it again under the next variant's name.
 bool WriteTrace(const Window& window, const WindowIndex& index, const std::string& dir, const std::string& suffix,
                 int* variant, bool gzip, FileSystem& fs, std::string* error) {
-  std::string trace_name = WindowFileStemVariant(window.meta, *variant) + suffix;
-  AtomicFile file(fs, dir + trace_name);
-  bool ok = file.Open();
-  if (ok) {
-    if (gzip) {
-      GzipSink zipped(file);
-      ok = WriteChromeTrace(window, index, trace_name, zipped);
-    } else {
-      ok = WriteChromeTrace(window, index, trace_name, file);
+  for (; *variant < kStemVariants; ++*variant) {
+    std::string trace_name = WindowFileStemVariant(window.meta, *variant) + suffix;
+    AtomicFile file(fs, dir + trace_name);
+    bool ok = file.Open();
+    if (ok) {
+      if (gzip) {
+        GzipSink zipped(file);
+        ok = WriteChromeTrace(window, index, trace_name, zipped);
+      } else {
+        ok = WriteChromeTrace(window, index, trace_name, file);
+      }
     }
+    if (ok && file.CommitNew()) return true;
+    if (ok && file.exists()) continue;  // taken since we looked: the next name, written again
+    *error = file.error().empty() ? "writing " + dir + trace_name + " failed" : file.error();
+    return false;
   }
-  ok = ok && CommitUnique(file, window.meta, dir, suffix, variant);
-  if (!ok) *error = file.error().empty() ? "writing " + dir + trace_name + " failed (no free name)" : file.error();
-  return ok;
+  *error = "writing " + dir + WindowFileStemVariant(window.meta, 0) + suffix + " failed (no free name)";
+  return false;
 }
 
 bool WriteSummaryFile(const Window& window, const WindowIndex& index, const std::string& dir, int* variant,

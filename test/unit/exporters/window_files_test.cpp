@@ -31,6 +31,7 @@ class FaultyFileSystem final : public FileSystem {
   int interrupt_writes = 0;       // the first N writes fail with EINTR
   int fail_rename_errno = 0;
   int fail_mkdir_errno = 0;      // every MakeDir of a missing directory fails with this
+  int plant_before_link = 0;      // the next N links find their name just taken
   int writes = 0;
 
   int open_flags = 0;             // of the last Open
@@ -56,6 +57,10 @@ class FaultyFileSystem final : public FileSystem {
   }
   int Link(const char* from, const char* to) override {
     if (fail_rename_errno) return errno = fail_rename_errno, -1;
+    if (plant_before_link > 0) {  // another process takes the name between our look and our commit
+      --plant_before_link;
+      std::ofstream(to) << "the other process's window";
+    }
     return PosixFileSystem().Link(from, to);
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
@@ -154,6 +159,28 @@ TEST_CASE("an existing file is never replaced: another process's window keeps it
   REQUIRE(WriteWindowFiles(w, {dir.path, true, true, false}, &error));
   CHECK(dir.Files().size() == 5);
   CHECK(access((dir.path + "/worker_pid4242_2.35.summary.txt").c_str(), F_OK) == 0);
+}
+
+TEST_CASE("a name taken between the look and the commit: the trace is written again under the name it has",
+          "[files][safety]") {
+  // The trace names itself inside; three children of a launcher with one
+  // PROF_NAME raced for "job.2" and one trace said "job.2" in a file named
+  // "job_pid<pid>.2".
+  TempDir dir;
+  FaultyFileSystem fs;
+  fs.plant_before_link = 1;
+  Window w = Small();
+  w.meta.pid = 4242;
+  std::string error;
+  REQUIRE(WriteWindowFiles(w, {dir.path, true, true, false}, fs, &error));
+  CHECK(dir.Files() == std::vector<std::string>{"worker.35.pt.trace.json", "worker_pid4242.35.pt.trace.json",
+                                                "worker_pid4242.35.summary.txt"});
+  nlohmann::json trace;
+  REQUIRE(tool::LoadTrace(dir.path + "/worker_pid4242.35.pt.trace.json", &trace, &error));
+  CHECK(trace["traceName"] == "worker_pid4242.35.pt.trace.json");
+  std::ifstream in(dir.path + "/worker.35.pt.trace.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "the other process's window");
 }
 
 TEST_CASE("WriteWindowFiles writes a valid trace and a summary and nothing else", "[files]") {
