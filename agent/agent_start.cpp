@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <thread>
 
 #include "agent/agent_thread.h"
@@ -28,6 +29,7 @@
 #include "agent/strings.h"
 #include "agent/thread_id.h"
 #include "exporters/atomic_file.h"
+#include "exporters/temporary_sweeper.h"
 
 extern "C" void prof_step(void);
 
@@ -150,7 +152,8 @@ void Launch(const Config& config, bool fork_child = false) {
   deps.python = rt->python.get();
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
-  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir](const Window& w, std::string* note) {
+  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir,
+               sweeper = std::make_shared<TemporarySweeper>(config.output_dir)](const Window& w, std::string* note) {
     // A window that recorded nothing (a CPU-only fork-based worker, a
     // shell between the launcher and the job) leaves no files.
     // API records alone do not count: the writer's own version queries
@@ -170,7 +173,7 @@ void Launch(const Config& config, bool fork_child = false) {
     }
     bool written = sink(w, note);
     // Workers that left through _exit() mid-write (no exit path ran there).
-    if (int n = RemoveDeadProcessTemporaries(dir)) {
+    if (int n = sweeper->Sweep()) {
       Log().info("removed {} temporary file(s) in PROF_OUTPUT_DIR left by processes that ended through _exit() while "
                  "writing a window",
                  n);

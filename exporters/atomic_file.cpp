@@ -74,8 +74,6 @@ std::string TempSuffix() {
 }
 }  // namespace
 
-namespace {
-// The pid in ".<name>.tmp<pid>.<hex>" (TempSuffix), or -1.
 long TemporaryPid(const char* name) {
   if (name[0] != '.') return -1;
   const char* tmp = std::strstr(name, ".tmp");
@@ -91,9 +89,8 @@ long TemporaryPid(const char* name) {
   }
   return pid;
 }
-}  // namespace
 
-int RemoveDeadProcessTemporaries(const std::string& dir) {
+int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live) {
   int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return 0;
   DIR* d = ::fdopendir(dfd);
@@ -106,7 +103,10 @@ int RemoveDeadProcessTemporaries(const std::string& dir) {
     long pid = TemporaryPid(e->d_name);
     if (pid <= 0 || pid == ::getpid()) continue;
     // ESRCH only: EPERM means the process exists (another user's).
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
+      if (live != nullptr) live->emplace_back(e->d_name);
+      continue;
+    }
     struct stat st;
     if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
         st.st_uid != ::geteuid()) {

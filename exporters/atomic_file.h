@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "exporters/byte_sink.h"
 #include "exporters/file_system.h"
@@ -70,8 +71,13 @@ void RemoveUnfinishedTemporaries();
 // _exit() (multiprocessing's forked workers) runs no exit path, so a window
 // its writer thread was writing then stays a temporary. A process that
 // exists (or a pid reused since) keeps its files. Returns how many were
-// removed.
-int RemoveDeadProcessTemporaries(const std::string& dir);
+// removed. `live`, if given, gets the names of the temporaries of other
+// processes that exist (TemporarySweeper watches them).
+int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live = nullptr);
+
+// The pid in a temporary's name (".<name>.tmp<pid>.<hex>"), or -1 for any
+// other name.
+long TemporaryPid(const char* name);
 
 // "No space left on device (ENOSPC)".
 std::string ErrnoText(int err);
