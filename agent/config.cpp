@@ -444,6 +444,10 @@ void ReadConfigFile(const std::string& path, std::map<std::string, std::string>*
 }  // namespace
 
 bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why) {
+  struct stat st;
+  // The usual case (the writer asks at every window): it exists already,
+  // and one call says so instead of one per level.
+  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     std::string partial = dir.substr(0, pos);
     if (!partial.empty()) {
@@ -457,7 +461,6 @@ bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, 
     }
     if (pos == std::string::npos) break;
   }
-  struct stat st;
   if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     if (why != nullptr) *why = "it exists and is not a directory";
     return false;

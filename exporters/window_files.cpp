@@ -18,6 +18,10 @@ namespace {
 
 // mkdir -p: PROF_OUTPUT_DIR may name several missing levels.
 bool EnsureDir(FileSystem& fs, const std::string& dir, std::string* error) {
+  // The usual case, at every window after the first: the directory is there
+  // (or its parents are), and one call says so. EEXIST for the whole path
+  // means every level exists.
+  if (!dir.empty() && (fs.MakeDir(dir.c_str(), 0755) == 0 || errno == EEXIST)) return true;
   for (size_t end = 1; end <= dir.size(); ++end) {
     if (end != dir.size() && dir[end] != '/') continue;
     std::string prefix = dir.substr(0, end);

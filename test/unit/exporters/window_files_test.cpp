@@ -33,6 +33,7 @@ class FaultyFileSystem final : public FileSystem {
   int fail_mkdir_errno = 0;      // every MakeDir of a missing directory fails with this
   int plant_before_link = 0;      // the next N links find their name just taken
   int writes = 0;
+  int mkdirs = 0;
 
   int open_flags = 0;             // of the last Open
   mode_t open_mode = 0;
@@ -65,6 +66,7 @@ class FaultyFileSystem final : public FileSystem {
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
   int MakeDir(const char* path, mode_t mode) override {
+    ++mkdirs;
     if (fail_mkdir_errno && access(path, F_OK) != 0) return errno = fail_mkdir_errno, -1;
     return PosixFileSystem().MakeDir(path, mode);
   }
@@ -292,6 +294,22 @@ TEST_CASE("a directory that cannot be created is reported with its errno", "[fil
   CHECK(error.find("mkdir ") == 0);
   CHECK(error.find("Permission denied (EACCES)") != std::string::npos);
   CHECK(dir.Files().empty());
+}
+
+TEST_CASE("missing levels of the directory are made, and an existing one costs one call per window", "[files]") {
+  TempDir dir;
+  FaultyFileSystem fs;
+  std::string error;
+  std::string nested = dir.path + "/a/b/c";
+  REQUIRE(WriteWindowFiles(Small(), {nested, true, true, false}, fs, &error));
+  CHECK(dir.Files() == std::vector<std::string>{"a"});  // the files are in a/b/c
+  struct stat st;
+  CHECK(stat(nested.c_str(), &st) == 0);
+  fs.mkdirs = 0;
+  Window next = Small();
+  next.meta.first_step += 1;
+  REQUIRE(WriteWindowFiles(next, {nested, true, true, false}, fs, &error));
+  CHECK(fs.mkdirs == 1);  // not one per level, at every window
 }
 
 }  // namespace
