@@ -139,6 +139,8 @@ void Run(Runtime* rt, uint64_t start_ns) {
     // A program that loaded CUDA since the last wake (a static cudart under
     // LD_PRELOAD, whose calls no wrapper sees): calls feed the marker path.
     if (watch_calls) rt->session->WatchCallsIfCuda();
+    // Watching calls without CUPTI while waiting: look again now and then.
+    if (watch_calls && rt->collector) rt->collector->Tick(now);
     // Step k ends exactly at start + (k+1) * d, however late we woke.
     if (boundary != 0 && now >= boundary) rt->session->Step(boundary);
     if (trigger && now >= next_poll) {

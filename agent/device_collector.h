@@ -59,6 +59,17 @@ class DeviceCollector {
   // Until Finish. A collector without callbacks ignores it.
   virtual void WatchCalls(const Config& config) { (void)config; }
 
+  // A step boundary that keeps waiting (no window warms up or records):
+  // a collector that watches calls may stop paying for them here when every
+  // call it watches reaches an interposed wrapper. Application thread,
+  // under the session's lock; must be cheap.
+  virtual void OnWaitingStep() {}
+
+  // The agent thread's periodic wake (about once a second while idle): a
+  // collector that stopped watching through CUPTI may look again (new
+  // libraries loaded, a re-probe due).
+  virtual void Tick(uint64_t now_ns) { (void)now_ns; }
+
   // The first active step begins at start_ns; everything launched earlier
   // (warmup) is discarded.
   virtual void BeginRecord(uint64_t start_ns) = 0;

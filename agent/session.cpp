@@ -169,6 +169,8 @@ void Session::Step(uint64_t now_ns) {
   Action next = ActionFor(step_);
   Enter(prev, next, now_ns);
   action_ = next;
+  // Still waiting: the collector may stop paying for watching calls.
+  if (prev == Action::kNone && next == Action::kNone) collector_->OnWaitingStep();
   if (ended) {
     uint64_t stall = NowNs() - t0;
     if (stall > max_stall_ns_) max_stall_ns_ = stall;

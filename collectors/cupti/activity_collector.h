@@ -8,6 +8,11 @@
 //   kFinishing --(first API exit after the last window was collected, or
 //   after flush_timeout)--> kDetached (flush, unsubscribe, cuptiFinalize)
 //   kDetached --Attach--> kAttached (a new cycle armed by a trigger file)
+//   kPaused --OnWaitingStep (calls watched, every one fed by a wrapper for
+//   kProbeSteps steps), then the next API exit--> kQuiet (detached:
+//   unsubscribed and cuptiFinalize, as at the schedule's end)
+//   kQuiet --Attach--> kAttached;  kQuiet --Tick (new libraries, or the
+//   re-probe interval)--> kPaused;  kQuiet --Finish--> kDetached
 //   any --failure--> kOff (interception-only, for good, one warning)
 //
 // Locks, outermost first (never taken in the other order):
@@ -33,6 +38,7 @@
 #include <vector>
 
 #include "agent/device_collector.h"
+#include "agent/hot_state.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -42,7 +48,7 @@
 
 namespace prof::cupti {
 
-enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff };
+enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff, kQuiet };
 
 class CuptiCollector final : public DeviceCollector {
  public:
@@ -57,6 +63,8 @@ class CuptiCollector final : public DeviceCollector {
   void BeginRecord(uint64_t start_ns) override;
   void Pause() override;
   void Finish() override;
+  void OnWaitingStep() override;
+  void Tick(uint64_t now_ns) override;
   void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) override;
   void OnExit() override;
   std::string Mode() const override;
@@ -72,6 +80,7 @@ class CuptiCollector final : public DeviceCollector {
   // Raw buffers whose pages were handed back after decoding (0 before attach).
   uint64_t raw_buffers_evicted() const { return pool_ ? pool_->evictions() : 0; }
   const ClockMap& clock() const { return clock_; }
+  static constexpr uint32_t kProbeStepsForTest = 3;
 
  private:
   struct Completed {
@@ -84,6 +93,8 @@ class CuptiCollector final : public DeviceCollector {
   void BeginRecordImpl(uint64_t start_ns);
   void PauseImpl();
   void FinishImpl();
+  void OnWaitingStepImpl();
+  void TickImpl(uint64_t now_ns);
   void OnExitImpl();
   void CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out);
   // Runs fn; an exception switches the collector off (one warning).
@@ -120,6 +131,22 @@ class CuptiCollector final : public DeviceCollector {
   void ReadCuptiDropsLocked();
   void DetachLocked(bool finalize);
   void GoOff(const std::string& cause);
+  // kPaused -> kQuiet: detached while waiting (every watched call reaches a
+  // wrapper): OnWaitingStep asks (quiet_pending_), the next API exit
+  // finalizes. kQuiet -> kPaused: attached again with the watched ids on,
+  // a new probe (new_probe: its step count starts again). False (and kOff)
+  // when CUPTI refuses the subscriber.
+  bool CanGoQuietLocked() const;
+  void MaybeGoQuietFromApiExit();
+  bool ResubscribeLocked(bool new_probe);
+  // A call of a watched id that no wrapper fed, although the hot bits now
+  // would have made a wrapper feed it (agent/hot_state.h): so no wrapper saw
+  // it. (A call the bits do not ask for is no sign: PROF_STEP=auto decided
+  // on a marker that does not need its kind, api:<fn> and the other calls.)
+  bool Unfed(bool runtime, CUpti_CallbackId cbid) const {
+    return cbid < kMaxWatchedCbid &&
+           (unfed_sign_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed) & LoadHotBits()) != 0;
+  }
 
   // With decode_mutex_ held.
   void DrainCompletedLocked();
@@ -129,6 +156,7 @@ class CuptiCollector final : public DeviceCollector {
   // pending_'s memory.
   std::vector<DeviceRecord> TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns);
 
+  // kQuiet is not subscribed.
   bool Subscribed(CollectorState state) const {
     return state == CollectorState::kAttached || state == CollectorState::kPaused ||
            state == CollectorState::kFinishing;
@@ -167,6 +195,35 @@ class CuptiCollector final : public DeviceCollector {
   // enabled, read by callbacks (relaxed: set once, before it matters).
   static constexpr uint32_t kMaxWatchedCbid = 1024;
   std::atomic<uint8_t> watched_[2][kMaxWatchedCbid] = {};
+  // Per domain and id: the hot bits under which a call of it that reaches
+  // the callbacks unfed by a wrapper is a sign of calls no wrapper sees
+  // (CUDA_INJECTION64_PATH, a statically linked cudart, a driver-API
+  // program). Set with watched_.
+  std::atomic<uint32_t> unfed_sign_[2][kMaxWatchedCbid] = {};
+  // Waiting detached (kQuiet). CUPTI's per-call work while it is attached
+  // (from the first subscribe to cuptiFinalize) is what a waiting
+  // call-counting source paid; under
+  // LD_PRELOAD the wrappers see every call that can be a marker unless a
+  // sign above says otherwise. saw_unfed_ is sticky: once a call no wrapper
+  // fed was seen, the collector stays subscribed while calls are watched.
+  // probe_steps_: waiting step boundaries since the last (re)subscribe.
+  std::atomic<bool> saw_unfed_{false};
+  // OnWaitingStep decided to detach; the next API-exit callback does it.
+  std::atomic<bool> quiet_pending_{false};
+  std::atomic<uint32_t> probe_steps_{0};
+  static constexpr uint32_t kProbeSteps = kProbeStepsForTest;
+  // Re-probe (agent thread, kQuiet): when the process loaded a library since
+  // the last look (dl_iterate_phdr's load count, taken at WatchCalls and at
+  // each look while detached: a library loaded while attached makes the
+  // first look after a detach probe once more), or at next_probe_ns_ (set
+  // at each detach), whose interval doubles from 1 s to 64 s: a static
+  // cudart whose calls begin late is seen within that bound.
+  uint64_t loads_seen_ = 0;
+  uint64_t next_probe_ns_ = 0;
+  uint64_t probe_interval_ns_ = 1'000'000'000;
+  // Bumped each time the collector detaches while waiting: a call in
+  // progress then never gets its exit callback (as with narrow_epoch_).
+  std::atomic<uint32_t> quiet_epoch_{0};
   // Bumped each time callbacks are narrowed to the watched ids: a thread
   // whose outermost call was not watched and entered before it never gets
   // that call's exit callback, so its depth counts are stale.

@@ -1,5 +1,6 @@
 #include "collectors/cupti/cupti_collector.h"
 
+#include <link.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "agent/clock.h"
 #include "agent/hooks.h"
+#include "agent/hot_state.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
 #include "agent/log.h"
@@ -344,6 +346,7 @@ thread_local int t_driver_depth = 0;
 // between windows. A call that is not watched loses its exit callback when
 // callbacks are narrowed while it runs.
 thread_local uint32_t t_outer_epoch = 0;
+thread_local uint32_t t_outer_quiet_epoch = 0;
 thread_local bool t_outer_watched = true;
 
 // The marker path's idea of a call, from its CUPTI class.
@@ -373,6 +376,18 @@ bool IsDeviceWork(const DeviceRecord& r) {
 // still not delivered (they are written as a call returns; CUPTI may have
 // dropped them).
 constexpr uint64_t kApiRecordGraceNs = 50'000'000;
+
+int CountLoads(dl_phdr_info* info, size_t, void* data) {
+  *static_cast<uint64_t*>(data) = info->dlpi_adds;
+  return 1;  // dlpi_adds is the process's count: the first object is enough
+}
+
+// How many objects the process has loaded so far (dlopen included).
+uint64_t LoadedObjects() {
+  uint64_t adds = 0;
+  dl_iterate_phdr(CountLoads, &adds);
+  return adds;
+}
 
 bool IsApiRecord(const DeviceRecord& r) {
   DeviceKind kind = static_cast<DeviceKind>(r.kind);
@@ -524,21 +539,45 @@ void CuptiCollector::ComputeWatchedLocked() {
       break;
     default: break;
   }
+  // Which hot bits make a wrapper feed a call of each watched id to the
+  // marker path (intercept.h): seen unfed while one of them is set, the call
+  // reached no wrapper. Under api:<fn> only fn's own calls (the wrappers
+  // pass the others of its class through unfed).
+  std::string_view api_base =
+      config_.step_source == StepSource::kApi ? BaseApiName(ApiName(config_.step_api)) : std::string_view();
   for (int d = 0; d < 2; ++d) {
+    ApiDomain domain = d == 0 ? ApiDomain::kRuntime : ApiDomain::kDriver;
     for (auto& w : watched_[d]) w.store(0, std::memory_order_relaxed);
-    for (uint32_t id : CallbackIdsOfClasses(d == 0 ? ApiDomain::kRuntime : ApiDomain::kDriver, classes)) {
-      if (id < kMaxWatchedCbid) watched_[d][id].store(1, std::memory_order_relaxed);
+    for (auto& u : unfed_sign_[d]) u.store(0, std::memory_order_relaxed);
+    for (uint32_t id : CallbackIdsOfClasses(domain, classes)) {
+      if (id >= kMaxWatchedCbid) continue;
+      watched_[d][id].store(1, std::memory_order_relaxed);
+      const char* name = CallbackName(domain, id);
+      uint32_t bits = 0;
+      switch (ClassifyCallback(domain, id)) {
+        case ApiClass::kLaunch: bits = kHotLaunchMarker; break;
+        case ApiClass::kMemcpy:
+        case ApiClass::kMemset: bits = kHotCopyMarker; break;
+        case ApiClass::kSync: bits = kHotSyncMarker; break;
+        default: break;
+      }
+      if (!api_base.empty() && name != nullptr && BaseApiName(name) == api_base) bits |= kHotApiMarker;
+      unfed_sign_[d][id].store(bits, std::memory_order_relaxed);
     }
   }
   if (config_.range_kind == RangeKind::kProfilerApi) {
     // PROF_RANGE=cudaProfilerApi: the range edges, whatever PROF_STEP watches.
     for (uint32_t id : {static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000),
                         static_cast<uint32_t>(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000)}) {
-      if (id < kMaxWatchedCbid) watched_[0][id].store(1, std::memory_order_relaxed);
+      if (id >= kMaxWatchedCbid) continue;
+      watched_[0][id].store(1, std::memory_order_relaxed);
+      unfed_sign_[0][id].store(kHotRangeMarker, std::memory_order_relaxed);
     }
     for (uint32_t id : {static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart),
                         static_cast<uint32_t>(CUPTI_DRIVER_TRACE_CBID_cuProfilerStop)}) {
-      if (id < kMaxWatchedCbid) watched_[1][id].store(1, std::memory_order_relaxed);
+      if (id >= kMaxWatchedCbid) continue;
+      watched_[1][id].store(1, std::memory_order_relaxed);
+      unfed_sign_[1][id].store(kHotRangeMarker, std::memory_order_relaxed);
     }
   }
 }
@@ -636,7 +675,11 @@ void CuptiCollector::AttachImpl(const Config& config) {
   if (!LoadAndCheckVersion(config_)) return;
 
   if ((state == CollectorState::kIdle || state == CollectorState::kDetached) && !SubscribeAndRegister(state)) return;
+  // From kQuiet: the window's calls are a probe too (its callbacks see which
+  // calls wrappers fed), so the steps counted before it still count.
+  if (state == CollectorState::kQuiet && !ResubscribeLocked(/*new_probe=*/false)) return;
   finalize_after_ns_.store(~0ull, std::memory_order_release);
+  quiet_pending_.store(false, std::memory_order_relaxed);  // recording instead
   stop_pending_ = false;  // the last window's pause never stopped: keep going
   ReadCuptiDropsLocked();
   dropped_at_attach_ = cupti_dropped_.load(std::memory_order_relaxed);
@@ -648,11 +691,12 @@ void CuptiCollector::AttachImpl(const Config& config) {
 void CuptiCollector::WatchCallsImpl(const Config& config) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
-  if (state == CollectorState::kOff || state == CollectorState::kFinishing) return;
+  if (state == CollectorState::kOff || state == CollectorState::kFinishing || state == CollectorState::kQuiet) return;
   if (state == CollectorState::kIdle) config_ = config;
   if (!LoadAndCheckVersion(config_)) return;
   marker_names_ = config_.step_source == StepSource::kKernel;
   ComputeWatchedLocked();
+  loads_seen_ = LoadedObjects();
   watching_calls_.store(true, std::memory_order_release);
   if (state == CollectorState::kIdle || state == CollectorState::kDetached) {
     if (!SubscribeAndRegister(state)) {
@@ -720,6 +764,12 @@ bool CuptiCollector::StopIfPausedLocked(bool collecting) {
 void CuptiCollector::FinishImpl() {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
+  if (state == CollectorState::kQuiet) {
+    // Unsubscribed already, every window collected: nothing to finalize.
+    watching_calls_.store(false, std::memory_order_release);
+    state_.store(CollectorState::kDetached, std::memory_order_release);
+    return;
+  }
   if (state != CollectorState::kAttached && state != CollectorState::kPaused) return;
   // Activity kinds stay as they are: the last window's calls may still be in
   // progress; the detach after its collection turns everything off.
@@ -728,6 +778,7 @@ void CuptiCollector::FinishImpl() {
   // or after the flush timeout if no window is collected.
   bool recording = state == CollectorState::kAttached || stop_pending_;
   stop_pending_ = false;
+  quiet_pending_.store(false, std::memory_order_relaxed);
   EnableCallbacks(true);
   callbacks_live_.store(recording, std::memory_order_release);
   // The schedule is done: no step will start a window again.
@@ -765,6 +816,77 @@ void CuptiCollector::DetachLocked(bool finalize) {
   }
   finalize_after_ns_.store(~0ull, std::memory_order_release);
   state_.store(CollectorState::kDetached, std::memory_order_release);
+}
+
+void CuptiCollector::OnWaitingStepImpl() {
+  // Cheap while it does not apply: one relaxed load each for a source that
+  // watches no calls or a process with calls no wrapper sees.
+  if (!watching_calls_.load(std::memory_order_relaxed) || saw_unfed_.load(std::memory_order_relaxed)) return;
+  if (state_.load(std::memory_order_acquire) != CollectorState::kPaused) return;
+  if (probe_steps_.fetch_add(1, std::memory_order_relaxed) + 1 < kProbeSteps) return;
+  if (quiet_pending_.load(std::memory_order_relaxed)) return;
+  // try_lock: the writer may be collecting (it holds the lock while flushing);
+  // the next waiting step tries again.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || !CanGoQuietLocked()) return;
+  // CUPTI stays attached to the process, and costs every call, until
+  // cuptiFinalize, which is safe only from an API-exit callback: the next
+  // watched call's exit detaches (MaybeGoQuietFromApiExit).
+  quiet_pending_.store(true, std::memory_order_release);
+}
+
+bool CuptiCollector::CanGoQuietLocked() const {
+  return state_.load(std::memory_order_acquire) == CollectorState::kPaused && !stop_pending_ &&
+         !saw_unfed_.load(std::memory_order_acquire) && watching_calls_.load(std::memory_order_acquire) &&
+         // Every window begun was collected: nothing of CUPTI's is still awaited.
+         windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire);
+}
+
+void CuptiCollector::MaybeGoQuietFromApiExit() {
+  // try_lock: an application thread must never wait here (as for finalize).
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  quiet_pending_.store(false, std::memory_order_relaxed);
+  if (!CanGoQuietLocked()) return;
+  // Calls in progress now lose their exit callbacks (see OnCallback).
+  quiet_epoch_.fetch_add(1, std::memory_order_relaxed);
+  DetachLocked(/*finalize=*/true);
+  state_.store(CollectorState::kQuiet, std::memory_order_release);
+  next_probe_ns_ = NowNs() + probe_interval_ns_;
+  Log().debug("CUPTI detached while waiting (the last {} step boundaries' watched calls all reached a wrapper)",
+              probe_steps_.load(std::memory_order_relaxed));
+}
+
+bool CuptiCollector::ResubscribeLocked(bool new_probe) {
+  // After cuptiFinalize, as a new cycle after the schedule's end: subscribe,
+  // register buffers and timestamps again, correlation ids may restart.
+  quiet_pending_.store(false, std::memory_order_relaxed);
+  if (!SubscribeAndRegister(CollectorState::kDetached)) return false;
+  if (new_probe) probe_steps_.store(0, std::memory_order_relaxed);
+  state_.store(CollectorState::kPaused, std::memory_order_release);
+  EnableWatchedCallbacks();
+  return true;
+}
+
+void CuptiCollector::TickImpl(uint64_t now_ns) {
+  // Nothing to do unless detached: no lock, no loader call while attached.
+  if (!watching_calls_.load(std::memory_order_acquire) || saw_unfed_.load(std::memory_order_relaxed) ||
+      state_.load(std::memory_order_acquire) != CollectorState::kQuiet) {
+    return;
+  }
+  uint64_t loads = LoadedObjects();  // the loader's lock, not ours
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kQuiet) return;
+  bool loaded_more = loads != loads_seen_;
+  loads_seen_ = loads;
+  if (!loaded_more && now_ns < next_probe_ns_) return;
+  // A library loaded since (it may carry a static cudart), or the interval
+  // is up: watch through CUPTI again until kProbeSteps waiting steps pass.
+  if (!loaded_more) probe_interval_ns_ = std::min<uint64_t>(probe_interval_ns_ * 2, 64'000'000'000ull);
+  next_probe_ns_ = now_ns + probe_interval_ns_;
+  if (ResubscribeLocked(/*new_probe=*/true)) {
+    Log().debug("CUPTI attached again while waiting ({})", loaded_more ? "libraries loaded" : "re-probe");
+  }
 }
 
 void CuptiCollector::OnExitImpl() {
@@ -828,6 +950,12 @@ void CuptiCollector::Pause() {
 void CuptiCollector::Finish() {
   Guarded("Finish", [&] { FinishImpl(); });
 }
+void CuptiCollector::OnWaitingStep() {
+  Guarded("OnWaitingStep", [&] { OnWaitingStepImpl(); });
+}
+void CuptiCollector::Tick(uint64_t now_ns) {
+  Guarded("Tick", [&] { TickImpl(now_ns); });
+}
 void CuptiCollector::OnExit() {
   Guarded("OnExit", [&] { OnExitImpl(); });
 }
@@ -865,10 +993,12 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   }
 
   if (info->callbackSite == CUPTI_API_ENTER) {
-    if ((t_runtime_depth != 0 || t_driver_depth != 0) && !t_outer_watched &&
-        t_outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) {
+    if ((t_runtime_depth != 0 || t_driver_depth != 0) &&
+        ((!t_outer_watched && t_outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
+         t_outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
       // The outermost call this thread was inside was not watched and the
-      // callbacks were narrowed since it entered: its exit never came.
+      // callbacks were narrowed since it entered, or the collector
+      // unsubscribed since: its exit never came.
       t_runtime_depth = 0;
       t_driver_depth = 0;
       t_runtime_correlation = 0;
@@ -876,6 +1006,7 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     }
     if (t_runtime_depth == 0 && t_driver_depth == 0) {
       t_outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
+      t_outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
       t_outer_watched = Watched(runtime, cbid);
     }
     bool outermost = runtime ? t_runtime_depth == 0 : t_runtime_depth == 0 && t_driver_depth == 0;
@@ -883,6 +1014,11 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (!runtime) ++t_driver_depth;
     bool marker = false;
     if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+      // A call the marker path needs that no wrapper fed: the collector
+      // must stay subscribed to see such calls while waiting.
+      if (Unfed(runtime, cbid) && !saw_unfed_.load(std::memory_order_relaxed)) {
+        saw_unfed_.store(true, std::memory_order_relaxed);
+      }
       marker = ObserveCall(/*enter=*/true, runtime, cbid, info);
       live = callbacks_live_.load(std::memory_order_acquire);  // the marker may have opened or closed a window
     }
@@ -924,6 +1060,7 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     ObserveCall(/*enter=*/false, runtime, cbid, info);
   }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) MaybeFinalizeFromApiExit();
+  if (quiet_pending_.load(std::memory_order_relaxed)) MaybeGoQuietFromApiExit();
 }
 
 bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info) {

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "agent/clock.h"
+#include "agent/hot_state.h"
 #include "agent/runtime.h"
 #include "agent/step_markers.h"
 #include "collectors/cupti/activity_collector.h"
@@ -33,6 +34,16 @@ struct Agent {
     rt.config.step_source = source;
     rt.config.step_api = step_api;
     rt.config.wait = 1000;
+    // What the agent sets at start for the source (agent_start.cpp): the
+    // bits that make wrappers feed its calls to the marker path.
+    switch (source) {
+      case StepSource::kSync: hot = kHotSyncMarker; break;
+      case StepSource::kApi: hot = kHotApiMarker; break;
+      case StepSource::kKernel: hot = kHotLaunchMarker; break;
+      case StepSource::kAuto: hot = kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames; break;
+      default: break;
+    }
+    SetHotBits(hot);
     rt.session = std::make_unique<Session>(rt.config, &session_collector, &writer, &rt.allocs, WindowMeta{}, NowNs());
     InstallRuntime(&rt);
     collector = std::make_unique<CuptiCollector>([](const Config&, CuptiApi* api, std::string*) {
@@ -41,10 +52,12 @@ struct Agent {
     });
   }
   ~Agent() {
+    ClearHotBits(hot);
     InstallRuntime(nullptr);
     collector.reset();
     fake::Reset();
   }
+  uint32_t hot = 0;
   testing::FakeCollector session_collector;
   testing::FakeWriter writer;
   Runtime rt;
@@ -151,6 +164,140 @@ TEST_CASE("without WatchCalls CUPTI feeds nothing (PROF_STEP does not count call
   a.collector->Attach(a.rt.config);
   fake::Call(kRuntime, kStreamSync, 1);
   CHECK(a.rt.session->current_step() == 0);
+}
+
+// Calls a wrapper fed (LD_PRELOAD, a dynamic cudart): CUPTI sees them with
+// tls_wrapper_feeds_markers set, as inside an interposed call.
+void FedSync(uint32_t correlation_id) {
+  tls_wrapper_feeds_markers = true;
+  fake::Call(kRuntime, kStreamSync, correlation_id);
+  tls_wrapper_feeds_markers = false;
+}
+
+TEST_CASE("while every watched call reaches a wrapper, waiting detaches CUPTI after a few steps", "[markers][quiet]") {
+  Agent a;
+  a.collector->WatchCalls(a.rt.config);
+  for (uint32_t i = 1; i < CuptiCollector::kProbeStepsForTest; ++i) {
+    FedSync(i);
+    a.collector->OnWaitingStep();
+    CHECK(fake::State().subscribed);
+  }
+  FedSync(100);
+  a.collector->OnWaitingStep();
+  // cuptiFinalize is safe only from an API-exit callback: the next one detaches.
+  CHECK(fake::State().subscribed);
+  FedSync(101);
+  CHECK_FALSE(fake::State().subscribed);
+  CHECK(a.collector->state() == CollectorState::kQuiet);
+  CHECK(fake::State().unsubscribe_calls == 1);
+  CHECK(fake::State().finalize_calls == 1);
+  CHECK(a.rt.session->current_step() == 0);  // the fed calls were the wrappers' to count
+  SECTION("a window subscribes again, every callback on, and its end goes back to the watched ones") {
+    a.collector->Attach(a.rt.config);
+    CHECK(fake::State().subscribed);
+    CHECK(a.collector->state() == CollectorState::kAttached);
+    CHECK(On(kRuntime, kCopy));
+    CHECK(On(kRuntime, kLaunch));
+    a.collector->Pause();
+    CHECK(a.collector->state() == CollectorState::kPaused);
+    CHECK_FALSE(On(kRuntime, kCopy));
+    CHECK(On(kRuntime, kStreamSync));
+    a.collector->OnWaitingStep();  // the probe's steps were counted before the window
+    FedSync(102);
+    CHECK(a.collector->state() == CollectorState::kQuiet);
+    CHECK(fake::State().finalize_calls == 2);
+  }
+  SECTION("a re-probe finds a call no wrapper fed: it is a marker, and the collector stays subscribed") {
+    a.collector->Tick(NowNs() + 2'000'000'000ull);  // past the first re-probe interval
+    CHECK(fake::State().subscribed);
+    CHECK(On(kRuntime, kStreamSync));
+    fake::Call(kRuntime, kStreamSync, 200);  // a static cudart's synchronize: no wrapper around it
+    CHECK(a.rt.session->current_step() == 1);
+    for (int i = 0; i < 10; ++i) a.collector->OnWaitingStep();
+    CHECK(fake::State().subscribed);
+    a.collector->Tick(NowNs() + 200'000'000'000ull);
+    CHECK(fake::State().subscribed);
+    fake::Call(kDriver, kDriverStreamSync, 201);
+    CHECK(a.rt.session->current_step() == 2);
+  }
+  SECTION("the schedule's end leaves nothing subscribed, and no re-probe comes") {
+    a.collector->Finish();
+    CHECK(a.collector->state() == CollectorState::kDetached);
+    a.collector->Tick(NowNs() + 200'000'000'000ull);
+    CHECK_FALSE(fake::State().subscribed);
+  }
+}
+
+TEST_CASE("a call no wrapper fed keeps the collector subscribed while waiting (injection, static cudart)", "[markers][quiet]") {
+  SECTION("sync") {
+    Agent a;
+    a.collector->WatchCalls(a.rt.config);
+    fake::Call(kRuntime, kStreamSync, 1);
+    for (int i = 0; i < 10; ++i) {
+      FedSync(2 + i);
+      a.collector->OnWaitingStep();
+    }
+    FedSync(20);
+    CHECK(fake::State().subscribed);
+    CHECK(fake::State().finalize_calls == 0);
+    CHECK(a.collector->state() == CollectorState::kPaused);
+  }
+  SECTION("api:<fn>: only fn's own calls unfed are a sign (the wrappers pass the others through unfed)") {
+    Agent a(StepSource::kApi, ApiId::cudaMemcpyAsync);
+    a.collector->WatchCalls(a.rt.config);
+    fake::Call(kDriver, kDriverCopy, 1);  // of fn's class, not fn: no marker, no sign
+    for (int i = 0; i < 3; ++i) a.collector->OnWaitingStep();
+    fake::Call(kDriver, kDriverCopy, 2);
+    CHECK(a.rt.session->current_step() == 0);
+    CHECK_FALSE(fake::State().subscribed);
+  }
+  SECTION("api:<fn>: fn unfed") {
+    Agent a(StepSource::kApi, ApiId::cudaMemcpyAsync);
+    a.collector->WatchCalls(a.rt.config);
+    fake::Call(kRuntime, kCopy, 1);
+    CHECK(a.rt.session->current_step() == 1);
+    for (int i = 0; i < 10; ++i) a.collector->OnWaitingStep();
+    fake::Call(kRuntime, kCopy, 2);
+    CHECK(a.rt.session->current_step() == 2);
+    CHECK(fake::State().subscribed);
+  }
+}
+
+TEST_CASE("a call no wrapper fed is no sign when the hot bits do not ask wrappers to feed its kind", "[markers][quiet]") {
+  // PROF_STEP=auto decided on an NVTX range: launches no longer leave the
+  // wrappers' fast path (unfed, though a wrapper saw them) and the marker
+  // does not need them.
+  Agent a(StepSource::kAuto);
+  a.collector->WatchCalls(a.rt.config);
+  ClearHotBits(kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker);
+  fake::Call(kRuntime, kLaunch, 1);
+  for (int i = 0; i < 3; ++i) a.collector->OnWaitingStep();
+  fake::Call(kRuntime, kLaunch, 2);
+  CHECK(a.collector->state() == CollectorState::kQuiet);
+  SECTION("while it detects, every kind is asked for: an unfed launch keeps CUPTI") {
+    a.collector->Tick(NowNs() + 2'000'000'000ull);
+    REQUIRE(fake::State().subscribed);
+    SetHotBits(kHotLaunchMarker);
+    fake::Call(kRuntime, kLaunch, 3);
+    for (int i = 0; i < 10; ++i) a.collector->OnWaitingStep();
+    fake::Call(kRuntime, kLaunch, 4);
+    CHECK(fake::State().subscribed);
+  }
+}
+
+TEST_CASE("a call in progress when the collector detached does not hide the thread's next marker", "[markers][quiet]") {
+  Agent a;
+  a.collector->WatchCalls(a.rt.config);
+  tls_wrapper_feeds_markers = true;
+  fake::Enter(kRuntime, kStreamSync, 1);  // its exit is lost: unsubscribed meanwhile
+  tls_wrapper_feeds_markers = false;
+  for (int i = 0; i < 3; ++i) a.collector->OnWaitingStep();
+  FedSync(3);  // nested in call 1 on this thread: its exit detaches
+  REQUIRE(a.collector->state() == CollectorState::kQuiet);
+  a.collector->Tick(NowNs() + 2'000'000'000ull);
+  REQUIRE(fake::State().subscribed);
+  fake::Call(kRuntime, kStreamSync, 2);  // outermost on this thread: a marker
+  CHECK(a.rt.session->current_step() == 1);
 }
 
 }  // namespace
