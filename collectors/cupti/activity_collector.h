@@ -44,6 +44,7 @@
 #include "collectors/cupti/cupti_api.h"
 #include "collectors/cupti/launch_registry.h"
 #include "collectors/cupti/name_table.h"
+#include "collectors/cupti/pending_records.h"
 #include "collectors/cupti/record_layouts.h"
 
 namespace prof::cupti {
@@ -150,11 +151,6 @@ class CuptiCollector final : public DeviceCollector {
 
   // With decode_mutex_ held.
   void DrainCompletedLocked();
-  // Returns the records launched in [start_ns, end_ns) and leaves in
-  // pending_ those launched at or after end_ns, both in arrival order;
-  // earlier ones are discarded. The smaller side is copied, the larger keeps
-  // pending_'s memory.
-  std::vector<DeviceRecord> TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns);
 
   // kQuiet is not subscribed.
   bool Subscribed(CollectorState state) const {
@@ -250,19 +246,8 @@ class CuptiCollector final : public DeviceCollector {
 
   std::mutex decode_mutex_;
   NameTable names_;
-  // Decoded records waiting for the window their launch belongs to, and
-  // beside each the API enter of its call (its own start when unknown). Kept
-  // apart so that CollectWindow can hand the window pending_ itself (moved,
-  // not copied: the budget holds one copy of the decoded records).
-  std::vector<DeviceRecord> pending_;
-  std::vector<uint64_t> pending_launch_ns_;
-  // pending_[0, pending_head_) were taken by a window already: a writer
-  // behind the application takes each window's records from the front and
-  // leaves the later windows' where they are, instead of moving them all
-  // down at every window. Dropped (the rest moved down once) when they are
-  // half of pending_ or it reaches the budget.
-  size_t pending_head_ = 0;
-  void DropTakenLocked();
+  // Decoded records waiting for the window their call's launch belongs to.
+  PendingRecords pending_;
   size_t max_pending_ = 0;
   uint64_t own_dropped_ = 0;  // scratch buffers (launch unknown: charged to the window collected next)
   // Records decoded past the budget, by their call's launch time in buckets

@@ -1152,103 +1152,25 @@ void CuptiCollector::DrainCompletedLocked() {
         // window holds that call, so none holds its record.
         launch_ns = 0;
       }
-      if (pending_.size() >= max_pending_ && pending_head_ > 0) DropTakenLocked();
-      if (pending_.size() >= max_pending_) {
+      if (pending_.slots() >= max_pending_) pending_.Compact();
+      if (pending_.slots() >= max_pending_) {
         ++dropped_by_launch_[launch_ns >> kDropBucketShift];
         continue;
       }
       // Reserved whole (address space only: pages count once written), so
       // growth never holds an old and a new copy at once.
-      if (pending_.capacity() < max_pending_) pending_.reserve(max_pending_);
-      if (pending_launch_ns_.capacity() < max_pending_) pending_launch_ns_.reserve(max_pending_);
-      pending_.push_back(record);
-      pending_launch_ns_.push_back(launch_ns);
+      pending_.Reserve(max_pending_);
+      pending_.Append(record, launch_ns);
     }
     // Raw and decoded records share the device side's memory: once they
     // would together exceed the raw pool's cap (a window larger than the
     // pool), a decoded buffer's pages go back to the kernel, so decoding
     // turns raw memory into decoded memory instead of adding to it. Small
     // windows never reach this, and CUPTI refills resident buffers first.
-    size_t decoded_bytes = (pending_.size() - pending_head_) * (sizeof(DeviceRecord) + sizeof(uint64_t));
+    size_t decoded_bytes = pending_.live() * (sizeof(DeviceRecord) + sizeof(uint64_t));
     pool_->Release(done.buffer, done.valid_size,
                    /*evict=*/decoded_bytes + pool_->resident_bytes() > pool_->cap_bytes());
   }
-}
-
-void CuptiCollector::DropTakenLocked() {
-  pending_.erase(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(pending_head_));
-  pending_launch_ns_.erase(pending_launch_ns_.begin(), pending_launch_ns_.begin() + static_cast<std::ptrdiff_t>(pending_head_));
-  pending_head_ = 0;
-}
-
-std::vector<DeviceRecord> CuptiCollector::TakeWindowRecordsLocked(uint64_t start_ns, uint64_t end_ns) {
-  // Counted first (a pass over 8-byte launch times), so each side is sized
-  // once and only the smaller one is copied; `last` is the last record not
-  // of a later window (records arrive about in launch order, so the later
-  // windows' records are mostly after it).
-  size_t in_window = 0, later = 0, last = pending_head_;
-  for (size_t i = pending_head_; i < pending_launch_ns_.size(); ++i) {
-    uint64_t t = pending_launch_ns_[i];
-    if (t >= end_ns) {
-      ++later;
-    } else {
-      last = i + 1;
-      if (t >= start_ns) ++in_window;
-    }
-  }
-  std::vector<DeviceRecord> window;
-  if (later <= in_window) {
-    // The usual case: the window takes pending_ (the one copy changes hands),
-    // compacted in place (slot kept <= i: record i is read before anything is
-    // written over it); the few records of later windows (launched after the
-    // window's end, before the pause) are copied out.
-    std::vector<DeviceRecord> later_records;
-    std::vector<uint64_t> later_launch_ns;
-    later_records.reserve(later);
-    later_launch_ns.reserve(later);
-    size_t kept = 0;
-    for (size_t i = pending_head_; i < pending_.size(); ++i) {
-      uint64_t launch_ns = pending_launch_ns_[i];
-      if (launch_ns >= end_ns) {
-        later_records.push_back(pending_[i]);
-        later_launch_ns.push_back(launch_ns);
-      } else if (launch_ns >= start_ns) {
-        if (kept != i) pending_[kept] = pending_[i];
-        ++kept;
-      }  // else launched before the window (warmup, between windows): discarded
-    }
-    pending_.resize(kept);
-    window = std::move(pending_);
-    pending_ = std::move(later_records);
-    pending_launch_ns_ = std::move(later_launch_ns);
-    pending_head_ = 0;
-    return window;
-  }
-  // A writer behind the application: later windows' records outnumber this
-  // window's. Only [pending_head_, last) is touched: the window's records
-  // are copied out, the later ones among them moved up to just before
-  // `last`, and the head moves past what was taken; the records from `last`
-  // on stay where they are (moving them down at every window cost the
-  // writer more than decoding them).
-  window.reserve(in_window);
-  for (size_t i = pending_head_; i < last; ++i) {
-    uint64_t launch_ns = pending_launch_ns_[i];
-    if (launch_ns >= start_ns && launch_ns < end_ns) window.push_back(pending_[i]);
-  }
-  size_t slot = last;  // the later records of [pending_head_, last) end up in [slot, last), in order
-  for (size_t i = last; i-- > pending_head_;) {
-    uint64_t launch_ns = pending_launch_ns_[i];
-    if (launch_ns >= end_ns) {
-      --slot;
-      if (slot != i) {
-        pending_[slot] = pending_[i];
-        pending_launch_ns_[slot] = launch_ns;
-      }
-    }
-  }
-  pending_head_ = slot;
-  if (pending_head_ * 2 > pending_.size()) DropTakenLocked();
-  return window;
 }
 
 void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) {
@@ -1318,7 +1240,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   }
 
   std::lock_guard<std::mutex> decode(decode_mutex_);
-  std::vector<DeviceRecord> window = TakeWindowRecordsLocked(start_ns, end_ns);
+  std::vector<DeviceRecord> window = pending_.Take(start_ns, end_ns);
   WindowStrings strings(&out->strings);
   for (DeviceRecord& r : window) r.name_id = strings.Map(names_, r.name_id);
   SortByStart(&window);

@@ -229,7 +229,7 @@ TEST_CASE("a window holds exactly the records of calls launched inside it", "[co
 TEST_CASE("a writer several windows behind hands each window exactly its records, in start order", "[collector]") {
   // Later windows' records outnumber the collected window's: the window's
   // are copied out and the later ones stay pending (the other branch of
-  // TakeWindowRecordsLocked than the test above).
+  // PendingRecords::Take than the test above).
   Harness h;
   auto& c = h.Make();
   c.Attach(h.config);
@@ -262,7 +262,7 @@ TEST_CASE("a writer several windows behind hands each window exactly its records
 TEST_CASE("a writer many windows behind hands every window exactly its records", "[collector]") {
   // 40 windows of 25 launches all decoded before the first is collected:
   // each collection takes its window from the front of what is pending and
-  // leaves the later windows' records in place (pending_head_), dropping
+  // leaves the later windows' records in place (PendingRecords), dropping
   // the taken ones now and then.
   Harness h;
   auto& c = h.Make();
