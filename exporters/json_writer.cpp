@@ -108,15 +108,40 @@ void JsonWriter::String(std::string_view text) {
 namespace {
 
 // Decimal digits of `v` at `out`; returns the end. Two digits per division
-// from a table, written backwards into a scratch array: the same digits as
-// std::to_chars, without its separate pass to count them.
+// from a table: the same digits as std::to_chars.
 char* WriteDecimal(uint64_t v, char* out) {
   static constexpr char kPairs[] =
       "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
       "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
       "8081828384858687888990919293949596979899";
-  char scratch[20];
-  char* p = scratch + sizeof(scratch);
+  static constexpr uint64_t kPow10[20] = {1ull,
+                                          10ull,
+                                          100ull,
+                                          1000ull,
+                                          10000ull,
+                                          100000ull,
+                                          1000000ull,
+                                          10000000ull,
+                                          100000000ull,
+                                          1000000000ull,
+                                          10000000000ull,
+                                          100000000000ull,
+                                          1000000000000ull,
+                                          10000000000000ull,
+                                          100000000000000ull,
+                                          1000000000000000ull,
+                                          10000000000000000ull,
+                                          100000000000000000ull,
+                                          1000000000000000000ull,
+                                          10000000000000000000ull};
+  // The digits are counted first (from the bit length: 1233/4096 is just
+  // above log10(2)), then written in place from the last one: no scratch
+  // copy, which was a memcpy call per number.
+  uint64_t odd = v | 1;  // the same count as v's (powers of ten past 1 are even), and never 0
+  int t = ((64 - __builtin_clzll(odd)) * 1233) >> 12;
+  int digits = t - (odd < kPow10[t]) + 1;
+  char* end = out + digits;
+  char* p = end;
   while (v >= 100) {
     p -= 2;
     std::memcpy(p, kPairs + (v % 100) * 2, 2);
@@ -128,9 +153,7 @@ char* WriteDecimal(uint64_t v, char* out) {
   } else {
     *--p = static_cast<char>('0' + v);
   }
-  size_t n = static_cast<size_t>(scratch + sizeof(scratch) - p);
-  std::memcpy(out, p, n);
-  return out + n;
+  return end;
 }
 
 }  // namespace

@@ -100,7 +100,8 @@ namespace {
 
 TEST_CASE("integers are written as std::to_string writes them, at every digit count and both ends", "[json]") {
   std::vector<int64_t> signed_values = {0, -1, INT64_MIN, INT64_MAX};
-  std::vector<uint64_t> unsigned_values = {0, UINT64_MAX};
+  std::vector<uint64_t> unsigned_values = {0, UINT64_MAX, 9'999'999'999'999'999'999ull,
+                                          10'000'000'000'000'000'000ull, 10'000'000'000'000'000'001ull};
   for (uint64_t p = 1; p <= 1'000'000'000'000'000'000ull; p *= 10) {
     for (uint64_t v : {p - 1, p, p + 1, 3 * p + 7}) {
       unsigned_values.push_back(v);
