@@ -1,4 +1,6 @@
-// ComputeSummary: the numbers of the summary, from a sealed Window.
+// ComputeSummary: the numbers of the summary, from a sealed Window (the
+// agent) or a CompactWindow (`prof summary`): the functions below are
+// templates over the window, so both run the same code.
 #include <algorithm>
 #include <map>
 #include <unordered_map>

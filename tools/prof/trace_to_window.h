@@ -1,8 +1,9 @@
-// Rebuilds a prof::Window from a saved trace, so `prof summary` runs the very
-// exporter the agent ran. Exact for libprof's traces (times are whole
-// nanoseconds, clipped slices carry their true duration, steps and live
-// allocations are in the "libprof" block); best effort for other Kineto
-// traces (cpu_op and other categories libprof does not model are skipped).
+// Rebuilds a prof::Window (or a CompactWindow, what `prof summary` holds)
+// from a saved trace, so `prof summary` runs the very exporter the agent ran.
+// Exact for libprof's traces (times are whole nanoseconds, clipped slices
+// carry their true duration, steps and live allocations are in the "libprof"
+// block); best effort for other Kineto traces (cpu_op and other categories
+// libprof does not model are skipped).
 #pragma once
 
 #include <nlohmann/json.hpp>
