@@ -58,6 +58,25 @@ constexpr uint32_t MaskForId(ApiId id) {
 }
 constexpr uint32_t FeedMaskFor(ApiId id) { return kHotMarkerFeed | (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u); }
 
+// Which hot bits need this call observed at its enter, and at its return
+// (agent/step_markers.h, agent/auto_step.h, agent/capture_range.h): launches
+// (kernel:, auto), copies and memsets (auto) and api:<fn> (armed calls only,
+// checked at the call) mark at enter; synchronizes (sync, auto) at return;
+// the profiler switch (PROF_RANGE=cudaProfilerApi) at either. A feeding
+// wrapper skips the other site's Observe (a marker-path call of ~150-300
+// instructions).
+constexpr uint32_t EnterObserveMask(ApiId id) {
+  ApiKind kind = KindOf(id);
+  uint32_t mask = kHotApiMarker | (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u);
+  if (kind == ApiKind::kLaunch) mask |= kHotLaunchMarker;
+  if (kind == ApiKind::kMemcpy || kind == ApiKind::kMemset) mask |= kHotCopyMarker;
+  return mask;
+}
+constexpr uint32_t ReturnObserveMask(ApiId id) {
+  return (KindOf(id) == ApiKind::kSync ? uint32_t{kHotSyncMarker} : 0u) |
+         (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u);
+}
+
 namespace internal {
 // Depth of interposed calls on this thread (the outermost is recorded).
 inline thread_local int t_depth = 0;
@@ -112,10 +131,16 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   // The marker path (agent/step_markers.h): this wrapper feeds it for this
   // call, so the CUPTI callbacks inside the call stay silent.
   bool feeds_markers = (hot & FeedMaskFor(id)) != 0;
+  // api:<fn>: only fn (and its twin) can mark; the others are fed (CUPTI
+  // stays silent for them) but not observed.
+  uint32_t enter_mask = EnterObserveMask(id) & (IsArmedApiMarker(id) ? ~0u : ~uint32_t{kHotApiMarker});
+  bool observe_return = (hot & ReturnObserveMask(id)) != 0;
   if (feeds_markers) {
     tls_wrapper_feeds_markers = true;
-    hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, detail, /*result_ok=*/true));
-    hot = LoadHotBits();  // the marker may just have opened a window
+    if ((hot & enter_mask) != 0) {
+      hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, detail, /*result_ok=*/true));
+      hot = LoadHotBits();  // the marker may just have opened a window
+    }
   }
   HostEvent e{};
   e.api = static_cast<uint16_t>(id);
@@ -141,7 +166,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
   if (recording) hooks::RecordEvent(e);
   if (feeds_markers) {
-    hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, detail, static_cast<int>(result) == 0));
+    if (observe_return) hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, detail, static_cast<int>(result) == 0));
     tls_wrapper_feeds_markers = false;
   }
   return result;

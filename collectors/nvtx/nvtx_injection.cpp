@@ -145,6 +145,9 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
 // (agent/capture_range.h).
 // text: the ASCII name as given (matched when the table dropped it), if any.
 void ObserveRange(MarkerSite site, uint32_t name_id, const char* text, uint64_t key) {
+  // Only PROF_STEP=nvtx, auto (tokens) and PROF_RANGE=nvtx look at ranges on
+  // the marker path, and each sets kHotNvtxNames while it does.
+  if ((LoadHotBits() & kHotNvtxNames) == 0) return;
   ObservedEvent event;
   event.site = site;
   event.feed = MarkerFeed::kNvtx;
