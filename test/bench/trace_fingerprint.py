@@ -15,6 +15,9 @@ Two builds are compared by diffing their outputs:
   python3 -B test/bench/trace_fingerprint.py --build-dir NEW/build > new.txt
   diff old.txt new.txt
 
+--keep DIR keeps each case's trace and summary files in DIR/<case>, e.g. to
+export the same windows with two builds' exporters and compare the bytes.
+
 Events that depend on timing rather than on the agent (libprof's own
 cudaRuntimeGetVersion from its writer thread, args["unclipped dur"] on a
 synchronize whose record outlasts its call) are listed separately under
