@@ -46,7 +46,7 @@ bool SetTimes(const DecodeContext& context, uint64_t start, uint64_t end, Device
 uint32_t ApiName(const DecodeContext& context, ApiDomain domain, uint32_t cbid) {
   bool cuda12 = context.layouts != nullptr && context.layouts->cuda12_runtime_names;
   const char* name = CallbackName(domain, cbid, cuda12);
-  if (name != nullptr) return context.names->Intern(name);
+  if (name != nullptr) return context.names->InternStatic(name);
   return context.names->Intern((domain == ApiDomain::kRuntime ? "runtime cbid " : "driver cbid ") +
                                std::to_string(cbid));
 }

@@ -19,6 +19,10 @@ class NameTable {
   NameTable() { names_.emplace_back(); }  // id 0 is ""
 
   uint32_t Intern(std::string_view name);
+  // The same for a name that lives as long as the process at a fixed
+  // address (an entry of the generated callback-name tables): remembered by
+  // its address, so the API record of every call is not hashed again.
+  uint32_t InternStatic(const char* name);
   const std::string& Get(uint32_t id) const { return id < names_.size() ? names_[id] : names_[0]; }
   size_t size() const { return names_.size(); }
 
@@ -31,6 +35,9 @@ class NameTable {
   };
   std::vector<std::string> names_;
   std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
+  static constexpr size_t kStaticSlots = 64;  // direct-mapped by address
+  const char* static_names_[kStaticSlots] = {};
+  uint32_t static_ids_[kStaticSlots] = {};
 };
 
 // Maps the collector's name ids into a window's string table. With the
@@ -46,7 +53,7 @@ class WindowStrings {
  private:
   std::vector<std::string>* strings_;
   std::unordered_map<std::string, uint32_t> existing_;
-  std::unordered_map<uint32_t, uint32_t> mapped_;  // collector id -> window id
+  std::vector<uint32_t> mapped_;  // collector id -> window id (0: not mapped yet; only id 0 is "")
 };
 
 }  // namespace prof::cupti

@@ -2,6 +2,7 @@
 #include "collectors/cupti/name_table.h"
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,31 @@ TEST_CASE("mapped ids resolve to the same names in the window, which keeps what 
   CHECK(strings[0].empty());
   CHECK(window.Map(names, a) == wa);
   CHECK(window.Map(names, 0) == 0);
+}
+
+TEST_CASE("a static name gets the id its text has, whichever address holds the text", "[names]") {
+  static const char kLaunch[] = "cudaLaunchKernel";
+  static const char kLaunchAgain[] = "cudaLaunchKernel";
+  static const char kSync[] = "cudaStreamSynchronize";
+  NameTable names;
+  uint32_t sync = names.Intern("cudaStreamSynchronize");
+  uint32_t launch = names.InternStatic(kLaunch);
+  CHECK(names.Get(launch) == "cudaLaunchKernel");
+  CHECK(names.InternStatic(kLaunch) == launch);
+  CHECK(names.InternStatic(kLaunchAgain) == launch);
+  CHECK(names.Intern("cudaLaunchKernel") == launch);
+  CHECK(names.InternStatic(kSync) == sync);
+  // Many names through the 64 remembered addresses: every id still right.
+  static char texts[300][8];
+  for (int i = 0; i < 300; ++i) std::snprintf(texts[i], sizeof(texts[i]), "n%d", i);
+  std::vector<uint32_t> ids;
+  for (int i = 0; i < 300; ++i) ids.push_back(names.InternStatic(texts[i]));
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 300; ++i) {
+      CHECK(names.InternStatic(texts[i]) == ids[static_cast<size_t>(i)]);
+      CHECK(names.Get(ids[static_cast<size_t>(i)]) == texts[i]);
+    }
+  }
 }
 
 }  // namespace
