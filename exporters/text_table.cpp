@@ -65,21 +65,34 @@ std::string Grouped(double value, int decimals) {
 }
 
 std::string TextTable::Render() const {
-  std::vector<size_t> widths(headers_.size());
-  for (size_t c = 0; c < headers_.size(); ++c) widths[c] = Width(headers_[c]);
-  for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], Width(row[c]));
-  }
+  size_t columns = headers_.size();
+  // Each cell's display width, measured once (it sizes the column and pads
+  // the cell): header row first, then the rows, `columns` per row.
+  std::vector<size_t> cell_widths;
+  cell_widths.reserve((rows_.size() + 1) * columns);
+  std::vector<size_t> widths(columns);
+  auto measure = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < columns; ++c) {
+      size_t w = c < cells.size() ? Width(cells[c]) : 0;
+      cell_widths.push_back(w);
+      widths[c] = std::max(widths[c], w);
+    }
+  };
+  measure(headers_);
+  for (const auto& row : rows_) measure(row);
+  size_t line_bytes = 2;
+  for (size_t w : widths) line_bytes += w + 2;
   // Appends one line in place (a summary renders thousands of cells per
-  // window: no temporary string per cell or line).
-  auto line = [&](const std::vector<std::string>& cells, std::string* out) {
+  // window: no temporary string per cell or line); bytes past the display
+  // width (UTF-8) only make a line longer than reserved.
+  auto line = [&](const std::vector<std::string>& cells, const size_t* cell_width, std::string* out) {
     static const std::string kEmpty;
     size_t begin = out->size();
     out->push_back(' ');
-    for (size_t c = 0; c < widths.size(); ++c) {
+    for (size_t c = 0; c < columns; ++c) {
       const std::string& cell = c < cells.size() ? cells[c] : kEmpty;
-      bool last = c + 1 == widths.size();
-      if (!last) out->append(widths[c] - std::min(widths[c], Width(cell)), ' ');
+      bool last = c + 1 == columns;
+      if (!last) out->append(widths[c] - std::min(widths[c], cell_width[c]), ' ');
       out->append(cell);
       if (!last) out->append("  ");
     }
@@ -87,15 +100,18 @@ std::string TextTable::Render() const {
     out->push_back('\n');
   };
   std::string out;
-  line(headers_, &out);
+  out.reserve(line_bytes * (rows_.size() + 2));
+  line(headers_, cell_widths.data(), &out);
   std::vector<std::string> rule;
+  std::vector<size_t> rule_widths;
   // The last (name) column is not padded; its rule stops at 40 so one long
   // kernel name does not draw a rule across the screen.
-  for (size_t c = 0; c < widths.size(); ++c) {
-    rule.push_back(std::string(c + 1 == widths.size() ? std::min<size_t>(widths[c], 40) : widths[c], '-'));
+  for (size_t c = 0; c < columns; ++c) {
+    rule.push_back(std::string(c + 1 == columns ? std::min<size_t>(widths[c], 40) : widths[c], '-'));
+    rule_widths.push_back(rule.back().size());
   }
-  line(rule, &out);
-  for (const auto& row : rows_) line(row, &out);
+  line(rule, rule_widths.data(), &out);
+  for (size_t r = 0; r < rows_.size(); ++r) line(rows_[r], cell_widths.data() + (r + 1) * columns, &out);
   return out;
 }
 
