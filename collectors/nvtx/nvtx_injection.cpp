@@ -234,11 +234,43 @@ R Guarded(R fallback, F f) {
 }
 
 
+// While nothing records and nothing looks at ranges (no window warming up or
+// recording, no kHotNvtxNames): a push only counts its level (the range
+// carries no name and is never stored) and a pop only uncounts it, as Push
+// and Pop would. No lock is taken and nothing allocates, so neither the
+// exit-signal deferral nor the exception guard is needed.
+bool Idle() { return (LoadHotBits() & (kHotRecording | kHotNvtxNames)) == 0; }
+
+int PushIdle() {
+  ThreadStack& s = t_stack;
+  int level = s.depth;
+  if (s.depth < kMaxDepth) s.ranges[s.depth] = {0, 0};
+  ++s.depth;
+  return level;
+}
+
+int PopIdle() {
+  ThreadStack& s = t_stack;
+  return s.depth == 0 ? -1 : --s.depth;
+}
+
 // Core module callbacks.
-int NVTX_API RangePushA(const char* m) { return Guarded(-1, [&] { return Push(InternCached(m), m); }); }
-int NVTX_API RangePushW(const wchar_t* m) { return Guarded(-1, [&] { return Push(InternWide(m)); }); }
-int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) { return Guarded(-1, [&] { return Push(NameOf(a), AsciiOf(a)); }); }
-int NVTX_API RangePop() { return Guarded(-1, [] { return Pop(); }); }
+int NVTX_API RangePushA(const char* m) {
+  if (Idle()) return PushIdle();
+  return Guarded(-1, [&] { return Push(InternCached(m), m); });
+}
+int NVTX_API RangePushW(const wchar_t* m) {
+  if (Idle()) return PushIdle();
+  return Guarded(-1, [&] { return Push(InternWide(m)); });
+}
+int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
+  if (Idle()) return PushIdle();
+  return Guarded(-1, [&] { return Push(NameOf(a), AsciiOf(a)); });
+}
+int NVTX_API RangePop() {
+  if (Idle()) return PopIdle();
+  return Guarded(-1, [] { return Pop(); });
+}
 nvtxRangeId_t NVTX_API RangeStartA(const char* m) {
   return Guarded<nvtxRangeId_t>(0, [&] { return Start(InternCached(m), m); });
 }
@@ -296,6 +328,7 @@ uint32_t Qualified(nvtxDomainHandle_t d, uint32_t name_id) {
 
 // Core2 (domain) callbacks.
 int NVTX_API DomainRangePushEx(nvtxDomainHandle_t d, const nvtxEventAttributes_t* a) {
+  if (Idle()) return PushIdle();
   return Guarded(-1, [&] { return Push(Qualified(d, NameOf(a)), DomainNameId(d) == 0 ? AsciiOf(a) : nullptr); });
 }
 int NVTX_API DomainRangePop(nvtxDomainHandle_t) { return RangePop(); }

@@ -100,6 +100,24 @@ TEST_CASE("a range pushed while nothing records is not in the window its pop fal
   CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"inside_window"});
 }
 
+TEST_CASE("push and pop return the same levels while idle as while recording, across the switch", "[nvtx]") {
+  Nvtx nvtx;
+  CHECK(nvtx.pop() == -1);  // nothing pushed
+  CHECK(nvtx.push("outer") == 0);  // idle: only the level is counted
+  SetHotBits(kHotRecording);
+  uint64_t begin = NowNs();
+  CHECK(nvtx.push("middle") == 1);
+  ClearHotBits(kHotRecording);
+  CHECK(nvtx.push("inner") == 2);
+  CHECK(nvtx.pop() == 2);
+  SetHotBits(kHotRecording);
+  CHECK(nvtx.pop() == 1);  // middle: pushed while recording, ends while recording
+  ClearHotBits(kHotRecording);
+  CHECK(nvtx.pop() == 0);
+  CHECK(nvtx.pop() == -1);
+  CHECK(nvtx.Names(begin, NowNs() + 1) == std::vector<std::string>{"middle"});
+}
+
 }  // namespace
 }  // namespace prof
 
