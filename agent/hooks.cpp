@@ -68,6 +68,14 @@ bool Observe(const ObservedEvent& event) {
   }
 }
 
+bool LaunchMayMark(uint32_t name_id) {
+  Runtime* rt = CurrentRuntime();
+  if (rt == nullptr || rt->config.step_source != StepSource::kKernel || rt->config.range_kind != RangeKind::kNone) {
+    return true;
+  }
+  return !rt->markers.KnownNoMatch(name_id);
+}
+
 void NoteCall() {
   Runtime* rt = CurrentRuntime();
   if (rt != nullptr && rt->config.range_kind != RangeKind::kNone && rt->session) rt->session->NoteRangeCall();

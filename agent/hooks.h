@@ -25,6 +25,13 @@ uint32_t CaptureStack();
 // Returns true when the event was a step marker (a step ended at it).
 bool Observe(const ObservedEvent& event);
 
+// PROF_STEP=kernel:<regex> (no PROF_RANGE): false when a launch of this
+// interned kernel name is already known not to match, so Observe could not
+// mark at it (the matcher's cache answered no before). True otherwise,
+// including names not matched yet: those go through Observe, which caches
+// the answer. A wrapper skips Observe on false.
+bool LaunchMayMark(uint32_t name_id);
+
 // A CUDA call entered while recording, seen by CUPTI's callback (calls a
 // wrapper records are noted by RecordEvent): PROF_RANGE's step edges
 // (Session::NoteRangeCall). Cheap: a load and a branch once noted.

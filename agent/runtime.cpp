@@ -26,6 +26,13 @@ bool MarkerMatcher::MatchesText(std::string_view name) {
   return std::regex_search(text, *regex_);
 }
 
+bool MarkerMatcher::KnownNoMatch(uint32_t name_id) const {
+  if (!regex_ || !cache_ || name_id == 0 || name_id == kDroppedNameId) return false;
+  if (Strings().id_epoch() != cache_epoch_.load(std::memory_order_relaxed)) return false;
+  uint32_t cached = cache_[name_id & (kCached - 1)].load(std::memory_order_relaxed);
+  return cached != 0 && (cached >> 2) == name_id && (cached & 3) == 1;
+}
+
 bool MarkerMatcher::Matches(uint32_t name_id) {
   if (!regex_ || name_id == 0 || name_id == kDroppedNameId) return false;
   uint32_t epoch = Strings().id_epoch();

@@ -32,6 +32,9 @@ class MarkerMatcher {
   void Configure(const std::string& pattern, bool demangle);
   bool Matches(uint32_t name_id);
   bool MatchesText(std::string_view name);  // uncached
+  // The cached answer for name_id was no (a cache hit of the current id
+  // epoch); false when it matched or is not cached. Lock-free.
+  bool KnownNoMatch(uint32_t name_id) const;
   void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
 
  private:

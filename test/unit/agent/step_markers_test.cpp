@@ -74,6 +74,21 @@ TEST_CASE("kernel marks a step when a launch of a matching kernel is entered", "
   CHECK_FALSE(IsStepMarker(c, &m, Call(MarkerSite::kCallEnter, ApiKind::kMemcpy, "cudaMemcpy", relu)));
 }
 
+TEST_CASE("a kernel name is known not to match only once the matcher said no to it", "[markers]") {
+  MarkerMatcher m;
+  m.Configure("relu", /*demangle=*/true);
+  uint32_t relu = Strings().Intern("_Z12relu_forwardPfi");
+  uint32_t gemm = Strings().Intern("_Z4gemmPfi");
+  CHECK_FALSE(m.KnownNoMatch(gemm));  // not asked yet: the wrapper must ask Observe
+  CHECK_FALSE(m.Matches(gemm));
+  CHECK(m.KnownNoMatch(gemm));
+  CHECK(m.Matches(relu));
+  CHECK_FALSE(m.KnownNoMatch(relu));
+  CHECK_FALSE(m.KnownNoMatch(0));
+  MarkerMatcher unconfigured;
+  CHECK_FALSE(unconfigured.KnownNoMatch(gemm));
+}
+
 TEST_CASE("nvtx and manual mark steps only from their own feeds and time never from events", "[markers]") {
   Config c;
   MarkerMatcher m;
