@@ -296,10 +296,10 @@ class TraceWriter {
   uint64_t Nest(uint64_t key, uint64_t start_ns, uint64_t end_ns) {
     if (end_ns < start_ns) end_ns = start_ns;
     if (key != last_key_) {
-      stack_ = &tracks_[key];
+      track_ = &tracks_[key];
       last_key_ = key;
     }
-    std::vector<uint64_t>& open = *stack_;
+    std::vector<uint64_t>& open = track_->open;
     while (!open.empty() && open.back() <= start_ns) open.pop_back();
     // A zero-length slice at a parent's end is still inside it.
     if (!open.empty() && end_ns > open.back()) end_ns = open.back();
@@ -319,9 +319,16 @@ class TraceWriter {
     out_.Raw(cat);
     out_.Raw("\",\"name\":");
     out_.Raw(quoted_name);
-    out_.Raw(",\"pid\":"); out_.Int(pid);
-    out_.Raw(",\"tid\":"); out_.Int(tid);
-    out_.Raw(",\"ts\":"); Ts(start_ns);
+    // `,"pid":..,"tid":..,"ts":` is the same for every slice of a track:
+    // written once per track (checked against the ids: keys may collide).
+    Track& track = *track_;
+    if (track.ids.empty() || track.pid != pid || track.tid != tid) {
+      track.pid = pid;
+      track.tid = tid;
+      track.ids = ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid) + ",\"ts\":";
+    }
+    out_.Raw(track.ids);
+    Ts(start_ns);
     out_.Raw(",\"dur\":"); out_.Micros(end_ns - start_ns);
   }
 
@@ -509,9 +516,15 @@ class TraceWriter {
   std::vector<GpuAnnotation> gpu_annotations_;
   std::vector<PySlice> py_slices_;
   std::vector<std::string> py_names_;  // frame id -> quoted slice name
-  std::unordered_map<uint64_t, std::vector<uint64_t>> tracks_;  // track -> ends of open slices
+  struct Track {
+    std::vector<uint64_t> open;  // ends of the open slices
+    int64_t pid = 0;
+    int64_t tid = 0;
+    std::string ids;  // `,"pid":<pid>,"tid":<tid>,"ts":`, made at the track's first slice
+  };
+  std::unordered_map<uint64_t, Track> tracks_;
   uint64_t last_key_ = UINT64_MAX;
-  std::vector<uint64_t>* stack_ = nullptr;
+  Track* track_ = nullptr;
   std::unordered_map<size_t, std::string> copy_names_;
   std::string step_name_;
   uint64_t unclipped_dur_ns_ = 0;  // the last slice's true duration when it was clipped, else 0
