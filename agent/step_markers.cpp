@@ -70,7 +70,12 @@ uint32_t RangeHotBits(const Config& config) {
 bool IsStepMarker(const Config& config, MarkerMatcher* matcher, const ObservedEvent& event) {
   switch (config.step_source) {
     case StepSource::kApi:
-      return event.site == MarkerSite::kCallEnter && BaseApiName(event.api) == BaseApiName(ApiName(config.step_api));
+      if (event.site != MarkerSite::kCallEnter) return false;
+      // A wrapper names the call by id: the armed table (ArmApiMarker, set at
+      // start for this source) holds fn and its twin, one load instead of
+      // stripping suffixes and comparing names per call.
+      if (event.id != ApiId::kCount) return IsArmedApiMarker(event.id);
+      return BaseApiName(event.api) == BaseApiName(ApiName(config.step_api));
     case StepSource::kKernel:
       return event.site == MarkerSite::kCallEnter && event.kind == ApiKind::kLaunch && matcher != nullptr &&
              matcher->Matches(event.name_id);

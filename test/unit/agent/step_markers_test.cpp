@@ -60,6 +60,27 @@ TEST_CASE("api marks a step when that function is entered, in either default-str
   CHECK_FALSE(IsStepMarker(c, nullptr, Call(MarkerSite::kCallEnter, ApiKind::kLaunch, "cudaLaunchKernel")));
 }
 
+TEST_CASE("api decides a call the wrapper names by id as it decides it by name", "[markers]") {
+  Config c;
+  c.step_source = StepSource::kApi;
+  c.step_api = ApiId::cudaStreamSynchronize;
+  ArmApiMarker(c.step_api);  // as the agent does at start for this source
+  for (size_t i = 0; i < kApiCount; ++i) {
+    auto id = static_cast<ApiId>(i);
+    for (MarkerSite site : {MarkerSite::kCallEnter, MarkerSite::kCallReturn}) {
+      ObservedEvent by_name = Call(site, ApiKindOf(id), ApiName(id));
+      ObservedEvent by_id = by_name;
+      by_id.feed = MarkerFeed::kWrapper;
+      by_id.id = id;
+      CHECK(IsStepMarker(c, nullptr, by_id) == IsStepMarker(c, nullptr, by_name));
+    }
+  }
+  ObservedEvent twin = Call(MarkerSite::kCallEnter, ApiKind::kSync, "cudaStreamSynchronize_ptsz");
+  twin.id = ApiId::cudaStreamSynchronize_ptsz;
+  CHECK(IsStepMarker(c, nullptr, twin));
+  ArmApiMarker(ApiId::kCount);
+}
+
 TEST_CASE("kernel marks a step when a launch of a matching kernel is entered", "[markers]") {
   Config c;
   c.step_source = StepSource::kKernel;
