@@ -187,7 +187,20 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
   // PROF_STEP=api:<fn> alone concerns this call: only <fn> itself feeds the
   // marker path; any other call is a plain call (one byte load more).
   if (hot == 0 || (hot == kHotApiMarker && !IsArmedApiMarker(kId))) return real(a...);
-  return InterceptSlow<R>(kId, flags, name_of(a...), real, fill, a...);
+  uint32_t detail = name_of(a...);
+  if constexpr (KindOf(kId) == ApiKind::kLaunch) {
+    // PROF_STEP=kernel:<regex> while nothing records: a launch of a kernel the
+    // matcher already said no to cannot mark. A plain call, still fed (the
+    // CUPTI callbacks inside it stay silent: a wrapper saw it).
+    if (hot == kHotLaunchMarker && !hooks::LaunchMayMark(detail)) {
+      bool outer = tls_wrapper_feeds_markers;  // a launch nested in a fed call keeps its flag
+      tls_wrapper_feeds_markers = true;
+      R result = real(a...);
+      tls_wrapper_feeds_markers = outer;
+      return result;
+    }
+  }
+  return InterceptSlow<R>(kId, flags, detail, real, fill, a...);
 }
 
 // The whole wrapper body. Fast path: the real function is resolved and no

@@ -82,6 +82,7 @@ cudaError_t FakeMemcpyAsync(void* dst, const void*, size_t count, cudaMemcpyKind
 }
 cudaError_t FakeLaunch(const void*, dim3, dim3, void**, size_t, cudaStream_t) {
   ++g_seen.calls;
+  g_seen.fed_markers = tls_wrapper_feeds_markers;
   return cudaSuccess;
 }
 cudaError_t FakeLaunchByHandle(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t) {
@@ -289,6 +290,27 @@ TEST_CASE("kernel:<regex> steps on launches whose demangled name matches, by stu
   CHECK(agent.rt.markers.Matches(events[1].name_id));
   CHECK(events[2].name_id == events[1].name_id);  // the handle got the stub's name
   CHECK(events[2].ptr == reinterpret_cast<uint64_t>(handle));
+}
+
+TEST_CASE("while waiting under kernel:<regex>, a launch of a kernel known not to match is a plain call, still fed", "[wrappers][steps]") {
+  Agent agent(StepSource::kKernel, "^sgemm", ApiId::kCount, /*wait=*/1000);
+  static char stub_a, stub_b;
+  __cudaRegisterFunction(nullptr, &stub_a, nullptr, "_Z9sgemm_bigPfi", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  __cudaRegisterFunction(nullptr, &stub_b, nullptr, "_Z4reluPf", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+  dim3 one(1);
+  for (int i = 0; i < 3; ++i) {  // the first relu launch asks the matcher, the others know
+    g_seen.fed_markers = false;
+    cudaLaunchKernel(&stub_b, one, one, nullptr, 0, nullptr);
+    CHECK(g_seen.fed_markers);  // CUPTI's callbacks inside it stay silent either way
+    CHECK(agent.rt.session->current_step() == 0);
+  }
+  cudaLaunchKernel(&stub_a, one, one, nullptr, 0, nullptr);
+  CHECK(agent.rt.session->current_step() == 1);
+  cudaLaunchKernel(&stub_a, one, one, nullptr, 0, nullptr);  // a known match still marks
+  CHECK(agent.rt.session->current_step() == 2);
+  CHECK(g_seen.calls == 5);
+  CHECK_FALSE(tls_wrapper_feeds_markers);  // restored after each call
+  CHECK(agent.Events().empty());
 }
 
 TEST_CASE("api:<fn> steps on each call of that function, including its _ptsz twin", "[wrappers][steps]") {
