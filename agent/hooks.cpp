@@ -76,6 +76,11 @@ bool LaunchMayMark(uint32_t name_id) {
   return !rt->markers.KnownNoMatch(name_id);
 }
 
+bool RangeEndsWanted() {
+  Runtime* rt = CurrentRuntime();
+  return rt != nullptr && rt->config.range_kind == RangeKind::kNvtx;
+}
+
 void NoteCall() {
   Runtime* rt = CurrentRuntime();
   if (rt != nullptr && rt->config.range_kind != RangeKind::kNone && rt->session) rt->session->NoteRangeCall();

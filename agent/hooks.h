@@ -32,6 +32,9 @@ bool Observe(const ObservedEvent& event);
 // the answer. A wrapper skips Observe on false.
 bool LaunchMayMark(uint32_t name_id);
 
+// Whether NVTX range ends matter on the marker path: PROF_RANGE=nvtx only.
+bool RangeEndsWanted();
+
 // A CUDA call entered while recording, seen by CUPTI's callback (calls a
 // wrapper records are noted by RecordEvent): PROF_RANGE's step edges
 // (Session::NoteRangeCall). Cheap: a load and a branch once noted.

@@ -148,6 +148,9 @@ void ObserveRange(MarkerSite site, uint32_t name_id, const char* text, uint64_t 
   // Only PROF_STEP=nvtx, auto (tokens) and PROF_RANGE=nvtx look at ranges on
   // the marker path, and each sets kHotNvtxNames while it does.
   if ((LoadHotBits() & kHotNvtxNames) == 0) return;
+  // A range's end closes only a PROF_RANGE=nvtx window: no step source
+  // marks at it (nvtx: and auto look at starts).
+  if (site == MarkerSite::kNvtxRangeEnd && !hooks::RangeEndsWanted()) return;
   ObservedEvent event;
   event.site = site;
   event.feed = MarkerFeed::kNvtx;
