@@ -12,28 +12,16 @@
 #include <fstream>
 #include <string>
 
+#include "test/unit/exporters/temp_files.h"
+
 namespace prof {
 namespace {
 
-std::string MakeDir() {
-  char tmpl[] = "/tmp/libprof-sweeper-XXXXXX";
-  REQUIRE(mkdtemp(tmpl) != nullptr);
-  return tmpl;
-}
+using testing::DeadPid;
+using testing::Exists;
+using testing::Touch;
 
-void Touch(const std::string& path) { std::ofstream(path) << "partial"; }
-bool Exists(const std::string& path) {
-  struct stat st;
-  return lstat(path.c_str(), &st) == 0;
-}
-
-pid_t DeadPid() {
-  pid_t child = fork();
-  if (child == 0) _exit(0);
-  int status = 0;
-  waitpid(child, &status, 0);
-  return child;
-}
+std::string MakeDir() { return testing::MakeDir("libprof-sweeper"); }
 
 // A child that waits until its pipe closes, then exits.
 struct LiveChild {
