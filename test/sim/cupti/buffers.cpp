@@ -148,6 +148,7 @@ void BufferPool::Append(const void* record, size_t size, DeviceSpan span, uint32
 
 void BufferPool::RetireLocked(Buffer buffer) {
   buffer.deliver_after_ns = simhub_now_ns() + CurrentFaults().late_ns;
+  buffer.retired_seq = ++retired_seq_;
   ready_.push_back(std::move(buffer));
   StartWorkerLocked();
   cv_.notify_all();
@@ -227,10 +228,15 @@ CUptiResult BufferPool::Flush(bool forced) {
   // With SIM_CUPTI_LATE_MS an unforced flush returns at once and the worker
   // delivers later; a forced flush still blocks until all are delivered.
   if (late_ns > 0 && !forced) return CUPTI_SUCCESS;
+  // What is complete when the flush is asked for, as documented: buffers
+  // other threads retire meanwhile go to the worker. (Delivering those too
+  // kept a flush going for seconds while eight threads launched.)
+  const uint64_t last = retired_seq_;
   for (;;) {
     now_ns = simhub_now_ns();
-    auto it = std::find_if(ready_.begin(), ready_.end(),
-                           [&](const Buffer& buffer) { return forced || buffer.complete_at_ns <= now_ns; });
+    auto it = std::find_if(ready_.begin(), ready_.end(), [&](const Buffer& buffer) {
+      return buffer.retired_seq <= last && (forced || buffer.complete_at_ns <= now_ns);
+    });
     if (it == ready_.end()) break;
     if (it->deliver_after_ns > now_ns) {
       cv_.wait_for(lock, std::chrono::nanoseconds(it->deliver_after_ns - now_ns));

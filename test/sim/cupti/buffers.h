@@ -75,6 +75,7 @@ class BufferPool {
     size_t records = 0;
     uint64_t complete_at_ns = 0;     // sim clock: the last device work in it ends
     uint64_t deliver_after_ns = 0;   // sim clock: SIM_CUPTI_LATE_MS holds it back until then
+    uint64_t retired_seq = 0;        // order of retirement: a flush delivers those retired before it
     std::vector<Unfinished> device;  // device records, to clear times still in the future
   };
 
@@ -91,6 +92,7 @@ class BufferPool {
   static void AtForkChild();
 
   std::mutex mu_;
+  uint64_t retired_seq_ = 0;  // under mu_
   std::condition_variable cv_;  // ready_ grew, or a delivery finished
   CUpti_BuffersCallbackRequestFunc request_ = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;
