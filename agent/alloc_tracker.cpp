@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/take_window.h"
+
 namespace prof {
 
 uint64_t& AllocTracker::TotalFor(int device, MemKind kind) {
@@ -78,23 +80,8 @@ std::vector<LiveAllocation> AllocTracker::LiveSnapshot() {
 
 std::vector<AllocSample> AllocTracker::TakeSamples(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
   std::lock_guard<std::mutex> lock(mu_);
-  // One pass, in place (as NvtxStore::Take): later windows' samples move
-  // down, in order, without a second vector; the window's are copied out.
-  size_t taken = 0;
-  for (const AllocSample& s : samples_) taken += s.ts_ns < end_ns && s.ts_ns >= begin_ns;
-  std::vector<AllocSample> out;
-  out.reserve(taken);
-  size_t kept = 0;
-  for (size_t i = 0; i < samples_.size(); ++i) {
-    const AllocSample& s = samples_[i];
-    if (s.ts_ns >= end_ns) {
-      if (kept != i) samples_[kept] = s;
-      ++kept;
-    } else if (s.ts_ns >= begin_ns) {
-      out.push_back(s);
-    }
-  }
-  samples_.resize(kept);
+  std::vector<AllocSample> out =
+      TakeWindowEntries(samples_, begin_ns, end_ns, [](const AllocSample& s) { return s.ts_ns; });
   // Already in lock order, which is the order the running totals follow.
   if (dropped != nullptr) *dropped += samples_dropped_;
   samples_dropped_ = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "agent/take_window.h"
+
 namespace prof {
 
 void NvtxStore::SetCapacity(size_t max_ranges) {
@@ -25,24 +27,8 @@ void NvtxStore::Add(const NvtxRange& range) {
 
 std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
   std::lock_guard<std::mutex> lock(mu_);
-  // One pass, in place: the ranges of later windows (a writer behind the
-  // application holds many) move down over the taken ones, in order, and
-  // nothing is allocated for them; only the window's are copied out.
-  size_t taken = 0;
-  for (const NvtxRange& r : ranges_) taken += r.start_ns < end_ns && r.start_ns >= begin_ns;
-  std::vector<NvtxRange> out;
-  out.reserve(taken);
-  size_t kept = 0;
-  for (size_t i = 0; i < ranges_.size(); ++i) {
-    const NvtxRange& r = ranges_[i];
-    if (r.start_ns >= end_ns) {
-      if (kept != i) ranges_[kept] = r;
-      ++kept;
-    } else if (r.start_ns >= begin_ns) {
-      out.push_back(r);
-    }
-  }
-  ranges_.resize(kept);
+  std::vector<NvtxRange> out =
+      TakeWindowEntries(ranges_, begin_ns, end_ns, [](const NvtxRange& r) { return r.start_ns; });
   *dropped += dropped_;
   dropped_ = 0;
   return out;
