@@ -1,6 +1,7 @@
 """Shared helpers for integration tests: paths from CTest's environment,
 running a process under libprof, and reading what it wrote."""
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -70,6 +71,15 @@ def sim_env(**extra):
 
 def run(cmd, env, timeout=120, **kw):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def scratch_dir(test, prefix):
+    """A new temporary directory that test removes when it ends (a run's truth
+    log and traces can take hundreds of MB; a long test session must not fill
+    the disk with them)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    test.addCleanup(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 INJECTION_MODES = ("LD_PRELOAD", "CUDA_INJECTION64_PATH")

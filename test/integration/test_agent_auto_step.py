@@ -20,7 +20,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import unittest
 
 import harness
@@ -61,13 +60,16 @@ def iterations_of_calls(truth, pid):
     return out
 
 
-def run_loop(args, mode="LD_PRELOAD", **env):
-    """Runs a loop with libprof injected by mode (LD_PRELOAD or CUDA_INJECTION64_PATH)."""
-    tmp = tempfile.mkdtemp(prefix="autostep-")
+def run_loop(test, args, mode="LD_PRELOAD", truth=True, **env):
+    """Runs a loop with libprof injected by mode (LD_PRELOAD or CUDA_INJECTION64_PATH)
+    in a scratch directory test removes; with truth, the simulated stack logs
+    every call (about 350 bytes a call) for the test to read."""
+    tmp = harness.scratch_dir(test, "autostep-")
     out = os.path.join(tmp, "out")
     truth_path = os.path.join(tmp, "truth.jsonl")
-    run_env = harness.sim_env(NVTX_INJECTION64_PATH=harness.LIBPROF_SO, PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path,
-                              **env)
+    if truth:
+        env["SIM_TRUTH_FILE"] = truth_path
+    run_env = harness.sim_env(NVTX_INJECTION64_PATH=harness.LIBPROF_SO, PROF_OUTPUT_DIR=out, **env)
     run_env[mode] = harness.LIBPROF_SO
     proc = harness.run(args, run_env, timeout=180)
     traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
@@ -108,7 +110,7 @@ class AutoStepFindsIterations(unittest.TestCase):
                 self.check_loop_in(args, bare, mode)
 
     def check_loop_in(self, args, bare, mode):
-        proc, traces, summaries, truth = run_loop(args, mode)
+        proc, traces, summaries, truth = run_loop(self, args, mode)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(proc.stdout, bare.stdout)
         chosen = [l for l in proc.stderr.splitlines() if "PROF_STEP=auto: step = " in l]
@@ -193,7 +195,7 @@ class AutoStepFallsBack(unittest.TestCase):
         if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(ITER_LOOP)):
             self.skipTest("libprof.so or iter_loop not built")
         args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "2.5", "--iters", "1"]
-        proc, traces, summaries, truth = run_loop(args, mode=mode, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2,
+        proc, traces, summaries, truth = run_loop(self, args, mode=mode, truth=False, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2,
                                                   PROF_WARMUP=1, PROF_ACTIVE=2)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertNotIn("PROF_STEP=auto: step = ", proc.stderr)

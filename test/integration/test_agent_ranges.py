@@ -23,7 +23,6 @@ import glob
 import json
 import os
 import re
-import tempfile
 import unittest
 
 import harness
@@ -96,7 +95,7 @@ class CaptureRanges(unittest.TestCase):
         cmd = [ITER_LOOP] + args
         bare = harness.run(cmd, harness.sim_env())
         self.assertEqual(bare.returncode, 0, bare.stderr)
-        runs = harness.run_in_each_mode(cmd, tempfile.mkdtemp(prefix="ranges-"), NVTX_INJECTION64_PATH=harness.LIBPROF_SO,
+        runs = harness.run_in_each_mode(cmd, harness.scratch_dir(self, "ranges-"), NVTX_INJECTION64_PATH=harness.LIBPROF_SO,
                                         **prof)
         result = {}
         for mode, (proc, out, truth_path) in runs.items():
