@@ -53,8 +53,10 @@ TARGETS = {
     "host_wait_nvtx_ratio": ("host loop, waiting, PROF_STEP=nvtx:host_step / bare CPU", "<=", 1.01),
     "host_wait_auto_ratio": ("host loop, waiting, PROF_STEP=auto (detect, then its marker) / bare", "<=", 1.01),
     "auto_detect_ns": ("PROF_STEP=auto looking for the loop: per observed event", "<=", 20.0),
-    "host_record_ratio": ("host loop, recording every step, in-loop CPU / bare", "<=", 1.35),
-    "host_record_writer_ns": ("host loop, recording: other threads' CPU per launch", "<=", 1000.0),
+    # Recording every step as issue 13 measured it (and Kineto was): one
+    # window over the whole measured loop, its trace written at the end.
+    "host_record_ratio": ("host loop, recording every step (one window), in-loop CPU / bare", "<=", 1.35),
+    "host_record_writer_ns": ("host loop, recording: other threads' in-loop CPU per launch", "<=", 1000.0),
     # Kineto, whole process: 8.31x (issue 13's side-by-side run): half of it.
     "host_record_process_ratio": ("host loop, recording, whole-process CPU / bare", "<=", 8.31 / 2),
     "python_warm_ns": ("Python stack, 30 frames, stack seen before", "<=", 300.0),
@@ -87,10 +89,21 @@ INFO = {
     "host_bare_step_ns": "host loop, bare: CPU per step (all threads)",
     "host_record_app_ns": "host loop, recording: app-thread CPU added per launch",
     "host_record_wall_ratio": "host loop, recording: loop wall / bare",
+    "host_record_after_ns": "host loop, recording: CPU outside the loop over bare, per launch",
+    # The same loop cut into windows of 10 steps, repeated for ever: a
+    # window's fixed costs (two files, a summary) every 40 launches.
+    "host_windows10_ratio": "host loop, windows of 10 steps: in-loop CPU / bare",
+    "host_windows10_writer_ns": "host loop, windows of 10 steps: other threads' in-loop CPU per launch",
+    "host_windows10_app_ns": "host loop, windows of 10 steps: app-thread CPU added per launch",
+    "host_windows10_process_ratio": "host loop, windows of 10 steps: whole-process CPU / bare",
 }
 # Callgrind (--callgrind): instructions per step inside the loop, all
 # threads, the simulator's spin-wait excluded; one row per variant.
-CG_VARIANTS = ["bare", "wait_time", "wait_sync", "wait_api", "wait_kernel", "wait_nvtx", "wait_auto", "record"]
+CG_VARIANTS = ["bare", "wait_time", "wait_sync", "wait_api", "wait_kernel", "wait_nvtx", "wait_auto", "record",
+               "record_loop"]
+# host_loop's steps before its measured loop (its --warmup-steps default).
+HOST_WARMUP_STEPS = 100
+CG_WARMUP_STEPS = 50  # under callgrind
 # PROF_STEP=auto while it is still looking: a loop too short to be decided
 # (host_loop is decided after 9 to 100+ iterations, depending on timing).
 CG_DETECT_WARMUP, CG_DETECT_STEPS = 2, 6
@@ -152,6 +165,23 @@ def agent_env(base, libprof, out_dir, **prof):
     for k, v in prof.items():
         env["PROF_" + k] = str(v)
     return env
+
+
+def nonzero(counts):
+    return {k: v for k, v in counts.items() if v} or "none"
+
+
+def check_loop_window(out_dir, first_step, steps):
+    """The one-window recording run wrote exactly the loop's steps, whole."""
+    traces = [n for n in os.listdir(out_dir) if n.endswith(".pt.trace.json")]
+    if len(traces) != 1:
+        raise Failure(f"one-window recording wrote {len(traces)} traces, not 1")
+    with open(os.path.join(out_dir, traces[0])) as f:
+        window = json.load(f)["libprof"]["window"]
+    want = (first_step, first_step + steps - 1, False)
+    got = (window["first_step"], window["last_step"], window["partial"])
+    if got != want:
+        raise Failure(f"one-window recording: window (first, last, partial) {got}, not {want}")
 
 
 def trace_losses(out_dir):
@@ -447,7 +477,7 @@ def main():
     host_steps = 200 if smoke else (args.host_steps or 20000)
     host_rounds = 1 if smoke else (args.host_rounds or 9)
 
-    def host_variants(out_root):
+    def host_variants(out_root, loop_steps=host_steps, warmup_steps=HOST_WARMUP_STEPS):
         def agent(name, **prof):
             env = agent_env(hbase, libprof, os.path.join(out_root, name), **prof)
             env["NVTX_INJECTION64_PATH"] = libprof  # as `prof run` sets it
@@ -462,6 +492,12 @@ def main():
             "wait_nvtx": agent("wait_nvtx", STEP="nvtx:host_step", **wait),
             "wait_auto": agent("wait_auto", STEP="auto", **wait),
             "record": agent("record", STEP="sync", WAIT=0, WARMUP=0, ACTIVE=2 if smoke else 10, REPEAT=0),
+            # One window of exactly the measured loop's steps (host_loop's
+            # warm-up steps wait and warm up); the budget raised so that a
+            # 20,000-step window loses nothing (the default 256 MB holds
+            # about 15,000), as the trace's losses would tell a user to.
+            "record_loop": agent("record_loop", STEP="sync", WAIT=warmup_steps - 10, WARMUP=10,
+                                 ACTIVE=loop_steps, BUFFER_MB=1024),
         }
 
     def host_loop():
@@ -470,7 +506,7 @@ def main():
         variants = host_variants(os.path.join(tmp, "host"))
         names = list(variants)
         runs = {n: [] for n in names}
-        written, lost = 0, {}
+        written, lost, loop_lost = 0, {}, {}
         hargs = ["--steps", str(host_steps)]
         for r in range(host_rounds):
             for k in range(len(names)):
@@ -484,6 +520,10 @@ def main():
                         written += traces
                         for key, v in losses.items():
                             lost[key] = lost.get(key, 0) + v
+                    elif n == "record_loop":
+                        check_loop_window(out, HOST_WARMUP_STEPS, host_steps)
+                        for key, v in losses.items():
+                            loop_lost[key] = loop_lost.get(key, 0) + v
                     elif traces:
                         raise Failure(f"{n}: a waiting run wrote {traces} trace(s)")
                     shutil.rmtree(out)
@@ -492,27 +532,44 @@ def main():
         appcpu = lambda v, i: runs[v][i][0]["loop_cpu_ns"]
         proc = lambda v, i: runs[v][i][1]
         wall = lambda v, i: runs[v][i][0]["loop_ns"]
+        other = lambda v, i: allcpu(v, i) - appcpu(v, i)
         rounds_ = range(host_rounds)
         ratio = lambda f, v: [f(v, i) / f("bare", i) for i in rounds_]
+        per_launch = lambda f, v: [(f(v, i) - f("bare", i)) / launches for i in rounds_]
         note = (f"{host_steps} steps, {host_rounds} interleaved rounds, median of per-round ratios of in-loop CPU "
                 "(all threads); app-thread ratio %s")
-        for n in names[1:-1]:
-            figures[f"host_{n}_ratio"] = dict(stats(ratio(allcpu, n)), unit="x",
-                                              note=note % ("%.4f" % statistics.median(ratio(appcpu, n))))
-        figures["host_record_ratio"] = dict(stats(ratio(allcpu, "record")), unit="x",
-                                            note=f"windows of 10 steps, repeat forever, chrome+summary; "
-                                            f"{written} windows written; losses {lost or 'none'}")
-        figures["host_record_process_ratio"] = dict(stats(ratio(proc, "record")), unit="x",
+        for n in names:
+            if n.startswith("wait_"):
+                figures[f"host_{n}_ratio"] = dict(stats(ratio(allcpu, n)), unit="x",
+                                                  note=note % ("%.4f" % statistics.median(ratio(appcpu, n))))
+        # Recording every step, one window over the loop (issue 13's setup).
+        figures["host_record_ratio"] = dict(
+            stats(ratio(allcpu, "record_loop")), unit="x",
+            note=f"one window of the loop's {host_steps} steps (PROF_BUFFER_MB=1024), chrome+summary written "
+            f"after it; app-thread ratio {statistics.median(ratio(appcpu, 'record_loop')):.4f}; "
+            f"losses {nonzero(loop_lost)}")
+        figures["host_record_process_ratio"] = dict(stats(ratio(proc, "record_loop")), unit="x",
                                                     note="whole process (wait4): start-up, loop, writing, exit")
-        figures["host_record_wall_ratio"] = dict(stats(ratio(wall, "record")), unit="x")
-        other = lambda v, i: allcpu(v, i) - appcpu(v, i)
+        figures["host_record_wall_ratio"] = dict(stats(ratio(wall, "record_loop")), unit="x")
         figures["host_record_writer_ns"] = dict(
-            stats([(other("record", i) - other("bare", i)) / launches for i in rounds_]), unit="ns/launch",
-            note="in-loop CPU of the agent's threads (writer, agent thread) per recorded launch; a writer behind "
-            "the loop seals the windows still queued after it, which this leaves out (whole-process and "
-            "cg_record_window_ir count them)")
-        figures["host_record_app_ns"] = dict(
-            stats([(appcpu("record", i) - appcpu("bare", i)) / launches for i in rounds_]), unit="ns/launch")
+            stats(per_launch(other, "record_loop")), unit="ns/launch",
+            note="in-loop CPU of the agent's threads (writer, agent thread) per recorded launch")
+        figures["host_record_app_ns"] = dict(stats(per_launch(appcpu, "record_loop")), unit="ns/launch")
+        outside = lambda v, i: proc(v, i) - allcpu(v, i)
+        figures["host_record_after_ns"] = dict(
+            stats(per_launch(outside, "record_loop")), unit="ns/launch",
+            note="whole-process CPU less in-loop CPU, over bare's: decoding, the trace and summary, exit")
+        # The same loop in windows of 10 steps, repeated: the writer's
+        # per-window costs, every 40 launches.
+        figures["host_windows10_ratio"] = dict(stats(ratio(allcpu, "record")), unit="x",
+                                               note=f"chrome+summary per window; {written} windows written; "
+                                               f"losses {nonzero(lost)}")
+        figures["host_windows10_writer_ns"] = dict(
+            stats(per_launch(other, "record")), unit="ns/launch",
+            note="a writer behind the loop seals the windows still queued after it, which this leaves out "
+            "(whole-process and cg_record_window_ir count them)")
+        figures["host_windows10_app_ns"] = dict(stats(per_launch(appcpu, "record")), unit="ns/launch")
+        figures["host_windows10_process_ratio"] = dict(stats(ratio(proc, "record")), unit="x")
         figures["host_bare_step_ns"] = dict(stats([allcpu("bare", i) / host_steps for i in rounds_]), unit="ns/step",
                                             note=f"load average at the end: {os.getloadavg()[0]:.1f} "
                                             f"on {os.cpu_count()} CPUs")
@@ -525,8 +582,8 @@ def main():
             raise Failure("valgrind not installed (apt-get install valgrind)")
         keep = args.keep_callgrind or os.path.join(tmp, "callgrind")
         os.makedirs(keep, exist_ok=True)
-        variants = host_variants(os.path.join(tmp, "cg"))
         cg_steps = 100 if smoke else args.callgrind_steps
+        variants = host_variants(os.path.join(tmp, "cg"), loop_steps=cg_steps, warmup_steps=CG_WARMUP_STEPS)
         ir, hub = {}, {}
         for n in CG_VARIANTS:
             out = os.path.join(keep, f"callgrind.{n}")
@@ -534,7 +591,7 @@ def main():
                 if old.startswith(f"callgrind.{n}."):
                     os.remove(os.path.join(keep, old))
             p = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}.%p", host,
-                                "--steps", str(cg_steps), "--warmup-steps", "50"],
+                                "--steps", str(cg_steps), "--warmup-steps", str(CG_WARMUP_STEPS)],
                                env=variants[n], capture_output=True, text=True)
             if p.returncode != 0:
                 raise Failure(f"callgrind {n} exited {p.returncode}: {p.stderr.strip()[-400:]}")
@@ -564,7 +621,7 @@ def main():
                         for k, v in callgrind_inclusive(os.path.join(keep, dump), list(per)).items():
                             per[k] += v
                 if windows:
-                    launches = 4 * (cg_steps + 50) / windows  # host_loop: 4 launches per step, 50 warmup steps
+                    launches = 4 * (cg_steps + CG_WARMUP_STEPS) / windows  # host_loop: 4 launches per step
                     total = (per[collect] + per[export]) / windows
                     INFO["cg_record_window_ir"] = "callgrind: record, writer Ir per window (collect + export, whole run)"
                     figures["cg_record_window_ir"] = dict(
@@ -580,6 +637,8 @@ def main():
                         stats([per[writer] / windows]), unit="Ir/window",
                         note=f"{per[writer] / launches / windows:.0f} Ir/launch; beyond collect + export: "
                         f"{(per[writer] - per[collect] - per[export]) / windows:.0f} per window")
+            if n == "record_loop":
+                check_loop_window(out_dir, CG_WARMUP_STEPS, cg_steps)
             shutil.rmtree(out_dir, ignore_errors=True)
         # Detection only: bare and auto on a loop of CG_DETECT_WARMUP +
         # CG_DETECT_STEPS iterations; the run whose log shows a decision
@@ -630,7 +689,7 @@ def main():
                                 note=f"{cg_steps} steps; {ir[n] / ir['bare']:.4f} x bare; "
                                 "all threads inside the loop, sim::WaitUntilNs (the simulator's spin-wait) excluded")
             sim_cupti = hub[n] - hub["bare"]
-            if n.startswith("wait_") and sim_cupti > 0.01 * ir["bare"]:
+            if (n.startswith("wait_") or n == "record_loop") and sim_cupti > 0.01 * ir["bare"]:
                 key = f"cg_{n}_sim_cupti_ir"
                 own = ir[n] - sim_cupti
                 INFO[key] = f"callgrind: {n.replace('_', ' ')}, of which the simulated CUPTI while subscribed"
