@@ -64,6 +64,11 @@ class DeviceCollector {
   // call it watches reaches an interposed wrapper. Application thread,
   // under the session's lock; must be cheap.
   virtual void OnWaitingStep() {}
+  // Whether OnWaitingStep may do anything now. While false the session
+  // counts waiting steps without its lock and without calling OnWaitingStep
+  // (Session::QuietStep); once true, the next waiting step calls it. Any
+  // application thread, on every step marker: a few relaxed loads at most.
+  virtual bool WantsWaitingSteps() const { return false; }
 
   // The agent thread's periodic wake (about once a second while idle): a
   // collector that stopped watching through CUPTI may look again (new

@@ -57,8 +57,10 @@ bool Observe(const ObservedEvent& event) {
     } else {
       marker = IsStepMarker(rt->config, &rt->markers, event);
     }
-    if (marker && !edge_acted) {
-      ExitSignalDeferral defer;  // Step takes Session::mu_, which the exit path needs
+    // A waiting step that changes nothing is counted lock-free, without a
+    // clock read; any other takes Session::mu_, which the exit path needs.
+    if (marker && !edge_acted && !rt->session->QuietStep()) {
+      ExitSignalDeferral defer;
       rt->session->Step(event.now_ns != 0 ? event.now_ns : NowNs());
     }
     return marker || edge_acted;

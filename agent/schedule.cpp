@@ -20,6 +20,20 @@ bool ScheduleFinished(const ScheduleParams& p, uint64_t step) {
   return step >= p.skip_first && (step - p.skip_first) / num_steps >= p.repeat;
 }
 
+uint64_t NextScheduleEvent(const ScheduleParams& p, uint64_t from) {
+  uint64_t step = from > p.skip_first ? from : p.skip_first;  // skip_first's steps are NONE
+  uint64_t num_steps = p.wait + p.warmup + p.active;
+  if (num_steps == 0) return kNoScheduleEvent;
+  uint64_t v = step - p.skip_first;
+  uint64_t cycle = v / num_steps;
+  if (p.repeat > 0 && cycle >= p.repeat) {
+    // Past the last cycle: its first step is where ScheduleFinished turns true.
+    return v == p.repeat * num_steps ? step : kNoScheduleEvent;
+  }
+  if (v % num_steps >= p.wait) return step;  // warmup or active
+  return p.skip_first + cycle * num_steps + p.wait;  // this cycle's warmup (or first active) step
+}
+
 const char* ActionName(Action a) {
   switch (a) {
     case Action::kNone: return "NONE";

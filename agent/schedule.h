@@ -29,6 +29,16 @@ Action ScheduleAction(const ScheduleParams& p, uint64_t step);
 // schedule on: nothing will ever be recorded again.
 bool ScheduleFinished(const ScheduleParams& p, uint64_t step);
 
+// No step >= from is one: NextScheduleEvent's answer then.
+inline constexpr uint64_t kNoScheduleEvent = ~uint64_t{0};
+
+// The first step >= from at which the schedule does something: its action is
+// not NONE, or it is the step ScheduleFinished turns true at. Every step in
+// [from, that step) is NONE and changes nothing, so the session may count
+// them without looking (Session::QuietStep). kNoScheduleEvent when there is
+// none (a finite schedule that finished before from).
+uint64_t NextScheduleEvent(const ScheduleParams& p, uint64_t from);
+
 const char* ActionName(Action a);
 
 }  // namespace prof

@@ -23,7 +23,7 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
       ranges_(config.repeat),
       uses_cuda_(std::move(uses_cuda)),
       triggered_(!config.trigger_file.empty() && config.range_kind == RangeKind::kNone) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   time_steps_ = config.step_source == StepSource::kTime;
   time_origin_ns_ = start_ns;
   if (config.step_source == StepSource::kAuto) {
@@ -50,7 +50,7 @@ void Session::BeginCounting(uint64_t now_ns) {
 }
 
 bool Session::LoopFound(const std::string& description) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (counting_ || finished_) return false;
   meta_template_.step_description = description;
   if (range_mode_) {
@@ -62,7 +62,7 @@ bool Session::LoopFound(const std::string& description) {
 }
 
 bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (counting_ || finished_) return false;
   meta_template_.step_description = description;
   time_steps_ = true;
@@ -78,7 +78,7 @@ bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
 }
 
 uint64_t Session::next_time_boundary_ns() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (!time_steps_ || !counting_ || finished_) return 0;
   if (!range_mode_) return time_origin_ns_ + (step_ + 1) * config_.step_time_ns;
   if (!window_open_) return 0;
@@ -86,7 +86,7 @@ uint64_t Session::next_time_boundary_ns() {
 }
 
 bool Session::counting() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return counting_;
 }
 
@@ -132,12 +132,13 @@ void Session::WatchCallsLocked() {
 }
 
 void Session::WatchCallsIfCuda() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   WatchCallsLocked();
 }
 
 void Session::Step(uint64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  if (QuietStep()) return;
+  Locked lock(this);
   if (range_mode_) {
     RangeStepLocked(now_ns);
     return;
@@ -177,6 +178,42 @@ void Session::Step(uint64_t now_ns) {
   }
 }
 
+// ---- Quiet steps ----
+
+void Session::FoldQuietSteps() {
+  uint64_t left = quiet_steps_.exchange(0, std::memory_order_relaxed);
+  step_ += quiet_granted_ - left;
+  quiet_granted_ = 0;
+}
+
+void Session::GrantQuietSteps() {
+  quiet_granted_ = QuietStepsAhead();
+  quiet_steps_.store(quiet_granted_, std::memory_order_relaxed);
+}
+
+// How many markers from now on Step would only count: each ends a NONE step
+// and starts another NONE step that is not where the schedule finishes or a
+// trigger cycle ends, with nothing pending (attach, WatchCalls).
+uint64_t Session::QuietStepsAhead() const {
+  constexpr uint64_t kUnbounded = uint64_t{1} << 62;  // step_ + it cannot wrap
+  if (range_mode_ || !counting_ || window_open_ || action_ != Action::kNone || attach_pending_) return 0;
+  if (finished_) return kUnbounded;  // Step only counts
+  if (!watching_calls_ && WatchesCalls(config_)) return 0;  // WatchCallsLocked still has to run
+  uint64_t next = kNoScheduleEvent;  // the first step after step_ that Step must enter
+  if (!triggered_) {
+    next = NextScheduleEvent(params_, step_ + 1);
+  } else if (armed_) {
+    // The armed cycle, as ActionFor and AdvanceTriggerCycle see it: its end
+    // is the cycle's "finishing" step.
+    ScheduleParams cycle{0, params_.wait, params_.warmup, params_.active, 1};
+    uint64_t from = step_ + 1 > trigger_origin_ ? step_ + 1 - trigger_origin_ : 0;
+    uint64_t in_cycle = NextScheduleEvent(cycle, from);
+    next = in_cycle == kNoScheduleEvent ? kNoScheduleEvent : trigger_origin_ + in_cycle;
+  }  // not armed: every step is NONE until Arm, which takes mu_
+  if (next == kNoScheduleEvent) return kUnbounded;
+  return next > step_ + 1 ? std::min(next - step_ - 1, kUnbounded) : 0;
+}
+
 // ---- PROF_RANGE ----
 
 void Session::RangeStepLocked(uint64_t now_ns) {
@@ -194,7 +231,7 @@ void Session::RangeStepLocked(uint64_t now_ns) {
 }
 
 bool Session::OnRangeEdge(const RangeEdge& edge, uint64_t now_ns, const std::string& range_name) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (!range_mode_ || finished_) return false;
   if (edge.kind == RangeEdgeKind::kBegin) {
     if (!ranges_.Begin(edge.key)) return false;
@@ -327,7 +364,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
 }
 
 void Session::Arm() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (!triggered_) return;
   if (armed_) {
     ++pending_arms_;
@@ -338,7 +375,7 @@ void Session::Arm() {
 }
 
 bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   bool wrote = false;
   if (window_open_) {
     if (now_ns < step_start_ns_) now_ns = step_start_ns_;
@@ -361,7 +398,7 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
 }
 
 std::string Session::EndedBeforeFirstWindowMessage() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   if (windows_ended_ > 0) return "";
   if (range_mode_) {
     if (config_.range_kind == RangeKind::kProfilerApi) {
@@ -397,27 +434,27 @@ std::string Session::EndedBeforeFirstWindowMessage() {
 }
 
 uint64_t Session::current_step() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return step_;
 }
 
 Action Session::current_action() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return action_;
 }
 
 bool Session::finished() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return finished_;
 }
 
 uint64_t Session::windows_ended() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return windows_ended_;
 }
 
 uint64_t Session::max_window_end_stall_ns() {
-  std::lock_guard<std::mutex> lock(mu_);
+  Locked lock(this);
   return max_stall_ns_;
 }
 

@@ -4,6 +4,9 @@
 //
 // Every entry point takes mu_; markers come from any application thread (a
 // launch, a sync return, prof_step(), the time ticker, the trigger watcher).
+// The exception is a waiting step that changes nothing (QuietStep): one
+// compare-and-swap on a budget of such steps that the last locked entry
+// point handed out.
 // Lock order: Session::mu_ -> AllocTracker::mu_ (live snapshot) ->
 // writer queue mutex. The collector's Attach/BeginRecord/Pause/Finish run
 // under mu_ and must not call back into the session.
@@ -39,7 +42,25 @@ class Session {
   // (torch.profiler's prof.step()). With PROF_STEP=auto, markers before the
   // loop is found are ignored, and the first marker after LoopFound() starts
   // step 0, so step 0 is the first whole iteration.
+  // Tries QuietStep first.
   void Step(uint64_t now_ns);
+
+  // A step marker that keeps waiting and changes nothing else (the current
+  // and the next step are NONE, the schedule does not finish there, nothing
+  // is pending, the collector wants no OnWaitingStep): counted without the
+  // lock, the clock or the collector, and true. False when the marker needs
+  // Step(now_ns). Lock-free, so no exit-signal deferral is needed around it.
+  bool QuietStep() {
+    uint64_t left = quiet_steps_.load(std::memory_order_relaxed);
+    if (left == 0 || collector_->WantsWaitingSteps()) return false;
+    // Relaxed: the count is the only thing published; whoever takes mu_ next
+    // folds it in with an exchange (FoldQuietSteps), which sees every
+    // decrement made before it and lets none through after it.
+    while (!quiet_steps_.compare_exchange_weak(left, left - 1, std::memory_order_relaxed)) {
+      if (left == 0) return false;
+    }
+    return true;
+  }
 
   // CUDA may have been loaded (InitializeInjection, the agent thread's
   // periodic wake): when PROF_STEP counts calls, the collector starts
@@ -98,6 +119,23 @@ class Session {
   void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
 
  private:
+  // mu_, with the quiet steps taken since the last grant folded into step_;
+  // on release, the budget of quiet steps is handed out again for the state
+  // the entry point left.
+  class Locked {
+   public:
+    explicit Locked(Session* session) : session_(session), lock_(session->mu_) { session_->FoldQuietSteps(); }
+    ~Locked() { session_->GrantQuietSteps(); }
+    Locked(const Locked&) = delete;
+    Locked& operator=(const Locked&) = delete;
+
+   private:
+    Session* session_;
+    std::lock_guard<std::mutex> lock_;
+  };
+  void FoldQuietSteps();
+  void GrantQuietSteps();
+  uint64_t QuietStepsAhead() const;
   Action ActionFor(uint64_t step) const;
   void BeginCounting(uint64_t now_ns);
   void Enter(Action prev, Action next, uint64_t now_ns);
@@ -110,6 +148,13 @@ class Session {
   void CloseRangeLocked(uint64_t now_ns);
 
   std::mutex mu_;
+  // Waiting steps any thread may still count without mu_ (QuietStep), from
+  // step_ on: the steps before the next one the schedule acts at (or while
+  // something is pending, none). Only decremented outside mu_; exchanged and
+  // stored under it. quiet_granted_ (under mu_): the budget last stored, so
+  // step_ + quiet_granted_ - quiet_steps_ is the current step.
+  std::atomic<uint64_t> quiet_steps_{0};
+  uint64_t quiet_granted_ = 0;
   const Config config_;
   const ScheduleParams params_;
   DeviceCollector* collector_;

@@ -65,6 +65,7 @@ class CuptiCollector final : public DeviceCollector {
   void Pause() override;
   void Finish() override;
   void OnWaitingStep() override;
+  bool WantsWaitingSteps() const override;
   void Tick(uint64_t now_ns) override;
   void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) override;
   void OnExit() override;

@@ -835,6 +835,14 @@ void CuptiCollector::OnWaitingStepImpl() {
   quiet_pending_.store(true, std::memory_order_release);
 }
 
+// OnWaitingStepImpl's early returns, negated: attached and probing whether
+// every watched call is fed, and not yet asked to detach.
+bool CuptiCollector::WantsWaitingSteps() const {
+  return watching_calls_.load(std::memory_order_relaxed) && !saw_unfed_.load(std::memory_order_relaxed) &&
+         state_.load(std::memory_order_relaxed) == CollectorState::kPaused &&
+         !quiet_pending_.load(std::memory_order_relaxed);
+}
+
 bool CuptiCollector::CanGoQuietLocked() const {
   return state_.load(std::memory_order_acquire) == CollectorState::kPaused && !stop_pending_ &&
          !saw_unfed_.load(std::memory_order_acquire) && watching_calls_.load(std::memory_order_acquire) &&

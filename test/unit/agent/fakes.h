@@ -23,11 +23,15 @@ class FakeCollector : public DeviceCollector {
     }
     out->meta.cupti_mode = Mode();
   }
+  void OnWaitingStep() override { ++waiting_steps; }
+  bool WantsWaitingSteps() const override { return wants_waiting_steps; }
   void OnExit() override { calls.push_back("OnExit"); }
   std::string Mode() const override { return "fake"; }
 
   std::vector<std::string> calls;
   std::vector<DeviceRecord> records;
+  int waiting_steps = 0;             // OnWaitingStep calls
+  bool wants_waiting_steps = false;  // what WantsWaitingSteps answers
 };
 
 class FakeWriter : public WindowWriter {

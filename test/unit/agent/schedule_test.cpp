@@ -44,6 +44,39 @@ TEST_CASE("every step of many (skip_first, wait, warmup, active, repeat) matches
   CHECK(combos == 4 * 4 * 3 * 3 * 4);
 }
 
+// What NextScheduleEvent must answer, by looking at every step from `from` on.
+uint64_t NextEventByScan(const ScheduleParams& p, uint64_t from, uint64_t horizon) {
+  for (uint64_t step = from; step < horizon; ++step) {
+    bool finishes_here = ScheduleFinished(p, step) && (step == 0 || !ScheduleFinished(p, step - 1));
+    if (ScheduleAction(p, step) != Action::kNone || finishes_here) return step;
+  }
+  return kNoScheduleEvent;
+}
+
+TEST_CASE("the next step the schedule acts at is the first non-NONE step or the finishing one, from any step",
+          "[schedule]") {
+  int combos = 0;
+  for (uint64_t skip = 0; skip <= 3; ++skip)
+    for (uint64_t wait = 0; wait <= 4; ++wait)
+      for (uint64_t warmup = 0; warmup <= 2; ++warmup)
+        for (uint64_t active = 1; active <= 3; ++active)
+          for (uint64_t repeat = 0; repeat <= 3; ++repeat) {
+            ScheduleParams p{skip, wait, warmup, active, repeat};
+            for (uint64_t from = 0; from < 60; ++from) {
+              INFO("skip_first=" << skip << " wait=" << wait << " warmup=" << warmup << " active=" << active
+                                 << " repeat=" << repeat << " from=" << from);
+              REQUIRE(NextScheduleEvent(p, from) == NextEventByScan(p, from, 200));
+            }
+            ++combos;
+          }
+  CHECK(combos == 4 * 5 * 3 * 3 * 4);
+  // Closed form, not a scan: the bench's PROF_WAIT=10^9 answers at once.
+  ScheduleParams long_wait{0, 1'000'000'000, 2, 5, 1};
+  CHECK(NextScheduleEvent(long_wait, 7) == 1'000'000'000);
+  CHECK(NextScheduleEvent(long_wait, 1'000'000'007) == 1'000'000'007);  // the finishing step
+  CHECK(NextScheduleEvent(long_wait, 1'000'000'008) == kNoScheduleEvent);
+}
+
 TEST_CASE("DESIGN.md example: skip_first=1 wait=3 warmup=1 active=2 repeat=2 records steps 5-6 and 11-12", "[schedule]") {
   ScheduleParams p{1, 3, 1, 2, 2};
   using A = Action;

@@ -251,6 +251,64 @@ TEST_CASE("markers from many threads count every step exactly once", "[session]"
   CHECK(h.writer.windows[0].steps.size() == 1000);
 }
 
+TEST_CASE("only markers between two waiting steps the schedule does not act at are counted lock-free",
+          "[session][quiet]") {
+  Harness h(Schedule(1, 3, 1, 2, 2));  // NONE 0-3, warmup 4, record 5-6, NONE 7-9, warmup 10, record 11-12, done at 13
+  std::vector<uint64_t> quiet;         // the steps a lock-free marker ended
+  for (uint64_t step = 0; step < 16; ++step) {
+    if (h.session.QuietStep()) {
+      quiet.push_back(step);
+    } else {
+      h.session.Step(1000 + (step + 1) * 100);
+    }
+    REQUIRE(h.session.current_step() == step + 1);
+  }
+  CHECK(quiet == std::vector<uint64_t>{0, 1, 2, 7, 8, 13, 14, 15});
+  using W = std::pair<uint64_t, uint64_t>;
+  CHECK(h.WindowSteps() == std::vector<W>{{5, 6}, {11, 12}});
+  CHECK(h.writer.windows[1].steps.front().start_ns == 1000 + 11 * 100);  // a locked step starts the window on time
+  CHECK(h.collector.calls.back() == "Finish");
+}
+
+TEST_CASE("while the collector wants waiting steps, every waiting step reaches it", "[session][quiet]") {
+  Harness h(Schedule(0, 100, 1, 1, 1));
+  for (int i = 0; i < 10; ++i) h.session.Step(NowNs());
+  CHECK(h.collector.waiting_steps == 0);   // lock-free from the start
+  h.collector.wants_waiting_steps = true;  // e.g. CUPTI attached again to probe
+  for (int i = 0; i < 10; ++i) h.session.Step(NowNs());
+  CHECK(h.collector.waiting_steps == 10);
+  h.collector.wants_waiting_steps = false;
+  for (int i = 0; i < 10; ++i) h.session.Step(NowNs());
+  CHECK(h.collector.waiting_steps == 10);  // lock-free again
+  CHECK(h.session.current_step() == 30);
+}
+
+TEST_CASE("markers from many threads, across waiting and recorded steps, count exactly and open windows on time",
+          "[session][quiet]") {
+  Harness h(Schedule(3, 40, 1, 3, 0));  // a window every 44 steps: steps 3+44k+41 .. 3+44k+43
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 2000; ++i) {
+        h.session.Step(NowNs());
+        if (i % 500 == 0) (void)h.session.current_step();  // a reader folds the budget mid-run
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(h.session.current_step() == 16000);
+  // Steps 0..15999: windows whose last step (3 + 44k + 43) ended before step 16000 began.
+  REQUIRE(h.writer.windows.size() == 363);
+  for (size_t k = 0; k < h.writer.windows.size(); ++k) {
+    const WindowJob& w = h.writer.windows[k];
+    INFO("window " << k);
+    CHECK(w.meta.first_step == 3 + 44 * k + 41);
+    CHECK(w.meta.last_step == 3 + 44 * k + 43);
+    REQUIRE(w.steps.size() == 3);
+    for (size_t i = 0; i < 3; ++i) CHECK(w.steps[i].step == w.meta.first_step + i);
+  }
+}
+
 TEST_CASE("a window's end holds the stepping thread well under 1 ms", "[session][stall]") {
   Harness h(Schedule(0, 0, 0, 2, 0));
   // A realistic live table: what the caching allocator keeps around.
