@@ -69,7 +69,8 @@ uint32_t LaunchRegistry::ScanLow() const {
 
 void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded) {
   if (correlation_id == 0) return;
-  SetFlags(correlation_id, /*set=*/kExited, /*clear=*/succeeded ? 0 : kExpects);
+  // The application thread's exit callback: no parent id needed, so no read.
+  ChangeFlags(correlation_id, /*set=*/kExited, /*clear=*/succeeded ? 0 : kExpects);
 }
 
 bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
@@ -87,22 +88,25 @@ bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
   return true;
 }
 
-uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {
-  Slot& slot = SlotOf(id);
-  Ref64 key(slot.key);
+bool LaunchRegistry::ChangeFlags(uint32_t id, uint64_t set, uint64_t clear) {
+  Ref64 key(SlotOf(id).key);
   uint64_t expected = key.load(std::memory_order_acquire);
   for (;;) {
-    if (expected == 0 || IdOf(expected) != id) return 0;
+    if (expected == 0 || IdOf(expected) != id) return false;
     uint64_t desired = (expected | set) & ~clear;
-    if (desired == expected || key.compare_exchange_weak(expected, desired, std::memory_order_acq_rel)) break;
+    if (desired == expected || key.compare_exchange_weak(expected, desired, std::memory_order_acq_rel)) return true;
   }
+}
+
+uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {
+  if (!ChangeFlags(id, set, clear)) return 0;
   Entry entry;
   return Read(id, &entry) ? entry.parent_id : 0;
 }
 
 void LaunchRegistry::OnOwnCall(uint32_t correlation_id, uint64_t enter_ns) {
   OnEnter(correlation_id, enter_ns, /*expects_record=*/false);
-  SetFlags(correlation_id, /*set=*/kOwn | kExited, /*clear=*/0);
+  ChangeFlags(correlation_id, /*set=*/kOwn | kExited, /*clear=*/0);
 }
 
 bool LaunchRegistry::IsOwn(uint32_t correlation_id) const {
@@ -124,7 +128,7 @@ void LaunchRegistry::MarkDelivered(uint32_t correlation_id) {
 }
 
 void LaunchRegistry::MarkApiDelivered(uint32_t correlation_id) {
-  if (correlation_id != 0) SetFlags(correlation_id, kApiDelivered, 0);
+  if (correlation_id != 0) ChangeFlags(correlation_id, kApiDelivered, 0);
 }
 
 template <typename Fn>

@@ -109,7 +109,9 @@ class LaunchRegistry {
   // A consistent copy of id's slot, or false if the slot holds another call.
   bool Read(uint32_t id, Entry* entry) const;
   // Sets bits in id's key (compare-and-swap: never on another call's slot).
-  // Returns the parent id, or 0.
+  // False if the slot holds another call.
+  bool ChangeFlags(uint32_t id, uint64_t set, uint64_t clear);
+  // ChangeFlags, then id's parent id (0: none, or the slot holds another call).
   uint32_t SetFlags(uint32_t id, uint64_t set, uint64_t clear);
   // Calls fn(id, entry) for every call remembered with an id in [low, high],
   // one ring at most, up to the kLaterRun-th consecutive one entered at or
