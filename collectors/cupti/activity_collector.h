@@ -105,6 +105,9 @@ class CuptiCollector final : public DeviceCollector {
   void GoOffNoThrow(const std::string& cause);
 
   // All with control_mutex_ held.
+  // Takes the configuration (kIdle only: it is fixed from the first Attach
+  // or WatchCalls on) and fills call_traits_ from it.
+  void SetConfigLocked(const Config& config);
   bool LoadAndCheckVersion(const Config& config);
   bool Subscribe();
   // Subscribe and register timestamps, buffers and thread ids (kIdle,
@@ -121,6 +124,12 @@ class CuptiCollector final : public DeviceCollector {
   // Turns the watched ids on (from nothing) / the others off (from all).
   void EnableWatchedCallbacks();
   void NarrowToWatchedCallbacks();
+  // What a call of the id registers while recording (kTrait* bits).
+  uint8_t TraitsOf(bool runtime, CUpti_CallbackId cbid) const;
+  uint8_t CallTraits(bool runtime, CUpti_CallbackId cbid) const {
+    return cbid < kMaxWatchedCbid ? call_traits_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed)
+                                  : TraitsOf(runtime, cbid);
+  }
   bool Watched(bool runtime, CUpti_CallbackId cbid) const {
     return cbid < kMaxWatchedCbid && watched_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed) != 0;
   }
@@ -192,6 +201,15 @@ class CuptiCollector final : public DeviceCollector {
   // enabled, read by callbacks (relaxed: set once, before it matters).
   static constexpr uint32_t kMaxWatchedCbid = 1024;
   std::atomic<uint8_t> watched_[2][kMaxWatchedCbid] = {};
+  // Per domain and id: what the API-enter callback registers for a call of
+  // it while recording, from its class (api_classes.h) and
+  // config_.activities: one table load per call instead of classifying it
+  // and asking which kinds are on. Filled by SetConfigLocked, before
+  // anything is subscribed; read by callbacks (relaxed: never changes after).
+  static constexpr uint8_t kTraitExpectsRecord = 1;     // leaves a kernel/memcpy/memset record of an enabled kind
+  static constexpr uint8_t kTraitCountsBytes = 2;       // a copy or memset: leaves none when it moves zero bytes
+  static constexpr uint8_t kTraitExpectsApiRecord = 4;  // its own RUNTIME/DRIVER record is enabled
+  std::atomic<uint8_t> call_traits_[2][kMaxWatchedCbid] = {};
   // Per domain and id: the hot bits under which a call of it that reaches
   // the callbacks unfed by a wrapper is a sign of calls no wrapper sees
   // (CUDA_INJECTION64_PATH, a statically linked cudart, a driver-API

@@ -582,6 +582,24 @@ void CuptiCollector::ComputeWatchedLocked() {
   }
 }
 
+void CuptiCollector::SetConfigLocked(const Config& config) {
+  config_ = config;
+  for (int d = 0; d < 2; ++d) {
+    for (uint32_t id = 0; id < kMaxWatchedCbid; ++id) {
+      call_traits_[d][id].store(TraitsOf(/*runtime=*/d == 0, id), std::memory_order_relaxed);
+    }
+  }
+}
+
+uint8_t CuptiCollector::TraitsOf(bool runtime, CUpti_CallbackId cbid) const {
+  ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);
+  uint8_t traits = 0;
+  if (ExpectsRecord(c, config_.activities)) traits |= kTraitExpectsRecord;
+  if (c == ApiClass::kMemcpy || c == ApiClass::kMemset) traits |= kTraitCountsBytes;
+  if ((config_.activities & (runtime ? kActRuntime : kActDriver)) != 0) traits |= kTraitExpectsApiRecord;
+  return traits;
+}
+
 void CuptiCollector::EnableWatchedCallbacks() {
   for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
     if (Watched(/*runtime=*/true, *id)) api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
@@ -671,7 +689,7 @@ void CuptiCollector::AttachImpl(const Config& config) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
   if (state == CollectorState::kOff || state == CollectorState::kAttached) return;
-  if (state == CollectorState::kIdle) config_ = config;
+  if (state == CollectorState::kIdle) SetConfigLocked(config);
   if (!LoadAndCheckVersion(config_)) return;
 
   if ((state == CollectorState::kIdle || state == CollectorState::kDetached) && !SubscribeAndRegister(state)) return;
@@ -692,7 +710,7 @@ void CuptiCollector::WatchCallsImpl(const Config& config) {
   std::lock_guard<std::mutex> lock(control_mutex_);
   CollectorState state = state_.load(std::memory_order_acquire);
   if (state == CollectorState::kOff || state == CollectorState::kFinishing || state == CollectorState::kQuiet) return;
-  if (state == CollectorState::kIdle) config_ = config;
+  if (state == CollectorState::kIdle) SetConfigLocked(config);
   if (!LoadAndCheckVersion(config_)) return;
   marker_names_ = config_.step_source == StepSource::kKernel;
   ComputeWatchedLocked();
@@ -1040,13 +1058,13 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (outermost) hooks::NoteCall();  // PROF_RANGE's step edges
     if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
-    ApiClass c = ClassifyCallback(runtime ? ApiDomain::kRuntime : ApiDomain::kDriver, cbid);
+    uint8_t traits = CallTraits(runtime, cbid);
     bool nested = !runtime && t_runtime_depth > 0;
-    bool expects = !nested && ExpectsRecord(c, config_.activities) &&
-                   !MovesZeroBytes(runtime, cbid, info->functionParams);
+    bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
+                   !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
     if (expects) t_expecting_correlation = info->correlationId;
     // Its own RUNTIME/DRIVER record comes when it returns.
-    bool expects_api = (config_.activities & (runtime ? kActRuntime : kActDriver)) != 0;
+    bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
     // The wrapper's start when it timed this call (same instant as the host
     // event), else the clock.
     uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
