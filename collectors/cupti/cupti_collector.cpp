@@ -329,25 +329,32 @@ bool MovesZeroBytes(bool runtime, CUpti_CallbackId cbid, const void* params) {
   }
 }
 
-// Runtime calls this thread is inside, and the outermost one's correlation
-// id: a driver call made by the runtime has its own correlation id, while
-// its device work may carry the runtime's.
-thread_local int t_runtime_depth = 0;
-thread_local uint32_t t_runtime_correlation = 0;
-// The outermost call in progress on this thread that the registry expects
-// device work from (0: none). A graph node created inside it means the call
-// was captured into a graph: it put nothing in flight.
-thread_local uint32_t t_expecting_correlation = 0;
-// Driver calls this thread is inside outside any runtime call (a driver-API
-// program's own calls): only the outermost call reaches the marker path.
-thread_local int t_driver_depth = 0;
-// The outermost call in progress on this thread (both depths above 0): the
-// collector's narrow_epoch_ when it entered and whether it is watched
-// between windows. A call that is not watched loses its exit callback when
-// callbacks are narrowed while it runs.
-thread_local uint32_t t_outer_epoch = 0;
-thread_local uint32_t t_outer_quiet_epoch = 0;
-thread_local bool t_outer_watched = true;
+// What the API callbacks keep per application thread, in one thread_local:
+// each thread_local of a shared library is a lookup of its own, so a
+// callback finds all of this with one.
+struct CallbackThread {
+  // Runtime calls this thread is inside, and the outermost one's
+  // correlation id: a driver call made by the runtime has its own
+  // correlation id, while its device work may carry the runtime's.
+  int runtime_depth = 0;
+  uint32_t runtime_correlation = 0;
+  // The outermost call in progress on this thread that the registry expects
+  // device work from (0: none). A graph node created inside it means the
+  // call was captured into a graph: it put nothing in flight.
+  uint32_t expecting_correlation = 0;
+  // Driver calls this thread is inside outside any runtime call (a
+  // driver-API program's own calls): only the outermost call reaches the
+  // marker path.
+  int driver_depth = 0;
+  // The outermost call in progress on this thread (both depths above 0):
+  // the collector's narrow_epoch_ and quiet_epoch_ when it entered and
+  // whether it is watched between windows. A call that is not watched loses
+  // its exit callback when callbacks are narrowed while it runs.
+  uint32_t outer_epoch = 0;
+  uint32_t outer_quiet_epoch = 0;
+  bool outer_watched = true;
+};
+thread_local CallbackThread t_calls;
 
 // The marker path's idea of a call, from its CUPTI class.
 ApiKind KindOf(ApiClass c, const char* name) {
@@ -992,12 +999,13 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
 // ---- CUPTI callbacks (application threads, CUPTI's thread) ----
 
 void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  CallbackThread& t = t_calls;
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
       // Captured, not run: no record will come for this call, so the window
       // must not wait for one nor count it missing. (A graph launch's
       // kernels carry the cudaGraphLaunch call's correlation id.)
-      if (t_expecting_correlation != 0) registry_->OnExit(t_expecting_correlation, /*succeeded=*/false);
+      if (t.expecting_correlation != 0) registry_->OnExit(t.expecting_correlation, /*succeeded=*/false);
       return;
     }
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
@@ -1019,25 +1027,25 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
   }
 
   if (info->callbackSite == CUPTI_API_ENTER) {
-    if ((t_runtime_depth != 0 || t_driver_depth != 0) &&
-        ((!t_outer_watched && t_outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
-         t_outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
+    if ((t.runtime_depth != 0 || t.driver_depth != 0) &&
+        ((!t.outer_watched && t.outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
+         t.outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
       // The outermost call this thread was inside was not watched and the
       // callbacks were narrowed since it entered, or the collector
       // unsubscribed since: its exit never came.
-      t_runtime_depth = 0;
-      t_driver_depth = 0;
-      t_runtime_correlation = 0;
-      t_expecting_correlation = 0;
+      t.runtime_depth = 0;
+      t.driver_depth = 0;
+      t.runtime_correlation = 0;
+      t.expecting_correlation = 0;
     }
-    if (t_runtime_depth == 0 && t_driver_depth == 0) {
-      t_outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
-      t_outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
-      t_outer_watched = Watched(runtime, cbid);
+    if (t.runtime_depth == 0 && t.driver_depth == 0) {
+      t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
+      t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
+      t.outer_watched = Watched(runtime, cbid);
     }
-    bool outermost = runtime ? t_runtime_depth == 0 : t_runtime_depth == 0 && t_driver_depth == 0;
-    if (runtime && t_runtime_depth++ == 0) t_runtime_correlation = info->correlationId;
-    if (!runtime) ++t_driver_depth;
+    bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0;
+    if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
+    if (!runtime) ++t.driver_depth;
     bool marker = false;
     if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
       // A call the marker path needs that no wrapper fed: the collector
@@ -1059,24 +1067,24 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
     if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
     uint8_t traits = CallTraits(runtime, cbid);
-    bool nested = !runtime && t_runtime_depth > 0;
+    bool nested = !runtime && t.runtime_depth > 0;
     bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
                    !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
-    if (expects) t_expecting_correlation = info->correlationId;
+    if (expects) t.expecting_correlation = info->correlationId;
     // Its own RUNTIME/DRIVER record comes when it returns.
     bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
     // The wrapper's start when it timed this call (same instant as the host
     // event), else the clock.
     uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
-    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t_runtime_correlation : 0, expects_api);
+    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
     return;
   }
 
   // API exit.
-  if (runtime && t_runtime_depth > 0 && --t_runtime_depth == 0) t_runtime_correlation = 0;
-  if (!runtime && t_driver_depth > 0) --t_driver_depth;
-  bool outermost = t_runtime_depth == 0 && t_driver_depth == 0;
-  if (info->correlationId == t_expecting_correlation) t_expecting_correlation = 0;
+  if (runtime && t.runtime_depth > 0 && --t.runtime_depth == 0) t.runtime_correlation = 0;
+  if (!runtime && t.driver_depth > 0) --t.driver_depth;
+  bool outermost = t.runtime_depth == 0 && t.driver_depth == 0;
+  if (info->correlationId == t.expecting_correlation) t.expecting_correlation = 0;
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
