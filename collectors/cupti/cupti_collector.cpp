@@ -1063,7 +1063,8 @@ void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cb
       if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
       return;
     }
-    if (outermost) hooks::NoteCall();  // PROF_RANGE's step edges
+    // PROF_RANGE's step edges (config_ is the session's: no range, no call).
+    if (outermost && config_.range_kind != RangeKind::kNone) hooks::NoteCall();
     if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
     if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
     uint8_t traits = CallTraits(runtime, cbid);
