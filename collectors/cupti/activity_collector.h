@@ -49,6 +49,8 @@
 
 namespace prof::cupti {
 
+struct CallbackThread;  // the API callbacks' per-thread state (cupti_collector.cpp)
+
 enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff, kQuiet };
 
 class CuptiCollector final : public DeviceCollector {
@@ -168,6 +170,11 @@ class CuptiCollector final : public DeviceCollector {
            state == CollectorState::kFinishing;
   }
   void MaybeFinalizeFromApiExit();
+  // OnCallback's halves: an API call's enter and exit (t: the calling
+  // thread's state), and the resource domain.
+  void OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
+  void OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
+  void OnResourceCallback(CUpti_CallbackId cbid);
   // The marker path, for an outermost call no wrapper feeds.
   // Returns true when the call was a step marker.
   bool ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);

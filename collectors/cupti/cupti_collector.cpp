@@ -25,6 +25,33 @@
 #include "collectors/cupti/record_order.h"
 
 namespace prof::cupti {
+
+// What the API callbacks keep per application thread, in one thread_local:
+// each thread_local of a shared library is a lookup of its own, so a
+// callback finds all of this with one.
+struct CallbackThread {
+  // Runtime calls this thread is inside, and the outermost one's
+  // correlation id: a driver call made by the runtime has its own
+  // correlation id, while its device work may carry the runtime's.
+  int runtime_depth = 0;
+  uint32_t runtime_correlation = 0;
+  // The outermost call in progress on this thread that the registry expects
+  // device work from (0: none). A graph node created inside it means the
+  // call was captured into a graph: it put nothing in flight.
+  uint32_t expecting_correlation = 0;
+  // Driver calls this thread is inside outside any runtime call (a
+  // driver-API program's own calls): only the outermost call reaches the
+  // marker path.
+  int driver_depth = 0;
+  // The outermost call in progress on this thread (both depths above 0):
+  // the collector's narrow_epoch_ and quiet_epoch_ when it entered and
+  // whether it is watched between windows. A call that is not watched loses
+  // its exit callback when callbacks are narrowed while it runs.
+  uint32_t outer_epoch = 0;
+  uint32_t outer_quiet_epoch = 0;
+  bool outer_watched = true;
+};
+
 namespace {
 
 // CUPTI's buffer callbacks carry no user data: they reach the one collector
@@ -329,31 +356,6 @@ bool MovesZeroBytes(bool runtime, CUpti_CallbackId cbid, const void* params) {
   }
 }
 
-// What the API callbacks keep per application thread, in one thread_local:
-// each thread_local of a shared library is a lookup of its own, so a
-// callback finds all of this with one.
-struct CallbackThread {
-  // Runtime calls this thread is inside, and the outermost one's
-  // correlation id: a driver call made by the runtime has its own
-  // correlation id, while its device work may carry the runtime's.
-  int runtime_depth = 0;
-  uint32_t runtime_correlation = 0;
-  // The outermost call in progress on this thread that the registry expects
-  // device work from (0: none). A graph node created inside it means the
-  // call was captured into a graph: it put nothing in flight.
-  uint32_t expecting_correlation = 0;
-  // Driver calls this thread is inside outside any runtime call (a
-  // driver-API program's own calls): only the outermost call reaches the
-  // marker path.
-  int driver_depth = 0;
-  // The outermost call in progress on this thread (both depths above 0):
-  // the collector's narrow_epoch_ and quiet_epoch_ when it entered and
-  // whether it is watched between windows. A call that is not watched loses
-  // its exit callback when callbacks are narrowed while it runs.
-  uint32_t outer_epoch = 0;
-  uint32_t outer_quiet_epoch = 0;
-  bool outer_watched = true;
-};
 thread_local CallbackThread t_calls;
 
 // The marker path's idea of a call, from its CUPTI class.
@@ -999,89 +1001,102 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
 // ---- CUPTI callbacks (application threads, CUPTI's thread) ----
 
 void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  CallbackThread& t = t_calls;
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
-      // Captured, not run: no record will come for this call, so the window
-      // must not wait for one nor count it missing. (A graph launch's
-      // kernels carry the cudaGraphLaunch call's correlation id.)
-      if (t.expecting_correlation != 0) registry_->OnExit(t.expecting_correlation, /*succeeded=*/false);
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    const auto* info = static_cast<const CUpti_CallbackData*>(data);
+    bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+    if (tls_own_cuda_calls > 0) {
+      // libprof's own call (and any call nested in it): no step marker, no
+      // expectation, no correlation for the wrapper; its records are dropped.
+      if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
       return;
     }
-    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
-      // Records of a context are lost with it; flush while it exists. No
-      // control_mutex_: a flush may run beside another, CUPTI serializes.
-      api_.ActivityFlushAll(0);
+    // The thread's state is found here once and handed on (each TLS lookup
+    // is a call in a shared library).
+    if (info->callbackSite == CUPTI_API_ENTER) {
+      OnApiEnter(t_calls, runtime, cbid, info);
+    } else {
+      OnApiExit(t_calls, runtime, cbid, info);
     }
     return;
   }
-  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
-  const auto* info = static_cast<const CUpti_CallbackData*>(data);
-  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) OnResourceCallback(cbid);
+}
+
+void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid) {
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // Captured, not run: no record will come for this call, so the window
+    // must not wait for one nor count it missing. (A graph launch's
+    // kernels carry the cudaGraphLaunch call's correlation id.)
+    uint32_t expecting = t_calls.expecting_correlation;
+    if (expecting != 0) registry_->OnExit(expecting, /*succeeded=*/false);
+    return;
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
+    // Records of a context are lost with it; flush while it exists. No
+    // control_mutex_: a flush may run beside another, CUPTI serializes.
+    api_.ActivityFlushAll(0);
+  }
+}
+
+void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
+                                const CUpti_CallbackData* info) {
   bool live = callbacks_live_.load(std::memory_order_acquire);
-  if (tls_own_cuda_calls > 0) {
-    // libprof's own call (and any call nested in it): no step marker, no
-    // expectation, no correlation for the wrapper; its records are dropped.
-    if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
+  if ((t.runtime_depth != 0 || t.driver_depth != 0) &&
+      ((!t.outer_watched && t.outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
+       t.outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
+    // The outermost call this thread was inside was not watched and the
+    // callbacks were narrowed since it entered, or the collector
+    // unsubscribed since: its exit never came.
+    t.runtime_depth = 0;
+    t.driver_depth = 0;
+    t.runtime_correlation = 0;
+    t.expecting_correlation = 0;
+  }
+  if (t.runtime_depth == 0 && t.driver_depth == 0) {
+    t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
+    t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
+    t.outer_watched = Watched(runtime, cbid);
+  }
+  bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0;
+  if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
+  if (!runtime) ++t.driver_depth;
+  bool marker = false;
+  if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+    // A call the marker path needs that no wrapper fed: the collector
+    // must stay subscribed to see such calls while waiting.
+    if (Unfed(runtime, cbid) && !saw_unfed_.load(std::memory_order_relaxed)) {
+      saw_unfed_.store(true, std::memory_order_relaxed);
+    }
+    marker = ObserveCall(/*enter=*/true, runtime, cbid, info);
+    live = callbacks_live_.load(std::memory_order_acquire);  // the marker may have opened or closed a window
+  }
+  if (!live) {
+    // A marker that just closed a window starts the next step: its records
+    // must be placed after the boundary, not by their own start time
+    // (taken before this callback).
+    if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
     return;
   }
+  // PROF_RANGE's step edges (config_ is the session's: no range, no call).
+  if (outermost && config_.range_kind != RangeKind::kNone) hooks::NoteCall();
+  if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
+  if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
+  uint8_t traits = CallTraits(runtime, cbid);
+  bool nested = !runtime && t.runtime_depth > 0;
+  bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
+                 !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
+  if (expects) t.expecting_correlation = info->correlationId;
+  // Its own RUNTIME/DRIVER record comes when it returns.
+  bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
+  // The wrapper's start when it timed this call (same instant as the host
+  // event), else the clock.
+  uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
+  registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
+}
 
-  if (info->callbackSite == CUPTI_API_ENTER) {
-    if ((t.runtime_depth != 0 || t.driver_depth != 0) &&
-        ((!t.outer_watched && t.outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
-         t.outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
-      // The outermost call this thread was inside was not watched and the
-      // callbacks were narrowed since it entered, or the collector
-      // unsubscribed since: its exit never came.
-      t.runtime_depth = 0;
-      t.driver_depth = 0;
-      t.runtime_correlation = 0;
-      t.expecting_correlation = 0;
-    }
-    if (t.runtime_depth == 0 && t.driver_depth == 0) {
-      t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
-      t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
-      t.outer_watched = Watched(runtime, cbid);
-    }
-    bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0;
-    if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
-    if (!runtime) ++t.driver_depth;
-    bool marker = false;
-    if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
-      // A call the marker path needs that no wrapper fed: the collector
-      // must stay subscribed to see such calls while waiting.
-      if (Unfed(runtime, cbid) && !saw_unfed_.load(std::memory_order_relaxed)) {
-        saw_unfed_.store(true, std::memory_order_relaxed);
-      }
-      marker = ObserveCall(/*enter=*/true, runtime, cbid, info);
-      live = callbacks_live_.load(std::memory_order_acquire);  // the marker may have opened or closed a window
-    }
-    if (!live) {
-      // A marker that just closed a window starts the next step: its records
-      // must be placed after the boundary, not by their own start time
-      // (taken before this callback).
-      if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
-      return;
-    }
-    // PROF_RANGE's step edges (config_ is the session's: no range, no call).
-    if (outermost && config_.range_kind != RangeKind::kNone) hooks::NoteCall();
-    if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
-    if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
-    uint8_t traits = CallTraits(runtime, cbid);
-    bool nested = !runtime && t.runtime_depth > 0;
-    bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
-                   !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
-    if (expects) t.expecting_correlation = info->correlationId;
-    // Its own RUNTIME/DRIVER record comes when it returns.
-    bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
-    // The wrapper's start when it timed this call (same instant as the host
-    // event), else the clock.
-    uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
-    registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
-    return;
-  }
-
-  // API exit.
+void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
+                               const CUpti_CallbackData* info) {
+  bool live = callbacks_live_.load(std::memory_order_acquire);
   if (runtime && t.runtime_depth > 0 && --t.runtime_depth == 0) t.runtime_correlation = 0;
   if (!runtime && t.driver_depth > 0) --t.driver_depth;
   bool outermost = t.runtime_depth == 0 && t.driver_depth == 0;
