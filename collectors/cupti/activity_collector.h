@@ -22,8 +22,9 @@
 //                   calls, so those two never take it. API callbacks only
 //                   try_lock it.
 //   decode_mutex_   pending_, names_, loss counters of decoding.
-//   completed_mutex_, BufferPool, mode_mutex_: leaves. LaunchRegistry takes
-//                   no lock (application threads write it from API callbacks).
+//   completed_mutex_, synth_mutex_, BufferPool, mode_mutex_: leaves.
+//                   LaunchRegistry takes no lock (application threads write
+//                   it from API callbacks).
 #pragma once
 
 #include <cupti.h>
@@ -161,6 +162,17 @@ class CuptiCollector final : public DeviceCollector {
            (unfed_sign_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed) & LoadHotBits()) != 0;
   }
 
+  // RUNTIME records of calls a wrapper recorded (rt_api_ below). At an API
+  // enter/exit callback of a runtime call while recording: notes whether a
+  // recording wrapper timed it; Enter returns whether CUPTI writes its
+  // record, Exit whether the registry may still wait for it (and gives a
+  // call no wrapper recorded whose record CUPTI was told not to write a
+  // record of its own, synth_).
+  bool NoteRuntimeEnter(CUpti_CallbackId cbid, bool outermost);
+  bool NoteRuntimeExit(CUpti_CallbackId cbid, bool outermost, const CUpti_CallbackData* info);
+  // control_mutex_: tells CUPTI which ids to leave out (or record again).
+  void ApplyRuntimeSelectionLocked();
+
   // With decode_mutex_ held.
   void DrainCompletedLocked();
 
@@ -257,6 +269,41 @@ class CuptiCollector final : public DeviceCollector {
   // go at the next API exit. The writer may collect before or after Finish.
   std::atomic<uint64_t> windows_begun_{0};
   std::atomic<uint64_t> windows_collected_{0};
+
+  // RUNTIME records of calls a wrapper recorded. Such a call is shown by the
+  // wrapper's host event (same correlation id), so its RUNTIME record was
+  // decoded, held, sorted and never shown (WindowIndex::ApiRecordShown), and
+  // CUPTI wrote it on the application thread. Per runtime callback id:
+  //   kRtFed    an outermost call of it reached the enter callback timed by a
+  //             recording wrapper (tls_call_start_ns): a wrapper exists for it;
+  //   kRtUnfed  a call of it reached the callbacks while recording without a
+  //             wrapper timing it (nested in another runtime call, a static
+  //             cudart, a dlopen'ed handle, CUDA_INJECTION64_PATH): its
+  //             records are shown, so it is never left out again (sticky);
+  //   kRtOff    CUPTI is told not to record it (cuptiActivityEnableRuntimeApi
+  //             (cbid, 0)): set before that call, cleared after the one that
+  //             records it again, so a callback that sees it clear is sure the
+  //             record comes.
+  // Ids with kRtFed and not kRtUnfed are left out (ApplyRuntimeSelectionLocked,
+  // at Attach, BeginRecord and the end of CollectWindow: never from a
+  // callback). A call of a kRtOff id that no wrapper recorded (the first ones
+  // of a library that bypasses the wrappers) gets a record built from its
+  // callbacks (synth_), unless CUPTI's own came anyway.
+  static constexpr uint8_t kRtFed = 1;
+  static constexpr uint8_t kRtUnfed = 2;
+  static constexpr uint8_t kRtOff = 4;
+  std::atomic<uint8_t> rt_api_[kMaxWatchedCbid] = {};
+  std::atomic<bool> rt_select_dirty_{false};  // an id changed sides: apply at the next chance
+  // control_mutex_: the per-id switch can be used (the function exists, the
+  // RUNTIME kind is on, records carry gettid and agent-clock times as the
+  // built ones do); cleared for good when CUPTI refuses a switch.
+  bool rt_select_ok_ = false;
+  bool rt_select_failed_ = false;
+  bool thread_ids_system_ = false;  // cuptiSetThreadIdType(SYSTEM) succeeded
+  bool agent_clock_ = false;        // the timestamp callback is registered
+  std::mutex synth_mutex_;          // leaf: application threads append, the writer takes
+  std::vector<CUpti_ActivityAPI> synth_;
+  std::vector<uint32_t> synth_ids_;  // decode_mutex_: built records held; CUPTI's own of them are dropped
 
   std::mutex control_mutex_;
 

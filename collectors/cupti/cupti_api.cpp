@@ -49,6 +49,7 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiGetResultString", &api->GetResultString);
   Resolve(handle, "cuptiSetThreadIdType", &api->SetThreadIdType);
   Resolve(handle, "cuptiActivitySetAttribute", &api->ActivitySetAttribute);
+  Resolve(handle, "cuptiActivityEnableRuntimeApi", &api->ActivityEnableRuntimeApi);
   const char* first_missing = api->FirstMissing();
   if (first_missing != nullptr && missing != nullptr) *missing = first_missing;
   return first_missing == nullptr;

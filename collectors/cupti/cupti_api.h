@@ -32,6 +32,8 @@ struct CuptiApi {
   decltype(&::cuptiGetResultString) GetResultString = nullptr;
   decltype(&::cuptiSetThreadIdType) SetThreadIdType = nullptr;  // API records with gettid() ids
   decltype(&::cuptiActivitySetAttribute) ActivitySetAttribute = nullptr;  // zeroed-buffer promise
+  // Per-cbid RUNTIME records: API records of calls a wrapper recorded are not asked for.
+  decltype(&::cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;
 
   std::string path;       // where it was loaded from, for messages
   std::string found_by;   // which step of the search found it (cupti_loader.h)

@@ -157,6 +157,8 @@ std::string MissingOptional(const CuptiApi& api) {
   note(api.Finalize == nullptr, "cuptiFinalize: CUPTI stays attached after the last window");
   note(api.SetThreadIdType == nullptr, "cuptiSetThreadIdType: API records carry pthread ids");
   note(api.ActivitySetAttribute == nullptr, "cuptiActivitySetAttribute: CUPTI clears each buffer itself");
+  note(api.ActivityEnableRuntimeApi == nullptr,
+       "cuptiActivityEnableRuntimeApi: RUNTIME records are written for calls the wrappers record too");
   note(api.GetResultString == nullptr, "cuptiGetResultString: results logged as numbers");
   return missing;
 }
@@ -637,6 +639,14 @@ void CuptiCollector::EnableActivities(bool enable) {
   if (!enable) {
     for (CUpti_ActivityKind kind : enabled_kinds_) api_.ActivityDisable(kind);
     enabled_kinds_.clear();
+    // Setting the RUNTIME kind overrides the per-id choices (cupti_activity.h,
+    // cuptiActivityEnableRuntimeApi): the next enable records every id, and
+    // the next ApplyRuntimeSelectionLocked leaves the wrapped ones out again.
+    rt_select_ok_ = false;
+    for (auto& bits : rt_api_) {
+      if (bits.load(std::memory_order_relaxed) & kRtOff) bits.fetch_and(static_cast<uint8_t>(~kRtOff));
+    }
+    rt_select_dirty_.store(true, std::memory_order_relaxed);
     return;
   }
   std::string failed;
@@ -649,6 +659,40 @@ void CuptiCollector::EnableActivities(bool enable) {
     }
   }
   if (!failed.empty()) Log().warn("CUPTI refused some activity kinds ({}); their records are missing", failed);
+  // Records built from callbacks carry gettid and agent-clock times, as
+  // CUPTI's do only with both of these.
+  rt_select_ok_ = api_.ActivityEnableRuntimeApi != nullptr && !rt_select_failed_ && thread_ids_system_ &&
+                  agent_clock_ &&
+                  std::find(enabled_kinds_.begin(), enabled_kinds_.end(), CUPTI_ACTIVITY_KIND_RUNTIME) !=
+                      enabled_kinds_.end();
+}
+
+void CuptiCollector::ApplyRuntimeSelectionLocked() {
+  if (!rt_select_ok_ || !rt_select_dirty_.exchange(false, std::memory_order_acq_rel)) return;
+  for (uint32_t cbid = 1; cbid < kMaxWatchedCbid; ++cbid) {
+    uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
+    bool off = (bits & kRtOff) != 0;
+    bool leave_out = (bits & kRtFed) != 0 && (bits & kRtUnfed) == 0 && !rt_select_failed_;
+    if (leave_out == off) continue;
+    if (leave_out) {
+      // Marked first: a callback that still sees the id clear is sure its
+      // record comes (CUPTI stops recording it only after this).
+      rt_api_[cbid].fetch_or(kRtOff, std::memory_order_seq_cst);
+      CUptiResult r = api_.ActivityEnableRuntimeApi(cbid, 0);
+      if (r != CUPTI_SUCCESS) {
+        // Keep today's records: this id, and no other from now on.
+        rt_api_[cbid].fetch_and(static_cast<uint8_t>(~kRtOff), std::memory_order_seq_cst);
+        rt_select_failed_ = true;
+        Log().info("cuptiActivityEnableRuntimeApi({}, 0) returned {}; RUNTIME records of wrapped calls stay on",
+                   cbid, ResultName(api_, r));
+      }
+    } else if (api_.ActivityEnableRuntimeApi(cbid, 1) == CUPTI_SUCCESS) {
+      rt_api_[cbid].fetch_and(static_cast<uint8_t>(~kRtOff), std::memory_order_seq_cst);
+    } else {
+      // Still left out: calls no wrapper records keep getting built records.
+      rt_select_dirty_.store(true, std::memory_order_relaxed);
+    }
+  }
 }
 
 bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
@@ -664,6 +708,7 @@ bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
   // The timestamp callback must be in place before any kind is enabled.
   bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
                      api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
+  agent_clock_ = agent_clock;
   if (agent_clock) {
     clock_ = ClockMap();
   } else {
@@ -673,7 +718,8 @@ bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
   }
   // API records carry the OS thread id (gettid), as host events do;
   // CUPTI's default is pthread_self().
-  if (api_.SetThreadIdType != nullptr) api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+  thread_ids_system_ = api_.SetThreadIdType != nullptr &&
+                      api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) == CUPTI_SUCCESS;
   // Our buffers come zeroed (fresh pages, and the decoding thread clears
   // what CUPTI wrote before a buffer goes back): otherwise CUPTI zeroes
   // each whole buffer on the thread that asked for it, a stall NVIDIA
@@ -712,6 +758,7 @@ void CuptiCollector::AttachImpl(const Config& config) {
   dropped_at_attach_ = cupti_dropped_.load(std::memory_order_relaxed);
   EnableCallbacks(true);
   EnableActivities(true);
+  ApplyRuntimeSelectionLocked();
   state_.store(CollectorState::kAttached, std::memory_order_release);
 }
 
@@ -753,6 +800,8 @@ void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
   uint64_t total = cupti_dropped_.load(std::memory_order_relaxed);
   warmup_dropped_.fetch_add(total - dropped_at_attach_, std::memory_order_relaxed);
   dropped_at_attach_ = total;
+  // What warmup's calls taught: the window leaves their records out.
+  ApplyRuntimeSelectionLocked();
 }
 
 void CuptiCollector::PauseImpl() {
@@ -1086,8 +1135,10 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
                  !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
   if (expects) t.expecting_correlation = info->correlationId;
-  // Its own RUNTIME/DRIVER record comes when it returns.
+  // Its own RUNTIME/DRIVER record comes when it returns (unless CUPTI was
+  // told to leave it out: a wrapper records this call).
   bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
+  if (runtime && expects_api) expects_api = NoteRuntimeEnter(cbid, outermost);
   // The wrapper's start when it timed this call (same instant as the host
   // event), else the clock.
   uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
@@ -1104,13 +1155,60 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
-    registry_->OnExit(info->correlationId, ok);
+    bool api_record_comes = !runtime || NoteRuntimeExit(cbid, /*outermost=*/t.runtime_depth == 0, info);
+    registry_->OnExit(info->correlationId, ok, api_record_comes);
   }
   if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
     ObserveCall(/*enter=*/false, runtime, cbid, info);
   }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) MaybeFinalizeFromApiExit();
   if (quiet_pending_.load(std::memory_order_relaxed)) MaybeGoQuietFromApiExit();
+}
+
+bool CuptiCollector::NoteRuntimeEnter(CUpti_CallbackId cbid, bool outermost) {
+  if (cbid >= kMaxWatchedCbid) return true;
+  std::atomic<uint8_t>& slot = rt_api_[cbid];
+  uint8_t bits = slot.load(std::memory_order_acquire);
+  if (outermost && tls_call_start_ns != 0) {
+    // A recording wrapper timed it: its host event, with this correlation
+    // id, is what the trace shows of the call.
+    if ((bits & kRtFed) == 0) {
+      slot.fetch_or(kRtFed, std::memory_order_relaxed);
+      rt_select_dirty_.store(true, std::memory_order_relaxed);
+    }
+  } else if ((bits & kRtUnfed) == 0 && (LoadHotBits() & kHotRecording) != 0) {
+    // Recorded by no wrapper although one would have: its record is shown.
+    bits = slot.fetch_or(kRtUnfed, std::memory_order_acq_rel);
+    rt_select_dirty_.store(true, std::memory_order_relaxed);
+  }
+  return (bits & kRtOff) == 0;
+}
+
+bool CuptiCollector::NoteRuntimeExit(CUpti_CallbackId cbid, bool outermost, const CUpti_CallbackData* info) {
+  if (cbid >= kMaxWatchedCbid || (config_.activities & kActRuntime) == 0) return true;
+  uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
+  if ((bits & kRtFed) == 0) return true;  // never left out
+  if (outermost && tls_call_start_ns != 0) return (bits & kRtOff) == 0;
+  LaunchRegistry::ApiState state;
+  if (!registry_->LookUpApi(info->correlationId, &state)) return true;
+  // On when it entered and still on: CUPTI writes its record.
+  if ((bits & kRtOff) == 0 && state.expects_api_record) return true;
+  // Left out when it entered or now, and no wrapper shows it: the record
+  // CUPTI would have written, from the callbacks (CUPTI's own, if it comes
+  // anyway, is dropped when decoded).
+  CUpti_ActivityAPI r;
+  std::memset(&r, 0, sizeof(r));
+  r.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  r.cbid = cbid;
+  r.start = state.enter_ns;
+  r.end = NowNs();
+  r.processId = static_cast<uint32_t>(getpid());
+  r.threadId = ThisThreadId();
+  r.correlationId = info->correlationId;
+  r.returnValue = *static_cast<const uint32_t*>(info->functionReturnValue);
+  std::lock_guard<std::mutex> lock(synth_mutex_);
+  synth_.push_back(r);
+  return false;
 }
 
 bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info) {
@@ -1164,6 +1262,48 @@ void CuptiCollector::DrainCompletedLocked() {
     batch.swap(completed_);
   }
   DecodeContext context{&names_, &clock_, &layouts_};
+  auto hold = [&](const DeviceRecord& record) {
+    // libprof's own calls (the writer's version and device queries) are
+    // not the application's.
+    if (IsApiRecord(record) && IsLibprofThread(record.thread_id)) return;
+    // libprof's own calls on application threads (OwnCudaCall).
+    if (record.correlation_id != 0 && registry_->IsOwn(record.correlation_id)) return;
+    if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
+    if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
+    uint64_t launch_ns = record.start_ns;
+    if (record.correlation_id != 0 && !registry_->EnterNs(record.correlation_id, &launch_ns) &&
+        IsDeviceWork(record) && registry_->overflowed() == 0) {
+      // Device work of a call the registry never saw: it entered while no
+      // window was recording (a wait step; its device work was enqueued
+      // after recording resumed), or its window was sealed already. No
+      // window holds that call, so none holds its record.
+      launch_ns = 0;
+    }
+    if (pending_.slots() >= max_pending_) pending_.Compact();
+    if (pending_.slots() >= max_pending_) {
+      ++dropped_by_launch_[launch_ns >> kDropBucketShift];
+      return;
+    }
+    // Reserved whole (address space only: pages count once written), so
+    // growth never holds an old and a new copy at once.
+    pending_.Reserve(max_pending_);
+    pending_.Append(record, launch_ns);
+  };
+  // Records built from callbacks (NoteRuntimeExit) first: CUPTI's own of the
+  // same call, written after its exit callback, is then dropped below.
+  std::vector<CUpti_ActivityAPI> built;
+  {
+    std::lock_guard<std::mutex> lock(synth_mutex_);
+    built.swap(synth_);
+  }
+  for (const CUpti_ActivityAPI& a : built) {
+    LaunchRegistry::ApiState state;
+    if (registry_->LookUpApi(a.correlationId, &state) && state.api_record_delivered) continue;  // CUPTI's came
+    DeviceRecord record;
+    if (DecodeActivity(reinterpret_cast<const CUpti_Activity&>(a), context, &record) != DecodeStatus::kRecord) continue;
+    synth_ids_.push_back(a.correlationId);
+    hold(record);
+  }
   for (const Completed& done : batch) {
     bool scratch = pool_->IsScratch(done.buffer);
     CUpti_Activity* activity = nullptr;
@@ -1186,31 +1326,14 @@ void CuptiCollector::DrainCompletedLocked() {
           ++unknown_kinds_;
           continue;
       }
-      // libprof's own calls (the writer's version and device queries) are
-      // not the application's.
-      if (IsApiRecord(record) && IsLibprofThread(record.thread_id)) continue;
-      // libprof's own calls on application threads (OwnCudaCall).
-      if (record.correlation_id != 0 && registry_->IsOwn(record.correlation_id)) continue;
-      if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
-      if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
-      uint64_t launch_ns = record.start_ns;
-      if (record.correlation_id != 0 && !registry_->EnterNs(record.correlation_id, &launch_ns) &&
-          IsDeviceWork(record) && registry_->overflowed() == 0) {
-        // Device work of a call the registry never saw: it entered while no
-        // window was recording (a wait step; its device work was enqueued
-        // after recording resumed), or its window was sealed already. No
-        // window holds that call, so none holds its record.
-        launch_ns = 0;
+      if (!synth_ids_.empty() && IsApiRecord(record)) {
+        auto built_id = std::find(synth_ids_.begin(), synth_ids_.end(), record.correlation_id);
+        if (built_id != synth_ids_.end()) {
+          synth_ids_.erase(built_id);  // held already, built from the callbacks
+          continue;
+        }
       }
-      if (pending_.slots() >= max_pending_) pending_.Compact();
-      if (pending_.slots() >= max_pending_) {
-        ++dropped_by_launch_[launch_ns >> kDropBucketShift];
-        continue;
-      }
-      // Reserved whole (address space only: pages count once written), so
-      // growth never holds an old and a new copy at once.
-      pending_.Reserve(max_pending_);
-      pending_.Append(record, launch_ns);
+      hold(record);
     }
     // Raw and decoded records share the device side's memory: once they
     // would together exceed the raw pool's cap (a window larger than the
@@ -1301,6 +1424,14 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     SortByStart(&out->device_records);
   }
   registry_->ForgetBefore(end_ns);
+  // Built records of sealed windows: CUPTI's own of them, if any came late,
+  // belong to no window now.
+  if (!synth_ids_.empty()) {
+    std::erase_if(synth_ids_, [this](uint32_t id) {
+      uint64_t enter_ns = 0;
+      return !registry_->EnterNs(id, &enter_ns);
+    });
+  }
 
   LossCounts& losses = out->meta.losses;
   losses.device_records_missing += outstanding;
@@ -1330,6 +1461,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     // A pause that came after this window's calls were done (see PauseImpl).
     std::lock_guard<std::mutex> control(control_mutex_);
     StopIfPausedLocked(/*collecting=*/false);
+    // Windows back to back (no Attach between): what this one taught.
+    ApplyRuntimeSelectionLocked();
   }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     finalize_after_ns_.store(0, std::memory_order_release);

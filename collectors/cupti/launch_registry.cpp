@@ -67,10 +67,11 @@ uint32_t LaunchRegistry::ScanLow() const {
   return low == 0 ? 1 : low;
 }
 
-void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded) {
+void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes) {
   if (correlation_id == 0) return;
   // The application thread's exit callback: no parent id needed, so no read.
-  ChangeFlags(correlation_id, /*set=*/kExited, /*clear=*/succeeded ? 0 : kExpects);
+  ChangeFlags(correlation_id, /*set=*/kExited,
+              /*clear=*/(succeeded ? 0 : kExpects) | (api_record_comes ? 0 : kExpectsApi));
 }
 
 bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
@@ -118,6 +119,15 @@ bool LaunchRegistry::EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const 
   Entry entry;
   if (correlation_id == 0 || !Read(correlation_id, &entry)) return false;
   *enter_ns = entry.enter_ns;
+  return true;
+}
+
+bool LaunchRegistry::LookUpApi(uint32_t correlation_id, ApiState* state) const {
+  Entry entry;
+  if (correlation_id == 0 || !Read(correlation_id, &entry)) return false;
+  state->enter_ns = entry.enter_ns;
+  state->expects_api_record = (entry.key & kExpectsApi) != 0;
+  state->api_record_delivered = (entry.key & kApiDelivered) != 0;
   return true;
 }
 

@@ -44,8 +44,10 @@ class LaunchRegistry {
   void OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id = 0,
                bool expects_api_record = false);
   // The call returned; a failed call enqueued nothing: stop expecting a
-  // device record for it.
-  void OnExit(uint32_t correlation_id, bool succeeded);
+  // device record for it. api_record_comes false: CUPTI was told not to
+  // write this call's own RUNTIME record (a wrapper recorded the call), so
+  // nothing waits for it.
+  void OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes = true);
 
   // A call libprof made itself (agent/device_collector.h: OwnCudaCall) on an
   // application thread: nothing is expected from it, and its records are
@@ -54,6 +56,14 @@ class LaunchRegistry {
   bool IsOwn(uint32_t correlation_id) const;
 
   bool EnterNs(uint32_t correlation_id, uint64_t* enter_ns) const;
+  // What a call still in the ring was registered with: its enter time,
+  // whether its own API record was expected (OnEnter) and whether it came.
+  struct ApiState {
+    uint64_t enter_ns = 0;
+    bool expects_api_record = false;
+    bool api_record_delivered = false;
+  };
+  bool LookUpApi(uint32_t correlation_id, ApiState* state) const;
   void MarkDelivered(uint32_t correlation_id);
   void MarkApiDelivered(uint32_t correlation_id);
 

@@ -94,6 +94,21 @@ CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
   return Status(result);
 }
 
+// cuptiActivityEnableRuntimeApi/DriverApi: one id's choice, until the
+// RUNTIME/DRIVER kind is enabled or disabled again (truth line with the id).
+CUptiResult SelectApi(const char* call, int domain, CUpti_CallbackId cbid, uint8_t enable) {
+  CUptiResult result = EnsureInitialized();
+  const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  const uint32_t size = runtime ? uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE} : uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE};
+  if (result == CUPTI_SUCCESS && cbid >= size) result = CUPTI_ERROR_INVALID_PARAMETER;
+  if (result == CUPTI_SUCCESS) {
+    std::atomic<int8_t>& choice = runtime ? Selection().runtime[cbid] : Selection().driver[cbid];
+    choice.store(enable != 0 ? 1 : 0);
+  }
+  TruthCall(call, result, ",\"cbid\":" + std::to_string(cbid) + ",\"enable\":" + std::to_string(enable != 0 ? 1 : 0));
+  return Status(result);
+}
+
 CUptiResult SetContextEnabled(const char* call, CUcontext context, CUpti_ActivityKind kind, bool enable) {
   CUptiResult result = EnsureInitialized();
   uint32_t uid = 0;
@@ -232,17 +247,11 @@ CUptiResult CUPTIAPI cuptiActivityDisableContext(CUcontext context, CUpti_Activi
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
-  if (CUptiResult init = simcupti::EnsureInitialized(); init != CUPTI_SUCCESS) return Status(init);
-  if (cbid >= CUPTI_RUNTIME_TRACE_CBID_SIZE) return Status(CUPTI_ERROR_INVALID_PARAMETER);
-  simcupti::Selection().runtime[cbid].store(enable != 0 ? 1 : 0);
-  return CUPTI_SUCCESS;
+  return simcupti::SelectApi("cuptiActivityEnableRuntimeApi", CUPTI_CB_DOMAIN_RUNTIME_API, cbid, enable);
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t enable) {
-  if (CUptiResult init = simcupti::EnsureInitialized(); init != CUPTI_SUCCESS) return Status(init);
-  if (cbid >= CUPTI_DRIVER_TRACE_CBID_SIZE) return Status(CUPTI_ERROR_INVALID_PARAMETER);
-  simcupti::Selection().driver[cbid].store(enable != 0 ? 1 : 0);
-  return CUPTI_SUCCESS;
+  return simcupti::SelectApi("cuptiActivityEnableDriverApi", CUPTI_CB_DOMAIN_DRIVER_API, cbid, enable);
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,

@@ -88,6 +88,10 @@ void RecordExternalCorrelations(const SimApiSite& site);
 void RecordOp(const SimOp& op);
 // Called at API exit for a call that began while RUNTIME/DRIVER was enabled.
 void RecordApi(const SimApiSite& site);
+// API records written so far (since load), per callback id with any:
+// [cbid, count] pairs as JSON, for the cupti_state truth line; and one id's.
+std::string ApiRecordCounts(int domain);
+uint64_t ApiRecordsWritten(int domain, uint32_t cbid);
 // Precedes an API record while EXTERNAL_CORRELATION is enabled and the
 // thread has pushed an external id of `kind`.
 void RecordExternalCorrelation(CUpti_ExternalCorrelationKind kind, uint64_t external_id, const SimApiSite& site);

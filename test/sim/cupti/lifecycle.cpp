@@ -37,7 +37,9 @@ __attribute__((destructor)) void WriteStateAtExit() {
                      ",\"records_dropped\":" + std::to_string(pool.records_dropped()) +
                      ",\"records_lost_at_finalize\":" + std::to_string(pool.records_lost_at_finalize()) +
                      ",\"client_zeroes_buffers\":" + std::to_string(ClientZeroesBuffers() ? 1 : 0) +
-                     ",\"dirty_buffers\":" + std::to_string(pool.dirty_buffers()) + "}";
+                     ",\"dirty_buffers\":" + std::to_string(pool.dirty_buffers()) +
+                     ",\"runtime_records_by_cbid\":" + ApiRecordCounts(CUPTI_CB_DOMAIN_RUNTIME_API) +
+                     ",\"driver_records_by_cbid\":" + ApiRecordCounts(CUPTI_CB_DOMAIN_DRIVER_API) + "}";
   simhub_truth_line(line.c_str());
 }
 

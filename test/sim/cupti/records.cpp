@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
+#include <string>
 
 #include "buffers.h"
 #include "internal.h"
@@ -171,7 +173,42 @@ void RecordOp(const SimOp& op) {
   }
 }
 
+namespace {
+
+// API records written per domain and callback id (the cupti_state line).
+std::array<std::atomic<uint64_t>, CUPTI_RUNTIME_TRACE_CBID_SIZE> g_runtime_records{};
+std::array<std::atomic<uint64_t>, CUPTI_DRIVER_TRACE_CBID_SIZE> g_driver_records{};
+
+template <size_t N>
+std::string CountsJson(const std::array<std::atomic<uint64_t>, N>& counts) {
+  std::string out = "[";
+  for (size_t cbid = 0; cbid < N; ++cbid) {
+    uint64_t n = counts[cbid].load(std::memory_order_relaxed);
+    if (n == 0) continue;
+    out += (out.size() > 1 ? ",[" : "[") + std::to_string(cbid) + "," + std::to_string(n) + "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+std::string ApiRecordCounts(int domain) {
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CountsJson(g_runtime_records) : CountsJson(g_driver_records);
+}
+
+uint64_t ApiRecordsWritten(int domain, uint32_t cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    return cbid < g_runtime_records.size() ? g_runtime_records[cbid].load(std::memory_order_relaxed) : 0;
+  }
+  return cbid < g_driver_records.size() ? g_driver_records[cbid].load(std::memory_order_relaxed) : 0;
+}
+
 void RecordApi(const SimApiSite& site) {
+  if (site.domain == CUPTI_CB_DOMAIN_RUNTIME_API && site.cbid < g_runtime_records.size()) {
+    g_runtime_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
+  } else if (site.domain == CUPTI_CB_DOMAIN_DRIVER_API && site.cbid < g_driver_records.size()) {
+    g_driver_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
+  }
   CUpti_ActivityAPI r{};
   r.kind = site.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
   r.cbid = site.cbid;

@@ -52,6 +52,29 @@ TEST_CASE("a failed call is not waited for", "[registry]") {
   CHECK(registry.Outstanding(0, 1000) == 0);
 }
 
+TEST_CASE("an API record CUPTI was told to leave out while the call ran is not waited for, its device record still is",
+          "[registry]") {
+  LaunchRegistry registry(100);
+  registry.OnEnter(9, 250, /*expects_record=*/true, 0, /*expects_api_record=*/true);
+  registry.OnEnter(10, 260, /*expects_record=*/false, 0, /*expects_api_record=*/true);
+  LaunchRegistry::ApiState state;
+  REQUIRE(registry.LookUpApi(10, &state));
+  CHECK(state.enter_ns == 260);
+  CHECK(state.expects_api_record);
+  CHECK_FALSE(state.api_record_delivered);
+  registry.OnExit(9, /*succeeded=*/true, /*api_record_comes=*/false);
+  registry.OnExit(10, /*succeeded=*/true);
+  LaunchRegistry::Pending pending;
+  CHECK(registry.Outstanding(0, 1000, &pending) == 1);  // 9's kernel still
+  CHECK(pending.api_records == 1);                      // 10's own record only
+  registry.MarkApiDelivered(10);
+  REQUIRE(registry.LookUpApi(10, &state));
+  CHECK(state.api_record_delivered);
+  registry.Outstanding(0, 1000, &pending);
+  CHECK(pending.api_records == 0);
+  CHECK_FALSE(registry.LookUpApi(11, &state));
+}
+
 TEST_CASE("a record carrying a nested driver call's id also satisfies the runtime call around it", "[registry]") {
   LaunchRegistry registry(100);
   registry.OnEnter(10, 500, /*expects_record=*/true);                  // cudaMemcpy

@@ -4,6 +4,7 @@
 #include <cupti.h>
 #include <pthread.h>
 
+#include "../internal.h"
 #include "fake_hub.h"
 #include "test_client.h"
 
@@ -280,4 +281,51 @@ TEST_CASE("per-cbid API selection holds until the RUNTIME kind is set again", "[
   CHECK(cbids == std::vector<uint32_t>{CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020,
                                        CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                                        CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020});
+}
+
+// libprof's use (collectors/cupti): the kind on, then single ids left out;
+// the kind disabled between windows and enabled again. cupti_activity.h:
+// "Activity kind CUPTI_ACTIVITY_KIND_RUNTIME overrides the settings done by
+// this API if it is called after the API".
+TEST_CASE("ids left out after the RUNTIME kind is on stay out until the kind is set again", "[activity]") {
+  testclient::Fresh fresh;
+  testclient::Install();
+  const uint32_t launch = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
+  const uint32_t copy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+  const uint64_t launches_before = simcupti::ApiRecordsWritten(CUPTI_CB_DOMAIN_RUNTIME_API, launch);
+  const uint64_t copies_before = simcupti::ApiRecordsWritten(CUPTI_CB_DOMAIN_RUNTIME_API, copy);
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnableRuntimeApi(launch, 0) == CUPTI_SUCCESS);
+  fakehub::MakeCall(kLaunch);  // left out
+  fakehub::MakeCall(kMemcpy);  // recorded
+  // Disabling the kind: nothing; enabling it again forgets the choice.
+  REQUIRE(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+  fakehub::MakeCall(kLaunch);
+  fakehub::MakeCall(kMemcpy);
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME) == CUPTI_SUCCESS);
+  fakehub::MakeCall(kLaunch);  // recorded again
+  // Whether a call is recorded is decided when it enters: a launch that
+  // entered while its id was on keeps its record when the id is left out
+  // before it returns.
+  fakehub::MakeCall(kLaunch, [&](uint32_t) { REQUIRE(cuptiActivityEnableRuntimeApi(launch, 0) == CUPTI_SUCCESS); });
+  fakehub::MakeCall(kLaunch);  // left out
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  std::vector<uint32_t> cbids;
+  for (const auto& r : RecordsOf<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_RUNTIME)) cbids.push_back(r.cbid);
+  CHECK(cbids == std::vector<uint32_t>{copy, launch, launch});
+  // The cupti_state line's counters follow the records written.
+  CHECK(simcupti::ApiRecordsWritten(CUPTI_CB_DOMAIN_RUNTIME_API, launch) == launches_before + 2);
+  CHECK(simcupti::ApiRecordsWritten(CUPTI_CB_DOMAIN_RUNTIME_API, copy) == copies_before + 1);
+  // Each choice is a truth line with its id; an id past the table is refused.
+  CHECK(cuptiActivityEnableRuntimeApi(CUPTI_RUNTIME_TRACE_CBID_SIZE, 0) == CUPTI_ERROR_INVALID_PARAMETER);
+  CHECK(cuptiActivityEnableDriverApi(CUPTI_DRIVER_TRACE_CBID_SIZE, 1) == CUPTI_ERROR_INVALID_PARAMETER);
+  int left_out_lines = 0;
+  int refused_lines = 0;
+  for (const std::string& line : fakehub::TruthLines()) {
+    if (line.find("\"call\":\"cuptiActivityEnableRuntimeApi\"") == std::string::npos) continue;
+    if (line.find("\"cbid\":" + std::to_string(launch) + ",\"enable\":0") != std::string::npos) ++left_out_lines;
+    if (line.find("\"result\":" + std::to_string(CUPTI_ERROR_INVALID_PARAMETER)) != std::string::npos) ++refused_lines;
+  }
+  CHECK(left_out_lines == 2);
+  CHECK(refused_lines == 1);
 }
