@@ -78,6 +78,20 @@ bool LaunchMayMark(uint32_t name_id) {
   return !rt->markers.KnownNoMatch(name_id);
 }
 
+KernelRegistry::Verdict LaunchVerdict(uint32_t name_id) {
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt == nullptr || rt->config.step_source != StepSource::kKernel || rt->config.range_kind != RangeKind::kNone ||
+        name_id == 0 || name_id == kDroppedNameId || name_id >= kTransientBase) {
+      return KernelRegistry::Verdict::kUnknown;
+    }
+    return rt->markers.Matches(name_id) ? KernelRegistry::Verdict::kMatch : KernelRegistry::Verdict::kNoMatch;
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+    return KernelRegistry::Verdict::kUnknown;
+  }
+}
+
 bool RangeEndsWanted() {
   Runtime* rt = CurrentRuntime();
   return rt != nullptr && rt->config.range_kind == RangeKind::kNvtx;

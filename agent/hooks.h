@@ -8,6 +8,7 @@
 
 #include "agent/api_ids.h"
 #include "agent/events.h"
+#include "agent/kernel_registry.h"
 #include "agent/step_markers.h"
 
 namespace prof::hooks {
@@ -31,6 +32,12 @@ bool Observe(const ObservedEvent& event);
 // including names not matched yet: those go through Observe, which caches
 // the answer. A wrapper skips Observe on false.
 bool LaunchMayMark(uint32_t name_id);
+
+// PROF_STEP=kernel:<regex> alone (no PROF_RANGE): whether a launch of this
+// interned kernel name marks a step, for the kernel registry to keep beside
+// the name (KernelRegistry::SetVerdict); kUnknown under any other
+// configuration, or for a name that is not a kernel's (0, dropped).
+KernelRegistry::Verdict LaunchVerdict(uint32_t name_id);
 
 // Whether NVTX range ends matter on the marker path: PROF_RANGE=nvtx only.
 bool RangeEndsWanted();

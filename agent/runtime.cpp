@@ -1,5 +1,6 @@
 #include "agent/runtime.h"
 
+#include "agent/kernel_registry.h"
 #include "agent/strings.h"
 
 namespace prof {
@@ -8,7 +9,11 @@ std::atomic<Runtime*> g_runtime{nullptr};
 }  // namespace
 
 Runtime* CurrentRuntime() { return g_runtime.load(std::memory_order_acquire); }
-void InstallRuntime(Runtime* runtime) { g_runtime.store(runtime, std::memory_order_release); }
+void InstallRuntime(Runtime* runtime) {
+  // The kernel registry's verdicts were the previous runtime's PROF_STEP's.
+  Kernels().ForgetVerdicts();
+  g_runtime.store(runtime, std::memory_order_release);
+}
 
 void MarkerMatcher::Configure(const std::string& pattern, bool demangle) {
   regex_.emplace(pattern, std::regex::ECMAScript | std::regex::optimize);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "agent/api_ids.h"
 #include "agent/clock.h"
@@ -19,6 +20,7 @@
 #include "agent/events.h"
 #include "agent/hooks.h"
 #include "agent/hot_state.h"
+#include "agent/kernel_registry.h"
 #include "agent/step_markers.h"
 #include "agent/thread_id.h"
 #include "collectors/interpose/real_functions.h"
@@ -187,18 +189,33 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
   // PROF_STEP=api:<fn> alone concerns this call: only <fn> itself feeds the
   // marker path; any other call is a plain call (one byte load more).
   if (hot == 0 || (hot == kHotApiMarker && !IsArmedApiMarker(kId))) return real(a...);
-  uint32_t detail = name_of(a...);
-  if constexpr (KindOf(kId) == ApiKind::kLaunch) {
-    // PROF_STEP=kernel:<regex> while nothing records: a launch of a kernel the
-    // matcher already said no to cannot mark. A plain call, still fed (the
-    // CUPTI callbacks inside it stay silent: a wrapper saw it).
-    if (hot == kHotLaunchMarker && !hooks::LaunchMayMark(detail)) {
-      bool outer = tls_wrapper_feeds_markers;  // a launch nested in a fed call keeps its flag
-      tls_wrapper_feeds_markers = true;
-      R result = real(a...);
-      tls_wrapper_feeds_markers = outer;
-      return result;
+  uint32_t detail;
+  if constexpr (std::is_pointer_v<decltype(name_of(a...))>) {
+    // A launch by host stub or kernel handle: name_of gives the registry's
+    // key, and the registry the kernel's name and PROF_STEP=kernel:'s
+    // verdict on it in one lookup.
+    const void* key = name_of(a...);
+    KernelRegistry::Entry kernel = Kernels().Lookup(key);
+    detail = kernel.name_id;
+    if (hot == kHotLaunchMarker && detail != 0) {
+      // PROF_STEP=kernel:<regex> while nothing records: the first launch of
+      // each kernel asks the matcher; a launch of one that does not match
+      // cannot mark. A plain call, still fed (the CUPTI callbacks inside it
+      // stay silent: a wrapper saw it).
+      if (kernel.verdict == KernelRegistry::Verdict::kUnknown) {
+        kernel.verdict = hooks::LaunchVerdict(detail);
+        Kernels().SetVerdict(key, detail, kernel.verdict);
+      }
+      if (kernel.verdict == KernelRegistry::Verdict::kNoMatch) {
+        bool outer = tls_wrapper_feeds_markers;  // a launch nested in a fed call keeps its flag
+        tls_wrapper_feeds_markers = true;
+        R result = real(a...);
+        tls_wrapper_feeds_markers = outer;
+        return result;
+      }
     }
+  } else {
+    detail = name_of(a...);
   }
   return InterceptSlow<R>(kId, flags, detail, real, fill, a...);
 }
@@ -206,7 +223,8 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
 // The whole wrapper body. Fast path: the real function is resolved and no
 // hot bit concerns this call: one relaxed load, a branch and a tail call.
 // real: Loaded<Fn>(id) (not resolving), so this path contains no call.
-// name_of(a...) gives the interned kernel name of a launch (0 for others);
+// name_of(a...) gives a launch's registry key (its host stub or kernel
+// handle), or the detail of other calls (the copy kind; 0 for most);
 // fill captures by value so nothing is spilled before the branch.
 template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
 __attribute__((always_inline)) inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {

@@ -19,8 +19,6 @@ constexpr cudaError_t kMissing = cudaErrorSharedObjectSymbolNotFound;
 
 uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-uint32_t KernelName(const void* stub_or_handle) { return Kernels().Find(stub_or_handle); }
-
 // A copy's detail for the step markers: its cudaMemcpyKind + 1.
 template <typename T>
 uint32_t KindOrZero(T v) {
@@ -38,7 +36,7 @@ template <ApiId kId>
 cudaError_t LaunchKernel(const void* func, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
   using Fn = cudaError_t (*)(const void*, dim3, dim3, void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const void* f, auto...) { return KernelName(f); },
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const void* f, auto...) { return f; },
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(func);
         e.stream = U64(stream);
@@ -50,7 +48,7 @@ template <ApiId kId>
 cudaError_t LaunchKernelExC(const cudaLaunchConfig_t* config, const void* func, void** args) {
   using Fn = cudaError_t (*)(const cudaLaunchConfig_t*, const void*, void**);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const cudaLaunchConfig_t*, const void* f, void**) { return KernelName(f); },
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](const cudaLaunchConfig_t*, const void* f, void**) { return f; },
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(func);
         e.stream = config != nullptr ? U64(config->stream) : 0;
@@ -63,7 +61,7 @@ template <ApiId kId>
 cudaError_t LaunchByHandle(cudaKernel_t kernel, dim3 grid, dim3 block, void** args, size_t shared, cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
-      kMissing, kHostEventNone, Loaded<Fn>(kId), [](cudaKernel_t k, auto...) { return KernelName(k); },
+      kMissing, kHostEventNone, Loaded<Fn>(kId), [](cudaKernel_t k, auto...) -> const void* { return k; },
       [=](HostEvent& e, cudaError_t) {
         e.ptr = U64(kernel);
         e.stream = U64(stream);

@@ -313,6 +313,25 @@ TEST_CASE("while waiting under kernel:<regex>, a launch of a kernel known not to
   CHECK(agent.Events().empty());
 }
 
+TEST_CASE("a kernel's verdict is the installed runtime's: another PROF_STEP asks again", "[wrappers][steps]") {
+  static char stub_a, stub_b;
+  dim3 one(1);
+  {
+    Agent agent(StepSource::kKernel, "^sgemm", ApiId::kCount, /*wait=*/1000);
+    __cudaRegisterFunction(nullptr, &stub_a, nullptr, "_Z9sgemm_bigPfi", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    __cudaRegisterFunction(nullptr, &stub_b, nullptr, "_Z4reluPf", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    cudaLaunchKernel(&stub_b, one, one, nullptr, 0, nullptr);  // no, kept beside relu's name
+    cudaLaunchKernel(&stub_a, one, one, nullptr, 0, nullptr);
+    CHECK(agent.rt.session->current_step() == 1);
+  }
+  Agent agent(StepSource::kKernel, "^relu", ApiId::kCount, /*wait=*/1000);  // no re-registration
+  cudaLaunchKernel(&stub_b, one, one, nullptr, 0, nullptr);
+  CHECK(agent.rt.session->current_step() == 1);
+  cudaLaunchKernel(&stub_a, one, one, nullptr, 0, nullptr);
+  cudaLaunchKernel(&stub_b, one, one, nullptr, 0, nullptr);
+  CHECK(agent.rt.session->current_step() == 2);
+}
+
 TEST_CASE("api:<fn> steps on each call of that function, including its _ptsz twin", "[wrappers][steps]") {
   Agent agent(StepSource::kApi, "", ApiId::cudaGraphLaunch);
   cudaGraphLaunch_ptsz(nullptr, nullptr);
