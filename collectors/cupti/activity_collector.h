@@ -74,8 +74,13 @@ class CuptiCollector final : public DeviceCollector {
   void OnExit() override;
   std::string Mode() const override;
 
-  // Entered from CUPTI through the static trampolines.
-  void OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  // Entered from CUPTI through the static trampolines. The API callbacks:
+  // an API call's enter and exit (t: the calling thread's state), one of
+  // libprof's own calls (OwnCudaCall), and the resource domain.
+  void OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
+  void OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
+  void OnOwnCall(const CUpti_CallbackData* info);
+  void OnResourceCallback(CUpti_CallbackId cbid);
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
@@ -182,11 +187,6 @@ class CuptiCollector final : public DeviceCollector {
            state == CollectorState::kFinishing;
   }
   void MaybeFinalizeFromApiExit();
-  // OnCallback's halves: an API call's enter and exit (t: the calling
-  // thread's state), and the resource domain.
-  void OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
-  void OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
-  void OnResourceCallback(CUpti_CallbackId cbid);
   // The marker path, for an outermost call no wrapper feeds.
   // Returns true when the call was a step marker.
   bool ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);

@@ -60,14 +60,8 @@ std::atomic<CuptiCollector*> g_buffer_owner{nullptr};
 
 // ---- static trampolines: C callbacks forwarding to the object ----
 
-void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (userdata == nullptr) return;  // never ours (we subscribe with the collector)
-  try {
-    static_cast<CuptiCollector*>(userdata)->OnCallback(domain, cbid, data);
-  } catch (...) {
-    // Never let an exception unwind into CUPTI or the host.
-  }
-}
+// Defined with the callbacks below (it dispatches to them).
+void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
 
 void CUPTIAPI BufferRequestedTrampoline(uint8_t** buffer, size_t* size, size_t* max_records) {
   *buffer = nullptr;
@@ -932,7 +926,7 @@ void CuptiCollector::MaybeGoQuietFromApiExit() {
   if (!lock.owns_lock()) return;
   quiet_pending_.store(false, std::memory_order_relaxed);
   if (!CanGoQuietLocked()) return;
-  // Calls in progress now lose their exit callbacks (see OnCallback).
+  // Calls in progress now lose their exit callbacks (see OnApiEnter).
   quiet_epoch_.fetch_add(1, std::memory_order_relaxed);
   DetachLocked(/*finalize=*/true);
   state_.store(CollectorState::kQuiet, std::memory_order_release);
@@ -1049,26 +1043,40 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
 
 // ---- CUPTI callbacks (application threads, CUPTI's thread) ----
 
-void CuptiCollector::OnCallback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
-    const auto* info = static_cast<const CUpti_CallbackData*>(data);
-    bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-    if (tls_own_cuda_calls > 0) {
-      // libprof's own call (and any call nested in it): no step marker, no
-      // expectation, no correlation for the wrapper; its records are dropped.
-      if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
-      return;
+namespace {
+
+// The dispatch is here rather than in a member, so that each callback is one
+// call from CUPTI into the half it needs.
+void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (userdata == nullptr) return;  // never ours (we subscribe with the collector)
+  auto* collector = static_cast<CuptiCollector*>(userdata);
+  try {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      const auto* info = static_cast<const CUpti_CallbackData*>(data);
+      bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+      if (tls_own_cuda_calls > 0) {
+        collector->OnOwnCall(info);
+      } else if (info->callbackSite == CUPTI_API_ENTER) {
+        // The thread's state is found here once and handed on (each TLS
+        // lookup is a call in a shared library).
+        collector->OnApiEnter(t_calls, runtime, cbid, info);
+      } else {
+        collector->OnApiExit(t_calls, runtime, cbid, info);
+      }
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      collector->OnResourceCallback(cbid);
     }
-    // The thread's state is found here once and handed on (each TLS lookup
-    // is a call in a shared library).
-    if (info->callbackSite == CUPTI_API_ENTER) {
-      OnApiEnter(t_calls, runtime, cbid, info);
-    } else {
-      OnApiExit(t_calls, runtime, cbid, info);
-    }
-    return;
+  } catch (...) {
+    // Never let an exception unwind into CUPTI or the host.
   }
-  if (domain == CUPTI_CB_DOMAIN_RESOURCE) OnResourceCallback(cbid);
+}
+
+}  // namespace
+
+void CuptiCollector::OnOwnCall(const CUpti_CallbackData* info) {
+  // libprof's own call (and any call nested in it): no step marker, no
+  // expectation, no correlation for the wrapper; its records are dropped.
+  if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
 }
 
 void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid) {
