@@ -26,32 +26,11 @@ LaunchRegistry::LaunchRegistry(size_t max_calls) : mask_(RingCalls(max_calls) - 
   if (!slots_) throw std::bad_alloc();
 }
 
-void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id,
-                            bool expects_api_record) {
-  if (correlation_id == 0) return;
-  Slot& slot = SlotOf(correlation_id);
-  Ref64 key(slot.key);
-  uint64_t old = key.load(std::memory_order_relaxed);
-  if (old != 0 && IdOf(old) != correlation_id) overflowed_.fetch_add(1, std::memory_order_relaxed);
-  // Seqlock write: empty key, fields, then the key with release, so a reader
-  // that sees the new key on both sides of its read saw the new fields.
-  key.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  Ref64(slot.enter_ns).store(enter_ns, std::memory_order_relaxed);
-  Ref32(slot.parent_id).store(parent_id, std::memory_order_relaxed);
-  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0) | (expects_api_record ? kExpectsApi : 0),
-            std::memory_order_release);
-  // Ids come from one counter: on one thread this is a load and one CAS.
-  // Release: a scan that reads max_id_ at or above this id sees the key.
-  uint32_t seen = max_id_.load(std::memory_order_relaxed);
-  while (seen < correlation_id &&
-         !max_id_.compare_exchange_weak(seen, correlation_id, std::memory_order_release, std::memory_order_relaxed)) {
-  }
-  if (seen < correlation_id) return;  // the newest id: no scan can have passed it
-  // Entered out of id order (another thread entered a later id first): a
-  // window may have been forgotten above it meanwhile. Paired with the fence
-  // in ForgetBefore: either this load sees its new low_id_, or its second
-  // look sees this key.
+void LaunchRegistry::EnteredOutOfOrder(uint32_t correlation_id) {
+  // Another thread entered a later id first: a window may have been
+  // forgotten above this one meanwhile. Paired with the fence in
+  // ForgetBefore: either this load sees its new low_id_, or its second look
+  // sees this key.
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (correlation_id < low_id_.load(std::memory_order_relaxed)) NoteLate(correlation_id);
 }
@@ -67,13 +46,6 @@ uint32_t LaunchRegistry::ScanLow() const {
   return low == 0 ? 1 : low;
 }
 
-void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes) {
-  if (correlation_id == 0) return;
-  // The application thread's exit callback: no parent id needed, so no read.
-  ChangeFlags(correlation_id, /*set=*/kExited,
-              /*clear=*/(succeeded ? 0 : kExpects) | (api_record_comes ? 0 : kExpectsApi));
-}
-
 bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
   Slot& slot = SlotOf(id);
   Ref64 key(slot.key);
@@ -87,16 +59,6 @@ bool LaunchRegistry::Read(uint32_t id, Entry* entry) const {
   if (IdOf(after) != id) return false;
   entry->key = after;
   return true;
-}
-
-bool LaunchRegistry::ChangeFlags(uint32_t id, uint64_t set, uint64_t clear) {
-  Ref64 key(SlotOf(id).key);
-  uint64_t expected = key.load(std::memory_order_acquire);
-  for (;;) {
-    if (expected == 0 || IdOf(expected) != id) return false;
-    uint64_t desired = (expected | set) & ~clear;
-    if (desired == expected || key.compare_exchange_weak(expected, desired, std::memory_order_acq_rel)) return true;
-  }
 }
 
 uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {

@@ -137,6 +137,8 @@ class LaunchRegistry {
   uint32_t ScanLow() const;
   // A call entered below low_id_: later scans start at its id.
   void NoteLate(uint32_t id);
+  // OnEnter's rare half: an id entered after a later one.
+  void EnteredOutOfOrder(uint32_t correlation_id);
 
   size_t mask_;
   std::unique_ptr<Slot[], FreeDeleter> slots_;
@@ -153,5 +155,49 @@ class LaunchRegistry {
   std::atomic<uint32_t> late_low_{kNoLateId};
   std::atomic<uint64_t> overflowed_{0};
 };
+
+// OnEnter and OnExit run in every API callback while recording (application
+// threads): defined here so the collector's callbacks inline them.
+
+inline void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record,
+                                    uint32_t parent_id, bool expects_api_record) {
+  if (correlation_id == 0) return;
+  Slot& slot = SlotOf(correlation_id);
+  std::atomic_ref<uint64_t> key(slot.key);
+  uint64_t old = key.load(std::memory_order_relaxed);
+  if (old != 0 && IdOf(old) != correlation_id) overflowed_.fetch_add(1, std::memory_order_relaxed);
+  // Seqlock write: empty key, fields, then the key with release, so a reader
+  // that sees the new key on both sides of its read saw the new fields.
+  key.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::atomic_ref<uint64_t>(slot.enter_ns).store(enter_ns, std::memory_order_relaxed);
+  std::atomic_ref<uint32_t>(slot.parent_id).store(parent_id, std::memory_order_relaxed);
+  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0) | (expects_api_record ? kExpectsApi : 0),
+            std::memory_order_release);
+  // Ids come from one counter: on one thread this is a load and one CAS.
+  // Release: a scan that reads max_id_ at or above this id sees the key.
+  uint32_t seen = max_id_.load(std::memory_order_relaxed);
+  while (seen < correlation_id &&
+         !max_id_.compare_exchange_weak(seen, correlation_id, std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  if (seen >= correlation_id) EnteredOutOfOrder(correlation_id);  // else the newest id: no scan passed it
+}
+
+inline bool LaunchRegistry::ChangeFlags(uint32_t id, uint64_t set, uint64_t clear) {
+  std::atomic_ref<uint64_t> key(SlotOf(id).key);
+  uint64_t expected = key.load(std::memory_order_acquire);
+  for (;;) {
+    if (expected == 0 || IdOf(expected) != id) return false;
+    uint64_t desired = (expected | set) & ~clear;
+    if (desired == expected || key.compare_exchange_weak(expected, desired, std::memory_order_acq_rel)) return true;
+  }
+}
+
+inline void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes) {
+  if (correlation_id == 0) return;
+  // No parent id needed, so no read of the slot after the change.
+  ChangeFlags(correlation_id, /*set=*/kExited,
+              /*clear=*/(succeeded ? 0 : kExpects) | (api_record_comes ? 0 : kExpectsApi));
+}
 
 }  // namespace prof::cupti
