@@ -226,10 +226,15 @@ __attribute__((noinline)) R InterceptRest(R missing, uint8_t flags, Fn real, Nam
 // name_of(a...) gives a launch's registry key (its host stub or kernel
 // handle), or the detail of other calls (the copy kind; 0 for most);
 // fill captures by value so nothing is spilled before the branch.
+// PROF_STEP=api:<fn> alone concerns the call: all but <fn> (and its twin)
+// stay on the fast path too, with one byte load more (a constant address).
 template <ApiId kId, typename R, typename Fn, typename NameOf, typename Fill, typename... A>
 __attribute__((always_inline)) inline R Intercept(R missing, uint8_t flags, Fn real, NameOf name_of, Fill fill, A... a) {
   constexpr uint32_t kMask = MaskForId(kId);
-  if (AGENT_LIKELY(real != nullptr && (LoadHotBits() & kMask) == 0)) return real(a...);
+  uint32_t hot = LoadHotBits() & kMask;
+  if (AGENT_LIKELY(real != nullptr && (hot == 0 || (hot == kHotApiMarker && !IsArmedApiMarker(kId))))) {
+    return real(a...);
+  }
   return InterceptRest<kId, R>(missing, flags, real, name_of, fill, a...);
 }
 
