@@ -1145,11 +1145,18 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   if (expects) t.expecting_correlation = info->correlationId;
   // Its own RUNTIME/DRIVER record comes when it returns (unless CUPTI was
   // told to leave it out: a wrapper records this call).
-  bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
-  if (runtime && expects_api) expects_api = NoteRuntimeEnter(cbid, outermost);
   // The wrapper's start when it timed this call (same instant as the host
-  // event), else the clock.
-  uint64_t enter_ns = tls_call_start_ns != 0 ? tls_call_start_ns : NowNs();
+  // event), else 0.
+  uint64_t call_start_ns = tls_call_start_ns;
+  bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
+  if (runtime && expects_api) {
+    // NoteRuntimeEnter's answer, without the call, once this id is known on
+    // the call's side (a timing wrapper's or not): nothing to note then.
+    uint8_t bits = cbid < kMaxWatchedCbid ? rt_api_[cbid].load(std::memory_order_acquire) : 0;
+    uint8_t side = outermost && call_start_ns != 0 ? kRtFed : kRtUnfed;
+    expects_api = (bits & side) != 0 ? (bits & kRtOff) == 0 : NoteRuntimeEnter(cbid, outermost);
+  }
+  uint64_t enter_ns = call_start_ns != 0 ? call_start_ns : NowNs();
   registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
 }
 
@@ -1163,7 +1170,17 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
-    bool api_record_comes = !runtime || NoteRuntimeExit(cbid, /*outermost=*/t.runtime_depth == 0, info);
+    bool api_record_comes = true;
+    if (runtime && cbid < kMaxWatchedCbid && (config_.activities & kActRuntime) != 0) {
+      // NoteRuntimeExit's answer, without the call, for an id never left out
+      // and for an outermost call a wrapper timed.
+      uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
+      if ((bits & kRtFed) != 0) {
+        api_record_comes = t.runtime_depth == 0 && tls_call_start_ns != 0
+                               ? (bits & kRtOff) == 0
+                               : NoteRuntimeExit(cbid, /*outermost=*/t.runtime_depth == 0, info);
+      }
+    }
     registry_->OnExit(info->correlationId, ok, api_record_comes);
   }
   if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
