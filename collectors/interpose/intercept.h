@@ -96,7 +96,7 @@ struct DepthGuard {
 // allocation time needs one, and the coarse clock (same epoch, tick
 // resolution, a fraction of a precise read's cost) is enough for it.
 inline void TrackAllocation(ApiId id, const HostEvent& e, bool keep_sample) {
-  ApiKind kind = ApiKindOf(id);
+  ApiKind kind = KindOf(id);
   uint64_t ts_ns = keep_sample ? e.end_ns : CoarseNowNs();
   uint32_t tid = keep_sample ? ThisThreadId() : 0;  // only samples carry it
   if (kind == ApiKind::kAlloc) {
@@ -112,7 +112,7 @@ inline ObservedEvent CallEvent(MarkerSite site, ApiId id, uint32_t detail, bool 
   ObservedEvent event;
   event.site = site;
   event.feed = MarkerFeed::kWrapper;
-  event.kind = ApiKindOf(id);
+  event.kind = KindOf(id);
   event.api = ApiName(id);
   event.id = id;
   event.name_id = event.kind == ApiKind::kLaunch ? detail : 0;
@@ -147,6 +147,19 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
       hot = LoadHotBits();  // the marker may just have opened a window
     }
   }
+  // The call's return, for the marker path: a synchronize marks here.
+  auto returned = [&](R result) {
+    if (feeds_markers) {
+      if (observe_return) hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, detail, static_cast<int>(result) == 0));
+      tls_wrapper_feeds_markers = false;
+    }
+    return result;
+  };
+  bool recording = (hot & kHotRecording) != 0;
+  bool tracks = (hot & kHotAllocTracking) != 0 && (KindOf(id) == ApiKind::kAlloc || KindOf(id) == ApiKind::kFree);
+  // Outside windows a call that allocates nothing is here only for the
+  // marker path: no event to fill, no correlation to take.
+  if (!recording && !tracks) return returned(real(a...));
   HostEvent e{};
   e.api = static_cast<uint16_t>(id);
   e.name_id = name_id;
@@ -154,7 +167,6 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   e.flags = flags;
   // Timestamps only for an event that will be kept: outside a window the
   // slow path runs for markers and allocation tracking, which need none.
-  bool recording = (hot & kHotRecording) != 0;
   if (recording) e.start_ns = NowNs();
   tls_correlation_id = 0;
   tls_call_start_ns = e.start_ns;
@@ -170,11 +182,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   fill(e, result);
   if ((hot & kHotAllocTracking) && static_cast<int>(result) == 0) TrackAllocation(id, e, recording);
   if (recording) hooks::RecordEvent(e);
-  if (feeds_markers) {
-    if (observe_return) hooks::Observe(CallEvent(MarkerSite::kCallReturn, id, detail, static_cast<int>(result) == 0));
-    tls_wrapper_feeds_markers = false;
-  }
-  return result;
+  return returned(result);
 }
 
 // Everything but the fast path: first use (resolve the real function),
