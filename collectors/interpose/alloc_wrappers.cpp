@@ -15,13 +15,29 @@ constexpr cudaError_t kMissing = cudaErrorSharedObjectSymbolNotFound;
 
 uint64_t U64(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
-// Device of an allocation made by the calling thread just now.
+// Device of an allocation made by the calling thread just now. A process
+// that sees one device allocates on device 0, the only ordinal there is, so
+// then nothing is asked; with more, the runtime is asked every time (the
+// current device may change by paths no wrapper sees: a context switched
+// through a driver entry point, another library's cudaSetDevice).
 int16_t CurrentDevice() {
+  int count = internal::g_device_count.load(std::memory_order_relaxed);
+  if (count == 1) return 0;
   using Fn = cudaError_t (*)(int*);
   auto get = Real<Fn>(Extra::kCudaGetDevice);
   int device = -1;
-  OwnCudaCall own;  // libprof's call, not the application's: never shown
+  OwnCudaCall own;  // libprof's calls, not the application's: never shown
   if (get == nullptr || get(&device) != cudaSuccess) return -1;
+  // The count, once: after the program's own allocation (CUDA initialised,
+  // CUDA_VISIBLE_DEVICES read by the program's first call, not ours), and
+  // outside windows (CUPTI's callbacks hide cudaGetDevice, not this call,
+  // from a window's RUNTIME records).
+  if (count == 0 && (LoadHotBits() & kHotRecording) == 0) {
+    auto get_count = Real<Fn>(Extra::kCudaGetDeviceCount);
+    int n = 0;
+    bool known = get_count != nullptr && get_count(&n) == cudaSuccess && n > 0;
+    internal::g_device_count.store(known ? n : -1, std::memory_order_relaxed);
+  }
   return static_cast<int16_t>(device);
 }
 

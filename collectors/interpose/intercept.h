@@ -11,6 +11,7 @@
 //              fixed-size HostEvent to the thread's buffer.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 
@@ -82,6 +83,9 @@ constexpr uint32_t ReturnObserveMask(ApiId id) {
 namespace internal {
 // Depth of interposed calls on this thread (the outermost is recorded).
 inline thread_local int t_depth = 0;
+// How many devices the process sees (alloc_wrappers.cpp's CurrentDevice):
+// 0 until asked, -1 when asking failed. A process's count never changes.
+inline std::atomic<int> g_device_count{0};
 }  // namespace internal
 
 struct DepthGuard {

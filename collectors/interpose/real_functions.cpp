@@ -18,7 +18,7 @@ namespace {
 
 const char* const kExtraNames[] = {
     "__cudaGetKernel",         "cuGetProcAddress", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint",
-    "cudaGetDriverEntryPointByVersion", "cudaGetDevice", "cuCtxGetDevice", "cudaRuntimeGetVersion",
+    "cudaGetDriverEntryPointByVersion", "cudaGetDevice", "cudaGetDeviceCount", "cuCtxGetDevice", "cudaRuntimeGetVersion",
     "cuDriverGetVersion"};
 static_assert(sizeof(kExtraNames) / sizeof(kExtraNames[0]) == static_cast<size_t>(Extra::kCount));
 

@@ -29,6 +29,7 @@ enum class Extra : uint16_t {
   kCudaGetDriverEntryPoint,           // cudaGetDriverEntryPoint
   kCudaGetDriverEntryPointByVersion,  // cudaGetDriverEntryPointByVersion
   kCudaGetDevice,                     // device of runtime allocations
+  kCudaGetDeviceCount,                // ... not asked when the process sees one device
   kCuCtxGetDevice,                    // device of driver allocations
   kCudaRuntimeGetVersion,
   kCuDriverGetVersion,

@@ -14,6 +14,7 @@
 #include "agent/clock.h"
 #include "agent/hot_state.h"
 #include "agent/runtime.h"
+#include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 #include "fakes.h"
 
@@ -67,8 +68,18 @@ cudaError_t FakeCudaFree(void* ptr) {
   g_seen.ptr = ptr;
   return cudaSuccess;
 }
+int g_get_device_calls = 0;
+int g_device_to_report = 3;
+int g_device_count_to_report = 4;
+int g_get_device_count_calls = 0;
 cudaError_t FakeGetDevice(int* device) {
-  *device = 3;
+  ++g_get_device_calls;
+  *device = g_device_to_report;
+  return cudaSuccess;
+}
+cudaError_t FakeGetDeviceCount(int* count) {
+  ++g_get_device_count_calls;
+  *count = g_device_count_to_report;
   return cudaSuccess;
 }
 cudaError_t FakeMemcpyAsync(void* dst, const void*, size_t count, cudaMemcpyKind kind, cudaStream_t stream) {
@@ -118,6 +129,7 @@ void InstallFakes() {
   ip::SetRealFunctionForTest(ApiId::cudaEventSynchronize, reinterpret_cast<void*>(&FakeEventSync));
   ip::SetRealFunctionForTest(ApiId::cudaGraphLaunch_ptsz, reinterpret_cast<void*>(&FakeGraphLaunch));
   ip::SetRealFunctionForTest(ip::Extra::kCudaGetDevice, reinterpret_cast<void*>(&FakeGetDevice));
+  ip::SetRealFunctionForTest(ip::Extra::kCudaGetDeviceCount, reinterpret_cast<void*>(&FakeGetDeviceCount));
   ip::SetRealFunctionForTest(ip::Extra::kCudaGetKernel, reinterpret_cast<void*>(&FakeGetKernel));
   ip::SetRealFunctionForTest(ip::Extra::kCuGetProcAddress_v2, reinterpret_cast<void*>(&FakeGetProcAddress));
 }
@@ -130,6 +142,11 @@ struct Agent {
     g_seen = Seen{};
     g_correlation_to_set = 0;
     g_runtime_calls_driver = false;
+    g_get_device_calls = 0;
+    g_device_to_report = 3;
+    g_device_count_to_report = 4;
+    g_get_device_count_calls = 0;
+    ip::internal::g_device_count.store(0);  // the process's count is asked once: each test is a new process
     rt.config.step_source = source;
     rt.config.step_pattern = pattern;
     rt.config.step_api = api;
@@ -245,6 +262,49 @@ TEST_CASE("allocations are tracked even outside windows", "[wrappers]") {
   REQUIRE(live.size() == 1);
   CHECK(live[0].alloc_ns >= before_ns);
   CHECK(live[0].alloc_ns <= after_ns);
+}
+
+TEST_CASE("a process that sees one device allocates on device 0 without asking the runtime each time",
+          "[wrappers][devices]") {
+  Agent agent(StepSource::kManual, "", ApiId::kCount, /*wait=*/1000);  // waiting: nothing records
+  g_device_count_to_report = 1;
+  g_device_to_report = 0;
+  void* p[3] = {};
+  for (void*& ptr : p) CHECK(cudaMalloc(&ptr, 256) == cudaSuccess);
+  CHECK(g_get_device_count_calls == 1);  // after the first allocation, once
+  CHECK(g_get_device_calls == 1);        // the first allocation's only
+  auto live = agent.rt.allocs.LiveSnapshot();  // the fake hands out one address: replaced, not added
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].device == 0);
+  CHECK(agent.rt.allocs.LiveBytes(0, MemKind::kDevice) == 256);
+}
+
+TEST_CASE("with more devices, each allocation's device is asked, so the live table stays exact per device",
+          "[wrappers][devices]") {
+  Agent agent(StepSource::kManual, "", ApiId::kCount, /*wait=*/1000);
+  g_device_count_to_report = 2;
+  void* p = nullptr;
+  g_device_to_report = 0;
+  CHECK(cudaMalloc(&p, 100) == cudaSuccess);
+  CHECK(agent.rt.allocs.LiveBytes(0, MemKind::kDevice) == 100);
+  g_device_to_report = 1;  // cudaSetDevice(1), or a context switched where no wrapper sees it
+  CHECK(cudaMalloc(&p, 300) == cudaSuccess);  // the fake hands out the same address: it moves
+  CHECK(g_get_device_calls == 2);
+  CHECK(g_get_device_count_calls == 1);
+  CHECK(agent.rt.allocs.LiveBytes(1, MemKind::kDevice) == 300);
+  CHECK(agent.rt.allocs.LiveBytes(0, MemKind::kDevice) == 0);  // same address again: moved to device 1
+}
+
+TEST_CASE("while a window records, the device count is not asked (its RUNTIME record would show)", "[wrappers][devices]") {
+  Agent agent(StepSource::kManual);  // recording from step 0
+  g_device_count_to_report = 1;
+  void* p = nullptr;
+  for (int i = 0; i < 2; ++i) CHECK(cudaMalloc(&p, 64) == cudaSuccess);
+  CHECK(g_get_device_count_calls == 0);
+  CHECK(g_get_device_calls == 2);
+  auto events = agent.Events();
+  REQUIRE(events.size() == 2);
+  CHECK(events[1].device == 3);
 }
 
 TEST_CASE("cuGetProcAddress hands out our wrapper, which calls what the driver returned", "[wrappers]") {
