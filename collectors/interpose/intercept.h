@@ -143,9 +143,12 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   bool observe_return = (hot & ReturnObserveMask(id)) != 0;
   if (feeds_markers) {
     tls_wrapper_feeds_markers = true;
-    // kernel:<regex> alone: a launch of a kernel the matcher already said no
-    // to cannot mark (one cache load instead of the marker path).
-    bool known_no = (hot & enter_mask) == kHotLaunchMarker && !hooks::LaunchMayMark(detail);
+    // kernel:<regex> alone while recording: a launch of a kernel the matcher
+    // already said no to cannot mark (one cache load instead of the marker
+    // path). While waiting InterceptRest already sent those past this path
+    // (the registry's verdict): what reaches here may mark.
+    bool known_no = (hot & enter_mask) == kHotLaunchMarker && (hot & kHotRecording) != 0 &&
+                    !hooks::LaunchMayMark(detail);
     if ((hot & enter_mask) != 0 && !known_no) {
       hooks::Observe(CallEvent(MarkerSite::kCallEnter, id, detail, /*result_ok=*/true));
       hot = LoadHotBits();  // the marker may just have opened a window
