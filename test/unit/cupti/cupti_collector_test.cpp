@@ -330,6 +330,23 @@ TEST_CASE("a launch whose record never comes is counted missing after a bounded 
   CHECK(waited < 1'000'000'000);
 }
 
+TEST_CASE("what a call is awaited for follows PROF_ACTIVITIES: without kernels a launch waits for nothing",
+          "[collector]") {
+  // The API-enter callback reads what a call registers from a per-id table
+  // filled with the configuration: it must be the configuration attached.
+  Harness h;
+  h.config.activities = kActMemcpy | kActMemset;  // no kernel, no RUNTIME records
+  auto& c = h.Make();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kLaunch, 2);  // its kernel record is not enabled: none comes
+  uint64_t end = NowNs();
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/2'000'000'000);
+  CHECK(w.meta.losses.device_records_missing == 0);
+  CHECK(NowNs() - before < 1'000'000'000);  // nothing awaited: no wait for the deadline
+}
+
 TEST_CASE("a launch's own RUNTIME record does not stand in for the kernel still to come", "[collector]") {
   Harness h;
   auto& c = h.Make();
