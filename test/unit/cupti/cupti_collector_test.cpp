@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "agent/clock.h"
+#include "agent/hot_state.h"
+#include "agent/thread_id.h"
 #include "collectors/cupti/activity_collector.h"
 #include "fake_cupti.h"
 
@@ -686,4 +688,140 @@ TEST_CASE("device work of a call no recording saw enter lands in no window, even
 }
 
 }  // namespace
+}  // namespace prof::cupti
+
+namespace prof::cupti {
+namespace {
+
+// A runtime call an interposed wrapper times and records (collectors/
+// interpose/intercept.h): tls_call_start_ns is set around the real call.
+void WrappedCall(uint32_t cbid, uint32_t correlation_id) {
+  tls_call_start_ns = NowNs();
+  fake::Call(kRuntime, cbid, correlation_id);
+  tls_call_start_ns = 0;
+}
+
+// A call no wrapper saw while the session records (a static cudart's).
+void UnwrappedCallWhileRecording(uint32_t cbid, uint32_t correlation_id) {
+  SetHotBits(kHotRecording);
+  fake::Call(kRuntime, cbid, correlation_id);
+  ClearHotBits(kHotRecording);
+}
+
+std::vector<const DeviceRecord*> ApiRecordsOf(const Window& w, uint32_t correlation_id) {
+  std::vector<const DeviceRecord*> found;
+  for (const auto& r : w.device_records) {
+    if (r.correlation_id == correlation_id && static_cast<DeviceKind>(r.kind) == DeviceKind::kRuntimeApi) {
+      found.push_back(&r);
+    }
+  }
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("RUNTIME records of calls a recording wrapper timed are left out from the next window on", "[collector]") {
+  Harness h;
+  fake::State().api_records = true;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  WrappedCall(kSync, 1);  // warmup: recorded, and it says a wrapper records this id
+  CHECK(fake::State().records_written == 1);
+  CHECK(fake::State().runtime_left_out.empty());  // never from a callback
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  CHECK(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  WrappedCall(kSync, 2);             // its host event shows it: no record
+  fake::Call(kRuntime, kLaunch, 3);  // no wrapper timed this one: its record stays
+  CHECK(fake::State().records_written == 2);
+  Window w = h.Collect(start, NowNs());
+  CHECK(ApiRecordsOf(w, 2).empty());
+  CHECK(ApiRecordsOf(w, 3).size() == 1);
+  // A new CUPTI session (after the schedule's end) learns again from nothing
+  // left out: enabling the RUNTIME kind records every id.
+  c.Pause();
+  h.Collect(start, NowNs());
+  CHECK(fake::State().runtime_left_out.empty());
+  c.Attach(h.config);
+  CHECK(fake::State().runtime_left_out == std::set<uint32_t>{kSync});  // what it knows, left out at once
+}
+
+TEST_CASE("a call of a left-out id that no wrapper timed gets its record built from its callbacks", "[collector]") {
+  Harness h;
+  fake::State().api_records = true;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  WrappedCall(kSync, 1);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  REQUIRE(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  uint64_t before = NowNs();
+  UnwrappedCallWhileRecording(kSync, 5);  // CUPTI writes nothing for it
+  uint64_t after = NowNs();
+  CHECK(fake::State().records_written == 1);
+  Window w = h.Collect(start, NowNs());
+  auto built = ApiRecordsOf(w, 5);
+  REQUIRE(built.size() == 1);
+  CHECK(built[0]->cbid == kSync);
+  CHECK(w.String(built[0]->name_id) == "cudaDeviceSynchronize");
+  CHECK(built[0]->thread_id == ThisThreadId());
+  CHECK(built[0]->start_ns >= before);
+  CHECK(built[0]->start_ns <= built[0]->end_ns);
+  CHECK(built[0]->end_ns <= after);
+  // The id reached the callbacks past the wrappers: it is recorded again,
+  // and never left out from then on.
+  CHECK(fake::State().runtime_left_out.empty());
+  CHECK(fake::State().runtime_api_calls.back() == std::pair<uint32_t, int>{kSync, 1});
+  c.BeginRecord(NowNs());
+  CHECK(fake::State().runtime_left_out.empty());
+}
+
+TEST_CASE("a call whose record was built and also written by CUPTI is in its window once", "[collector]") {
+  Harness h;
+  fake::State().api_records = true;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  WrappedCall(kSync, 1);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  REQUIRE(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  // Entered while left out, recorded again before it returns: CUPTI writes
+  // its record at the exit (this fake decides there) and libprof, having
+  // seen it enter left out, builds one too.
+  SetHotBits(kHotRecording);
+  fake::Enter(kRuntime, kSync, 6);
+  c.BeginRecord(NowNs());  // applies "record it again"
+  REQUIRE(fake::State().runtime_left_out.empty());
+  fake::Exit(kRuntime, kSync, 6);
+  ClearHotBits(kHotRecording);
+  CHECK(fake::State().records_written == 2);
+  Window w = h.Collect(start, NowNs());
+  CHECK(ApiRecordsOf(w, 6).size() == 1);
+}
+
+TEST_CASE("without cuptiActivityEnableRuntimeApi, or when CUPTI refuses it, every RUNTIME record is kept",
+          "[collector]") {
+  Harness h;
+  fake::State().api_records = true;
+  SECTION("absent (an older libcupti)") { fake::State().has_enable_runtime_api = false; }
+  SECTION("refused") { fake::State().enable_runtime_api_result = CUPTI_ERROR_NOT_SUPPORTED; }
+  SECTION("no system thread ids: built records could not carry CUPTI's") { fake::State().has_thread_id_type = false; }
+  auto& c = h.Make();
+  c.Attach(h.config);
+  WrappedCall(kSync, 1);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  CHECK(fake::State().runtime_left_out.empty());
+  size_t asked = fake::State().runtime_api_calls.size();
+  CHECK(asked <= 1);  // refused once: never asked again
+  WrappedCall(kSync, 2);
+  WrappedCall(kLaunch, 3);
+  c.BeginRecord(NowNs());
+  CHECK(fake::State().runtime_api_calls.size() == asked);
+  CHECK(fake::State().records_written == 3);
+  Window w = h.Collect(start, NowNs());
+  CHECK(ApiRecordsOf(w, 2).size() == 1);
+  CHECK(ApiRecordsOf(w, 3).size() == 1);
+}
+
 }  // namespace prof::cupti

@@ -102,13 +102,28 @@ CUptiResult EnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_Callba
 CUptiResult ActivityEnable(CUpti_ActivityKind kind) {
   if (g_state->kinds.empty() && g_state->timestamp != nullptr) g_state->timestamp_registered_before_kinds = true;
   g_state->kinds.insert(kind);
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) g_state->runtime_left_out.clear();  // the kind overrides the ids
   return CUPTI_SUCCESS;
 }
 
 CUptiResult ActivityDisable(CUpti_ActivityKind kind) {
   g_state->kinds.erase(kind);
+  if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) g_state->runtime_left_out.clear();
   return CUPTI_SUCCESS;
 }
+
+CUptiResult EnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
+  g_state->runtime_api_calls.emplace_back(cbid, enable);
+  if (g_state->enable_runtime_api_result != CUPTI_SUCCESS) return g_state->enable_runtime_api_result;
+  if (enable) {
+    g_state->runtime_left_out.erase(cbid);
+  } else {
+    g_state->runtime_left_out.insert(cbid);
+  }
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult SetThreadIdType(CUpti_ActivityThreadIdType) { return CUPTI_SUCCESS; }
 
 CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
   g_state->request = request;
@@ -201,6 +216,8 @@ prof::cupti::CuptiApi Api() {
   api.SubscribeV2 = g_state->has_subscribe_v2 ? SubscribeV2 : nullptr;
   api.ActivityRegisterTimestampCallback = g_state->has_timestamp_callback ? RegisterTimestamp : nullptr;
   api.Finalize = Finalize;
+  api.SetThreadIdType = g_state->has_thread_id_type ? SetThreadIdType : nullptr;
+  api.ActivityEnableRuntimeApi = g_state->has_enable_runtime_api ? EnableRuntimeApi : nullptr;
   api.path = "fake-libcupti.so.13";
   return api;
 }
@@ -215,7 +232,8 @@ void Exit(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id, i
   Dispatch(domain, cbid, CUPTI_API_EXIT, correlation_id, &result);
   CUpti_ActivityKind kind =
       domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
-  if (g_state->api_records && dispatched && g_state->kinds.count(kind)) {
+  bool left_out = domain == CUPTI_CB_DOMAIN_RUNTIME_API && g_state->runtime_left_out.count(cbid) != 0;
+  if (g_state->api_records && dispatched && g_state->kinds.count(kind) && !left_out) {
     CUpti_ActivityAPI api;
     std::memset(&api, 0, sizeof(api));
     api.kind = kind;

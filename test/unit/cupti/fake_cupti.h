@@ -29,6 +29,16 @@ struct CuptiState {
   // RUNTIME/DRIVER record at exit when that kind is enabled. Off by default
   // so tests that count records count only the ones they write.
   bool api_records = false;
+  // cuptiSetThreadIdType and cuptiActivityEnableRuntimeApi present, and
+  // what the latter answers. Runtime ids left out of the records until the
+  // RUNTIME kind is enabled or disabled again; unlike the simulated CUPTI
+  // (decided at a call's enter) the fake decides at its exit, the other
+  // moment a CUPTI may read the choice.
+  bool has_thread_id_type = true;
+  bool has_enable_runtime_api = true;
+  CUptiResult enable_runtime_api_result = CUPTI_SUCCESS;
+  std::set<uint32_t> runtime_left_out;
+  std::vector<std::pair<uint32_t, int>> runtime_api_calls;  // (cbid, enable) as asked
 
   // What the collector did.
   int subscribe_calls = 0;
