@@ -1190,30 +1190,22 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
   if (quiet_pending_.load(std::memory_order_relaxed)) MaybeGoQuietFromApiExit();
 }
 
-bool CuptiCollector::NoteRuntimeEnter(CUpti_CallbackId cbid, bool outermost) {
-  if (cbid >= kMaxWatchedCbid) return true;
+uint8_t CuptiCollector::NoteRuntimeSide(CUpti_CallbackId cbid, bool fed, uint8_t bits) {
   std::atomic<uint8_t>& slot = rt_api_[cbid];
-  uint8_t bits = slot.load(std::memory_order_acquire);
-  if (outermost && tls_call_start_ns != 0) {
+  if (fed) {
     // A recording wrapper timed it: its host event, with this correlation
     // id, is what the trace shows of the call.
-    if ((bits & kRtFed) == 0) {
-      slot.fetch_or(kRtFed, std::memory_order_relaxed);
-      rt_select_dirty_.store(true, std::memory_order_relaxed);
-    }
-  } else if ((bits & kRtUnfed) == 0 && (LoadHotBits() & kHotRecording) != 0) {
+    bits = slot.fetch_or(kRtFed, std::memory_order_relaxed);
+    rt_select_dirty_.store(true, std::memory_order_relaxed);
+  } else if ((LoadHotBits() & kHotRecording) != 0) {
     // Recorded by no wrapper although one would have: its record is shown.
     bits = slot.fetch_or(kRtUnfed, std::memory_order_acq_rel);
     rt_select_dirty_.store(true, std::memory_order_relaxed);
   }
-  return (bits & kRtOff) == 0;
+  return bits;
 }
 
-bool CuptiCollector::NoteRuntimeExit(CUpti_CallbackId cbid, bool outermost, const CUpti_CallbackData* info) {
-  if (cbid >= kMaxWatchedCbid || (config_.activities & kActRuntime) == 0) return true;
-  uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
-  if ((bits & kRtFed) == 0) return true;  // never left out
-  if (outermost && tls_call_start_ns != 0) return (bits & kRtOff) == 0;
+bool CuptiCollector::BuildIfLeftOut(CUpti_CallbackId cbid, uint8_t bits, const CUpti_CallbackData* info) {
   LaunchRegistry::ApiState state;
   if (!registry_->LookUpApi(info->correlationId, &state)) return true;
   // On when it entered and still on: CUPTI writes its record.
