@@ -214,15 +214,26 @@ class SharedNames(unittest.TestCase):
         # The parent (or any later libprof process writing to the directory)
         # removes temporaries of processes that no longer exist.
         lib = workload("libctypes_workload.so")
-        code = ("import ctypes, os\n"
+        # A child steps on until one of its windows is on disk (on a loaded
+        # machine its writer thread may not have run at all after 40 steps),
+        # then a few more, so that it leaves while its last ones are written.
+        code = ("import ctypes, os, re, time\n"
                 f"lib = ctypes.CDLL({lib!r}, mode=os.RTLD_LOCAL)\n"
                 "lib.run_steps.restype = ctypes.c_longlong\n"
                 "lib.run_steps.argtypes = [ctypes.c_int]\n"
+                "out = os.environ['PROF_OUTPUT_DIR']\n"
+                "def written():\n"
+                "    mine = re.compile(r'(_|pid)%d[._].*\\.pt\\.trace\\.json$' % os.getpid())\n"
+                "    return any(mine.search(f) for f in os.listdir(out))\n"
                 "kids = []\n"
                 "for i in range(12):\n"
                 "    pid = os.fork()\n"
                 "    if pid == 0:\n"
                 "        lib.run_steps(40 + i)\n"
+                "        give_up = time.monotonic() + 30\n"
+                "        while not written() and time.monotonic() < give_up:\n"
+                "            lib.run_steps(2)\n"
+                "        lib.run_steps(3)\n"
                 "        os._exit(0)\n"
                 "    kids.append(pid)\n"
                 "for pid in kids:\n"
@@ -244,7 +255,7 @@ class SharedNames(unittest.TestCase):
                 with open(path) as text:
                     self.assertIn("== Data loss ==", text.read(), f)
         pids = {t["libprof"]["pid"] for _, t in run.traces}
-        self.assertGreater(len(pids), 1, "the children wrote windows before leaving")
+        self.assertEqual(len(pids), 13, "the parent and each child wrote windows")
 
 
 if __name__ == "__main__":
