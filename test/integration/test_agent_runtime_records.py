@@ -139,9 +139,14 @@ class RuntimeRecords(unittest.TestCase):
         for name in ("cudaMalloc", "cudaFree"):
             cbid = self.cbid[name]
             switches = [t["enable"] for t in selections if t["cbid"] == cbid and t["result"] == 0]
-            self.assertEqual(switches[:2], [0, 1], (name, selections))  # left out, then recorded again
+            # Left out once, never again: recorded again either by an explicit
+            # switch or, when the first window's recording stopped first, by
+            # the RUNTIME kind's disable and enable (which of the two depends
+            # on when the writer collects that window).
+            self.assertEqual(switches[:1], [0], (name, selections))
+            self.assertEqual(switches.count(0), 1, (name, selections))
             # CUPTI's own records: step 3 (before anything was left out) and
-            # the steps after they were recorded again (9-11 at least).
+            # steps 9-11 (recorded again).
             self.assertGreaterEqual(records.get(cbid, 0), 4 * CALLS_PER_STEP, (name, records))
 
 
