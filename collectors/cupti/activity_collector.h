@@ -167,32 +167,16 @@ class CuptiCollector final : public DeviceCollector {
            (unfed_sign_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed) & LoadHotBits()) != 0;
   }
 
-  // RUNTIME records of calls a wrapper recorded (rt_api_ below). At an API
-  // enter/exit callback of a runtime call while recording: notes whether a
-  // recording wrapper timed it; Enter returns whether CUPTI writes its
-  // record, Exit whether the registry may still wait for it (and gives a
-  // call no wrapper recorded whose record CUPTI was told not to write a
-  // record of its own, synth_).
-  // Inline: the usual call (its id's side already known) is a load and a
-  // branch; the rest is out of line.
-  bool NoteRuntimeEnter(CUpti_CallbackId cbid, bool outermost) {
-    if (cbid >= kMaxWatchedCbid) return true;
-    uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
-    bool fed = outermost && tls_call_start_ns != 0;
-    if ((bits & (fed ? kRtFed : kRtUnfed)) == 0) bits = NoteRuntimeSide(cbid, fed, bits);
-    return (bits & kRtOff) == 0;
-  }
-  bool NoteRuntimeExit(CUpti_CallbackId cbid, bool outermost, const CUpti_CallbackData* info) {
-    if (cbid >= kMaxWatchedCbid) return true;
-    uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
-    if ((bits & kRtFed) == 0) return true;  // never left out
-    if (outermost && tls_call_start_ns != 0) return (bits & kRtOff) == 0;
-    return BuildIfLeftOut(cbid, bits, info);
-  }
-  // The first call of an id on a side (fed or not): returns the id's bits.
+  // RUNTIME records of calls a wrapper recorded (rt_api_ below). The API
+  // callbacks answer inline once a call's id is known on the call's side
+  // (timed by a recording wrapper or not) and call these only otherwise.
+  // The first call of an id on a side (fed: a recording wrapper timed it):
+  // notes it and returns the id's bits.
   uint8_t NoteRuntimeSide(CUpti_CallbackId cbid, bool fed, uint8_t bits);
-  // A call no wrapper recorded of an id a wrapper records: a record from
-  // its callbacks when CUPTI was told to leave it out (false), else true.
+  // At the exit of a call no wrapper recorded, of an id a wrapper records:
+  // when CUPTI was told to leave its record out (when it entered or now),
+  // builds that record from the callbacks (synth_) and returns false (the
+  // registry waits for no record of it); else true.
   bool BuildIfLeftOut(CUpti_CallbackId cbid, uint8_t bits, const CUpti_CallbackData* info);
   // control_mutex_: tells CUPTI which ids to leave out (or record again).
   void ApplyRuntimeSelectionLocked();

@@ -1150,11 +1150,12 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   uint64_t call_start_ns = tls_call_start_ns;
   bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
   if (runtime && expects_api) {
-    // NoteRuntimeEnter's answer, without the call, once this id is known on
-    // the call's side (a timing wrapper's or not): nothing to note then.
-    uint8_t bits = cbid < kMaxWatchedCbid ? rt_api_[cbid].load(std::memory_order_acquire) : 0;
+    // Known on the call's side (a timing wrapper's or not): nothing to note.
+    // An id past the table counts as known and never left out.
     uint8_t side = outermost && call_start_ns != 0 ? kRtFed : kRtUnfed;
-    expects_api = (bits & side) != 0 ? (bits & kRtOff) == 0 : NoteRuntimeEnter(cbid, outermost);
+    uint8_t bits = cbid < kMaxWatchedCbid ? rt_api_[cbid].load(std::memory_order_acquire) : side;
+    if ((bits & side) == 0) bits = NoteRuntimeSide(cbid, side == kRtFed, bits);
+    expects_api = (bits & kRtOff) == 0;
   }
   uint64_t enter_ns = call_start_ns != 0 ? call_start_ns : NowNs();
   registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
@@ -1172,13 +1173,12 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
     bool api_record_comes = true;
     if (runtime && cbid < kMaxWatchedCbid && (config_.activities & kActRuntime) != 0) {
-      // NoteRuntimeExit's answer, without the call, for an id never left out
-      // and for an outermost call a wrapper timed.
+      // Inline for an id never left out (no wrapper records it) and for an
+      // outermost call a wrapper timed.
       uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
       if ((bits & kRtFed) != 0) {
-        api_record_comes = t.runtime_depth == 0 && tls_call_start_ns != 0
-                               ? (bits & kRtOff) == 0
-                               : NoteRuntimeExit(cbid, /*outermost=*/t.runtime_depth == 0, info);
+        api_record_comes = t.runtime_depth == 0 && tls_call_start_ns != 0 ? (bits & kRtOff) == 0
+                                                                          : BuildIfLeftOut(cbid, bits, info);
       }
     }
     registry_->OnExit(info->correlationId, ok, api_record_comes);
@@ -1306,7 +1306,7 @@ void CuptiCollector::DrainCompletedLocked() {
     pending_.Reserve(max_pending_);
     pending_.Append(record, launch_ns);
   };
-  // Records built from callbacks (NoteRuntimeExit) first: CUPTI's own of the
+  // Records built from callbacks (BuildIfLeftOut) first: CUPTI's own of the
   // same call, written after its exit callback, is then dropped below.
   std::vector<CUpti_ActivityAPI> built;
   {
