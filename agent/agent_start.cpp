@@ -24,6 +24,7 @@
 #include "agent/hot_state.h"
 #include "agent/kernel_registry.h"
 #include "agent/lifecycle.h"
+#include "agent/loader_guard.h"
 #include "agent/log.h"
 #include "agent/runtime.h"
 #include "agent/strings.h"
@@ -229,6 +230,8 @@ void StartAgent(const char* how) {
     Log().debug("another libprof is loaded in this process; this copy ({}) stays idle", how);
     return;
   }
+  // Before any other fork handler of ours (agent/loader_guard.h).
+  InstallLoaderForkGuard();
   Log();  // created now, so a bad PROF_LOG_LEVEL / PROF_LOG_FILE is reported at start
   Config config = LoadConfigFromEnvironment();
   if (!config.enabled) {

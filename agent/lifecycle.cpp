@@ -17,6 +17,7 @@
 #include "agent/agent_start.h"
 #include "agent/agent_thread.h"
 #include "agent/clock.h"
+#include "agent/loader_guard.h"
 #include "agent/log.h"
 #include "agent/runtime.h"
 #include "agent/signal_deferral.h"
@@ -249,7 +250,10 @@ bool ProcessHasCudaLoaded() {
   if (g_cuda_seen.load(std::memory_order_relaxed)) return true;
   bool found = false;
   if (g_forked_child.load(std::memory_order_relaxed)) found = CudaInProcMaps();
-  else dl_iterate_phdr(HasCudaLibrary, &found);
+  else {
+    LoaderSection section;  // agent/loader_guard.h: a fork now would hang its child
+    dl_iterate_phdr(HasCudaLibrary, &found);
+  }
   if (found) g_cuda_seen.store(true, std::memory_order_relaxed);
   return found;
 }

@@ -17,6 +17,7 @@
 #include "agent/hot_state.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
+#include "agent/loader_guard.h"
 #include "agent/log.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
@@ -390,6 +391,7 @@ int CountLoads(dl_phdr_info* info, size_t, void* data) {
 // How many objects the process has loaded so far (dlopen included).
 uint64_t LoadedObjects() {
   uint64_t adds = 0;
+  LoaderSection section;  // agent/loader_guard.h: the agent thread calls this once a second
   dl_iterate_phdr(CountLoads, &adds);
   return adds;
 }

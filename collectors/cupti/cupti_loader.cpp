@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/loader_guard.h"
 #include "agent/log.h"
 
 namespace prof::cupti {
@@ -114,7 +115,10 @@ CuptiSearch ProcessSearch(const std::string& configured) {
   CuptiSearch search;
   search.configured = configured;
   LoadedLibs libs;
-  dl_iterate_phdr(VisitObject, &libs);
+  {
+    LoaderSection section;  // agent/loader_guard.h
+    dl_iterate_phdr(VisitObject, &libs);
+  }
   search.already_loaded = libs.cupti;
   // Canonical, so a runtime found through RUNPATH $ORIGIN/../.. still shows
   // the pip-wheel layout it lies in.
@@ -150,7 +154,11 @@ bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
     bool loaded = path == search.already_loaded;
     // A path with a slash is opened as is; a bare name goes through the
     // loader's search. Neither falls through to anything else.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (loaded ? RTLD_NOLOAD : 0));
+    void* handle = nullptr;
+    {
+      LoaderSection section;  // agent/loader_guard.h: adding a library takes the lock a fork must not copy held
+      handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (loaded ? RTLD_NOLOAD : 0));
+    }
     std::string answer;
     if (handle == nullptr) {
       const char* why = dlerror();
@@ -174,7 +182,10 @@ bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
         return true;
       }
       answer = "lacks " + missing;
-      dlclose(handle);
+      {
+        LoaderSection section;  // unloading takes it too
+        dlclose(handle);
+      }
       *api = CuptiApi{};
     }
     Log().debug("CUPTI search: {} ({}): {}", path, candidate.step, answer);

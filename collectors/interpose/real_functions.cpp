@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/loader_guard.h"
 #include "agent/log.h"
 
 namespace prof::interpose {
@@ -60,7 +61,10 @@ int CollectPaths(dl_phdr_info* info, size_t, void* data) {
 // taken by the iteration must not be held while we reopen.
 void* FindInLoadedLibraries(const char* prefix, const char* name) {
   FindContext ctx{prefix, {}};
-  dl_iterate_phdr(CollectPaths, &ctx);
+  {
+    LoaderSection section;  // agent/loader_guard.h
+    dl_iterate_phdr(CollectPaths, &ctx);
+  }
   for (const std::string& path : ctx.paths) {
     // RTLD_NOLOAD: never load a library the process did not load itself.
     // The reference taken here is kept: the pointer we return must stay valid.

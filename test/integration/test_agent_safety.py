@@ -258,5 +258,57 @@ class SharedNames(unittest.TestCase):
         self.assertEqual(len(pids), 13, "the parent and each child wrote windows")
 
 
+class ForkDuringLoaderWork(unittest.TestCase):
+    """glibc resets only two of the dynamic loader's locks in a fork child;
+    the one dl_iterate_phdr holds (and dlopen takes to add a library) stays
+    as it was. libprof's agent thread walks the loaded objects now and then
+    (is CUDA loaded yet, has a library been added): a fork at that instant
+    used to leave the child unable to load any library (its first CUDA
+    call, which loads the driver, or an import) for ever. The preloaded
+    slow_iterate holds the agent thread inside dl_iterate_phdr for 300 ms,
+    as a thread preempted there on a loaded machine would be, and the host
+    forks then: libprof's fork handler waits for its thread to leave."""
+
+    def setUp(self):
+        need(harness.LIBPROF_SO, workload("libctypes_workload.so"), workload("libslow_iterate.so"))
+        self.dir = scratch()
+
+    def test_a_fork_while_the_agent_thread_walks_the_loaded_objects_leaves_the_child_able_to_load(self):
+        mark = os.path.join(self.dir, "agent-inside-dl_iterate_phdr")
+        # The host has not loaded CUDA yet (a launcher, a framework forking
+        # its workers before its first import of a CUDA library): the agent
+        # thread looks once a second whether it has.
+        code = ("import ctypes, os, sys, time\n"
+                f"mark = {mark!r}\n"
+                "give_up = time.monotonic() + 30\n"
+                "while not os.path.exists(mark) and time.monotonic() < give_up:\n"
+                "    time.sleep(0.001)\n"
+                "if not os.path.exists(mark):\n"
+                "    sys.exit('the agent thread never walked the loaded objects')\n"
+                "pid = os.fork()\n"
+                "if pid == 0:\n"
+                f"    lib = ctypes.CDLL({workload('libctypes_workload.so')!r}, mode=os.RTLD_LOCAL)\n"
+                "    lib.run_steps.restype = ctypes.c_longlong\n"
+                "    lib.run_steps.argtypes = [ctypes.c_int]\n"
+                "    lib.run_steps(2)\n"
+                "    os._exit(0)\n"
+                "give_up = time.monotonic() + 20\n"
+                "while time.monotonic() < give_up:\n"
+                "    done, status = os.waitpid(pid, os.WNOHANG)\n"
+                "    if done:\n"
+                "        print('child exit', os.waitstatus_to_exitcode(status))\n"
+                "        sys.exit(0)\n"
+                "    time.sleep(0.01)\n"
+                "os.kill(pid, 9)\n"
+                "os.waitpid(pid, 0)\n"
+                "print('child hung')\n")
+        preload = f"{workload('libslow_iterate.so')}:{harness.LIBPROF_SO}"
+        run = run_agent([sys.executable, "-c", code], preload=False, timeout=90, LD_PRELOAD=preload,
+                        SLOW_ITERATE_MS=300, SLOW_ITERATE_MARK=mark, PROF_STEP="sync", PROF_WAIT=0,
+                        PROF_WARMUP=0, PROF_ACTIVE=1)
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        self.assertEqual(run.proc.stdout, "child exit 0\n", run.proc.stderr)
+
+
 if __name__ == "__main__":
     harness.main()
