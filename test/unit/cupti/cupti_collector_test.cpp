@@ -708,6 +708,19 @@ void UnwrappedCallWhileRecording(uint32_t cbid, uint32_t correlation_id) {
   ClearHotBits(kHotRecording);
 }
 
+// A collector attached with API records on whose wrapper timed one call of
+// kSync, now recording from the returned time: kSync's records left out.
+uint64_t RecordWithSyncLeftOut(Harness& h) {
+  fake::State().api_records = true;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  WrappedCall(kSync, 1);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  REQUIRE(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  return start;
+}
+
 std::vector<const DeviceRecord*> ApiRecordsOf(const Window& w, uint32_t correlation_id) {
   std::vector<const DeviceRecord*> found;
   for (const auto& r : w.device_records) {
@@ -748,13 +761,8 @@ TEST_CASE("RUNTIME records of calls a recording wrapper timed are left out from 
 
 TEST_CASE("a call of a left-out id that no wrapper timed gets its record built from its callbacks", "[collector]") {
   Harness h;
-  fake::State().api_records = true;
-  auto& c = h.Make();
-  c.Attach(h.config);
-  WrappedCall(kSync, 1);
-  uint64_t start = NowNs();
-  c.BeginRecord(start);
-  REQUIRE(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  uint64_t start = RecordWithSyncLeftOut(h);
+  auto& c = *h.collector;
   uint64_t before = NowNs();
   UnwrappedCallWhileRecording(kSync, 5);  // CUPTI writes nothing for it
   uint64_t after = NowNs();
@@ -778,13 +786,8 @@ TEST_CASE("a call of a left-out id that no wrapper timed gets its record built f
 
 TEST_CASE("a call whose record was built and also written by CUPTI is in its window once", "[collector]") {
   Harness h;
-  fake::State().api_records = true;
-  auto& c = h.Make();
-  c.Attach(h.config);
-  WrappedCall(kSync, 1);
-  uint64_t start = NowNs();
-  c.BeginRecord(start);
-  REQUIRE(fake::State().runtime_left_out == std::set<uint32_t>{kSync});
+  uint64_t start = RecordWithSyncLeftOut(h);
+  auto& c = *h.collector;
   // Entered while left out, recorded again before it returns: CUPTI writes
   // its record at the exit (this fake decides there) and libprof, having
   // seen it enter left out, builds one too.
