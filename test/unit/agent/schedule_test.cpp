@@ -4,6 +4,7 @@
 // RECORD_AND_SAVE, then NONE forever) over many combinations, plus literal
 // tables copied from what torch prints.
 #include <catch2/catch.hpp>
+#include <string>
 #include <vector>
 
 #include "agent/schedule.h"
@@ -25,22 +26,36 @@ std::vector<Action> Reference(const ScheduleParams& p, size_t steps) {
   return seq;
 }
 
-TEST_CASE("every step of many (skip_first, wait, warmup, active, repeat) matches torch's schedule", "[schedule]") {
+// Calls check(p) for every schedule with skip_first 0-3, wait 0-max_wait,
+// warmup 0-2, active 1-3 and repeat 0-3; returns how many it visited.
+template <typename Check>
+int ForEachSchedule(uint64_t max_wait, Check check) {
   int combos = 0;
   for (uint64_t skip = 0; skip <= 3; ++skip)
-    for (uint64_t wait = 0; wait <= 3; ++wait)
+    for (uint64_t wait = 0; wait <= max_wait; ++wait)
       for (uint64_t warmup = 0; warmup <= 2; ++warmup)
         for (uint64_t active = 1; active <= 3; ++active)
           for (uint64_t repeat = 0; repeat <= 3; ++repeat) {
-            ScheduleParams p{skip, wait, warmup, active, repeat};
-            std::vector<Action> want = Reference(p, 60);
-            for (uint64_t step = 0; step < want.size(); ++step) {
-              INFO("skip_first=" << skip << " wait=" << wait << " warmup=" << warmup << " active=" << active
-                                 << " repeat=" << repeat << " step=" << step);
-              REQUIRE(ScheduleAction(p, step) == want[step]);
-            }
+            check(ScheduleParams{skip, wait, warmup, active, repeat});
             ++combos;
           }
+  return combos;
+}
+
+std::string Describe(const ScheduleParams& p) {
+  return "skip_first=" + std::to_string(p.skip_first) + " wait=" + std::to_string(p.wait) +
+         " warmup=" + std::to_string(p.warmup) + " active=" + std::to_string(p.active) +
+         " repeat=" + std::to_string(p.repeat);
+}
+
+TEST_CASE("every step of many (skip_first, wait, warmup, active, repeat) matches torch's schedule", "[schedule]") {
+  int combos = ForEachSchedule(3, [](const ScheduleParams& p) {
+    std::vector<Action> want = Reference(p, 60);
+    for (uint64_t step = 0; step < want.size(); ++step) {
+      INFO(Describe(p) << " step=" << step);
+      REQUIRE(ScheduleAction(p, step) == want[step]);
+    }
+  });
   CHECK(combos == 4 * 4 * 3 * 3 * 4);
 }
 
@@ -55,20 +70,12 @@ uint64_t NextEventByScan(const ScheduleParams& p, uint64_t from, uint64_t horizo
 
 TEST_CASE("the next step the schedule acts at is the first non-NONE step or the finishing one, from any step",
           "[schedule]") {
-  int combos = 0;
-  for (uint64_t skip = 0; skip <= 3; ++skip)
-    for (uint64_t wait = 0; wait <= 4; ++wait)
-      for (uint64_t warmup = 0; warmup <= 2; ++warmup)
-        for (uint64_t active = 1; active <= 3; ++active)
-          for (uint64_t repeat = 0; repeat <= 3; ++repeat) {
-            ScheduleParams p{skip, wait, warmup, active, repeat};
-            for (uint64_t from = 0; from < 60; ++from) {
-              INFO("skip_first=" << skip << " wait=" << wait << " warmup=" << warmup << " active=" << active
-                                 << " repeat=" << repeat << " from=" << from);
-              REQUIRE(NextScheduleEvent(p, from) == NextEventByScan(p, from, 200));
-            }
-            ++combos;
-          }
+  int combos = ForEachSchedule(4, [](const ScheduleParams& p) {
+    for (uint64_t from = 0; from < 60; ++from) {
+      INFO(Describe(p) << " from=" << from);
+      REQUIRE(NextScheduleEvent(p, from) == NextEventByScan(p, from, 200));
+    }
+  });
   CHECK(combos == 4 * 5 * 3 * 3 * 4);
   // Closed form, not a scan: the bench's PROF_WAIT=10^9 answers at once.
   ScheduleParams long_wait{0, 1'000'000'000, 2, 5, 1};
