@@ -215,7 +215,7 @@ std::string JsonString(const char* text) {
   return out + "\"";
 }
 
-void EmitOpPinned(const SimOp& op);
+void EmitOpPinned(const SimOp& op, const char* api);
 
 void FireGraphHook(const SimGraphEvent& event) {
   if (SimGraphHook hook = g_graph_hook.load()) hook(&event);
@@ -228,19 +228,21 @@ void FireGraphHook(const SimGraphEvent& event) {
   WriteTruth(line);
 }
 
-void EmitOp(const SimOp& op) {
+void EmitOp(const SimOp& op) { EmitOpAs(op, OuterFunctionName()); }
+
+void EmitOpAs(const SimOp& op, const char* api) {
   PinKnot();
-  EmitOpPinned(op);
+  EmitOpPinned(op, api);
   UnpinKnot();
 }
 
-void EmitOpPinned(const SimOp& op) {
+void EmitOpPinned(const SimOp& op, const char* api) {
   if (SimOpHook hook = g_op_hook.load()) hook(&op);
   if (!TruthEnabled()) return;
   std::string line = "{\"type\":\"" + std::string(OpKindName(op.kind)) + "\"";
   line += ",\"pid\":" + std::to_string(getpid());
   line += ",\"correlation\":" + U64(op.correlation_id);
-  line += ",\"api\":" + JsonString(OuterFunctionName());
+  line += ",\"api\":" + JsonString(api);
   line += ",\"device\":" + U64(op.device_id) + ",\"context\":" + U64(op.context_id);
   line += ",\"stream\":" + U64(op.stream_id);
   line += ",\"launch_ns\":" + U64(op.launch_ns) + ",\"start_ns\":" + U64(op.start_ns) +

@@ -141,6 +141,29 @@ int simhub_graph_id(void* graph, uint32_t* id);
 int simhub_graph_exec_id(void* graph_exec, uint32_t* id);
 int simhub_graph_node_id(void* node, uint64_t* id);
 
+// ---- Collective kernels (the simulated NCCL, nccl/) ----
+//
+// A gate holds one collective kernel: the kernel starts as any kernel does
+// but cannot end before every rank of its communicator has started its own
+// (its GPU spins meanwhile). The simulated libnccl creates a gate, arms it on
+// the launching thread, and launches the kernel through the driver; the
+// driver announces the kernel's start through on_start once it is known
+// (work before it on its stream may itself wait on a gate), and places its
+// end at max(start, release) + transfer_ns once simhub_gate_release says when
+// the last rank started. Work behind an unreleased gate on its stream (or on
+// a stream waiting for it through an event) is placed then too: kernels and
+// event record/wait are queued without blocking the host; copies, memsets,
+// host functions and graph launches, synchronize calls and event synchronize
+// block the host until it is placed. The hub frees the gate after its
+// kernel is reported.
+typedef struct SimGate SimGate;
+typedef void (*SimGateStart)(void* arg, uint64_t start_ns);
+SimGate* simhub_gate_create(uint64_t transfer_ns, SimGateStart on_start, void* arg);
+// The next kernel launched on this thread (any cuLaunchKernel*) is held by
+// this gate. Without a launch the gate is never used (and leaks).
+void simhub_gate_arm(SimGate* gate);
+void simhub_gate_release(SimGate* gate, uint64_t release_ns);
+
 // Fault switches (SIM_* environment variables) read once by the hub.
 // Returns the value of SIM_<name> or NULL; e.g. simhub_fault("NO_DRIVER").
 const char* simhub_fault(const char* name);

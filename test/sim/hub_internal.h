@@ -29,6 +29,9 @@ void FireGraphHook(const SimGraphEvent& event);
 
 // Reports one op: op hook plus its truth-log line.
 void EmitOp(const SimOp& op);
+// The same for an op placed after its launching call returned (a kernel
+// queued behind a collective): `api` names that call.
+void EmitOpAs(const SimOp& op, const char* api);
 
 uint32_t ThreadId();
 

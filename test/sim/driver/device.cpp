@@ -27,6 +27,18 @@ void SetGraphContext(uint32_t graph_id, uint64_t node_id) {
   t_graph_node_id = node_id;
 }
 
+}  // namespace sim
+
+struct SimGate {
+  uint64_t transfer_ns;
+  SimGateStart on_start;
+  void* arg;
+  bool released = false;  // guarded by the Device's mutex
+  uint64_t release_ns = 0;
+};
+
+namespace sim {
+
 void Place(SimOp* op, const Placement& at) {
   if (t_graph_id) {
     op->graph_id = t_graph_id;
@@ -101,26 +113,152 @@ uint32_t Device::StreamId(CUstream stream) {
 }
 
 Placement Device::Enqueue(CUstream stream, uint64_t duration_ns) {
-  const uint64_t now = simhub_now_ns();
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);
   if (!s) s = &legacy_;
+  // Behind a collective still waiting for its peers the host waits here
+  // (README "Collectives": only kernels and event record/wait are queued).
+  WaitSettledLocked(lock, s);
+  const uint64_t now = simhub_now_ns();
   const uint64_t start = std::max(now + kLaunchLatencyNs, EffectiveTailLocked(s));
   s->tail_ns = start + duration_ns;
   return Placement{now, start, s->tail_ns, s->id};
 }
 
 uint64_t Device::StreamDoneNs(CUstream stream) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  CUstream_st* s = ResolveLocked(stream);
+  if (!s) return 0;
+  WaitSettledLocked(lock, s);
+  return EffectiveTailLocked(s);
+}
+
+bool Device::StreamDoneNsNow(CUstream stream, uint64_t* done_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);
-  return s ? EffectiveTailLocked(s) : 0;
+  *done_ns = 0;
+  if (!s) return true;
+  if (UnsettledLocked(s)) return false;
+  *done_ns = EffectiveTailLocked(s);
+  return true;
 }
 
 uint64_t Device::DeviceDoneNs() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
+  settled_.wait(lock, [&] { return deferred_.empty(); });
   uint64_t tail = BlockingTailLocked();
   for (CUstream_st* s : streams_) tail = std::max(tail, s->tail_ns);
   return tail;
+}
+
+// ---- deferred work
+
+bool Device::UnsettledLocked(CUstream_st* s) {
+  if (s == &legacy_) {
+    if (legacy_.deferred) return true;
+    for (CUstream_st* t : streams_) {
+      if (!t->non_blocking && t->deferred) return true;
+    }
+    return false;
+  }
+  if (s->non_blocking) return s->deferred != 0;
+  return s->deferred != 0 || legacy_.deferred != 0;
+}
+
+void Device::WaitSettledLocked(std::unique_lock<std::mutex>& lock, CUstream_st* s) {
+  settled_.wait(lock, [&] { return !UnsettledLocked(s); });
+}
+
+void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate) {
+  const uint64_t now = simhub_now_ns();
+  Ready ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CUstream_st* s = ResolveLocked(stream);
+    if (!s) s = &legacy_;
+    deferred_.push_back(Deferred{Deferred::kKernel, s, nullptr, now, duration_ns, op, api, gate, false});
+    ++s->deferred;
+    ProcessLocked(&ready);
+  }
+  Report(ready);
+}
+
+void Device::ReleaseGate(SimGate* gate, uint64_t release_ns) {
+  Ready ready;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    gate->released = true;
+    gate->release_ns = release_ns;
+    ProcessLocked(&ready);
+  }
+  Report(ready);
+}
+
+// Places, in enqueue order, every queued entry whose stream (and, through
+// legacy-stream semantics, the streams it waits for) has no earlier entry
+// still queued: the timeline is exactly what immediate placement would
+// have given, only decided later.
+void Device::ProcessLocked(Ready* ready) {
+  std::unordered_set<CUstream_st*> blocked;  // streams with an earlier entry still queued
+  bool progress = false;
+  for (auto it = deferred_.begin(); it != deferred_.end();) {
+    Deferred& e = *it;
+    CUstream_st* s = e.stream;
+    bool waits = blocked.count(s) != 0;
+    if (!waits && s == &legacy_) {
+      for (CUstream_st* t : blocked) waits = waits || !t->non_blocking;
+    } else if (!waits && !s->non_blocking) {
+      waits = blocked.count(&legacy_) != 0;
+    }
+    if (!waits && e.kind == Deferred::kWait && e.event->pending) waits = true;
+    if (!waits && e.kind == Deferred::kKernel && e.gate && !e.started) {
+      e.op.launch_ns = e.enqueue_ns;
+      e.op.start_ns = std::max(e.enqueue_ns + kLaunchLatencyNs, EffectiveTailLocked(s));
+      e.started = true;
+      ready->starts.emplace_back(e.gate, e.op.start_ns);
+    }
+    if (!waits && e.kind == Deferred::kKernel && e.gate && !e.gate->released) waits = true;
+    if (waits) {
+      blocked.insert(s);
+      ++it;
+      continue;
+    }
+    switch (e.kind) {
+      case Deferred::kKernel:
+        if (e.gate) {
+          e.op.end_ns = std::max(e.op.start_ns, e.gate->release_ns) + e.gate->transfer_ns;
+        } else {
+          e.op.launch_ns = e.enqueue_ns;
+          e.op.start_ns = std::max(e.enqueue_ns + kLaunchLatencyNs, EffectiveTailLocked(s));
+          e.op.end_ns = e.op.start_ns + e.duration_ns;
+        }
+        e.op.stream_id = s->id;
+        s->tail_ns = e.op.end_ns;
+        ready->ops.push_back(ReadyOp{e.op, e.api, e.gate});
+        break;
+      case Deferred::kRecord:
+        e.event->time_ns = std::max(e.enqueue_ns + kLaunchLatencyNs, EffectiveTailLocked(s));
+        e.event->pending = false;
+        break;
+      case Deferred::kWait:
+        s->tail_ns = std::max(s->tail_ns, e.event->time_ns);
+        break;
+    }
+    --s->deferred;
+    it = deferred_.erase(it);
+    progress = true;
+  }
+  if (progress) settled_.notify_all();
+}
+
+void Device::Report(Ready& ready) {
+  for (auto& [gate, start_ns] : ready.starts) {
+    if (gate->on_start) gate->on_start(gate->arg, start_ns);
+  }
+  for (ReadyOp& r : ready.ops) {
+    EmitOpAs(r.op, r.api);
+    delete r.gate;  // its kernel is reported: nothing refers to it any more
+  }
 }
 
 CUevent Device::CreateEvent(unsigned flags) {
@@ -133,6 +271,11 @@ CUevent Device::CreateEvent(unsigned flags) {
 bool Device::DestroyEvent(CUevent event) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!events_.erase(event)) return false;
+  // A queued record or wait still refers to it: as in CUDA, its resources
+  // go when that work is done (here: never; it is a few bytes).
+  for (const Deferred& e : deferred_) {
+    if (e.event == event) return true;
+  }
   delete event;
   return true;
 }
@@ -147,21 +290,42 @@ void Device::RecordEvent(CUevent event, CUstream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);
   if (!s || !events_.count(event)) return;
+  event->recorded = true;
+  if (UnsettledLocked(s)) {  // behind a collective waiting for its peers: known later
+    event->pending = true;
+    deferred_.push_back(Deferred{Deferred::kRecord, s, event, now, 0, SimOp{}, nullptr, nullptr, false});
+    ++s->deferred;
+    return;
+  }
   // The event completes when the work before it does; on an idle stream it
   // completes as soon as the device sees it.
   event->time_ns = std::max(now + kLaunchLatencyNs, EffectiveTailLocked(s));
-  event->recorded = true;
+  event->pending = false;
 }
 
 void Device::WaitEvent(CUstream stream, CUevent event) {
+  const uint64_t now = simhub_now_ns();
   std::lock_guard<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);
   if (!s || !events_.count(event) || !event->recorded) return;
+  if (event->pending || UnsettledLocked(s)) {
+    deferred_.push_back(Deferred{Deferred::kWait, s, event, now, 0, SimOp{}, nullptr, nullptr, false});
+    ++s->deferred;
+    return;
+  }
   s->tail_ns = std::max(s->tail_ns, event->time_ns);
 }
 
 Device::EventState Device::StateOf(CUevent event) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
+  return EventState{true, event->recorded, event->flags, event->id, event->pending ? UINT64_MAX : event->time_ns};
+}
+
+Device::EventState Device::SettledStateOf(CUevent event) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
+  settled_.wait(lock, [&] { return !events_.count(event) || !event->pending; });
   if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
   return EventState{true, event->recorded, event->flags, event->id, event->time_ns};
 }
@@ -303,4 +467,26 @@ extern "C" __attribute__((visibility("default"))) int simhub_stream_id(void* str
   if (!device.IsValid(s)) return 0;
   *id = device.StreamId(s);
   return 1;
+}
+
+namespace sim {
+namespace {
+thread_local SimGate* t_armed_gate = nullptr;
+}  // namespace
+SimGate* TakeArmedGate() {
+  SimGate* gate = t_armed_gate;
+  t_armed_gate = nullptr;
+  return gate;
+}
+}  // namespace sim
+
+extern "C" __attribute__((visibility("default"))) SimGate* simhub_gate_create(uint64_t transfer_ns,
+                                                                              SimGateStart on_start, void* arg) {
+  return new SimGate{transfer_ns, on_start, arg};
+}
+
+extern "C" __attribute__((visibility("default"))) void simhub_gate_arm(SimGate* gate) { sim::t_armed_gate = gate; }
+
+extern "C" __attribute__((visibility("default"))) void simhub_gate_release(SimGate* gate, uint64_t release_ns) {
+  if (gate) sim::Device::Get().ReleaseGate(gate, release_ns);
 }

@@ -7,8 +7,11 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
+#include <vector>
 #include <string>
 #include <unordered_set>
 
@@ -20,12 +23,14 @@ struct CUstream_st {
   bool non_blocking;  // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy stream
   uint64_t tail_ns;   // sim clock: previous work on this stream ends (or a waited event fires)
   bool destroyed;     // kept after cuStreamDestroy: its pending work still occupies the device
+  uint32_t deferred = 0;  // entries of Device's deferred queue on this stream (not yet placed)
 };
 struct CUevent_st {
   uint32_t id;
   unsigned flags;
   bool recorded;
   uint64_t time_ns;  // sim clock: when the work before the record completes
+  bool pending = false;  // recorded behind deferred work: time_ns not known yet
 };
 // CUfunction and CUkernel handles both point to one of these.
 struct CUfunc_st {
@@ -73,8 +78,23 @@ class Device {
   // work on the legacy stream waits for all blocking streams, and work on a
   // blocking stream waits for the legacy stream.
   Placement Enqueue(CUstream stream, uint64_t duration_ns);
-  uint64_t StreamDoneNs(CUstream stream);  // end of everything enqueued on it so far
-  uint64_t DeviceDoneNs();                 // end of everything enqueued so far
+  // End of everything enqueued on the stream (the device) so far. Both wait
+  // (host blocked) while that work is deferred behind a collective kernel
+  // whose peers have not all arrived (simhub_gate_*).
+  uint64_t StreamDoneNs(CUstream stream);
+  uint64_t DeviceDoneNs();
+  // StreamDoneNs without waiting: false while the stream's work is deferred.
+  bool StreamDoneNsNow(CUstream stream, uint64_t* done_ns);
+
+  // ---- deferred work (collective kernels, README "Collectives")
+  // A kernel, or a copy or memset the host does not wait for: placed now
+  // when nothing it depends on is deferred and it is not gated, else queued
+  // and placed (and reported with EmitOp) once what it waits for is known.
+  // `op` comes filled by Place (correlation, context, graph) except the
+  // times. `gate` (kernels only) may be null.
+  void EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate);
+  // A gate's peers have all arrived: its kernel ends at max(start, release) + transfer.
+  void ReleaseGate(SimGate* gate, uint64_t release_ns);
 
   // ---- events
   CUevent CreateEvent(unsigned flags);
@@ -90,7 +110,8 @@ class Device {
     uint32_t id;
     uint64_t time_ns;
   };
-  EventState StateOf(CUevent event);  // a consistent snapshot, taken under the lock
+  EventState StateOf(CUevent event);  // a consistent snapshot; a pending event reads as recorded at UINT64_MAX
+  EventState SettledStateOf(CUevent event);  // waits (host blocked) until a pending event's time is known
 
   // ---- memory. memory_kind is CUpti_ActivityMemoryKind.
   void* Allocate(size_t bytes, int memory_kind);  // nullptr: out of memory
@@ -121,11 +142,38 @@ class Device {
     int kind;
     bool owned;
   };
+  // One entry of the deferred queue, in enqueue order.
+  struct Deferred {
+    enum Kind { kKernel, kRecord, kWait } kind;
+    CUstream_st* stream;
+    CUevent_st* event;     // kRecord, kWait
+    uint64_t enqueue_ns;
+    uint64_t duration_ns;  // kKernel: the transfer time when gated
+    SimOp op;              // kKernel
+    const char* api;       // kKernel: the launching call's name (truth log)
+    SimGate* gate;         // kKernel: null when not gated
+    bool started;          // gated kernel: start placed and announced
+  };
+  struct ReadyOp {
+    SimOp op;
+    const char* api;
+    SimGate* gate;  // freed once the op is reported
+  };
+  struct Ready {  // what ProcessLocked settled, reported after unlocking
+    std::vector<ReadyOp> ops;
+    std::vector<std::pair<SimGate*, uint64_t>> starts;
+  };
+  bool UnsettledLocked(CUstream_st* s);  // its effective tail depends on a deferred entry
+  void ProcessLocked(Ready* ready);
+  void Report(Ready& ready);  // outside the lock
+  void WaitSettledLocked(std::unique_lock<std::mutex>& lock, CUstream_st* s);
   CUstream_st* ResolveLocked(CUstream stream);
   uint64_t BlockingTailLocked();  // latest tail over all blocking streams
   uint64_t EffectiveTailLocked(CUstream_st* s);
 
   std::mutex mutex_;  // guards everything below
+  std::condition_variable settled_;  // signalled when deferred entries are placed
+  std::deque<Deferred> deferred_;
   CUstream_st legacy_{kLegacyStreamId, false, 0, false};
   std::unordered_set<CUstream_st*> streams_;  // created + per-thread streams (not legacy)
   std::unordered_set<CUevent_st*> events_;
@@ -150,6 +198,9 @@ void Place(SimOp* op, const Placement& at);
 // cuCtxSetCurrent: a created context (driver_ctx.cpp) becomes the calling
 // thread's current one; the primary or NULL makes the primary current again.
 CUresult SetCurrent(CUcontext context);
+
+// The gate armed on this thread for its next kernel launch (simhub_gate_arm), taken.
+SimGate* TakeArmedGate();
 
 // Sleeps until the sim clock has passed sim_ns.
 void WaitUntilNs(uint64_t sim_ns);

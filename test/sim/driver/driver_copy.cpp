@@ -76,11 +76,18 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   op.src_kind = src_kind;
   op.dst_kind = dst_kind;
   op.bytes = width * height * depth;
-  const Placement at = device.Enqueue(stream, CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind));
+  const uint64_t duration_ns = CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind);
   op.device_id = kDeviceId;
+  if (!HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) {
+    // Queued like a kernel behind a collective waiting for its peers.
+    Place(&op, Placement{});
+    device.EnqueueOp(stream, duration_ns, op, OuterFunctionName(), nullptr);
+    return CUDA_SUCCESS;
+  }
+  const Placement at = device.Enqueue(stream, duration_ns);
   Place(&op, at);
   EmitOp(op);
-  if (HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) WaitUntilNs(at.end_ns);
+  WaitUntilNs(at.end_ns);
   return CUDA_SUCCESS;
 }
 
@@ -118,10 +125,9 @@ CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size
   op.bytes = width * rows;
   op.address = reinterpret_cast<uint64_t>(dst);
   op.dst_kind = device.KindOf(dst);
-  const Placement at = device.Enqueue(stream, MemsetDurationNs(op.bytes));
   op.device_id = kDeviceId;
-  Place(&op, at);
-  EmitOp(op);
+  Place(&op, Placement{});
+  device.EnqueueOp(stream, MemsetDurationNs(op.bytes), op, OuterFunctionName(), nullptr);
   return CUDA_SUCCESS;
 }
 

@@ -86,15 +86,16 @@ namespace {
 
 CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                 unsigned shared_bytes, CUstream stream) {
+  SimGate* gate = TakeArmedGate();  // a collective's kernel (simhub_gate_arm)
   SimOp op{};
   uint64_t duration_ns = 0;
   if (CUresult r = KernelOp(f, gx, gy, gz, bx, by, bz, shared_bytes, &op, &duration_ns); r != CUDA_SUCCESS) return r;
   Device& device = Device::Get();
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
-  const Placement at = device.Enqueue(stream, duration_ns);
-  Place(&op, at);
-  EmitOp(op);
+  // Placed now, or queued behind (or as) a collective waiting for its peers.
+  Place(&op, Placement{});
+  device.EnqueueOp(stream, duration_ns, op, OuterFunctionName(), gate);
   return CUDA_SUCCESS;
 }
 

@@ -70,7 +70,9 @@ namespace {
 
 CUresult StreamQuery(CUstream stream) {
   if (!Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  return simhub_now_ns() >= Device::Get().StreamDoneNs(stream) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  uint64_t done = 0;
+  if (!Device::Get().StreamDoneNsNow(stream, &done)) return CUDA_ERROR_NOT_READY;  // behind a waiting collective
+  return simhub_now_ns() >= done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult StreamSynchronize(CUstream stream) {
@@ -93,8 +95,9 @@ CUresult StreamWaitEvent(CUstream stream, CUevent event) {
   const uint64_t start = simhub_now_ns();
   device.WaitEvent(stream, event);
   // The host does not wait; the record says what the stream now waits for.
+  // An event behind a collective still waiting for its peers has no time yet (0).
   EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(stream), state.id, start,
-           state.recorded ? state.time_ns : 0);
+           state.recorded && state.time_ns != UINT64_MAX ? state.time_ns : 0);
   return CUDA_SUCCESS;
 }
 
@@ -206,9 +209,9 @@ SIM_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
 SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   cuEventSynchronize_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventSynchronize), "cuEventSynchronize", &params, [&]() -> CUresult {
-    const Device::EventState event = Device::Get().StateOf(hEvent);
-    if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t start = simhub_now_ns();
+    const Device::EventState event = Device::Get().SettledStateOf(hEvent);  // behind a collective: waits for its peers
+    if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t done = event.recorded ? event.time_ns : 0;  // never recorded: nothing to wait for
     sim::WaitUntilNs(done);
     sim::WaitUntilNs(sim::SyncReturnNs(start, done, sim::kStreamSyncIdleNs));
