@@ -6,6 +6,7 @@ import glob
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -98,6 +99,58 @@ class ProfCli(unittest.TestCase):
         kernels = [e for e in events if e.get("cat") == "kernel"]
         self.assertEqual(len(kernels), 4 * sum(1 for e in source["traceEvents"] if e.get("cat") == "kernel"))
         self.assertEqual(len({e["pid"] // 100000000 for e in kernels}), 4)
+        self.assertEqual(prof("validate", out).returncode, 0)
+
+    def test_events_with_wrongly_typed_fields_are_rejected_by_validate_and_skipped_by_summary_and_merge(self):
+        source = load(self.real("simple_add.pt.trace.json.gz"))
+        events = source["traceEvents"]
+        kernels = [i for i, e in enumerate(events) if e.get("cat") == "kernel"]
+        calls = [i for i, e in enumerate(events) if e.get("cat") == "cuda_runtime"]
+        broken = json.loads(json.dumps(source))
+        # A nested array as pid (once reported OK), an object as tid, a string as ts, null as dur.
+        broken["traceEvents"][kernels[0]]["pid"] = [[0]]
+        broken["traceEvents"][kernels[1]]["tid"] = {"stream": 7}
+        broken["traceEvents"][calls[0]]["ts"] = "12"
+        broken["traceEvents"][calls[1]]["dur"] = None
+        path = os.path.join(self.tmp, "broken.json")
+        with open(path, "w") as f:
+            json.dump(broken, f)
+
+        r = prof("validate", path)
+        self.assertEqual(r.returncode, 1, r.stdout)
+        for i, field in ((kernels[0], "pid=[[0]]"), (kernels[1], 'tid={"stream":7}'), (calls[0], 'ts="12"'),
+                         (calls[1], "dur=null")):
+            self.assertRegex(r.stdout, rf"rule field-types: event #{i} \(ph=\"X\".*\) has {re.escape(field)}, not ")
+
+        # summary: the four events are left out, counted, the first named;
+        # the rest is read as from a trace without them.
+        r = prof("summary", path)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"4 events skipped: pid, tid, ts or dur of the wrong type; the first: event #{min(kernels[0], calls[0])}",
+                      r.stdout)
+        without = json.loads(json.dumps(source))
+        without["traceEvents"] = [e for i, e in enumerate(events) if i not in (kernels[0], kernels[1], calls[0], calls[1])]
+        clean = os.path.join(self.tmp, "without.json")
+        with open(clean, "w") as f:
+            json.dump(without, f)
+        expected = prof("summary", clean)
+        self.assertEqual(expected.returncode, 0, expected.stderr)
+        strip = lambda text: [l for l in text.splitlines() if not l.startswith("==>") and "skipped" not in l]
+        self.assertEqual(strip(r.stdout), strip(expected.stdout))
+
+        # merge: left out of the output, counted, named with their input; the output is valid.
+        good = os.path.join(self.tmp, "good.json")
+        with open(good, "w") as f:
+            json.dump(source, f)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", good, path, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"4 events skipped: pid, tid, ts or dur of the wrong type; the first: {path}: event #", r.stdout)
+        merged = load(out)["traceEvents"]
+        labels = [e for e in merged if e.get("name") == "process_labels" and
+                  str(e.get("args", {}).get("labels", "")).startswith("rank ")]
+        self.assertEqual(len(merged), 2 * len(events) - 4 + len(labels))
+        self.assertEqual(sum(1 for e in merged if not isinstance(e.get("pid"), (int, str))), 0)
         self.assertEqual(prof("validate", out).returncode, 0)
 
     def test_summary_reads_several_traces_and_compares_them(self):

@@ -80,7 +80,7 @@ class SimWorkloadsTest(unittest.TestCase):
     def test_multithread_runs_every_launch_in_order_on_its_own_stream(self):
         proc, lines = run_with_truth([workload("multithread"), "--threads", "16", "--launches", "25"])
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertIn("threads=16 launches=25 failures=0", proc.stdout)
+        self.assertIn("threads=16 launches=25 waves=1 failures=0", proc.stdout)
         kernels = truth.of_type(lines, "kernel")
         self.assertEqual(len(kernels), 16 * 25)
         streams = truth.by_stream(kernels)

@@ -1,7 +1,10 @@
 // Many host threads launching at once: --threads T (default 64) threads,
 // each with its own stream, wait on one barrier, then launch --launches N
 // (default 100) kernels and synchronize their stream. Stresses the
-// profiler's per-thread buffers and its thread-safety.
+// profiler's per-thread buffers and its thread-safety. --waves W (default 1)
+// does that W times, each wave's threads created after the last wave's have
+// exited: thread churn (W x T short-lived threads over the run, as a
+// thread-per-request server makes).
 #include <cuda_runtime.h>
 #include <pthread.h>
 
@@ -57,19 +60,36 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: multithread [--threads T] [--launches N]\n");
     return 2;
   }
+  const int waves = ParseFlag(argc, argv, "--waves", 1);
+  if (waves <= 0) {
+    fprintf(stderr, "usage: multithread [--threads T] [--launches N] [--waves W]\n");
+    return 2;
+  }
   pthread_barrier_init(&g_start, nullptr, static_cast<unsigned>(threads));
   std::vector<pthread_t> ids(threads);
   std::vector<Result> results(threads);
-  for (int t = 0; t < threads; ++t) pthread_create(&ids[t], nullptr, Worker, &results[t]);
   int failures = 0;
-  for (int t = 0; t < threads; ++t) {
-    pthread_join(ids[t], nullptr);
-    if (results[t].error != cudaSuccess) {
-      fprintf(stderr, "thread %d: %s\n", t, cudaGetErrorString(results[t].error));
-      ++failures;
+  for (int w = 0; w < waves; ++w) {
+    int created = 0;
+    for (int t = 0; t < threads; ++t) {
+      results[t] = Result();
+      if (pthread_create(&ids[t], nullptr, Worker, &results[t]) != 0) break;
+      ++created;
+    }
+    if (created < threads) {
+      // The barrier waits for all T: a wave that cannot start them all cannot run.
+      fprintf(stderr, "wave %d: could not create thread %d\n", w, created);
+      return 1;
+    }
+    for (int t = 0; t < threads; ++t) {
+      pthread_join(ids[t], nullptr);
+      if (results[t].error != cudaSuccess) {
+        fprintf(stderr, "wave %d thread %d: %s\n", w, t, cudaGetErrorString(results[t].error));
+        ++failures;
+      }
     }
   }
   cudaDeviceSynchronize();
-  printf("threads=%d launches=%d failures=%d\n", threads, g_launches, failures);
+  printf("threads=%d launches=%d waves=%d failures=%d\n", threads, g_launches, waves, failures);
   return failures == 0 ? 0 : 1;
 }

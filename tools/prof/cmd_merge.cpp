@@ -18,7 +18,10 @@ constexpr const char* kHelp = R"(usage: prof merge FILE... -o OUT
 Merges several ranks' traces into one timeline: every event is kept, each
 input's processes form a group labelled "rank R" (pids renumbered into a
 block per input), flow ids stay distinct, and times share the earliest
-baseTimeNanoseconds. OUT ending in .gz is gzip-compressed. The result is
+baseTimeNanoseconds. OUT ending in .gz is gzip-compressed. Events whose
+pid, tid, ts or dur has the wrong type (`prof validate`, rule field-types)
+cannot be placed and are left out; the output says how many and names the
+first. The result is
 validated (as `prof validate`) before it is written; exit status 0 when it
 was written and is valid, 1 otherwise.
 
@@ -118,6 +121,7 @@ int MergeCommand(const Args& args) {
   std::printf("%s: %zu inputs, %llu input events, %llu events written%s\n", out.c_str(), sources.size(),
               static_cast<unsigned long long>(report.input_events),
               static_cast<unsigned long long>(report.events_written), report.validation.ok() ? "" : " (INVALID, see above)");
+  if (report.skipped.count) std::printf("%s: %s\n", out.c_str(), report.skipped.Sentence().c_str());
   return report.validation.ok() ? 0 : 1;
 }
 

@@ -23,7 +23,9 @@ Recomputes the summary of each window from its saved trace (.pt.trace.json or
 code the agent uses for .summary.txt, and prints it. With several windows
 (several files, several ranks) a table comparing them follows.
 Exit status 0, or 1 when a file could not be read (it is named, and the
-others are still read).
+others are still read). Events whose pid, tid, ts or dur has the wrong type
+(see `prof validate`, rule field-types) are skipped, and the summary says how
+many and names the first.
 
   --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
                         (default 16384)
@@ -87,11 +89,12 @@ int SummaryCommand(const Args& args) {
   for (const std::string& path : paths) {
     std::vector<CompactWindow> windows;
     std::string error;
+    SkippedEvents skipped;
     bool read = false;
     // Whatever goes wrong with one file is reported with its name, and the
     // next file is still read.
     try {
-      read = ReadWindows(path, max_unpacked, &windows, &error);
+      read = ReadWindows(path, max_unpacked, &windows, &error, &skipped);
     } catch (const std::exception& e) {
       error = path + ": " + e.what();
     }
@@ -104,7 +107,9 @@ int SummaryCommand(const Args& args) {
       try {
         Row row{windows.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(windows[i])};
         windows[i] = CompactWindow();
-        std::printf("%s==> %s <==\n%s", rows.empty() ? "" : "\n", row.label.c_str(),
+        // Events the file holds that could not be read are said once, above its first window.
+        std::string note = i == 0 && skipped.count ? path + ": " + skipped.Sentence() + "\n" : "";
+        std::printf("%s==> %s <==\n%s%s", rows.empty() ? "" : "\n", row.label.c_str(), note.c_str(),
                     RenderSummary(row.summary).c_str());
         rows.push_back(std::move(row));
       } catch (const std::exception& e) {

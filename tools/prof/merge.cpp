@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 
+#include "tools/prof/event_fields.h"
+
 namespace prof::tool {
 namespace {
 
@@ -162,13 +164,15 @@ class MergedEvents {
 
   using Sink = std::function<void(uint64_t index, std::string_view text)>;
 
-  bool ForEach(const Sink& sink, std::string* error) {
+  // `skipped`: where events whose pid, tid, ts or dur has the wrong type
+  // are counted (they are never passed to `sink`); null: not counted.
+  bool ForEach(const Sink& sink, std::string* error, SkippedEvents* skipped = nullptr) {
     uint64_t index = 0;
     for (size_t slot = 0; slot < sources_.size(); ++slot) {
       std::unique_ptr<ByteSource> source = sources_[slot].open(error);
       if (!source) return false;
       std::set<json> pids;
-      Handler handler(rewrites_[slot], sink, &index, &pids);
+      Handler handler(rewrites_[slot], sink, &index, &pids, sources_[slot].path, skipped);
       TraceStreamResult read = StreamTrace(source.get(), &handler);
       if (!read.ok) {
         *error = sources_[slot].path + ": " + read.error;
@@ -187,11 +191,17 @@ class MergedEvents {
  private:
   class Handler : public TraceStreamHandler {
    public:
-    Handler(const Rewrite& r, const Sink& sink, uint64_t* index, std::set<json>* pids)
-        : r_(r), sink_(sink), index_(index), pids_(pids) {}
+    Handler(const Rewrite& r, const Sink& sink, uint64_t* index, std::set<json>* pids, const std::string& path,
+            SkippedEvents* skipped)
+        : r_(r), sink_(sink), index_(index), pids_(pids), path_(path), skipped_(skipped) {}
     void Member(std::string_view, const JsonValue&) override {}
     void EventsBegin(bool) override {}
-    void Event(uint64_t, const JsonValue& e) override {
+    void Event(uint64_t input_index, const JsonValue& e) override {
+      // Not placeable on the merged timeline: left out, counted.
+      if (const char* field = WrongTypedField(e)) {
+        if (skipped_ && skipped_->count++ == 0) skipped_->first = path_ + ": " + WrongTypeMessage(e, input_index, field);
+        return;
+      }
       text_.clear();
       json pid;
       RewriteEvent(e, r_, &text_, &pid);
@@ -205,6 +215,8 @@ class MergedEvents {
     const Sink& sink_;
     uint64_t* index_;
     std::set<json>* pids_;
+    const std::string& path_;
+    SkippedEvents* skipped_;
     std::string text_;
   };
 
@@ -328,7 +340,8 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     w.Append(text);
     ++report->events_written;
   };
-  if (!events.ForEach(validate_and_write, error)) return false;
+  report->skipped = SkippedEvents();
+  if (!events.ForEach(validate_and_write, error, &report->skipped)) return false;
   w.Append("],\"traceName\":\"merged\"}\n");
   report->validation = validator.Finish([&](const EventSink& sink) {
     std::string ignored;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "exporters/byte_sink.h"
+#include "tools/prof/event_fields.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/validate.h"
 
@@ -47,6 +48,9 @@ struct MergeSource {
 struct MergeReport {
   uint64_t input_events = 0;
   uint64_t events_written = 0;
+  // Input events left out because their pid, tid, ts or dur has the wrong
+  // type (event_fields.h); `first` names the input and the event.
+  SkippedEvents skipped;
   ValidateResult validation;
 };
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "tools/prof/event_fields.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"
 
@@ -580,6 +581,7 @@ class WindowsHandler : public TraceStreamHandler {
   void EventsBegin(bool is_array) override {
     events_seen_ = true;
     is_array_ = is_array;
+    skipped_ = SkippedEvents();
     readers_.clear();
     windows_.clear();
     slot_docs_.clear();
@@ -600,7 +602,10 @@ class WindowsHandler : public TraceStreamHandler {
     if (l != members_.end() && ParseJson(l->second, &libprof, &ignored)) readers_[0]->Prime(JsonValue(&libprof, 0));
   }
 
-  void Event(uint64_t, const JsonValue& e) override {
+  void Event(uint64_t index, const JsonValue& e) override {
+    // An event whose pid, tid, ts or dur has the wrong type is not read
+    // (its place on the timeline is unknown); it is counted.
+    if (const char* field = WrongTypedField(e)) return skipped_.Add(e, index, field);
     if (!merged_) {
       if (e.is_object()) readers_[0]->ReadEvent(e, Unmerge{});
       return;
@@ -661,6 +666,7 @@ class WindowsHandler : public TraceStreamHandler {
     return members_.count("libprof_merge") || (l != members_.end() ? l->second : std::string()) != primed_with_;
   }
   const std::map<std::string, std::string>& members() const { return members_; }
+  const SkippedEvents& skipped() const { return skipped_; }
 
  private:
   // One reader per input of the merge, with the top-level members the
@@ -711,11 +717,12 @@ class WindowsHandler : public TraceStreamHandler {
   std::vector<std::unique_ptr<Reader<W>>> readers_;
   std::vector<int64_t> shifts_;
   std::vector<std::string> slot_docs_;
+  SkippedEvents skipped_;
 };
 
 template <typename W>
 bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string*)>& open, const std::string& label,
-                     std::vector<W>* windows, std::string* error) {
+                     std::vector<W>* windows, std::string* error, SkippedEvents* skipped = nullptr) {
   std::map<std::string, std::string> known;
   for (int pass = 0; pass < 2; ++pass) {
     std::unique_ptr<ByteSource> source = open(error);
@@ -732,6 +739,7 @@ bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string
       known = handler.members();
       continue;
     }
+    if (skipped) *skipped = handler.skipped();
     return handler.Finish(windows, error);
   }
   return false;
@@ -740,17 +748,19 @@ bool ReadWindowsFrom(const std::function<std::unique_ptr<ByteSource>(std::string
 }  // namespace
 
 bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<CompactWindow>* windows,
-                 std::string* error) {
+                 std::string* error, SkippedEvents* skipped) {
   return ReadWindowsFrom([&](std::string* e) { return OpenFileSource(path, max_unpacked_bytes, e); }, path, windows,
-                         error);
+                         error, skipped);
 }
 
-bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error) {
-  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error);
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error,
+                          SkippedEvents* skipped) {
+  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error, skipped);
 }
 
-bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error) {
-  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error);
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error,
+                          SkippedEvents* skipped) {
+  return ReadWindowsFrom([&](std::string*) { return MemorySource(bytes); }, "trace", windows, error, skipped);
 }
 
 bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* error) {

@@ -13,6 +13,7 @@
 
 #include "agent/window.h"
 #include "exporters/compact_window.h"
+#include "tools/prof/event_fields.h"
 
 namespace prof::tool {
 
@@ -25,11 +26,15 @@ bool TraceToWindow(const nlohmann::json& trace, Window* window, std::string* err
 // in chunks that never double), never the JSON; events the summary does not
 // model (cpu_op, python_function beyond the stacks of the calls, ...) are
 // not held at all. False with `error` ("rule strict-json: ..." for bad JSON).
+// Events whose pid, tid, ts or dur has the wrong type are skipped and
+// counted in `skipped` (event_fields.h).
 bool ReadWindows(const std::string& path, uint64_t max_unpacked_bytes, std::vector<CompactWindow>* windows,
-                 std::string* error);
+                 std::string* error, SkippedEvents* skipped = nullptr);
 
 // The same on bytes in memory (fuzzing, tests), into either form.
-bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error);
-bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error);
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<Window>* windows, std::string* error,
+                          SkippedEvents* skipped = nullptr);
+bool ReadWindowsFromBytes(std::string_view bytes, std::vector<CompactWindow>* windows, std::string* error,
+                          SkippedEvents* skipped = nullptr);
 
 }  // namespace prof::tool

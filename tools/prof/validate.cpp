@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "exporters/chunked_vector.h"
+#include "tools/prof/event_fields.h"
 
 namespace prof::tool {
 namespace {
@@ -16,25 +17,7 @@ namespace {
 // 0.25 µs: comparisons allow two ulps plus half a nanosecond.
 double Slack(double t) { return 0.0005 + 2 * (std::nextafter(std::fabs(t), INFINITY) - std::fabs(t)); }
 
-std::string Describe(const JsonValue& e, uint64_t i) {
-  std::string out = "event #" + std::to_string(i) + " (";
-  auto field = [&](const char* key, bool first = false) {
-    if (!e.is_object()) return;
-    JsonValue v = e.Get(key);
-    if (!v.valid()) return;
-    std::string value = v.Dump();
-    if (value.size() > 80) value = value.substr(0, 77) + "...";
-    out += (first ? "" : " ") + std::string(key) + "=" + value;
-  };
-  field("ph", true);
-  field("cat");
-  field("name");
-  field("pid");
-  field("tid");
-  field("ts");
-  field("id");
-  return out + ")";
-}
+std::string Describe(const JsonValue& e, uint64_t i) { return DescribeEvent(e, i); }
 
 constexpr uint64_t kSyncBit = uint64_t{1} << 63;  // in Slice::index: the slice is a "cuda_sync"
 
@@ -248,10 +231,10 @@ class TraceValidator::Impl {
         if (!e.Has(key)) FailText("event-fields", Describe(e, i) + " is an X event without \"" + key + "\"");
       }
     }
+    if (const char* field = WrongTypedField(e)) FailText("field-types", WrongTypeMessage(e, i, field));
     for (const char* key : {"ts", "dur"}) {
       JsonValue v = e.Get(key);
-      if (!v.valid()) continue;
-      if (!v.is_number() || v.number() < 0) {
+      if (v.is_number() && v.number() < 0) {
         FailText("ts-nonnegative", Describe(e, i) + " has " + key + "=" + v.Dump() + ", not a number >= 0");
       }
     }

@@ -6,7 +6,9 @@
 //   top-level         an object with a "traceEvents" array of objects
 //   event-fields      every event has "ph", "ts", "pid" and "tid"; "X" events
 //                     also "dur" and "cat"
-//   ts-nonnegative    every "ts" (and "dur") is a number >= 0
+//   field-types       "pid" and "tid" are integers or strings, "ts" and "dur"
+//                     numbers (event_fields.h)
+//   ts-nonnegative    every numeric "ts" (and "dur") is >= 0
 //   x-nesting         "X" events on one (pid, tid) nest or are disjoint
 //   flow-binding      every flow start ("s") lies inside an "X" slice on its
 //                     (pid, tid) at its timestamp

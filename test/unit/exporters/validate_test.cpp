@@ -76,6 +76,37 @@ TEST_CASE("event-fields: an event without tid, and an X event without dur, are r
   CHECK(e.find("name=\"k\"") != std::string::npos);
 }
 
+TEST_CASE("field-types: a pid, tid, ts or dur of the wrong type is rejected, naming the event", "[validate]") {
+  struct Case {
+    const char* field;
+    json value;
+  };
+  // A nested array as pid was once reported OK.
+  for (const Case& c : {Case{"pid", json::parse("[[1]]")}, Case{"tid", json::object()}, Case{"pid", 1.5},
+                        Case{"tid", true}, Case{"pid", nullptr}, Case{"ts", "10"}, Case{"ts", json::array()},
+                        Case{"dur", "5"}, Case{"dur", nullptr}}) {
+    json t = Good();
+    t["traceEvents"][0][c.field] = c.value;
+    INFO(c.field << "=" << c.value.dump());
+    ValidateResult r = ValidateTrace(t);
+    REQUIRE_FALSE(r.ok());
+    // The type error comes first and names the event; other rules that
+    // depend on the field (nesting, flow binding) may add their own.
+    CHECK(r.errors[0].find("rule field-types: event #0 (ph=\"X\" cat=\"cuda_runtime\" name=\"cudaLaunchKernel\"") == 0);
+    CHECK(r.errors[0].find(std::string(" has ") + c.field + "=" + c.value.dump() + ", not ") != std::string::npos);
+    for (const std::string& e : r.errors) CHECK(e.find("rule ts-nonnegative") == std::string::npos);
+  }
+  // The types Kineto writes pass: string pids and tids, integer and
+  // fractional times, an integral pid written with a fraction.
+  json t = Good();
+  t["traceEvents"].push_back({{"ph", "X"}, {"cat", "Trace"}, {"name", "PyTorch Profiler (0)"}, {"pid", "Spans"},
+                              {"tid", "PyTorch Profiler"}, {"ts", 1}, {"dur", 2.5}});
+  t["traceEvents"].push_back({{"ph", "i"}, {"name", "mark"}, {"pid", 1.0}, {"tid", 2}, {"ts", 3}, {"s", "t"}});
+  ValidateResult r = ValidateTrace(t);
+  INFO(json(r.errors).dump());
+  CHECK(r.ok());
+}
+
 TEST_CASE("ts-nonnegative: a negative timestamp is rejected", "[validate]") {
   json t = Good();
   t["traceEvents"].push_back({{"ph", "i"}, {"name", "early"}, {"pid", 1}, {"tid", 1}, {"ts", -0.5}});
