@@ -153,6 +153,51 @@ class ProfCli(unittest.TestCase):
         self.assertEqual(sum(1 for e in merged if not isinstance(e.get("pid"), (int, str))), 0)
         self.assertEqual(prof("validate", out).returncode, 0)
 
+    def test_merge_of_a_directory_writes_the_job_summary_and_skips_its_own_output(self):
+        # Four ranks' copies of a real Kineto trace, each given one all-reduce
+        # (Kineto's collective arguments) ending at the same true instant; rank
+        # 2's clock reads 1.5 ms late and it arrives 2 ms after the others.
+        source = load(self.real("simple_add.pt.trace.json.gz"))
+        end_us = max(e["ts"] + e.get("dur", 0) for e in source["traceEvents"] if "ts" in e) + 10000.0
+        traces = os.path.join(self.tmp, "traces")
+        os.makedirs(traces)
+        for rank in range(4):
+            trace = json.loads(json.dumps(source))
+            trace["distributedInfo"]["rank"] = rank
+            clock = 1500.0 if rank == 2 else 0.0
+            start = end_us - (500.0 if rank == 2 else 2500.0)
+            trace["traceEvents"].append({
+                "ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0, "tid": 99,
+                "ts": start + clock, "dur": end_us - start,
+                "args": {"stream": 99, "correlation": 999999, "Collective name": "allreduce", "In msg nelems": 1024,
+                         "Out msg nelems": 1024, "Group size": 4, "dtype": "Float", "Process Group Name": "0",
+                         "Process Group Ranks": "[0, 1, 2, 3]", "Seq": 1}})
+            with open(os.path.join(traces, f"host_rank{rank}.1.pt.trace.json"), "w") as f:
+                json.dump(trace, f)
+        out = os.path.join(traces, "job.pt.trace.json")
+        for attempt in range(2):  # the second run finds the first's output in the directory and leaves it out
+            r = prof("merge", traces, "-o", out)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("4 inputs", r.stdout)
+        with open(os.path.join(traces, "job.summary.txt")) as f:
+            summary = f.read()
+        self.assertEqual(summary, r.stdout[:len(summary)])
+        self.assertIn("Clocks: aligned to rank 0 on the end times of 1 collectives", summary)
+        self.assertIn("rank 2 +1.500 ms", summary)
+        merged = load(out)
+        # Within a microsecond: this trace's ts are epoch microseconds, whose doubles keep about 0.2 us.
+        offsets = [i["clock_offset_ns"] for i in merged["libprof_merge"]["inputs"]]
+        for got, want in zip(offsets, [0, 0, 1500000, 0]):
+            self.assertLessEqual(abs(got - want), 1000, offsets)
+        ends = [e["ts"] + e["dur"] for e in merged["traceEvents"] if e.get("name", "").startswith("ncclDev")]
+        self.assertEqual(len(ends), 4)
+        self.assertLessEqual(max(ends) - min(ends), 1.0, "the all-reduce ends at one instant on every rank once aligned")
+        # A merged trace is not an input.
+        r = prof("merge", out, os.path.join(traces, "host_rank0.1.pt.trace.json"), "-o", os.path.join(self.tmp, "x.json"))
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("already a merge", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.json")))
+
     def test_summary_reads_several_traces_and_compares_them(self):
         paths = [self.real(n) for n in REAL_TRACES[:2]]
         r = prof("summary", *paths)

@@ -1,4 +1,8 @@
-// `prof merge FILE... -o OUT`
+// `prof merge FILE|DIR... -o OUT`
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -13,30 +17,79 @@
 namespace prof::tool {
 namespace {
 
-constexpr const char* kHelp = R"(usage: prof merge FILE... -o OUT
+constexpr const char* kHelp = R"(usage: prof merge FILE|DIR... -o OUT
 
-Merges several ranks' traces into one timeline: every event is kept, each
-input's processes form a group labelled "rank R" (pids renumbered into a
-block per input), flow ids stay distinct, and times share the earliest
-baseTimeNanoseconds. OUT ending in .gz is gzip-compressed. Events whose
+Merges several ranks' traces into one timeline and writes the job summary
+beside it. A directory stands for the traces in it (*.pt.trace.json and
+*.pt.trace.json.gz, the merged output itself left out); traces copied from
+several nodes merge the same way.
+
+The timeline: every event is kept, each input's processes form a group
+labelled "rank R" (pids renumbered into a block per input), flow ids stay
+distinct, times share the earliest baseTimeNanoseconds, and each rank's
+clock is aligned to the others' on the collectives they share: the same
+collective (communicator, collective, sequence number) ends at nearly the
+same instant on every rank, so a rank's offset is the median difference of
+those end times; the residual (how far one collective's ends still lie
+apart) is reported. OUT ending in .gz is gzip-compressed. Events whose
 pid, tid, ts or dur has the wrong type (`prof validate`, rule field-types)
 cannot be placed and are left out; the output says how many and names the
-first. The result is
-validated (as `prof validate`) before it is written; exit status 0 when it
-was written and is valid, 1 otherwise.
+first. The result is validated (as `prof validate`) before it is written.
+
+The job summary (printed, and written to OUT's stem + .summary.txt): per
+step and rank, the step time, compute and communication (GPU time of each
+kind of kernel), the time spent waiting in collectives for the last rank to
+arrive, and the longest gap between the host's CUDA calls; per rank, how
+often it arrived last and what that cost every other rank per step; then
+one line naming the straggler with its evidence, or saying that no rank
+stands out.
+
+Exit status 0 when the merge was written and is valid, 1 otherwise.
 
   --max-unpacked-mb N   refuse an input larger than N MB once gunzipped
                         (default 16384)
 
-Inputs are streamed (read twice: their headers, then each event rewritten,
-validated and written to a temporary file that is renamed to OUT once the
-merge is complete), so memory does not grow with their size beyond what
-validation holds. Every input that cannot be read is named, and then
-nothing is written.
+Inputs are streamed (read twice: their headers and what the job summary
+needs, then each event rewritten, validated and written to a temporary file
+that is renamed to OUT once the merge is complete), so memory does not grow
+with their size beyond what validation and the job summary hold. Every
+input that cannot be read is named, and then nothing is written.
 )";
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool IsTraceName(const std::string& name) {
+  return EndsWith(name, ".pt.trace.json") || EndsWith(name, ".pt.trace.json.gz");
+}
+
+// The traces in `dir`, sorted, or false when it is not a readable directory.
+bool TracesIn(const std::string& dir, std::vector<std::string>* paths) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  std::vector<std::string> found;
+  while (dirent* entry = readdir(d)) {
+    std::string name = entry->d_name;
+    if (IsTraceName(name)) found.push_back(dir + (EndsWith(dir, "/") ? "" : "/") + name);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  paths->insert(paths->end(), found.begin(), found.end());
+  return true;
+}
+
+// OUT without .gz, .json and .pt.trace, plus .summary.txt.
+std::string SummaryPathFor(std::string out) {
+  for (const char* suffix : {".gz", ".json", ".pt.trace"}) {
+    if (EndsWith(out, suffix)) out.resize(out.size() - std::string(suffix).size());
+  }
+  return out + ".summary.txt";
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 }  // namespace
@@ -49,6 +102,7 @@ int MergeCommand(const Args& args) {
   std::string out;
   uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
   std::vector<MergeSource> sources;
+  std::vector<std::string> inputs;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-o" || args[i] == "--output") {
       if (i + 1 >= args.size()) {
@@ -66,10 +120,26 @@ int MergeCommand(const Args& args) {
       ++i;
       continue;
     }
-    std::string path = args[i];
-    sources.push_back({path, [path, &max_unpacked](std::string* error) {
-                         return OpenFileSource(path, max_unpacked, error);
-                       }});
+    inputs.push_back(args[i]);
+  }
+  for (const std::string& input : inputs) {
+    struct stat st;
+    std::vector<std::string> paths;
+    if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (!TracesIn(input, &paths)) {
+        std::fprintf(stderr, "prof merge: %s: cannot read the directory\n", input.c_str());
+        return 1;
+      }
+      if (paths.empty()) std::fprintf(stderr, "prof merge: %s: no *.pt.trace.json[.gz] in it\n", input.c_str());
+    } else {
+      paths.push_back(input);
+    }
+    for (const std::string& path : paths) {
+      if (!out.empty() && SameFile(path, out) && input != path) continue;  // an earlier merge in the directory
+      sources.push_back({path, [path, &max_unpacked](std::string* error) {
+                           return OpenFileSource(path, max_unpacked, error);
+                         }});
+    }
   }
   if (out.empty() || sources.empty()) {
     std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
@@ -118,10 +188,20 @@ int MergeCommand(const Args& args) {
     }
     return 1;
   }
-  std::printf("%s: %zu inputs, %llu input events, %llu events written%s\n", out.c_str(), sources.size(),
+  // The job summary, beside the merged trace.
+  std::string summary = RenderJobSummary(report.job);
+  std::string summary_path = SummaryPathFor(out);
+  AtomicFile text(PosixFileSystem(), summary_path);
+  if (!(text.Open() && text.Append(summary.data(), summary.size()) && text.Commit())) {
+    std::fprintf(stderr, "prof merge: writing %s failed: %s\n", summary_path.c_str(), text.error().c_str());
+    text.Abort();
+  }
+  std::fputs(summary.c_str(), stdout);
+  std::printf("\n%s: %zu inputs, %llu input events, %llu events written%s\n", out.c_str(), sources.size(),
               static_cast<unsigned long long>(report.input_events),
               static_cast<unsigned long long>(report.events_written), report.validation.ok() ? "" : " (INVALID, see above)");
   if (report.skipped.count) std::printf("%s: %s\n", out.c_str(), report.skipped.Sentence().c_str());
+  std::printf("%s: the job summary\n", summary_path.c_str());
   return report.validation.ok() ? 0 : 1;
 }
 

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tools/prof/event_fields.h"
+#include "tools/prof/job.h"
 
 namespace prof::tool {
 namespace {
@@ -45,11 +46,14 @@ struct InputMeta {
   bool libprof = false;
   std::string libprof_raw;
   std::string device_properties_raw;  // empty when absent
+  bool is_merge = false;              // has a libprof_merge block: already merged
 };
 
+// The first pass: the top-level members, and what the job analysis reads
+// from the events (tools/prof/job.h).
 class MetaHandler : public TraceStreamHandler {
  public:
-  explicit MetaHandler(InputMeta* m) : m_(m) {}
+  MetaHandler(InputMeta* m, RankEvents* events) : m_(m), events_(events) {}
   void Member(std::string_view key, const JsonValue& v) override {
     if (key == "baseTimeNanoseconds") {
       int64_t base = 0;
@@ -69,17 +73,19 @@ class MetaHandler : public TraceStreamHandler {
     } else if (key == "libprof") {
       m_->libprof = true;
       m_->libprof_raw.assign(v.raw());
+    } else if (key == "libprof_merge") {
+      m_->is_merge = true;
     } else if (key == "deviceProperties") {
       m_->device_properties_raw.assign(v.raw());
     }
   }
   void EventsBegin(bool is_array) override { m_->has_events = is_array; }
-  void Event(uint64_t, const JsonValue&) override {}
+  void Event(uint64_t, const JsonValue& e) override { ReadJobEvent(e, events_); }
   void EventsEnd(uint64_t count) override { m_->events = count; }
-  bool WantsEvents() const override { return false; }
 
  private:
   InputMeta* m_;
+  RankEvents* events_;
 };
 
 // How one input's events are rewritten.
@@ -252,18 +258,21 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   // First pass: every input's top-level members. Every input that cannot
   // be read is named.
   std::vector<InputMeta> metas(sources.size());
+  std::vector<RankEvents> job_events(sources.size());
   std::string problems;
   for (size_t slot = 0; slot < sources.size(); ++slot) {
     std::string e;
     std::unique_ptr<ByteSource> source = sources[slot].open(&e);
     if (source) {
-      MetaHandler handler(&metas[slot]);
+      MetaHandler handler(&metas[slot], &job_events[slot]);
       TraceStreamResult read = StreamTrace(source.get(), &handler);
       if (!read.ok) {
         e = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + sources[slot].path + ": " + read.error
                                                       : read.error;
       } else if (!metas[slot].has_events) {
         e = sources[slot].path + ": no traceEvents array";
+      } else if (metas[slot].is_merge) {
+        e = sources[slot].path + ": already a merge of several traces; merge the ranks' own traces";
       }
     }
     if (!e.empty()) problems += (problems.empty() ? "" : "\n") + e;
@@ -276,6 +285,16 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   for (const InputMeta& m : metas) base = std::min(base, m.base_ns);
   if (sources.empty()) base = 0;
 
+  // The ranks' clocks, aligned on their collectives, and the job summary.
+  for (size_t slot = 0; slot < sources.size(); ++slot) {
+    job_events[slot].path = sources[slot].path;
+    job_events[slot].rank = metas[slot].has_rank ? metas[slot].rank : static_cast<int>(slot);
+    ShiftRankEvents(&job_events[slot], metas[slot].base_ns);
+  }
+  ClockAlignment clocks = AlignClocks(job_events);
+  report->job = AnalyzeJob(job_events, clocks);
+  job_events.clear();
+
   std::vector<Rewrite> rewrites;
   std::set<int> ranks;
   int world = 0;
@@ -285,7 +304,8 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     const InputMeta& m = metas[slot];
     Rewrite r;
     r.slot = slot;
-    if (__builtin_sub_overflow(m.base_ns, base, &r.shift_ns)) {
+    if (__builtin_sub_overflow(m.base_ns, base, &r.shift_ns) ||
+        __builtin_sub_overflow(r.shift_ns, clocks.offset_ns[slot], &r.shift_ns)) {
       *error = sources[slot].path + ": baseTimeNanoseconds " + std::to_string(m.base_ns) +
                " is too far from the other inputs' (" + std::to_string(base) + ")";
       return false;
@@ -314,12 +334,19 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   head += ",\"displayTimeUnit\":\"ms\",\"distributedInfo\":" + dist.dump();
   // Marks the merge as libprof's own, so `prof validate` applies every rule.
   if (all_libprof) head += ",\"libprof\":{\"merged_inputs\":" + std::to_string(sources.size()) + "}";
-  head += ",\"libprof_merge\":{\"inputs\":[";
+  head += ",\"libprof_merge\":{\"clock_alignment\":";
+  head += json{{"collectives", clocks.collectives},
+               {"reference_rank", sources.empty() ? 0 : rewrites[clocks.reference].rank},
+               {"residual_max_ns", clocks.residual_max_ns},
+               {"residual_median_ns", clocks.residual_median_ns}}
+              .dump();
+  head += ",\"inputs\":[";
   for (size_t slot = 0; slot < sources.size(); ++slot) {
     const InputMeta& m = metas[slot];
     const Rewrite& r = rewrites[slot];
     if (slot) head += ',';
-    head += "{\"baseTimeNanoseconds\":" + std::to_string(m.base_ns) + ",\"file\":";
+    head += "{\"baseTimeNanoseconds\":" + std::to_string(m.base_ns) +
+            ",\"clock_offset_ns\":" + std::to_string(clocks.offset_ns[slot]) + ",\"file\":";
     AppendJsonString(&head, sources[slot].path);
     head += ",\"flow_id_base\":" + std::to_string(static_cast<int64_t>(slot) << kMergeFlowIdBits);
     if (m.libprof) head += ",\"libprof\":" + m.libprof_raw;
@@ -414,7 +441,10 @@ bool SplitMerged(const json& merged, std::vector<json>* traces) {
     if (slot >= traces->size()) continue;
     if (e.value("ph", "") == "M" && e.value("name", "") == "process_labels") continue;
     int64_t shift_ns = 0;
-    if (__builtin_sub_overflow(BaseNs(sources[slot]), base, &shift_ns)) shift_ns = 0;
+    if (__builtin_sub_overflow(BaseNs(sources[slot]), base, &shift_ns) ||
+        __builtin_sub_overflow(shift_ns, sources[slot].value("clock_offset_ns", int64_t{0}), &shift_ns)) {
+      shift_ns = 0;
+    }
     if (e.contains("ts")) e["ts"] = Shift(e["ts"], -shift_ns);
     if (e.contains("id") && e["id"].is_number_integer()) {
       e["id"] = e["id"].get<int64_t>() & ((int64_t{1} << kMergeFlowIdBits) - 1);

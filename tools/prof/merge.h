@@ -2,7 +2,9 @@
 // event; its processes are renumbered into a block of its own (pid =
 // (slot + 1) * 100000000 + original pid, string pids prefixed "rank R: ")
 // and labelled "rank R", flow ids are made unique per input, and times are
-// shifted so all inputs share the earliest baseTimeNanoseconds.
+// shifted so all inputs share the earliest baseTimeNanoseconds and each
+// rank's clock is aligned to the others' on the collectives they share
+// (tools/prof/job.h; the offset subtracted is the input's clock_offset_ns).
 #pragma once
 
 #include <functional>
@@ -13,6 +15,7 @@
 
 #include "exporters/byte_sink.h"
 #include "tools/prof/event_fields.h"
+#include "tools/prof/job.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/validate.h"
 
@@ -52,16 +55,20 @@ struct MergeReport {
   // type (event_fields.h); `first` names the input and the event.
   SkippedEvents skipped;
   ValidateResult validation;
+  JobSummary job;  // the ranks' clocks and the job summary (tools/prof/job.h)
 };
 
-// The streaming merge: reads each input's top-level members (first pass),
-// then writes every merged event to `out` while validating it (second
-// pass). `validated` is called at the end with the result; returning false
-// fails the merge, so a caller writing to a temporary file commits only a
-// validated, complete output. Memory: the validator's (see TraceValidator)
-// plus each input's top-level members; never the events. False with
-// `error` when an input cannot be read (every unreadable input is named in
-// `error`, one per line).
+// The streaming merge: reads each input's top-level members and what the
+// job analysis needs from its events (first pass: its steps, kernels, host
+// calls and Python frames, a few dozen bytes each), aligns the clocks and
+// computes the job summary (report->job), then writes every merged event to
+// `out` while validating it (second pass). `validated` is called at the end
+// with the result; returning false fails the merge, so a caller writing to
+// a temporary file commits only a validated, complete output. Memory: the
+// validator's (see TraceValidator), each input's top-level members and the
+// job analysis's records; never the events' JSON. False with `error` when
+// an input cannot be read (every unreadable input is named in `error`, one
+// per line).
 bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
                  const std::function<bool(const MergeReport&)>& validated = nullptr);
 

@@ -694,7 +694,10 @@ class WindowsHandler : public TraceStreamHandler {
       readers_.push_back(std::make_unique<Reader<W>>(&windows_[slot]));
       int64_t source_base = s.is_object() ? IntMember(s, "baseTimeNanoseconds", 0) : 0;
       int64_t shift = 0;
-      if (__builtin_sub_overflow(source_base, base, &shift)) shift = 0;
+      if (__builtin_sub_overflow(source_base, base, &shift) ||
+          __builtin_sub_overflow(shift, s.is_object() ? IntMember(s, "clock_offset_ns", 0) : 0, &shift)) {
+        shift = 0;
+      }
       shifts_.push_back(shift);
       std::string text = "{\"distributedInfo\":{\"rank\":" +
                          std::to_string(s.is_object() ? IntMember(s, "rank", 0) : 0) +
