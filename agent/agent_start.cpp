@@ -187,6 +187,12 @@ void Launch(const Config& config, bool fork_child = false) {
   rt->session = std::make_unique<Session>(config, rt->collector.get(), rt->writer.get(), &rt->allocs,
                                           MetaTemplate(config, rt->collector->Mode()), start_ns,
                                           ProcessHasCudaLoaded);
+  // A multi-rank job: auto's steps are the job's iterations, counted by its
+  // collectives, so every rank records the same ones (Session::AnchorToCollectives).
+  if (config.world_size > 1 && config.step_source == StepSource::kAuto && config.range_kind == RangeKind::kNone) {
+    rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
+    rt->auto_step->IgnoreHostGaps();
+  }
   InstallRuntime(rt);
   if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);
   SetHotBits(kHotAllocTracking | MarkerBits(config) | RangeHotBits(config));

@@ -117,7 +117,7 @@ bool AutoStep::Analyze() {
   // ran. All of them together still cost at most about three times the last.
   for (uint64_t p = NextThreshold(from); ; p = NextThreshold(p)) {
     uint64_t len = p < n ? p : n;
-    detection_ = DetectPeriod(tokens.data(), ticks.data(), len);
+    detection_ = DetectPeriod(tokens.data(), ignore_gaps_ ? nullptr : ticks.data(), len);
     if (detection_.found) {
       marker_ = detection_.marker;
       last_.store(0, std::memory_order_relaxed);

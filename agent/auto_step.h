@@ -61,6 +61,12 @@ class AutoStep {
     return fire;
   }
 
+  // Multi-rank jobs: choose the boundary from the events alone, never from
+  // the host's longest gap, which differs between ranks (a slow rank's own
+  // delay), so that every rank running the same loop picks the same marker.
+  // Call before the first Analyze().
+  void IgnoreHostGaps() { ignore_gaps_ = true; }
+
   // Agent thread. Analyses the tape if new events arrived since the last
   // try; returns true when it has just decided (marker() is then valid).
   bool Analyze();
@@ -111,6 +117,7 @@ class AutoStep {
   std::atomic<State> state_{State::kDetecting};
   std::atomic<uint32_t> last_{0};  // previous observed token (pair markers)
   uint64_t analysed_count_ = 0;    // agent thread only
+  bool ignore_gaps_ = false;       // set before the agent thread starts
   StepMarker marker_;              // written before state_ becomes kDecided (release)
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;

@@ -486,8 +486,11 @@ bool OutputDirUsable(const std::string& dir, std::string* why) {
   return ok;
 }
 
+// The most specific launcher first: torchrun's RANK, then MPI's own (an
+// mpirun inside a Slurm allocation inherits the batch step's SLURM_PROCID,
+// the same for every process), Slurm's last.
 void RankFromLauncher(const EnvLookup& env, Config* config, std::vector<std::string>* problems) {
-  for (const char* var : {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}) {
+  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
     const char* v = env(var);
     if (v == nullptr || *v == '\0') continue;
     uint64_t r = 0;
@@ -500,7 +503,7 @@ void RankFromLauncher(const EnvLookup& env, Config* config, std::vector<std::str
 }
 
 void WorldSizeFromLauncher(const EnvLookup& env, Config* config) {
-  for (const char* var : {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+  for (const char* var : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
     const char* v = env(var);
     uint64_t n = 0;
     if (v != nullptr && ParseUnsigned(Trim(v), 1'000'000'000, &n) && n > 0) {

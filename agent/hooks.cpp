@@ -97,6 +97,11 @@ bool RangeEndsWanted() {
   return rt != nullptr && rt->config.range_kind == RangeKind::kNvtx;
 }
 
+void NoteCollective() {
+  Runtime* rt = CurrentRuntime();
+  if (rt != nullptr) rt->collectives_launched.fetch_add(1, std::memory_order_release);
+}
+
 void NoteCall() {
   Runtime* rt = CurrentRuntime();
   if (rt != nullptr && rt->config.range_kind != RangeKind::kNone && rt->session) rt->session->NoteRangeCall();

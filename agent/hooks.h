@@ -51,6 +51,13 @@ void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId ap
                 bool keep_sample);
 void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample);
 
+// One collective or point-to-point operation launched (each operation of
+// an NCCL group counts): a relaxed increment, called once per operation
+// by whichever path saw it (the NCCL wrappers or the profiler plugin,
+// never both). Multi-rank jobs number their steps by this count
+// (Session::AnchorToCollectives).
+void NoteCollective();
+
 // NVTX ranges (recording only).
 void RecordNvtxRange(const NvtxRange& range);
 

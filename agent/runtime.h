@@ -61,6 +61,9 @@ struct Runtime {
   std::unique_ptr<WriterThread> writer;
   std::unique_ptr<Session> session;
   std::unique_ptr<AutoStep> auto_step;  // PROF_STEP=auto only
+  // Collective and point-to-point operations this process launched
+  // (hooks::NoteCollective): multi-rank jobs number their steps by it.
+  std::atomic<uint64_t> collectives_launched{0};
 };
 
 // nullptr until a runtime is installed (or when the agent is disabled).

@@ -36,11 +36,11 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
   BeginCounting(start_ns);
 }
 
-void Session::BeginCounting(uint64_t now_ns) {
+void Session::BeginCounting(uint64_t now_ns, uint64_t first_step) {
   counting_ = true;
-  step_ = 0;
+  step_ = first_step;
   step_start_ns_ = now_ns;
-  Action first = ActionFor(0);
+  Action first = ActionFor(first_step);
   Enter(Action::kNone, first, now_ns);
   // Step 0 starts now, on the thread that starts counting, and recording is
   // on before it returns: nothing of the program ran unrecorded in between
@@ -58,6 +58,27 @@ bool Session::LoopFound(const std::string& description) {
     return true;
   }
   start_on_marker_ = true;
+  return true;
+}
+
+void Session::AnchorToCollectives(std::function<uint64_t()> collectives) {
+  Locked lock(this);
+  collectives_ = std::move(collectives);
+}
+
+bool Session::AnchoredFirstStep(uint64_t* first_step) {
+  uint64_t n = collectives_();
+  if (!anchor_calibrating_) {
+    anchor_calibrating_ = true;
+    anchor_count_ = n;
+    return false;
+  }
+  uint64_t per_step = n > anchor_count_ ? n - anchor_count_ : 0;
+  *first_step = per_step ? n / per_step : 0;
+  meta_template_.step_description +=
+      per_step ? fmt::format("; steps numbered by the job's iteration ({} collectives per step): first counted step {}",
+                             per_step, *first_step)
+               : std::string("; no collective between two markers: steps counted from the loop's discovery");
   return true;
 }
 
@@ -145,8 +166,10 @@ void Session::Step(uint64_t now_ns) {
   }
   if (!counting_) {
     if (start_on_marker_ && !finished_) {
+      uint64_t first_step = 0;
+      if (collectives_ && !AnchoredFirstStep(&first_step)) return;
       start_on_marker_ = false;
-      BeginCounting(now_ns);
+      BeginCounting(now_ns, first_step);
     }
     return;
   }

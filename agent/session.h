@@ -72,6 +72,18 @@ class Session {
   // changes, once counting began or the session finished (the process is
   // exiting: the exit already said auto was still looking).
   bool LoopFound(const std::string& description);
+  // Multi-rank jobs (PROF_STEP=auto, no PROF_RANGE): once the loop is found,
+  // steps are numbered by the job's iteration rather than from 0 at the
+  // first marker, so that every rank's step k is the same iteration whenever
+  // each rank found its loop. `collectives` reads how many collectives this
+  // process has launched so far (the same number on every rank at the same
+  // point of a data-parallel program). The first marker after LoopFound
+  // notes the count; the second measures the collectives per iteration (C)
+  // and starts counting at step count / C. With no collective between the
+  // two markers, steps count from 0 as in a single process. Call before
+  // any marker.
+  void AnchorToCollectives(std::function<uint64_t()> collectives);
+
   // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
   // False, as LoopFound.
   bool StartTimeSteps(uint64_t now_ns, const std::string& description);
@@ -137,7 +149,9 @@ class Session {
   void GrantQuietSteps();
   uint64_t QuietStepsAhead() const;
   Action ActionFor(uint64_t step) const;
-  void BeginCounting(uint64_t now_ns);
+  void BeginCounting(uint64_t now_ns, uint64_t first_step = 0);
+  // The first step's number for AnchorToCollectives; false while calibrating.
+  bool AnchoredFirstStep(uint64_t* first_step);
   void Enter(Action prev, Action next, uint64_t now_ns);
   void EndWindow(uint64_t end_ns, bool partial, const std::string& reason);
   void AdvanceTriggerCycle();
@@ -186,6 +200,11 @@ class Session {
   // falls back to time steps); start_on_marker_: the next Step() begins step 0.
   bool counting_ = true;
   bool start_on_marker_ = false;
+  // AnchorToCollectives: the count reader, and the count at the first
+  // marker after LoopFound (anchor_calibrating_ until the second).
+  std::function<uint64_t()> collectives_;
+  bool anchor_calibrating_ = false;
+  uint64_t anchor_count_ = 0;
   bool time_steps_ = false;
   uint64_t time_origin_ns_ = 0;
 

@@ -236,9 +236,16 @@ TEST_CASE("rank comes from PROF_RANK, else the launcher's variables", "[config]"
   CHECK(Parse({{"SLURM_PROCID", "5"}}).config.rank == 5);
   CHECK(Parse({{"OMPI_COMM_WORLD_RANK", "6"}}).config.rank == 6);
   CHECK(Parse({{"PMI_RANK", "7"}}).config.rank == 7);
+  CHECK(Parse({{"PMIX_RANK", "9"}}).config.rank == 9);
   CHECK(Parse({{"PROF_RANK", "2"}, {"RANK", "3"}}).config.rank == 2);
+  // torchrun under Slurm, mpirun inside an allocation: the launcher that
+  // started the process wins over the allocation's SLURM_PROCID.
+  CHECK(Parse({{"RANK", "3"}, {"SLURM_PROCID", "0"}}).config.rank == 3);
+  CHECK(Parse({{"OMPI_COMM_WORLD_RANK", "6"}, {"SLURM_PROCID", "0"}}).config.rank == 6);
+  CHECK(Parse({{"PMIX_RANK", "5"}, {"PMI_RANK", "4"}, {"SLURM_PROCID", "0"}}).config.rank == 5);
   CHECK(Parse({{"WORLD_SIZE", "8"}}).config.world_size == 8);
   CHECK(Parse({{"SLURM_NTASKS", "4"}}).config.world_size == 4);
+  CHECK(Parse({{"OMPI_COMM_WORLD_SIZE", "16"}, {"SLURM_NTASKS", "1"}}).config.world_size == 16);
   ConfigResult r = Parse({{"PROF_RANK", "-1"}, {"RANK", "4"}});
   RequireOneProblem(r, "PROF_RANK", "-1");
   CHECK(r.config.rank == 4);

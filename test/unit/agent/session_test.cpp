@@ -219,6 +219,61 @@ TEST_CASE("PROF_STEP=auto: a loop found or a fallback after the exit changes not
   }
 }
 
+// A data-parallel rank: one broadcast at start, then per iteration a
+// marker (the loop's opening launch) and three all-reduces. PROF_STEP=auto
+// finds the loop after `found_at` iterations; the window must hold the same
+// iterations on every rank whenever each found it. Returns each window's
+// steps as (first step, its iteration, last step, its iteration).
+std::vector<std::vector<uint64_t>> RankWindows(uint64_t found_at, bool anchored) {
+  Config c = Schedule(0, 15, 1, 3, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  uint64_t collectives = 1;  // the broadcast
+  if (anchored) h.session.AnchorToCollectives([&collectives] { return collectives; });
+  for (uint64_t iteration = 0; iteration < 40; ++iteration) {
+    if (iteration == found_at) CHECK(h.session.LoopFound("auto: found"));
+    h.session.Step(1000 + iteration * 100);  // the marker opens iteration `iteration`
+    collectives += 3;
+  }
+  std::vector<std::vector<uint64_t>> out;
+  for (const WindowJob& w : h.writer.windows) {
+    out.push_back({w.steps.front().step, (w.steps.front().start_ns - 1000) / 100, w.steps.back().step,
+                   (w.steps.back().start_ns - 1000) / 100});
+  }
+  return out;
+}
+
+TEST_CASE("multi-rank auto steps are the job's iterations, whenever each rank found its loop", "[session]") {
+  using W = std::vector<std::vector<uint64_t>>;
+  // Iteration i's marker sees 1 + 3i collectives: step i. Wait 15, warmup 1,
+  // active 3: steps 16-18, iterations 16-18, on every rank.
+  for (uint64_t found_at : {2, 5, 11}) {
+    INFO("found at iteration " << found_at);
+    CHECK(RankWindows(found_at, /*anchored=*/true) == W{{16, 16, 18, 18}});
+  }
+  // A single process counts from the first marker after the find, as before:
+  // steps 16-18 are other iterations on each rank.
+  CHECK(RankWindows(2, /*anchored=*/false) == W{{16, 18, 18, 20}});
+  CHECK(RankWindows(5, /*anchored=*/false) == W{{16, 21, 18, 23}});
+}
+
+TEST_CASE("multi-rank auto with no collective between markers counts from the find", "[session]") {
+  Config c = Schedule(0, 2, 0, 1, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.AnchorToCollectives([] { return uint64_t{7}; });
+  REQUIRE(h.session.LoopFound("auto: found"));
+  h.session.Step(1000);  // notes the count
+  CHECK_FALSE(h.session.counting());
+  h.session.Step(1100);  // no collective since: step 0 starts here
+  CHECK(h.session.counting());
+  CHECK(h.session.current_step() == 0);
+  h.StepTo(5);
+  REQUIRE(h.writer.windows.size() == 1);
+  CHECK(h.writer.windows[0].meta.first_step == 2);
+  CHECK(h.writer.windows[0].meta.step_description.find("no collective between two markers") != std::string::npos);
+}
+
 TEST_CASE("the trigger file arms one cycle per appearance", "[session]") {
   Config c = Schedule(0, 1, 1, 2, 1);
   c.trigger_file = "/tmp/unused";
