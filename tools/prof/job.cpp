@@ -6,6 +6,7 @@
 
 #include "exporters/format.h"
 #include "exporters/text_table.h"
+#include "tools/prof/event_fields.h"
 
 namespace prof::tool {
 namespace {
@@ -123,7 +124,8 @@ uint32_t RankEvents::Intern(std::string_view s) {
 }
 
 void ReadJobEvent(const JsonValue& e, RankEvents* r) {
-  if (!e.is_object() || e.StringOr("ph", "") != "X") return;
+  // Events the merge leaves out (a pid, tid, ts or dur of the wrong type) are not read either.
+  if (!e.is_object() || e.StringOr("ph", "") != "X" || WrongTypedField(e) != nullptr) return;
   int64_t start = 0, dur = 0;
   if (!ToNs(e.Get("ts"), &start) || !ToNs(e.Get("dur"), &dur) || dur < 0) return;
   std::string_view cat = e.StringOr("cat", "");
