@@ -313,8 +313,12 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
     keys[i] = MatchableKernels(ranks[i]);
     for (const auto& [key, k] : keys[i]) holders[key].push_back(i);
   }
-  std::vector<std::vector<int64_t>> wait(n);  // [input][kernel]
-  for (size_t i = 0; i < n; ++i) wait[i].assign(ranks[i].kernels.size(), 0);
+  std::vector<std::vector<int64_t>> wait(n);     // [input][kernel]: its own waiting
+  std::vector<std::vector<int64_t>> charged(n);  // [input][kernel]: the others' waiting, when it arrived last
+  for (size_t i = 0; i < n; ++i) {
+    wait[i].assign(ranks[i].kernels.size(), 0);
+    charged[i].assign(ranks[i].kernels.size(), 0);
+  }
   constexpr int64_t kNoticeableWaitNs = 1000;  // a wait under 1 µs is nobody's fault
   for (const auto& [key, who] : holders) {
     if (who.size() < 2) continue;
@@ -325,18 +329,19 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
       int64_t s = ranks[i].kernels[keys[i].at(key)].start_ns - off(i);
       if (s > last_start) last = i, last_start = s;
     }
-    int64_t charged = 0, most = 0;
+    int64_t others = 0, most = 0;
     for (size_t i : who) {
       const JobKernel& k = ranks[i].kernels[keys[i].at(key)];
       int64_t w = std::clamp(last_start - (k.start_ns - off(i)), int64_t{0}, k.end_ns - k.start_ns);
       wait[i][keys[i].at(key)] = w;
-      charged += w;
+      others += w;
       most = std::max(most, w);
     }
     if (most >= kNoticeableWaitNs) {
       ++job.collectives_with_wait;
       ++job.totals[last].arrived_last;
-      job.totals[last].cost_ns += charged;
+      job.totals[last].cost_ns += others;
+      charged[last][keys[last].at(key)] = others;
     }
   }
 
@@ -387,7 +392,7 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
       cell.comm_ns = UnionWithin(comm, lo, hi);
       for (size_t k = 0; k < r.kernels.size(); ++k) {
         int64_t s = r.kernels[k].start_ns - o;
-        if (s >= lo && s < hi) cell.wait_ns += wait[i][k];
+        if (s >= lo && s < hi) cell.wait_ns += wait[i][k], cell.cost_ns += charged[i][k];
       }
       int64_t reach = INT64_MIN;
       for (const JobSlice* c : main_calls) {
@@ -424,8 +429,13 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
       t.mean_step_ns /= d, t.mean_compute_ns /= d, t.mean_comm_ns /= d;
       t.mean_wait_ns /= d, t.mean_gap_ns /= d, t.mean_syncs /= d;
     }
-    double per = static_cast<double>(std::max<size_t>(steps, 1)) * static_cast<double>(n > 1 ? n - 1 : 1);
-    t.cost_per_rank_step_ns = static_cast<double>(t.cost_ns) / per;
+    double others = static_cast<double>(n > 1 ? n - 1 : 1);
+    t.cost_per_rank_step_ns = static_cast<double>(t.cost_ns) / (static_cast<double>(std::max<size_t>(steps, 1)) * others);
+    std::vector<double> costs;
+    for (size_t row = 0; row < rows; ++row) {
+      if (job.cells[row][i].present) costs.push_back(static_cast<double>(job.cells[row][i].cost_ns) / others);
+    }
+    t.median_cost_per_rank_step_ns = Median(costs);
   }
 
   // The straggler.
@@ -444,7 +454,10 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
   const JobRankTotals& next = job.totals[order[1]];
   double share = job.collectives_with_wait ? static_cast<double>(top.arrived_last) / job.collectives_with_wait : 0;
   double cost_share = job.median_step_ns > 0 ? top.cost_per_rank_step_ns / job.median_step_ns : 0;
-  bool stands_out = top.cost_ns > 0 && share >= 0.5 && cost_share >= 0.05 && top.cost_ns >= 2 * next.cost_ns;
+  // In the median step, not on average: a rank that was late once by a lot
+  // (a page fault, the scheduler) is not the straggler.
+  double typical_share = job.median_step_ns > 0 ? top.median_cost_per_rank_step_ns / job.median_step_ns : 0;
+  bool stands_out = top.cost_ns > 0 && share >= 0.5 && typical_share >= 0.05 && top.cost_ns >= 2 * next.cost_ns;
   std::string last_text = Printf("arrived last at %llu of the %llu collectives where a rank waited",
                                  static_cast<unsigned long long>(top.arrived_last),
                                  static_cast<unsigned long long>(job.collectives_with_wait));

@@ -20,7 +20,8 @@
 //
 // The straggler: the rank charged the most, when it arrives last at least
 // half the time, costs every other rank at least 5 % of the median step time
-// per step, and at least twice what the next rank costs. Its evidence is
+// in its median step (so that one long hiccup does not make a straggler), and
+// at least twice what the next rank costs in all. Its evidence is
 // compared with the other ranks' medians: its longest host gap per step
 // (and the call and Python line after it), its compute per step, its
 // synchronizations per step.
@@ -99,6 +100,7 @@ struct JobCell {  // one rank in one step
   uint32_t gap_call = 0;    // the call after that gap (name id), 0 none
   int64_t gap_call_ns = 0;  // its start
   uint32_t syncs = 0;       // synchronizing calls
+  int64_t cost_ns = 0;      // the others' waiting in the collectives it arrived last at
 };
 
 struct JobRankTotals {
@@ -106,6 +108,7 @@ struct JobRankTotals {
   uint64_t arrived_last = 0;    // collectives it arrived last at (someone waited)
   int64_t cost_ns = 0;          // what the others waited for it, all together
   double cost_per_rank_step_ns = 0;  // per other rank and step
+  double median_cost_per_rank_step_ns = 0;  // the same in the median step
   double mean_step_ns = 0, mean_compute_ns = 0, mean_comm_ns = 0, mean_wait_ns = 0, mean_gap_ns = 0, mean_syncs = 0;
   // Over the whole trace, as HTA's get_comm_comp_overlap: the share of
   // communication kernel time during which a compute kernel also ran

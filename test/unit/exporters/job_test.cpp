@@ -205,6 +205,19 @@ TEST_CASE("with no slowed rank, noise in arrivals names no straggler", "[job]") 
   CHECK(job.evidence.empty());
 }
 
+TEST_CASE("a rank late once by a lot is not the straggler", "[job]") {
+  JobSpec spec;
+  spec.jitter_ns.assign(static_cast<size_t>(spec.steps * spec.ranks), 0);
+  spec.jitter_ns[2 * spec.ranks + 1] = 8'000'000;  // rank 1, step 2 only: a page fault, the scheduler
+  std::vector<tool::RankEvents> ranks = Read(BuildJob(spec));
+  tool::JobSummary job = tool::AnalyzeJob(ranks, tool::AlignClocks(ranks));
+  INFO(tool::RenderJobSummary(job));
+  CHECK(job.totals[1].arrived_last == 1);
+  CHECK(job.totals[1].cost_per_rank_step_ns > 0.1 * job.median_step_ns);  // on average it cost a lot ...
+  CHECK(job.straggler == -1);                                             // ... but only once
+  CHECK(job.straggler_line.rfind("straggler: none: no rank stands out (the most waited-for, rank 1", 0) == 0);
+}
+
 TEST_CASE("a rank whose kernels are slower is named with its compute as evidence", "[job]") {
   JobSpec spec;
   spec.forward_extra_ns = {0, 3'000'000, 0, 0};  // rank 1's forward kernel is 3 ms slower
