@@ -1,4 +1,4 @@
-// The host-limited loop of the "Performance, second pass" figures: per step
+// The host-limited loop of docs/performance.md (`host_*`, `cg_*`): per step
 // an NVTX range around 4 launches of ~100 ns kernels on two streams, a
 // device-to-host copy and a stream synchronize; every 4th step a cudaMalloc
 // and cudaFree. Built with nvcc -cudart shared, run on the simulated

@@ -143,8 +143,8 @@ TEST_CASE("Discard drops what started before a window", "[buffers]") {
   CHECK(out.front().start_ns == 50);
 }
 
-// Issue 14: slots were never reused, so after kMaxThreads threads had existed
-// every new thread's events were dropped.
+// Without slot reuse, once kMaxThreads threads had existed every new
+// thread's events would be dropped.
 TEST_CASE("exited threads' slots are reused once their events are collected", "[buffers]") {
   EventBuffers buffers;
   REQUIRE(buffers.Init(1 << 20));
