@@ -53,6 +53,14 @@ def without_sanitizer_preload(preload):
     return preload
 
 
+def need(*paths):
+    """Skips the calling test (or its class, from setUpClass) when a file it
+    runs is not built: CTest's path variables are empty or name nothing."""
+    for p in paths:
+        if not p or not os.path.exists(p):
+            raise unittest.SkipTest(f"{p or 'a path CTest did not set'} is not built")
+
+
 def clean_env(**extra):
     """The caller's environment without any PROF_*/SIM_* leaking in, plus extra."""
     env = {k: v for k, v in os.environ.items()

@@ -21,8 +21,7 @@ SCHEDULE = dict(PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1, PROF_ACTIVE=2, P
 class DeviceProperties(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
-            raise unittest.SkipTest("libprof.so or train_loop not built")
+        harness.need(harness.LIBPROF_SO, TRAIN_LOOP)
         with tempfile.TemporaryDirectory() as out:
             proc = harness.run([TRAIN_LOOP, "--steps", "6", "--manual-steps"],
                                harness.sim_env(LD_PRELOAD=harness.LIBPROF_SO, PROF_OUTPUT_DIR=out, **SCHEDULE))

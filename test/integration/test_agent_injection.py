@@ -27,8 +27,7 @@ SCHEDULE = dict(PROF_STEP="time:20ms", PROF_WAIT=2, PROF_WARMUP=1, PROF_ACTIVE=3
 class InjectionOnly(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
-            raise unittest.SkipTest("libprof.so or train_loop not built")
+        harness.need(harness.LIBPROF_SO, TRAIN_LOOP)
         cls.tmp = tempfile.TemporaryDirectory()
         out = os.path.join(cls.tmp.name, "out")
         truth = os.path.join(cls.tmp.name, "truth.jsonl")

@@ -1,8 +1,8 @@
-"""Every call appears once, with its correlation (issue 9, item 4, first
-part): under LD_PRELOAD libprof's __cudaRegisterFunction wrapper records the
-call and CUPTI writes a RUNTIME record of it too; the wrapper's event used to
-carry correlation 0, so nothing matched the two and each registration
-appeared twice (the API summary doubled its count).
+"""Every call appears once, with its correlation: under LD_PRELOAD
+libprof's __cudaRegisterFunction wrapper records the call and CUPTI writes a
+RUNTIME record of it too; were the wrapper's event to carry correlation 0,
+nothing would match the two and each registration would appear twice (the
+API summary would double its count).
 
 train_loop runs with a window open from its start (wait 0, warmup 0), so
 its module registration is inside the window. Checked against the sim's
@@ -45,8 +45,7 @@ SCHEDULE = dict(PROF_STEP="manual", PROF_WAIT=0, PROF_WARMUP=0, PROF_ACTIVE=2, P
 class EveryCallOnce(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
-            raise unittest.SkipTest("libprof.so or train_loop not built")
+        harness.need(harness.LIBPROF_SO, TRAIN_LOOP)
         cls.tmp = tempfile.TemporaryDirectory()
         cls.runs = {}
         for mode, (proc, out, truth_path) in harness.run_in_each_mode(ARGS, cls.tmp.name, **SCHEDULE).items():
@@ -119,13 +118,11 @@ def first_cuinit_end(lines):
 class LibprofCallsNeverAppear(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(harness.LIBPROF_SO):
-            raise unittest.SkipTest("libprof.so not built")
+        harness.need(harness.LIBPROF_SO)
         cls.tmp = tempfile.TemporaryDirectory()
         cls.runs = {}
         for name, cmd in PROGRAMS.items():
-            if not os.path.exists(cmd[0]):
-                raise unittest.SkipTest(f"{cmd[0]} not built")
+            harness.need(cmd[0])
             work = os.path.join(cls.tmp.name, name)
             os.makedirs(work)
             bare_truth = os.path.join(work, "bare.truth.jsonl")

@@ -55,11 +55,8 @@ DETACHED = "CUPTI detached while waiting"
 class QuietWaiting(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(harness.LIBPROF_SO):
-            raise unittest.SkipTest("libprof.so not built")
         cls.library = os.path.join(harness.WORKLOAD_DIR, "libctypes_workload.so")
-        if not os.path.exists(cls.library):
-            raise unittest.SkipTest("libctypes_workload.so not built")
+        harness.need(harness.LIBPROF_SO, cls.library)
         cls.tmp = tempfile.TemporaryDirectory()
 
     @classmethod

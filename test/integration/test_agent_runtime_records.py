@@ -66,8 +66,7 @@ def runtime_cbids():
 class RuntimeRecords(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(harness.LIBPROF_SO):
-            raise unittest.SkipTest("libprof.so not built")
+        harness.need(harness.LIBPROF_SO)
         cls.cbid = runtime_cbids()
 
     def run_driver(self, name, bypass_from=-1, mode="LD_PRELOAD"):

@@ -1,4 +1,4 @@
-"""What libprof refuses to trust (issue 14 items 4-7), each against a real
+"""What libprof refuses to trust, each against a real
 process under LD_PRELOAD on the simulated stack: a FIFO, a device or a
 directory as PROF_CONFIG_FILE / PROF_LOG_FILE is refused in one line without
 blocking; a garbage config file costs a bounded number of lines; a newline in

@@ -1,6 +1,6 @@
-"""Many short windows on copy-heavy and sync-heavy workloads, in both modes
-(issue 9, item 2's "Done when"): at every window edge a call may be in
-flight, so every rule of a window is checked at many edges.
+"""Many short windows on copy-heavy and sync-heavy workloads, in both modes:
+at every window edge a call may be in flight, so every rule of a window is
+checked at many edges.
 
 Schedule: PROF_STEP=time:2ms, wait 1, warmup 1, active 3, repeat 0 (a
 window of three 2 ms steps every 10 ms, about 20-40 windows a run). Each run
@@ -150,8 +150,7 @@ def run_workloads(test_class, workloads, **prof):
     test_class.runs = {}
     for name, (binary, *args) in workloads.items():
         path = os.path.join(harness.WORKLOAD_DIR, binary)
-        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(path)):
-            raise unittest.SkipTest(f"libprof.so or {binary} not built")
+        harness.need(harness.LIBPROF_SO, path)
         work = os.path.join(test_class.tmp.name, name)
         os.makedirs(work)
         for mode, (proc, out, truth_path) in harness.run_in_each_mode([path, *args], work, **prof).items():

@@ -1,4 +1,4 @@
-"""Signals and exit under stress (issue 14 items 1-2): signals at random
+"""Signals and exit under stress: signals at random
 moments, including during and after exit, on a multi-threaded workload whose
 threads take the session's lock at every launch; every trial leaves exactly
 one whole window (marked partial, with the reason), no temporary file, the

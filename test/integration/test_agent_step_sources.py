@@ -62,8 +62,7 @@ def window_summary(path):
 class StepSourcesInBothModes(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
-            raise unittest.SkipTest("libprof.so or train_loop not built")
+        harness.need(harness.LIBPROF_SO, TRAIN_LOOP)
         cls.tmp = tempfile.TemporaryDirectory()
         cls.bare = harness.run(ARGS, harness.sim_env())
         cls.runs = {}

@@ -36,12 +36,8 @@ def workload(name):
     return os.path.join(harness.WORKLOAD_DIR, name)
 
 
-def need(*paths):
-    """Skip (exit 77 through unittest's SkipTest) when a built file is missing."""
-    import unittest
-    for p in paths:
-        if not os.path.exists(p):
-            raise unittest.SkipTest(f"{p} is not built")
+# Skip (exit 77 through unittest's SkipTest) when a built file is missing.
+need = harness.need
 
 
 class Run:

@@ -53,9 +53,7 @@ def make_site_packages(root):
 class PipWheelJob(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for path in (LIBPROF_SO, WORKLOAD_LIB, os.path.join(SIM12, "libcupti.so.12")):
-            if not path or not os.path.exists(path):
-                raise unittest.SkipTest(f"{path} is not built")
+        harness.need(LIBPROF_SO, WORKLOAD_LIB, os.path.join(SIM12, "libcupti.so.12"))
         cls.tmp = tempfile.TemporaryDirectory()
         cls.site = make_site_packages(cls.tmp.name)
         script = os.path.join(cls.tmp.name, "job.py")
@@ -155,8 +153,7 @@ class DriverOnlyJob(unittest.TestCase):
     not the CUDA 13 toolkit's that CUDA_HOME points at."""
 
     def test_the_cupti_of_the_drivers_major_is_chosen(self):
-        if not (LIBPROF_SO and os.path.exists(os.path.join(SIM12, "libcupti.so.12"))):
-            raise unittest.SkipTest("libprof or the CUDA 12 sim is not built")
+        harness.need(LIBPROF_SO, os.path.join(SIM12, "libcupti.so.12"))
         with tempfile.TemporaryDirectory() as tmp:
             script = os.path.join(tmp, "driver_only.py")
             with open(script, "w") as f:

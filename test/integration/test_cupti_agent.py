@@ -54,8 +54,7 @@ class Run:
 
 
 def run_train_loop(profiled=True, schedule=None, args=(), **env):
-    if not (LIBPROF_SO and os.path.exists(LIBPROF_SO) and os.path.exists(TRAIN_LOOP)):
-        raise unittest.SkipTest("libprof.so or train_loop not built")
+    harness.need(LIBPROF_SO, TRAIN_LOOP)
     with tempfile.TemporaryDirectory() as tmp:
         truth_file = os.path.join(tmp, "truth.jsonl")
         extra = dict(SIM_TRUTH_FILE=truth_file, **env)

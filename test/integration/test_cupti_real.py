@@ -6,7 +6,7 @@ import json
 import os
 import unittest
 
-from harness import CUDA_HOME, clean_env, main, run
+from harness import CUDA_HOME, clean_env, main, need, run
 
 PROBE = os.environ.get("CUPTI_PROBE", "")
 TOOLKIT = CUDA_HOME or "/usr/local/cuda"
@@ -19,8 +19,7 @@ def has_driver():
 
 
 def probe(**env):
-    if not PROBE or not os.path.exists(PROBE):
-        raise unittest.SkipTest("cupti_probe not built")
+    need(PROBE)
     if not (os.path.exists(REAL_CUPTI) and os.path.exists(REAL_CUDART)):
         raise unittest.SkipTest("no toolkit libcupti/libcudart")
     if has_driver():

@@ -18,7 +18,7 @@ import os
 import tempfile
 import unittest
 
-from harness import SIM_LIB_DIR, main, run, sim_env
+from harness import SIM_LIB_DIR, main, need, run, sim_env
 
 PROBE = os.environ.get("CUPTI_PROBE", "")
 OP_KINDS = {"kernel": 0, "memcpy": 1, "memset": 2, "sync": 3, "mem_alloc": 4, "mem_free": 5}
@@ -68,10 +68,7 @@ class ProbeRun:
 
 
 def probe(*args, **env):
-    if not PROBE or not os.path.exists(PROBE):
-        raise unittest.SkipTest("cupti_probe not built")
-    if not os.path.exists(os.path.join(SIM_LIB_DIR, "libcupti.so.13")):
-        raise unittest.SkipTest("simulated libcupti not built")
+    need(PROBE, os.path.join(SIM_LIB_DIR, "libcupti.so.13"))
     with tempfile.TemporaryDirectory() as tmp:
         truth_file = os.path.join(tmp, "truth.jsonl")
         proc = run([PROBE, *[str(a) for a in args]], sim_env(SIM_TRUTH_FILE=truth_file, **env), timeout=120)

@@ -50,9 +50,7 @@ def demangle(names):
 class ProfRunOnSim(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        for path in (TRAIN_LOOP, harness.LIBPROF_SO, harness.PROF_TOOL):
-            if not os.path.exists(path):
-                raise unittest.SkipTest(f"{path} not built")
+        harness.need(TRAIN_LOOP, harness.LIBPROF_SO, harness.PROF_TOOL)
 
     def run_loop(self, *flags, steps=13, schedule=SCHEDULE, **env):
         tmp = tempfile.mkdtemp(prefix="libprof-sim-")

@@ -60,8 +60,7 @@ def load_truth(path):
 class Bare(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(WORKLOAD):
-            raise unittest.SkipTest("api_families not built")
+        harness.need(WORKLOAD)
         cls.tmp = tempfile.TemporaryDirectory()
         truth = os.path.join(cls.tmp.name, "truth.jsonl")
         cls.proc = harness.run([WORKLOAD, "--iterations", "2"], harness.sim_env(SIM_TRUTH_FILE=truth))
@@ -148,8 +147,7 @@ class UnderAgent:
 
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(WORKLOAD) and os.path.exists(harness.LIBPROF_SO)):
-            raise unittest.SkipTest("api_families or libprof.so not built")
+        harness.need(WORKLOAD, harness.LIBPROF_SO)
         cls.tmp = tempfile.TemporaryDirectory()
         out = os.path.join(cls.tmp.name, "out")
         truth = os.path.join(cls.tmp.name, "truth.jsonl")
@@ -197,8 +195,7 @@ class UnderAgent:
 class DriverApiBare(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(DRIVER_API):
-            raise unittest.SkipTest("driver_api not built")
+        harness.need(DRIVER_API)
         cls.tmp = tempfile.TemporaryDirectory()
         truth = os.path.join(cls.tmp.name, "truth.jsonl")
         cls.proc = harness.run(DRIVER_ARGS + ["--iterations", "2"], harness.sim_env(SIM_TRUTH_FILE=truth))
@@ -226,8 +223,7 @@ class DriverApiBare(unittest.TestCase):
 class DriverApiUnderAgent:
     @classmethod
     def setUpClass(cls):
-        if not (os.path.exists(DRIVER_API) and os.path.exists(harness.LIBPROF_SO)):
-            raise unittest.SkipTest("driver_api or libprof.so not built")
+        harness.need(DRIVER_API, harness.LIBPROF_SO)
         cls.tmp = tempfile.TemporaryDirectory()
         out = os.path.join(cls.tmp.name, "out")
         truth = os.path.join(cls.tmp.name, "truth.jsonl")

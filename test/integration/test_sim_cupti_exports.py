@@ -62,8 +62,7 @@ PROBE = textwrap.dedent("""
 class Answers(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(SIM_CUPTI):
-            raise unittest.SkipTest("sim not built")
+        harness.need(SIM_CUPTI)
         proc = harness.run([sys.executable, "-c", PROBE, SIM_CUPTI], harness.sim_env())
         if proc.returncode != 0:
             raise AssertionError(proc.stderr)

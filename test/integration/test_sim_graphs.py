@@ -27,8 +27,7 @@ def run_graph_loop(*args):
 class SimGraphsTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        if not os.path.exists(os.path.join(harness.WORKLOAD_DIR, "graph_loop")):
-            raise unittest.SkipTest("graph_loop is not built")
+        harness.need(os.path.join(harness.WORKLOAD_DIR, "graph_loop"))
         cls.proc, cls.lines = run_graph_loop("--steps", str(STEPS), "--kernels", str(KERNELS), "--recapture-at", "2")
 
     def api(self, name):
