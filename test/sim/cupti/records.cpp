@@ -26,6 +26,30 @@ void Put(const Record& record, DeviceSpan span, const SimOp& op) {
   BufferPool::Get().Append(&record, sizeof(record), span, op.context_id, op.stream_id);
 }
 
+// What a kernel, copy or memset record takes from its op alike: its
+// interval on the reported clock, where it ran and the launching call.
+template <typename Record>
+void SetSpanAndPlace(Record& r, const SimOp& op) {
+  r.start = Reported(op.start_ns);
+  r.end = Reported(op.end_ns);
+  r.deviceId = op.device_id;
+  r.contextId = op.context_id;
+  r.streamId = op.stream_id;
+  r.correlationId = op.correlation_id;
+}
+
+// A copy record of either kind (MEMCPY, or MEMCPY2 between devices).
+template <typename Record>
+void SetCopy(Record& r, CUpti_ActivityKind kind, const SimOp& op) {
+  r.kind = kind;
+  r.copyKind = static_cast<uint8_t>(op.copy_kind);
+  r.srcKind = static_cast<uint8_t>(op.src_kind);
+  r.dstKind = static_cast<uint8_t>(op.dst_kind);
+  r.bytes = op.bytes;
+  SetSpanAndPlace(r, op);
+  r.graphId = op.graph_id;
+}
+
 void RecordKernel(const SimOp& op) {
   CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_INVALID;
   if (KindEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, op.context_id)) {
@@ -37,12 +61,8 @@ void RecordKernel(const SimOp& op) {
   KernelRecord r{};
   r.kind = kind;
   r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
-  r.start = Reported(op.start_ns);
-  r.end = Reported(op.end_ns);
+  SetSpanAndPlace(r, op);
   r.completed = r.end;  // no child kernels
-  r.deviceId = op.device_id;
-  r.contextId = op.context_id;
-  r.streamId = op.stream_id;
   r.gridX = op.grid[0];
   r.gridY = op.grid[1];
   r.gridZ = op.grid[2];
@@ -51,7 +71,6 @@ void RecordKernel(const SimOp& op) {
   r.blockZ = op.block[2];
   r.staticSharedMemory = static_cast<int32_t>(op.static_shared_bytes);
   r.dynamicSharedMemory = static_cast<int32_t>(op.dynamic_shared_bytes);
-  r.correlationId = op.correlation_id;
   r.gridId = g_next_grid_id.fetch_add(1);
   r.name = op.name;
   // queued/submitted only with cuptiActivityEnableLatencyTimestamps(1).
@@ -68,39 +87,17 @@ void RecordMemcpy(const SimOp& op) {
   const bool peer = op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
   if (peer && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id)) {
     PeerRecord r{};
-    r.kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-    r.copyKind = static_cast<uint8_t>(op.copy_kind);
-    r.srcKind = static_cast<uint8_t>(op.src_kind);
-    r.dstKind = static_cast<uint8_t>(op.dst_kind);
-    r.bytes = op.bytes;
-    r.start = Reported(op.start_ns);
-    r.end = Reported(op.end_ns);
-    r.deviceId = op.device_id;
-    r.contextId = op.context_id;
-    r.streamId = op.stream_id;
+    SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY2, op);
     // The hub models one device: source and destination are both it.
     r.srcDeviceId = r.dstDeviceId = op.device_id;
     r.srcContextId = r.dstContextId = op.context_id;
-    r.correlationId = op.correlation_id;
-    r.graphId = op.graph_id;
     Put(r, {op.start_ns, op.end_ns}, op);
     return;
   }
   if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id)) return;
   MemcpyRecord r{};
-  r.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  r.copyKind = static_cast<uint8_t>(op.copy_kind);
-  r.srcKind = static_cast<uint8_t>(op.src_kind);
-  r.dstKind = static_cast<uint8_t>(op.dst_kind);
-  r.bytes = op.bytes;
-  r.start = Reported(op.start_ns);
-  r.end = Reported(op.end_ns);
-  r.deviceId = op.device_id;
-  r.contextId = op.context_id;
-  r.streamId = op.stream_id;
-  r.correlationId = op.correlation_id;
+  SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY, op);
   r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
-  r.graphId = op.graph_id;
   SetCopyCount(r, 1);
   Put(r, {op.start_ns, op.end_ns}, op);
 }
@@ -110,12 +107,7 @@ void RecordMemset(const SimOp& op) {
   MemsetRecord r{};
   r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
   r.bytes = op.bytes;
-  r.start = Reported(op.start_ns);
-  r.end = Reported(op.end_ns);
-  r.deviceId = op.device_id;
-  r.contextId = op.context_id;
-  r.streamId = op.stream_id;
-  r.correlationId = op.correlation_id;
+  SetSpanAndPlace(r, op);
   r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
   r.graphId = op.graph_id;
   Put(r, {op.start_ns, op.end_ns}, op);

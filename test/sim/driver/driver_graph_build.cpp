@@ -13,6 +13,17 @@ namespace {
 
 bool ValidNodeArgs(CUgraphNode* out, const CUgraphNode* deps, size_t count) { return out && (count == 0 || deps); }
 
+// Event record and wait nodes: the same checks, the event their one field.
+CUresult AddEventNode(CUgraphNodeType type, CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
+                      CUevent event) {
+  if (!ValidNodeArgs(out, deps, count)) return CUDA_ERROR_INVALID_VALUE;
+  if (!Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
+  CUgraphNode_st node{};
+  node.type = type;
+  node.event = event;
+  return AddNode(graph, deps, count, std::move(node), out);
+}
+
 }  // namespace
 }  // namespace sim
 
@@ -131,12 +142,8 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddEventRecordNode(CUgraphNode* phGraphNode, C
   cuGraphAddEventRecordNode_params params{phGraphNode, hGraph, dependencies, numDependencies, event};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddEventRecordNode), "cuGraphAddEventRecordNode", &params,
                                [&]() -> CUresult {
-    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
-    if (!sim::Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
-    CUgraphNode_st node{};
-    node.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
-    node.event = event;
-    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+    return sim::AddEventNode(CU_GRAPH_NODE_TYPE_EVENT_RECORD, phGraphNode, hGraph, dependencies, numDependencies,
+                             event);
   });
 }
 
@@ -146,12 +153,8 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddEventWaitNode(CUgraphNode* phGraphNode, CUg
   cuGraphAddEventWaitNode_params params{phGraphNode, hGraph, dependencies, numDependencies, event};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphAddEventWaitNode), "cuGraphAddEventWaitNode", &params,
                                [&]() -> CUresult {
-    if (!sim::ValidNodeArgs(phGraphNode, dependencies, numDependencies)) return CUDA_ERROR_INVALID_VALUE;
-    if (!sim::Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
-    CUgraphNode_st node{};
-    node.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
-    node.event = event;
-    return sim::AddNode(hGraph, dependencies, numDependencies, std::move(node), phGraphNode);
+    return sim::AddEventNode(CU_GRAPH_NODE_TYPE_WAIT_EVENT, phGraphNode, hGraph, dependencies, numDependencies,
+                             event);
   });
 }
 

@@ -101,6 +101,40 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
 
 const char* NameOf(CUfunction f) { return f ? f->name.c_str() : nullptr; }
 
+// The kernel name CUPTI's callbacks carry for a launch (symbolName): none
+// for a handle that is not one of ours.
+const char* LaunchedName(CUfunction f) { return IsKernel(f) ? NameOf(f) : nullptr; }
+
+// cuLaunchKernel, cuLaunchCooperativeKernel and their _ptsz forms: the
+// geometry comes as arguments, which each of their _params structs names
+// alike. per_thread: the _ptsz form, whose stream 0 is the calling thread's
+// default stream.
+template <typename Params>
+CUresult LaunchWithArguments(uint32_t cbid, const char* api, const Params& p, bool per_thread) {
+  return InitializedDriverCall(
+      cbid, api, &p,
+      [&] {
+        return Launch(p.f, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ,
+                      p.sharedMemBytes, per_thread ? PerThread(p.hStream) : p.hStream);
+      },
+      LaunchedName(p.f));
+}
+
+// cuLaunchKernelEx and its _ptsz form: the geometry comes in a
+// CUlaunchConfig.
+template <typename Params>
+CUresult LaunchWithConfig(uint32_t cbid, const char* api, const Params& p, bool per_thread) {
+  return InitializedDriverCall(
+      cbid, api, &p,
+      [&]() -> CUresult {
+        const CUlaunchConfig* c = p.config;
+        if (!c) return CUDA_ERROR_INVALID_VALUE;
+        return Launch(p.f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                      c->sharedMemBytes, per_thread ? PerThread(c->hStream) : c->hStream);
+      },
+      LaunchedName(p.f));
+}
+
 }  // namespace
 }  // namespace sim
 
@@ -131,14 +165,9 @@ SIM_DRIVER_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, u
                                           unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                           unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                                           void** kernelParams, void** extra) {
-  cuLaunchKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
-                               blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchKernel), "cuLaunchKernel", &params,
-      [&] {
-        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
+                                     blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
+  return sim::LaunchWithArguments(SIM_DRIVER_CBID(cuLaunchKernel), "cuLaunchKernel", params, /*per_thread=*/false);
 }
 
 SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -146,27 +175,16 @@ SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int 
                                                      unsigned int blockDimY, unsigned int blockDimZ,
                                                      unsigned int sharedMemBytes, CUstream hStream,
                                                      void** kernelParams) {
-  cuLaunchCooperativeKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
-                                          blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchCooperativeKernel), "cuLaunchCooperativeKernel", &params,
-      [&] {
-        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream);
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchCooperativeKernel_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
+                                                blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
+  return sim::LaunchWithArguments(SIM_DRIVER_CBID(cuLaunchCooperativeKernel), "cuLaunchCooperativeKernel", params,
+                                  /*per_thread=*/false);
 }
 
 SIM_DRIVER_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                                             void** extra) {
-  cuLaunchKernelEx_params params{config, f, kernelParams, extra};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchKernelEx), "cuLaunchKernelEx", &params,
-      [&]() -> CUresult {
-        if (!config) return CUDA_ERROR_INVALID_VALUE;
-        return sim::Launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                           config->blockDimY, config->blockDimZ, config->sharedMemBytes, config->hStream);
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchKernelEx_params params{config, f, kernelParams, extra};
+  return sim::LaunchWithConfig(SIM_DRIVER_CBID(cuLaunchKernelEx), "cuLaunchKernelEx", params, /*per_thread=*/false);
 }
 
 // ---- per-thread default stream flavours (cuGetProcAddress with
@@ -176,15 +194,10 @@ SIM_DRIVER_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
                                                unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                                                unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                                                void** kernelParams, void** extra) {
-  cuLaunchKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
-                                    blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchKernel_ptsz), "cuLaunchKernel_ptsz", &params,
-      [&] {
-        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                           sim::PerThread(hStream));
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,    blockDimY,
+                                          blockDimZ, sharedMemBytes, hStream, kernelParams, extra};
+  return sim::LaunchWithArguments(SIM_DRIVER_CBID(cuLaunchKernel_ptsz), "cuLaunchKernel_ptsz", params,
+                                  /*per_thread=*/true);
 }
 
 SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -192,27 +205,15 @@ SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
                                                           unsigned int blockDimY, unsigned int blockDimZ,
                                                           unsigned int sharedMemBytes, CUstream hStream,
                                                           void** kernelParams) {
-  cuLaunchCooperativeKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
-                                               blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchCooperativeKernel_ptsz), "cuLaunchCooperativeKernel_ptsz", &params,
-      [&] {
-        return sim::Launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,
-                           sim::PerThread(hStream));
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchCooperativeKernel_ptsz_params params{f,         gridDimX,  gridDimY,       gridDimZ, blockDimX,
+                                                     blockDimY, blockDimZ, sharedMemBytes, hStream,  kernelParams};
+  return sim::LaunchWithArguments(SIM_DRIVER_CBID(cuLaunchCooperativeKernel_ptsz), "cuLaunchCooperativeKernel_ptsz",
+                                  params, /*per_thread=*/true);
 }
 
 SIM_DRIVER_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
                                                  void** extra) {
-  cuLaunchKernelEx_ptsz_params params{config, f, kernelParams, extra};
-  return InitializedDriverCall(
-      SIM_DRIVER_CBID(cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", &params,
-      [&]() -> CUresult {
-        if (!config) return CUDA_ERROR_INVALID_VALUE;
-        return sim::Launch(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
-                           config->blockDimY, config->blockDimZ, config->sharedMemBytes,
-                           sim::PerThread(config->hStream));
-      },
-      sim::IsKernel(f) ? sim::NameOf(f) : nullptr);
+  const cuLaunchKernelEx_ptsz_params params{config, f, kernelParams, extra};
+  return sim::LaunchWithConfig(SIM_DRIVER_CBID(cuLaunchKernelEx_ptsz), "cuLaunchKernelEx_ptsz", params,
+                               /*per_thread=*/true);
 }
