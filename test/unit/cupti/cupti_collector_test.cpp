@@ -49,6 +49,12 @@ struct Harness {
     });
     return *collector;
   }
+  // Made and attached with this harness's config: where most cases start.
+  CuptiCollector& Attached() {
+    CuptiCollector& c = Make();
+    c.Attach(config);
+    return c;
+  }
   // One runtime launch whose kernel ran [start, end) on CUPTI's clock.
   void Launch(uint32_t correlation_id, const char* name = "_Z6kernelv") {
     fake::Call(kRuntime, kLaunch, correlation_id);
@@ -206,8 +212,7 @@ TEST_CASE("the runtime enter callback sets the thread's correlation id but a nes
 
 TEST_CASE("a window holds exactly the records of calls launched inside it", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   h.Launch(1);  // warmup
   uint64_t start = NowNs();
   c.BeginRecord(start);
@@ -233,8 +238,7 @@ TEST_CASE("a writer several windows behind hands each window exactly its records
   // are copied out and the later ones stay pending (the other branch of
   // PendingRecords::Take than the test above).
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t t0 = NowNs();
   c.BeginRecord(t0);
   h.Launch(1);
@@ -267,8 +271,7 @@ TEST_CASE("a writer many windows behind hands every window exactly its records",
   // leaves the later windows' records in place (PendingRecords), dropping
   // the taken ones now and then.
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   constexpr uint32_t kWindows = 40, kPerWindow = 25;
   std::vector<uint64_t> bounds{NowNs()};
   c.BeginRecord(bounds[0]);
@@ -288,8 +291,7 @@ TEST_CASE("a writer many windows behind hands every window exactly its records",
 
 TEST_CASE("a GPU record is never earlier than the call that launched it", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  h.Attached();
   uint64_t start = NowNs();
   uint64_t before_call = NowNs();
   h.Launch(1);
@@ -300,8 +302,7 @@ TEST_CASE("a GPU record is never earlier than the call that launched it", "[coll
 
 TEST_CASE("every record's name id resolves to its name in the window's string table", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t start = NowNs();
   h.Launch(1, "_Z1av");
   h.Launch(2, "_Z1bv");
@@ -317,8 +318,7 @@ TEST_CASE("every record's name id resolves to its name in the window's string ta
 
 TEST_CASE("a launch whose record never comes is counted missing after a bounded wait", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  h.Attached();
   uint64_t start = NowNs();
   h.Launch(1);
   fake::Call(kRuntime, kLaunch, 2);  // launched, record never written
@@ -351,8 +351,7 @@ TEST_CASE("what a call is awaited for follows PROF_ACTIVITIES: without kernels a
 
 TEST_CASE("a launch's own RUNTIME record does not stand in for the kernel still to come", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  h.Attached();
   uint64_t start = NowNs();
   fake::Call(kRuntime, kLaunch, 2);
   uint64_t now = NowNs();
@@ -365,8 +364,7 @@ TEST_CASE("a window awaiting a record stops waiting once the exit path detaches 
   // At exit the writer gets a bounded wait; a window still polling until a
   // long PROF_FLUSH_TIMEOUT_MS would be lost whole.
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t start = NowNs();
   h.Launch(1);
   fake::Call(kRuntime, kLaunch, 2);  // its record never comes
@@ -420,8 +418,7 @@ TEST_CASE("past the buffer cap CUPTI gets NULL and the window reports every reco
 
 TEST_CASE("unknown activity kinds are counted in the window", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  h.Attached();
   uint64_t start = NowNs();
   CUpti_ActivityMarker2 marker;
   std::memset(&marker, 0, sizeof(marker));
@@ -433,8 +430,7 @@ TEST_CASE("unknown activity kinds are counted in the window", "[collector]") {
 
 TEST_CASE("pause disables kinds and callbacks once the window is collected, and the next attach re-enables without resubscribing", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   c.BeginRecord(NowNs());
   c.Pause();
   CHECK(c.state() == CollectorState::kPaused);
@@ -456,8 +452,7 @@ TEST_CASE("pause disables kinds and callbacks once the window is collected, and 
 
 TEST_CASE("after the last window CUPTI is finalized from an API exit and nothing stays enabled", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t start = NowNs();
   c.BeginRecord(start);
   h.Launch(1);
@@ -499,8 +494,7 @@ TEST_CASE("finish while a window awaits collection still detaches once the flush
 
 TEST_CASE("a new cycle after the detach subscribes again", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   c.Finish();
   h.Collect(0, NowNs());
   fake::Call(kRuntime, kSync, 1);
@@ -513,8 +507,7 @@ TEST_CASE("a new cycle after the detach subscribes again", "[collector]") {
 
 TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, without finalize", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t start = NowNs();
   h.Launch(1);
   c.OnExit();
@@ -628,8 +621,7 @@ namespace {
 
 TEST_CASE("cudaDeviceReset and context destruction flush before the records would be lost", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  h.Attached();
   REQUIRE(fake::State().callbacks.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}));
   uint64_t start = NowNs();
   h.Launch(1);
@@ -654,8 +646,7 @@ namespace {
 // the calling thread while recording. Run: unit_cupti "[.bench]".
 TEST_CASE("callback cost per API call while recording", "[.bench]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   c.BeginRecord(NowNs());
   constexpr uint32_t kCalls = 200000;
   uint64_t t0 = NowNs();
@@ -673,8 +664,7 @@ namespace {
 
 TEST_CASE("device work of a call no recording saw enter lands in no window, even when it runs inside one", "[collector]") {
   Harness h;
-  auto& c = h.Make();
-  c.Attach(h.config);
+  auto& c = h.Attached();
   uint64_t start = NowNs();
   c.BeginRecord(start);
   h.Launch(1);
