@@ -62,25 +62,6 @@ int64_t MedianInt(std::vector<int64_t> v) {
   return n % 2 ? v[n / 2] : v[n / 2 - 1] + (v[n / 2] - v[n / 2 - 1]) / 2;
 }
 
-// Length of the union of [start, end) intervals clipped to [lo, hi).
-int64_t UnionWithin(std::vector<std::pair<int64_t, int64_t>> iv, int64_t lo, int64_t hi) {
-  for (auto& [s, e] : iv) s = std::max(s, lo), e = std::min(e, hi);
-  std::sort(iv.begin(), iv.end());
-  int64_t total = 0, cur_s = 0, cur_e = INT64_MIN;
-  for (const auto& [s, e] : iv) {
-    if (e <= s) continue;
-    if (s > cur_e) {
-      if (cur_e > cur_s) total += cur_e - cur_s;
-      cur_s = s;
-      cur_e = e;
-    } else {
-      cur_e = std::max(cur_e, e);
-    }
-  }
-  if (cur_e > cur_s) total += cur_e - cur_s;
-  return total;
-}
-
 // [start, end) intervals merged into disjoint ones, sorted.
 std::vector<std::pair<int64_t, int64_t>> Merged(std::vector<std::pair<int64_t, int64_t>> iv) {
   std::sort(iv.begin(), iv.end());
@@ -106,6 +87,15 @@ int64_t Intersection(const std::vector<std::pair<int64_t, int64_t>>& a,
     if (hi > lo) total += hi - lo;
     (a[i].second < b[j].second ? i : j)++;
   }
+  return total;
+}
+
+// Length of disjoint sorted intervals within [lo, hi).
+int64_t LengthWithin(const std::vector<std::pair<int64_t, int64_t>>& merged, int64_t lo, int64_t hi) {
+  auto it = std::lower_bound(merged.begin(), merged.end(), lo,
+                             [](const std::pair<int64_t, int64_t>& iv, int64_t x) { return iv.second <= x; });
+  int64_t total = 0;
+  for (; it != merged.end() && it->first < hi; ++it) total += std::min(it->second, hi) - std::max(it->first, lo);
   return total;
 }
 
@@ -213,7 +203,14 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
   c.reference = ref;
   c.aligned[ref] = true;
   // Grow the aligned set: each round aligns the unaligned input sharing the
-  // most collectives with it, against the aligned ranks' corrected ends.
+  // most collectives with the aligned ones, against each collective's
+  // corrected end on the first aligned input that has it (the reference's,
+  // when it has it). Each round costs one look-up per collective.
+  std::unordered_map<std::string, int64_t> anchor;  // key -> corrected end
+  auto add_anchors = [&](size_t j) {
+    for (const auto& [key, k] : keys[j]) anchor.emplace(key, ranks[j].kernels[k].end_ns - c.offset_ns[j]);
+  };
+  add_anchors(ref);
   for (;;) {
     size_t best = n;
     std::vector<int64_t> best_diffs;
@@ -221,13 +218,8 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
       if (c.aligned[i]) continue;
       std::vector<int64_t> diffs;
       for (const auto& [key, k] : keys[i]) {
-        std::vector<int64_t> ends;
-        for (size_t j = 0; j < n; ++j) {
-          if (!c.aligned[j]) continue;
-          auto it = keys[j].find(key);
-          if (it != keys[j].end()) ends.push_back(ranks[j].kernels[it->second].end_ns - c.offset_ns[j]);
-        }
-        if (!ends.empty()) diffs.push_back(ranks[i].kernels[k].end_ns - MedianInt(ends));
+        auto it = anchor.find(key);
+        if (it != anchor.end()) diffs.push_back(ranks[i].kernels[k].end_ns - it->second);
       }
       if (!diffs.empty() && (best == n || diffs.size() > best_diffs.size())) {
         best = i;
@@ -238,6 +230,7 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
     c.offset_ns[best] = MedianInt(best_diffs);
     c.aligned[best] = true;
     c.matched[best] = best_diffs.size();
+    add_anchors(best);
   }
   // Residual: spread of each shared collective's corrected end times.
   std::unordered_map<std::string, std::pair<int64_t, int64_t>> spread;  // key -> (min, max)
@@ -360,54 +353,62 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
   for (size_t row = 0; row < rows; ++row) {
     job.step_numbers.push_back(job.steps_by_number ? numbers[row] : row);
   }
+  // Per rank, everything sorted by start once, so each step finds its own
+  // with binary searches: O((steps + events) log events).
   std::vector<double> step_times;
   for (size_t i = 0; i < n; ++i) {
     const RankEvents& r = ranks[i];
     int64_t o = off(i);
     std::vector<std::pair<int64_t, int64_t>> compute, comm;
     for (const JobKernel& k : r.kernels) (k.comm ? comm : compute).push_back({k.start_ns - o, k.end_ns - o});
-    {
-      auto comm_union = Merged(comm);
-      int64_t comm_total = 0;
-      for (const auto& [a, b] : comm_union) comm_total += b - a;
-      if (comm_total > 0) {
-        job.totals[i].comm_overlap_percent =
-            100.0 * static_cast<double>(Intersection(comm_union, Merged(compute))) / static_cast<double>(comm_total);
-      }
+    std::vector<std::pair<int64_t, int64_t>> compute_u = Merged(std::move(compute)), comm_u = Merged(std::move(comm));
+    int64_t comm_total = 0;
+    for (const auto& [a, b] : comm_u) comm_total += b - a;
+    if (comm_total > 0) {
+      job.totals[i].comm_overlap_percent =
+          100.0 * static_cast<double>(Intersection(comm_u, compute_u)) / static_cast<double>(comm_total);
     }
+    // Kernels by start, with their waits.
+    std::vector<std::pair<int64_t, size_t>> by_start;
+    for (size_t k = 0; k < r.kernels.size(); ++k) by_start.push_back({r.kernels[k].start_ns - o, k});
+    std::sort(by_start.begin(), by_start.end());
     int64_t main_tid = MainThread(r);
-    std::vector<const JobSlice*> main_calls;
+    std::vector<const JobSlice*> calls, main_calls;
     for (const JobSlice& c : r.calls) {
+      calls.push_back(&c);
       if (c.tid == main_tid) main_calls.push_back(&c);
     }
-    std::sort(main_calls.begin(), main_calls.end(),
-              [](const JobSlice* a, const JobSlice* b) { return a->start_ns < b->start_ns; });
+    auto by_call_start = [](const JobSlice* a, const JobSlice* b) { return a->start_ns < b->start_ns; };
+    std::sort(calls.begin(), calls.end(), by_call_start);
+    std::sort(main_calls.begin(), main_calls.end(), by_call_start);
+    auto first_call_at = [o](const std::vector<const JobSlice*>& v, int64_t t) {
+      return std::lower_bound(v.begin(), v.end(), t, [o](const JobSlice* c, int64_t x) { return c->start_ns - o < x; });
+    };
     for (size_t row = 0; row < r.steps.size(); ++row) {
       const JobStep& st = r.steps[row];
       int64_t lo = st.start_ns - o, hi = st.end_ns - o;
       JobCell& cell = job.cells[row][i];
       cell.present = true;
       cell.step_ns = hi - lo;
-      cell.compute_ns = UnionWithin(compute, lo, hi);
-      cell.comm_ns = UnionWithin(comm, lo, hi);
-      for (size_t k = 0; k < r.kernels.size(); ++k) {
-        int64_t s = r.kernels[k].start_ns - o;
-        if (s >= lo && s < hi) cell.wait_ns += wait[i][k], cell.cost_ns += charged[i][k];
+      cell.compute_ns = LengthWithin(compute_u, lo, hi);
+      cell.comm_ns = LengthWithin(comm_u, lo, hi);
+      for (auto it = std::lower_bound(by_start.begin(), by_start.end(), std::make_pair(lo, size_t{0}));
+           it != by_start.end() && it->first < hi; ++it) {
+        cell.wait_ns += wait[i][it->second];
+        cell.cost_ns += charged[i][it->second];
       }
       int64_t reach = INT64_MIN;
-      for (const JobSlice* c : main_calls) {
-        int64_t s = c->start_ns - o, e = c->end_ns - o;
-        if (s < lo || s >= hi) continue;
+      for (auto it = first_call_at(main_calls, lo); it != main_calls.end() && (*it)->start_ns - o < hi; ++it) {
+        int64_t s = (*it)->start_ns - o, e = (*it)->end_ns - o;
         if (reach != INT64_MIN && s - reach > cell.gap_ns) {
           cell.gap_ns = s - reach;
-          cell.gap_call = c->name;
+          cell.gap_call = (*it)->name;
           cell.gap_call_ns = s;
         }
         reach = std::max(reach, e);
       }
-      for (const JobSlice& c : r.calls) {
-        int64_t s = c.start_ns - o;
-        if (s >= lo && s < hi && IsSyncCall(r.names[c.name])) ++cell.syncs;
+      for (auto it = first_call_at(calls, lo); it != calls.end() && (*it)->start_ns - o < hi; ++it) {
+        if (IsSyncCall(r.names[(*it)->name])) ++cell.syncs;
       }
       step_times.push_back(static_cast<double>(cell.step_ns));
     }
@@ -551,7 +552,8 @@ std::string RenderJobSummary(const JobSummary& job) {
          "the rank's CUDA calls):\n";
   TextTable t({job.steps_by_number ? "Step" : "Step (k-th)", "Rank", "Step time", "Compute", "Communication",
                "Waiting", "Host gap"});
-  for (size_t row = 0; row < job.cells.size(); ++row) {
+  constexpr size_t kMaxRowsShown = 20;  // steps; the per-rank table covers them all
+  for (size_t row = 0; row < job.cells.size() && row < kMaxRowsShown; ++row) {
     for (size_t i = 0; i < job.world; ++i) {
       const JobCell& x = job.cells[row][i];
       if (!x.present) continue;
@@ -560,6 +562,9 @@ std::string RenderJobSummary(const JobSummary& job) {
     }
   }
   out += t.Render();
+  if (job.cells.size() > kMaxRowsShown) {
+    out += Printf("  (%zu more steps not shown; the means below cover them all)\n", job.cells.size() - kMaxRowsShown);
+  }
   out += "\nPer rank (mean per step, ms):\n";
   TextTable r({"Rank", "Step time", "Compute", "Communication", "Waiting", "Host gap", "Arrived last",
                "Others waited for it", "Comm overlapped (%)"});

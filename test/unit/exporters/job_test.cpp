@@ -158,6 +158,28 @@ TEST_CASE("clock offsets are recovered from the collectives' shared end instants
   CHECK(c.residual_max_ns <= 2);
 }
 
+TEST_CASE("thirty-two ranks, each with its own clock, align and name their straggler", "[job]") {
+  JobSpec spec;
+  spec.ranks = 32;
+  spec.steps = 25;
+  spec.buckets = 6;
+  spec.slow_rank = 17;
+  spec.delay_ns = 2'000'000;
+  for (int r = 0; r < spec.ranks; ++r) spec.clock_ns.push_back((r * 7919 % 61 - 30) * 100'000);  // -3 ms .. +3 ms
+  std::vector<tool::RankEvents> ranks = Read(BuildJob(spec));
+  tool::ClockAlignment c = tool::AlignClocks(ranks);
+  CHECK(c.collectives == 150);
+  for (int r = 0; r < spec.ranks; ++r) {
+    INFO("rank " << r);
+    CHECK(std::llabs(c.offset_ns[r] - (spec.clock_ns[r] - spec.clock_ns[c.reference])) <= 1);
+  }
+  tool::JobSummary job = tool::AnalyzeJob(ranks, c);
+  CHECK(job.straggler == 17);
+  CHECK(job.totals[17].cost_per_rank_step_ns == Approx(2e6).epsilon(0.1));
+  // The per-step table shows 20 steps; the per-rank means cover all 25.
+  CHECK(tool::RenderJobSummary(job).find("(5 more steps not shown") != std::string::npos);
+}
+
 TEST_CASE("the slowed rank is named, with the others' wait per step and its host gap at the Python line", "[job]") {
   JobSpec spec;
   spec.slow_rank = 2;
