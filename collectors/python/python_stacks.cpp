@@ -7,6 +7,7 @@
 
 #include "agent/log.h"
 #include "agent/strings.h"
+#include "collectors/python/safe_read.h"
 
 namespace prof::python {
 namespace {
@@ -163,14 +164,30 @@ void PythonStacks::Detect() {
     return off("unknown CPython version", true);
   }
   std::string version = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(micro);
-  const PyLayout* layout = LayoutFor(major, minor);
-  if (layout == nullptr) {
-    Log().info("Python stacks off: CPython {} is not supported (3.10 through 3.13)", version);
-    return off("CPython " + version + " is not supported: 3.10 through 3.13", true);
+  bool free_threaded = std::strstr(text, "free-threading") != nullptr;
+  const PyLayout* layout = LayoutFor(major, minor, free_threaded);
+  if (layout == nullptr && free_threaded && LayoutFor(major, minor) != nullptr) {
+    Log().info("Python stacks off: CPython {} is a free-threading build (supported: 3.14t, 3.15t)", version);
+    return off("CPython " + version + " free-threading build is not supported: 3.14t and 3.15t are", true);
   }
-  if (std::strstr(text, "free-threading") != nullptr) {
-    Log().info("Python stacks off: CPython {} is a free-threading build (not supported)", version);
-    return off("CPython " + version + " free-threading build is not supported", true);
+  if (layout == nullptr) {
+    Log().info("Python stacks off: CPython {} is not supported (3.10 through 3.15)", version);
+    return off("CPython " + version + " is not supported: 3.10 through 3.15", true);
+  }
+  if (free_threaded) version += "t";
+  // 3.13+: the interpreter's own description of its layout must agree with
+  // the table (a patch release or a build option that moved a field).
+  if (layout->debug.version >= 0) {
+    uint8_t offsets[1024] = {};
+    auto runtime = Symbol<uintptr_t>("_PyRuntime");
+    std::string mismatch = runtime == 0 ? "it exports no _PyRuntime"
+                           : !SafeRead(runtime, offsets, sizeof offsets)
+                               ? "its _PyRuntime cannot be read"
+                               : DebugOffsetsMismatch(*layout, offsets, sizeof offsets);
+    if (!mismatch.empty()) {
+      Log().info("Python stacks off: CPython {}: {}", version, mismatch);
+      return off("CPython " + version + ": " + mismatch, true);
+    }
   }
   Interpreter interp;
   interp.layout = layout;
