@@ -61,8 +61,10 @@ EOF
     pkgs+=("${more[@]}")
   done
   (cd "$deps/debs" && apt-get download -qq "${pkgs[@]}" >"$deps/apt/download.log" 2>&1) || {
-    echo "python-debian: apt-get download failed: $(tail -2 "$deps/apt/download.log" | tr '\n' ' ')"
-    exit 1
+    why="apt-get download from the Debian registry (sid) failed: $(tail -2 "$deps/apt/download.log" | tr '\n' ' ')"
+    echo "python-debian: $why"
+    echo "$why" > "$deps/unreachable"
+    exit 2
   }
   rm -rf "$deps/root"
   mkdir -p "$deps/root"
