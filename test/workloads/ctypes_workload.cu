@@ -63,6 +63,10 @@ extern "C" __attribute__((visibility("default"))) int wl_init() {
   return e;
 }
 
+// The model's stream (cudaStream_t), for calls made from Python on it
+// (test/workloads/ddp_ctypes.py launches its all-reduces there).
+extern "C" __attribute__((visibility("default"))) void* wl_stream() { return g_stream; }
+
 // The data loader's batch: a pageable host-to-device copy.
 extern "C" __attribute__((visibility("default"))) int wl_load_batch(int step) {
   for (int i = 0; i < kWlN; i += 1024) g_pageable[i] = static_cast<float>(step);
