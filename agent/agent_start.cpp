@@ -9,6 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 
 #include <algorithm>
@@ -132,6 +134,7 @@ void Launch(const Config& config, bool fork_child = false) {
   Strings().SetNameBudget(NvtxNameBytes(config.buffer_bytes));
   // The range vector may hold twice its size while growing.
   rt->nvtx.SetCapacity(NvtxRangeBytes(config.buffer_bytes) / sizeof(NvtxRange) / 2);
+  rt->collectives.SetCapacity(NvtxRangeBytes(config.buffer_bytes) / sizeof(CollectiveCall) / 2);
   // No drop counts until a window opens (warmup drops are not a window's).
   rt->buffers.SetDropRange(~0ull, ~0ull);
   if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
@@ -150,6 +153,7 @@ void Launch(const Config& config, bool fork_child = false) {
   deps.allocs = &rt->allocs;
   deps.collector = rt->collector.get();
   deps.nvtx = &rt->nvtx;
+  deps.collectives = &rt->collectives;
   deps.python = rt->python.get();
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
@@ -163,7 +167,8 @@ void Launch(const Config& config, bool fork_child = false) {
       auto k = static_cast<DeviceKind>(r.kind);
       return k != DeviceKind::kRuntimeApi && k != DeviceKind::kDriverApi && k != DeviceKind::kOverhead;
     });
-    if (w.host_events.empty() && !device_work && w.nvtx_ranges.empty() && w.alloc_samples.empty()) {
+    if (w.host_events.empty() && !device_work && w.nvtx_ranges.empty() && w.alloc_samples.empty() &&
+        w.collectives.empty()) {
       *note = "not written: nothing was recorded in it";
       return true;
     }
@@ -215,6 +220,25 @@ std::string* g_config_name = nullptr;
 
 bool SecureExecution() { return getauxval(AT_SECURE) != 0; }
 
+// NCCL linked into a program or library is seen only through NCCL's
+// profiler-plugin interface (collectors/nccl/plugin.cpp): unless the user
+// chose a plugin, NCCL is pointed at this library (already loaded, so
+// NCCL's dlopen of it returns this copy). Set before the program's first
+// communicator, when NCCL reads the variable.
+void OfferNcclPlugin() {
+  const char* chosen = getenv("NCCL_PROFILER_PLUGIN");
+  if (chosen != nullptr && *chosen != '\0') {
+    Log().debug("NCCL_PROFILER_PLUGIN={} is the user's: collectives of NCCL linked into the program are not seen "
+                "(NCCL as a shared library still is)", chosen);
+    return;
+  }
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return;
+  char path[PATH_MAX];
+  if (realpath(info.dli_fname, path) == nullptr) return;
+  setenv("NCCL_PROFILER_PLUGIN", path, /*overwrite=*/0);
+}
+
 void StartAgent(const char* how) {
   bool expected = false;
   if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
@@ -244,6 +268,7 @@ void StartAgent(const char* how) {
     Log().debug("disabled (PROF_ENABLE or a bad value above); loaded via {}", how);
     return;
   }
+  OfferNcclPlugin();
   g_config = new Config(config);
   g_config_name = new std::string(config.name);
   Launch(config);

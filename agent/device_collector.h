@@ -30,6 +30,19 @@ inline thread_local uint32_t tls_correlation_id = 0;
 // window boundary.
 inline thread_local uint64_t tls_call_start_ns = 0;
 
+// The launches an NCCL call made (collectors/nccl): while a sink is set on
+// this thread, the collector's API-enter callback appends the correlation id
+// of each call that enqueues device work (the kernel launch inside
+// ncclAllReduce, or each launch of a group's ncclGroupEnd), so a collective
+// is tied to its kernel. Null outside NCCL calls: the callback pays one
+// thread-local load.
+struct LaunchSink {
+  static constexpr uint32_t kMax = 16;
+  uint32_t ids[kMax] = {};
+  uint32_t count = 0;
+};
+inline thread_local LaunchSink* tls_launch_sink = nullptr;
+
 // Nonzero while libprof itself makes a CUDA call on this thread (the
 // allocation wrappers' device query): the collector's callbacks register
 // nothing for it and its CUPTI records are dropped, so libprof's own calls

@@ -96,6 +96,45 @@ struct NvtxRange {
   uint32_t reserved;
 };
 
+// NCCL operations (collectors/nccl), in the order of NCCL's own names.
+enum class CollFunc : uint8_t {
+  kAllReduce,
+  kBroadcast,
+  kReduce,
+  kAllGather,
+  kReduceScatter,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+  kCount,
+};
+
+// Where a CollectiveCall was seen.
+enum class CollSource : uint8_t { kWrapper = 1, kProfilerPlugin = 2 };
+
+// One NCCL collective or point-to-point call made while a window records,
+// seen by the NCCL wrappers (NCCL as a shared library) or by libprof's NCCL
+// profiler plugin (NCCL linked in), never both.
+struct CollectiveCall {
+  uint64_t start_ns;        // agent clock: the call (wrapper) or its enqueue (plugin)
+  uint64_t end_ns;
+  uint64_t comm_id;         // the communicator's id, equal on every rank (CommInfo::id)
+  uint64_t count;           // elements as passed: sendcount (AllGather), recvcount (ReduceScatter), per peer (AlltoAll)
+  uint64_t seq;             // 1-based, per communicator: collectives counted together, sends/receives apart
+  uint64_t stream;          // cudaStream_t as an integer (0 when the plugin does not say)
+  uint32_t tid;
+  uint32_t correlation_id;  // CUPTI correlation id of the launch that enqueued its kernel; 0 unknown
+  int32_t root_or_peer;     // root (Broadcast, Reduce, Gather, Scatter), peer (Send, Recv), else -1
+  int32_t result;           // ncclResult_t (wrapper), 0 for the plugin
+  uint8_t func;             // CollFunc
+  int8_t datatype;          // ncclDataType_t; -1 unknown
+  uint8_t source;           // CollSource
+  uint8_t reserved[5];
+};
+static_assert(sizeof(CollectiveCall) == 72);
+
 // Memory kinds the allocator tracker distinguishes.
 enum class MemKind : uint8_t { kDevice, kHostPinned, kManaged, kAsyncPool, kVmm };
 

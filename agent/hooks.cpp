@@ -20,9 +20,9 @@ void RecordEvent(const HostEvent& event) {
   }
 }
 
-uint32_t CaptureStack(uint64_t now_ns, bool launch) {
+uint32_t CaptureStack() {
   Runtime* rt = CurrentRuntime();
-  return rt != nullptr && rt->python ? rt->python->Capture(now_ns, launch) : 0;  // Capture never throws
+  return rt != nullptr && rt->python ? rt->python->Capture() : 0;  // Capture never throws
 }
 
 namespace {
@@ -126,6 +126,30 @@ void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_
   } catch (...) {
     // Called from wrappers: nothing may unwind into the host's C code.
   }
+}
+
+void RecordCollective(const CollectiveCall& call) {
+  try {
+    Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;
+    if (rt != nullptr) rt->collectives.Add(call);
+  } catch (...) {
+    // Called from wrappers: nothing may unwind into the host's C code.
+  }
+}
+
+void RegisterComm(const CommInfo& comm) {
+  try {
+    Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;
+    if (rt != nullptr) rt->collectives.AddComm(comm);
+  } catch (...) {
+  }
+}
+
+void SetNcclVersion(int version) {
+  Runtime* rt = CurrentRuntime();
+  if (rt != nullptr) rt->collectives.SetNcclVersion(version);
 }
 
 void RecordNvtxRange(const NvtxRange& range) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "agent/api_ids.h"
+#include "agent/collective_store.h"
 #include "agent/events.h"
 #include "agent/kernel_registry.h"
 #include "agent/step_markers.h"
@@ -17,8 +18,7 @@ namespace prof::hooks {
 void RecordEvent(const HostEvent& event);
 
 // The calling thread's Python stack id (recording only); 0 when none.
-// now_ns: the call's time; launch: it launches a kernel.
-uint32_t CaptureStack(uint64_t now_ns, bool launch);
+uint32_t CaptureStack();
 
 // The marker path (agent/step_markers.h): every call, NVTX range and
 // prof_step() that may end a step, from whichever feed saw it. Call-enter
@@ -58,6 +58,12 @@ void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_
 // never both). Multi-rank jobs number their steps by this count
 // (Session::AnchorToCollectives).
 void NoteCollective();
+
+// NCCL (collectors/nccl): a collective or point-to-point call (recording
+// only), a communicator this process joined, the NCCL version.
+void RecordCollective(const CollectiveCall& call);
+void RegisterComm(const CommInfo& comm);
+void SetNcclVersion(int version);
 
 // NVTX ranges (recording only).
 void RecordNvtxRange(const NvtxRange& range);

@@ -13,6 +13,7 @@
 
 #include "agent/alloc_tracker.h"
 #include "agent/auto_step.h"
+#include "agent/collective_store.h"
 #include "agent/config.h"
 #include "agent/device_collector.h"
 #include "agent/event_buffers.h"
@@ -54,6 +55,7 @@ struct Runtime {
   EventBuffers buffers;
   AllocTracker allocs;
   NvtxStore nvtx;
+  CollectiveStore collectives;  // NCCL calls and communicators (collectors/nccl)
   MarkerMatcher markers;
   MarkerMatcher range_markers;  // PROF_RANGE=nvtx:<regex>
   std::unique_ptr<DeviceCollector> collector;

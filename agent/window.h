@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/collective_store.h"
 #include "agent/events.h"
 
 namespace prof {
@@ -41,6 +42,7 @@ struct LossCounts {
   uint64_t alloc_samples_dropped = 0;
   uint64_t nvtx_ranges_dropped = 0;      // NVTX range store full (PROF_BUFFER_MB/16)
   uint64_t nvtx_names_dropped = 0;       // NVTX name table full (PROF_BUFFER_MB/16): named kDroppedNameText
+  uint64_t collectives_dropped = 0;      // NCCL call store full
   // Time steps: how long after the window's first step began recording was
   // actually on (the agent thread, which turns it on at step boundaries, ran
   // that late). Calls made in that stretch are not in the window.
@@ -58,6 +60,7 @@ struct WindowMeta {
   int rank = 0;                  // 0 when the job has no rank
   bool rank_known = false;       // PROF_RANK or a launcher variable was set: files get _rank<R>
   int world_size = 1;
+  int nccl_version = 0;          // NCCL_VERSION_CODE of the process's NCCL; 0 unknown or none
   int pid = 0;
   std::string name;              // PROF_NAME or <host>_<pid>
   std::string hostname;
@@ -89,11 +92,6 @@ struct PythonInfo {
   std::string status;
   std::vector<PyFrame> frames;                // frame id -> frame; id 0 unused
   std::vector<std::vector<uint32_t>> stacks;  // stack id -> frame ids, innermost first; 0 none, 1 empty
-  // stack id -> the thread whose stack it is, for a stack charged to calls
-  // a thread without Python frames made while that Python thread waited in
-  // a C call (backward attribution); 0 or absent: the calling thread's own.
-  std::vector<uint32_t> via;
-  uint32_t Via(uint32_t stack_id) const { return stack_id < via.size() ? via[stack_id] : 0; }
 };
 
 struct Window {
@@ -102,6 +100,8 @@ struct Window {
   std::vector<DeviceRecord> device_records;  // sorted by start_ns
   std::vector<StepSpan> steps;               // ascending step numbers
   std::vector<NvtxRange> nvtx_ranges;
+  std::vector<CollectiveCall> collectives;   // NCCL calls, sorted by start_ns
+  std::vector<CommInfo> communicators;       // NCCL communicators of this process
   std::vector<AllocSample> alloc_samples;    // in time order
   std::vector<LiveAllocation> live_at_end;   // allocations live when the window ended
   std::vector<DeviceProps> devices;

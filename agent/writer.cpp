@@ -102,6 +102,11 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   AlignStepsWithCuptiCalls(&w);
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end, &w.meta.losses.nvtx_ranges_dropped);
+  if (deps.collectives != nullptr) {
+    w.collectives = deps.collectives->Take(start, end, &w.meta.losses.collectives_dropped);
+    w.communicators = deps.collectives->Comms();
+    w.meta.nccl_version = deps.collectives->NcclVersion();
+  }
   // Before the strings: a stack's file and function names are interned
   // before any event that refers to it is recorded.
   if (deps.python != nullptr) deps.python->Snapshot(&w.python);
@@ -165,6 +170,7 @@ void WriterThread::SubmitDiscard(uint64_t before_ns) {
   // made before the writer thread runs the discard (it used to forget them).
   if (deps_.buffers != nullptr) deps_.buffers->SetDropRange(before_ns, ~0ull);
   if (deps_.nvtx != nullptr) deps_.nvtx->WindowOpens(before_ns);
+  if (deps_.collectives != nullptr) deps_.collectives->WindowOpens(before_ns);
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureThread();

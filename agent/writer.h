@@ -14,6 +14,7 @@
 #include "agent/alloc_tracker.h"
 #include "agent/device_collector.h"
 #include "agent/event_buffers.h"
+#include "agent/collective_store.h"
 #include "agent/nvtx_store.h"
 #include "agent/stack_source.h"
 #include "agent/window_job.h"
@@ -29,6 +30,7 @@ struct WriterDeps {
   AllocTracker* allocs = nullptr;
   DeviceCollector* collector = nullptr;
   NvtxStore* nvtx = nullptr;  // may be null
+  CollectiveStore* collectives = nullptr;  // may be null
   WindowSink sink;
   // Optional: fills versions and device properties (needs the CUDA libs).
   std::function<void(Window*)> enrich;

@@ -8,6 +8,8 @@
 //                                  thread (python_sites.h), enclosing the calls made under them
 //   NvtxRange                      X user_annotation on its thread, and X gpu_user_annotation per
 //                                  stream spanning the GPU work launched inside it
+//   CollectiveCall                 X cpu_op "ncclAllReduce" ... on its thread, with Kineto's
+//                                  collective args; the same args on the kernel it launched
 //   launch -> GPU work             s/f ac2g flow, id = correlation
 //   AllocSample                    i "[memory]" (PyTorch's allocator event) + C counter per device
 //
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "exporters/chrome_trace_parts.h"
+#include "exporters/collectives.h"
 #include "exporters/cuda_names.h"
 #include "exporters/demangle.h"
 #include "exporters/json_writer.h"
@@ -39,7 +42,8 @@ namespace prof {
 namespace {
 
 // kPython before kHost: a frame's slice encloses a call with the same span.
-enum class Source : uint8_t { kStep, kNvtx, kGpuAnnotation, kPython, kHost, kApiRecord, kDevice };
+// kCollective before kHost: an NCCL call encloses the launch it makes.
+enum class Source : uint8_t { kStep, kNvtx, kGpuAnnotation, kPython, kCollective, kHost, kApiRecord, kDevice };
 
 // One X event to emit; `index` points into the Source's vector.
 struct Slice {
@@ -250,6 +254,9 @@ class TraceWriter {
     for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
       host_extra.push_back({w_.nvtx_ranges[i].start_ns, w_.nvtx_ranges[i].end_ns, i, Source::kNvtx});
     }
+    for (uint32_t i = 0; i < w_.collectives.size(); ++i) {
+      host_extra.push_back({w_.collectives[i].start_ns, w_.collectives[i].end_ns, i, Source::kCollective});
+    }
     BuildPythonFunctions();
     for (uint32_t i = 0; i < py_slices_.size(); ++i) {
       host_extra.push_back({py_slices_[i].start_ns, py_slices_[i].end_ns, i, Source::kPython});
@@ -285,6 +292,7 @@ class TraceWriter {
       case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index]); break;
       case Source::kGpuAnnotation: EmitGpuAnnotation(gpu_annotations_[s.index]); break;
       case Source::kPython: EmitPython(s.index); break;
+      case Source::kCollective: EmitCollective(w_.collectives[s.index]); break;
       case Source::kHost: EmitHostEvent(s.index); break;
       case Source::kApiRecord: EmitApiRecord(s.index); break;
       case Source::kDevice: EmitDeviceRecord(w_.device_records[s.index]); break;
@@ -374,18 +382,13 @@ class TraceWriter {
 
   void EmitPython(uint32_t index) {
     const PySlice& p = py_slices_[index];
-    std::string via_name;
-    if (p.via != 0) via_name = QuoteJson(PythonSliceName(w_, p.frame_id, p.via));
-    std::string& name = p.via != 0 ? via_name : py_names_[p.frame_id];
+    std::string& name = py_names_[p.frame_id];
     if (name.empty()) name = QuoteJson(PythonSliceName(w_, p.frame_id));
     SliceHead("python_function", name, false, w_.meta.pid, p.tid, p.start_ns, p.end_ns);
     out_.Raw(",\"args\":{\"Python id\":"); out_.UInt(index + 1);
     out_.Raw(",\"Python parent id\":");
     if (p.parent == 0) out_.Raw("null");
     else out_.UInt(p.parent);
-    if (p.via != 0) {
-      out_.Raw(",\"via thread\":"); out_.UInt(p.via);
-    }
     EndArgs();
   }
 
@@ -409,6 +412,21 @@ class TraceWriter {
     out_.Raw(",\"tid\":"); out_.Int(tid);
     out_.Raw(",\"ts\":"); Ts(ts_ns);
     out_.Raw(",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
+  }
+
+  // An NCCL call: named as NCCL's API function, with the args Kineto puts
+  // on record_param_comms (its kernel carries the same).
+  void EmitCollective(const CollectiveCall& c) {
+    std::string name = std::string("\"nccl") + CollFuncName(c.func) + "\"";
+    SliceHead("cpu_op", name, false, w_.meta.pid, c.tid, c.start_ns, c.end_ns);
+    out_.Raw(",\"args\":{\"Rank\":"); out_.Int(collectives_.Rank());
+    out_.Raw(collectives_.KernelArgs(c));
+    if (c.correlation_id != 0) { out_.Raw(",\"correlation\":"); out_.UInt(c.correlation_id); }
+    if (c.stream != 0) { out_.Raw(",\"stream\":"); out_.UInt(c.stream); }
+    if (c.result != 0) { out_.Raw(",\"result\":"); out_.Int(c.result); }
+    out_.Raw(c.source == static_cast<uint8_t>(CollSource::kProfilerPlugin) ? ",\"source\":\"nccl profiler plugin\""
+                                                                           : ",\"source\":\"nccl wrapper\"");
+    EndArgs();
   }
 
   void EmitHostEvent(uint32_t index) {
@@ -465,6 +483,7 @@ class TraceWriter {
         SliceHead("kernel", quoted_kernels_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns);
         CommonDeviceArgs(r);
         out_.Raw(kernel_args_(r));
+        if (const CollectiveCall* c = collectives_.ForCorrelation(r.correlation_id)) out_.Raw(collectives_.KernelArgs(*c));
         EndArgs();
         break;
       }
@@ -512,6 +531,7 @@ class TraceWriter {
   const WindowIndex& index_;
   DisplayNames names_;
   chrome::KernelArgs kernel_args_{w_};
+  CollectiveIndex collectives_{w_};
   // Names repeat on many events: each is escaped and quoted once.
   QuotedNames quoted_kernels_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return names_(id); }};
   QuotedNames quoted_strings_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return w_.String(id); }};

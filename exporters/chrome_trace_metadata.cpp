@@ -2,11 +2,11 @@
 // block) and its process/thread metadata events, named and sorted as Kineto
 // names them.
 #include <algorithm>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "exporters/chrome_trace_parts.h"
+#include "exporters/collectives.h"
 #include "exporters/cuda_names.h"
 #include "exporters/window_index.h"
 
@@ -41,11 +41,47 @@ void WriteDeviceProperties(const Window& w, JsonWriter& out) {
   out.Raw("],\n");
 }
 
+// As torch.profiler writes it (backend, rank, world_size, pg_count,
+// pg_config, nccl_version) when the process is an NCCL rank; rank and
+// world size alone otherwise. HTA finds the rank with `"rank":\s+(\d+)`.
 void WriteDistributedInfo(const Window& w, JsonWriter& out) {
-  out.Key("distributedInfo");
+  CollectiveIndex collectives(w);
+  // Kineto's spacing, `"key": value`: HTA's rank pattern needs the space.
+  auto key = [&out](const char* k) {
+    out.Char('"');
+    out.Raw(k);
+    out.Raw("\": ");
+  };
+  out.Raw("\"distributedInfo\": ");
   out.Char('{');
-  out.Key("rank"); out.Int(w.meta.rank);
-  out.Raw(", "); out.Key("world_size"); out.Int(w.meta.world_size);
+  if (!w.communicators.empty()) {
+    key("backend"); out.String("nccl");
+    out.Raw(", ");
+  }
+  key("rank"); out.Int(collectives.Rank());
+  out.Raw(", "); key("world_size"); out.Int(collectives.WorldSize());
+  if (!w.communicators.empty()) {
+    out.Raw(", "); key("pg_count"); out.UInt(w.communicators.size());
+    out.Raw(", "); key("pg_config"); out.Char('[');
+    for (size_t i = 0; i < w.communicators.size(); ++i) {
+      const CommInfo& c = w.communicators[i];
+      if (i) out.Raw(", ");
+      out.Char('{');
+      key("pg_name"); out.String(CommName(c.id));
+      out.Raw(", "); key("pg_desc"); out.String(c.parent ? "split" : (c.nranks == collectives.WorldSize() ? "default_pg" : ""));
+      out.Raw(", "); key("backend_config"); out.String("cuda:nccl");
+      out.Raw(", "); key("pg_size"); out.Int(c.nranks);
+      out.Raw(", "); key("pg_rank"); out.Int(c.rank);
+      std::string ranks = CommRanks(c, collectives.WorldSize());
+      if (!ranks.empty() && c.nranks <= 30) {
+        out.Raw(", "); key("ranks"); out.Raw(ranks);
+      }
+      out.Char('}');
+    }
+    out.Char(']');
+    std::string version = NcclVersionText(w.meta.nccl_version);
+    out.Raw(", "); key("nccl_version"); out.String(version.empty() ? "unknown" : version);
+  }
   out.Raw("},\n");
 }
 
@@ -94,21 +130,6 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
     for (size_t i = 0; i < tids.size(); ++i) {
       if (i) out.Char(',');
       out.UInt(tids[i]);
-    }
-    out.Char(']');
-    // Threads whose calls were charged to a waiting Python thread's stack:
-    // [thread, Python thread, calls], by thread.
-    std::map<std::pair<uint32_t, uint32_t>, uint64_t> via;
-    for (const HostEvent& e : w.host_events) {
-      if (uint32_t v = w.python.Via(e.stack_id); v != 0) ++via[{e.tid, v}];
-    }
-    out.Raw(", "); out.Key("threads_via"); out.Char('[');
-    bool first = true;
-    for (const auto& [key, calls] : via) {
-      if (!first) out.Char(',');
-      first = false;
-      out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
-      out.Char(']');
     }
     out.Raw("]}");
   }

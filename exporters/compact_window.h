@@ -60,6 +60,8 @@ static_assert(sizeof(CompactDeviceRecord) == 48);
 class CompactWindow : private Window {
  public:
   using Window::alloc_samples;
+  using Window::collectives;
+  using Window::communicators;
   using Window::devices;
   using Window::live_at_end;
   using Window::meta;

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <map>
 
+#include "exporters/collectives.h"
 #include "exporters/compact_window.h"
 #include "exporters/cuda_names.h"
 #include "exporters/format.h"
 #include "exporters/python_sites.h"
 #include "exporters/summary.h"
+#include "exporters/text_table.h"
 #include "exporters/window_index.h"
 
 namespace prof {
@@ -46,7 +48,7 @@ struct CallTally {
   uint64_t bytes = 0;
   size_t steps_with = 0;
   std::map<std::string, uint64_t> by_api;
-  std::map<uint64_t, uint64_t> by_site;  // Python call site (CallSites::Key) -> calls (0: none)
+  std::map<uint32_t, uint64_t> by_site;  // Python call-site frame id -> calls (0: none)
 
   std::string Describe(size_t steps) const {
     std::string apis;
@@ -69,6 +71,7 @@ class FindingsBuilder {
     DataLoss();
     Partial();
     BoundBy();
+    Communication();
     SyncsInSteps();
     DeviceToHostCopies();
     PageableCopies();
@@ -107,7 +110,7 @@ class FindingsBuilder {
       t.time_ns += Duration(e.start_ns, e.end_ns);
       t.bytes += e.bytes;
       ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
-      ++t.by_site[sites_.Key(e.stack_id)];
+      ++t.by_site[sites_.Of(e.stack_id)];
       if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
     }
     return t;
@@ -115,8 +118,8 @@ class FindingsBuilder {
 
   // "; top call sites: train.py:57 in train_step x5, ..." (Python
   // processes only), the three sites with the most calls.
-  std::string TopSites(const std::map<uint64_t, uint64_t>& by_site) {
-    std::vector<std::pair<uint64_t, uint64_t>> ranked;
+  std::string TopSites(const std::map<uint32_t, uint64_t>& by_site) {
+    std::vector<std::pair<uint64_t, uint32_t>> ranked;
     for (const auto& [site, n] : by_site) {
       if (site != 0) ranked.emplace_back(n, site);
     }
@@ -126,7 +129,7 @@ class FindingsBuilder {
     });
     std::string text = "; top call sites: ";
     for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      text += (i ? ", " : "") + sites_.KeyText(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+      text += (i ? ", " : "") + sites_.Text(ranked[i].second) + " x" + std::to_string(ranked[i].first);
     }
     return text;
   }
@@ -178,7 +181,9 @@ class FindingsBuilder {
     uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
     uint64_t launches = 0;
     for (const StepRow& r : s_.steps) launches += r.launches;
-    if (s_.gpu_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
+    // "Busy" is computing: time the GPU only spends in collectives (waiting
+    // for a peer, transferring) is not (compute_busy_percent).
+    if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
       // A step that already replays CUDA graphs gains nothing from "capture
       // it in a graph": its idle time is between the replays.
       uint64_t kernels = 0, from_graphs = 0;
@@ -191,7 +196,7 @@ class FindingsBuilder {
       std::string evidence =
           Printf("GPU busy %.1f%% of %s (threshold < %.0f%%); median kernel %s (threshold < %s); median idle "
                  "between kernels on a stream %s; %llu launches in %zu steps",
-                 s_.gpu_busy_percent, FormatDuration(static_cast<double>(span)).c_str(), kOverheadBusyPercent,
+                 s_.compute_busy_percent, FormatDuration(static_cast<double>(span)).c_str(), kOverheadBusyPercent,
                  FormatDuration(s_.median_kernel_ns).c_str(), FormatDuration(kShortKernelNs).c_str(),
                  FormatDuration(s_.median_kernel_gap_ns).c_str(), static_cast<unsigned long long>(launches),
                  s_.steps.size());
@@ -205,13 +210,14 @@ class FindingsBuilder {
                    "kernels, or raise the batch size"
                  : "launch fewer, larger kernels: fuse operations (torch.compile), capture the step in a CUDA "
                    "graph, or raise the batch size");
-    } else if (s_.gpu_busy_percent >= kComputeBusyPercent) {
+    } else if (s_.compute_busy_percent >= kComputeBusyPercent) {
       std::string top;
-      for (size_t i = 0; i < s_.kernels.size() && i < 3; ++i) {
-        top += Printf("%s%s %.1f%%", i ? "; " : "", s_.kernels[i].name.c_str(), s_.kernels[i].percent);
+      for (size_t i = 0, shown = 0; i < s_.kernels.size() && shown < 3; ++i) {
+        if (IsCommunicationKernelName(s_.kernels[i].name)) continue;
+        top += Printf("%s%s %.1f%%", shown++ ? "; " : "", s_.kernels[i].name.c_str(), s_.kernels[i].percent);
       }
       Add("compute-bound", "Compute-bound: the GPU is busy; speed comes from the kernels themselves",
-          Printf("GPU busy %.1f%% of %s (threshold >= %.0f%%); top kernels by GPU time: %s", s_.gpu_busy_percent,
+          Printf("GPU busy computing %.1f%% of %s (threshold >= %.0f%%); top kernels by GPU time: %s", s_.compute_busy_percent,
                  FormatDuration(static_cast<double>(span)).c_str(), kComputeBusyPercent, top.c_str()),
           "optimize the top kernels (Nsight Compute), use mixed precision or tensor cores");
     }
@@ -274,7 +280,7 @@ class FindingsBuilder {
   void PageableCopies() {
     const WindowIndex& index = index_;
     uint64_t count = 0, bytes = 0, time_ns = 0;
-    std::map<uint64_t, uint64_t> by_site;
+    std::map<uint32_t, uint64_t> by_site;
     for (const auto& r : w_.device_records) {
       if (KindOf(r) != DeviceKind::kMemcpy) continue;
       if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
@@ -283,7 +289,7 @@ class FindingsBuilder {
       uint64_t t = call != WindowIndex::kNone && r.correlation_id ? w_.host_events[static_cast<size_t>(call)].start_ns
                                                                   : r.start_ns;
       if (StepOf(t) < 0) continue;
-      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Key(w_.host_events[static_cast<size_t>(call)].stack_id)];
+      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Of(w_.host_events[static_cast<size_t>(call)].stack_id)];
       ++count;
       bytes += r.bytes;
       time_ns += Duration(r.start_ns, r.end_ns);
@@ -309,6 +315,30 @@ class FindingsBuilder {
     Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
         t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site),
         "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
+  }
+
+  // Collectives nothing overlaps: the GPU waits for peers or transfers.
+  void Communication() {
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    if (!s_.has_gpu_work || span == 0) return;
+    double comm_percent = 100.0 * static_cast<double>(s_.gpu_comm_ns) / static_cast<double>(span);
+    if (comm_percent < kCommunicationPercent) return;
+    std::string top = "none with its kernel on record";
+    if (!s_.collectives.empty() && s_.collectives.front().kernels > 0) {
+      const CollectiveRow& r = s_.collectives.front();
+      top = Printf("%s of %s B x%llu, avg %s, bus bandwidth %.1f GB/s", r.name.c_str(),
+                   Grouped(static_cast<unsigned long long>(r.bytes)).c_str(), static_cast<unsigned long long>(r.count),
+                   FormatDuration(r.avg_ns).c_str(), r.busbw_gbps);
+    }
+    Add("communication", "Communication: the GPU spends much of the window in collectives that no compute overlaps",
+        Printf("communication only %.1f%% of %s (threshold >= %.0f%%), overlapped with compute %.1f%%, computing "
+               "%.1f%%; top collective by time: %s",
+               comm_percent, FormatDuration(static_cast<double>(span)).c_str(), kCommunicationPercent,
+               100.0 * static_cast<double>(s_.gpu_overlap_ns) / static_cast<double>(span), s_.compute_busy_percent,
+               top.c_str()),
+        "a collective's kernel lasts its wait for the last rank plus the transfer: if bus bandwidth is far below "
+        "the link's, a rank arrives late (prof merge names it); else overlap communication with compute "
+        "(gradient buckets during the backward pass) or communicate less");
   }
 
   void LaunchLatency() {

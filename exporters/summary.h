@@ -83,6 +83,20 @@ struct CallSiteRow {
   uint64_t calls = 0;     // every recorded call
 };
 
+// NCCL calls of one operation and message size (nccl-tests' S bytes) on
+// communicators of one size.
+struct CollectiveRow {
+  std::string name;        // "AllReduce", ... as NCCL names it
+  uint64_t bytes = 0;      // S
+  int ranks = 0;
+  uint64_t count = 0;      // calls
+  uint64_t kernels = 0;    // calls whose kernel is on record (the time columns)
+  uint64_t total_ns = 0;   // kernel time, including the wait for the last rank
+  double avg_ns = 0;
+  double algbw_gbps = 0;   // S / avg
+  double busbw_gbps = 0;   // algbw x nccl-tests' factor for the operation and rank count
+};
+
 struct IdleGap {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
@@ -109,6 +123,16 @@ struct Summary {
   LatencyStats launch_latency;
   double median_kernel_ns = 0;
   double median_kernel_gap_ns = 0;  // GPU idle between consecutive kernels on a stream
+  // GPU time in the span: compute only (kernels that are not NCCL's, copies,
+  // memsets), communication only (NCCL kernels), both at once, and idle.
+  // Findings take "GPU busy" as compute_busy_percent: a GPU waiting in a
+  // collective is not busy computing.
+  uint64_t gpu_compute_ns = 0;
+  uint64_t gpu_comm_ns = 0;
+  uint64_t gpu_overlap_ns = 0;
+  uint64_t gpu_idle_ns = 0;
+  double compute_busy_percent = 0;
+  std::vector<CollectiveRow> collectives;  // by total time, descending
   std::vector<IdleGap> idle_gaps;   // ≥ kIdleGapMinNs, longest first
   uint64_t idle_gap_total_ns = 0;
 

@@ -3,8 +3,11 @@
 // templates over the window, so both run the same code.
 #include <algorithm>
 #include <map>
+#include <tuple>
+#include <type_traits>
 #include <unordered_map>
 
+#include "exporters/collectives.h"
 #include "exporters/compact_window.h"
 #include "exporters/demangle.h"
 #include "exporters/stats.h"
@@ -386,6 +389,99 @@ void ComputeIdleGaps(const W& w, const std::vector<Interval>& busy, Summary* s) 
   }
 }
 
+// Merged intervals of GPU work, split into communication (NCCL kernels) and
+// the rest, and how long each and their overlap last within the span.
+template <typename W>
+void ComputeGpuSplit(const W& w, Summary* s) {
+  std::vector<Interval> compute, comm;
+  std::unordered_map<uint32_t, bool> is_comm;  // by name id
+  for (const auto& r : w.device_records) {
+    DeviceKind k = KindOf(r);
+    if (k != DeviceKind::kKernel && k != DeviceKind::kMemcpy && k != DeviceKind::kMemset) continue;
+    bool communication = false;
+    if (k == DeviceKind::kKernel) {
+      auto [it, inserted] = is_comm.try_emplace(r.name_id, false);
+      if (inserted) it->second = IsCommunicationKernelName(w.String(r.name_id));
+      communication = it->second;
+    }
+    (communication ? comm : compute).emplace_back(r.start_ns, std::max(r.start_ns, r.end_ns));
+  }
+  auto merge = [](std::vector<Interval>* v) {
+    std::sort(v->begin(), v->end());
+    std::vector<Interval> out;
+    for (const Interval& i : *v) {
+      if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
+      else out.push_back(i);
+    }
+    *v = std::move(out);
+  };
+  merge(&compute);
+  merge(&comm);
+  const uint64_t lo = s->span_start_ns, hi = s->span_end_ns;
+  auto clip = [&](Interval i) { return Interval{std::max(i.first, lo), std::min(i.second, hi)}; };
+  uint64_t overlap = 0;
+  for (size_t a = 0, b = 0; a < compute.size() && b < comm.size();) {
+    Interval x = clip(compute[a]), y = clip(comm[b]);
+    uint64_t from = std::max(x.first, y.first), to = std::min(x.second, y.second);
+    if (to > from) overlap += to - from;
+    if (compute[a].second < comm[b].second) ++a;
+    else ++b;
+  }
+  const uint64_t compute_ns = BusyWithin(compute, lo, hi), comm_ns = BusyWithin(comm, lo, hi);
+  const uint64_t span = Duration(lo, hi);
+  s->gpu_overlap_ns = overlap;
+  s->gpu_compute_ns = compute_ns - std::min(compute_ns, overlap);
+  s->gpu_comm_ns = comm_ns - std::min(comm_ns, overlap);
+  const uint64_t used = s->gpu_compute_ns + s->gpu_comm_ns + s->gpu_overlap_ns;
+  s->gpu_idle_ns = span > used ? span - used : 0;
+  s->compute_busy_percent = span ? 100.0 * static_cast<double>(compute_ns) / static_cast<double>(span) : 0;
+}
+
+// The collectives table: calls grouped by operation, S and rank count; time
+// from the kernel each call launched.
+template <typename W>
+void ComputeCollectives(const W& w, Summary* s) {
+  if (w.collectives.empty()) return;
+  std::unordered_map<uint32_t, const typename std::decay_t<decltype(w.device_records[0])>*> kernel_of;
+  for (const auto& r : w.device_records) {
+    if (KindOf(r) == DeviceKind::kKernel && r.correlation_id != 0) kernel_of.emplace(r.correlation_id, &r);
+  }
+  std::unordered_map<uint64_t, int> ranks_of;
+  for (const CommInfo& c : w.communicators) ranks_of[c.id] = c.nranks;
+  struct Acc {
+    CollectiveRow row;
+    double factor = 1;
+  };
+  std::map<std::tuple<uint8_t, uint64_t, int>, Acc> rows;
+  for (const CollectiveCall& c : w.collectives) {
+    auto r = ranks_of.find(c.comm_id);
+    const int n = r == ranks_of.end() ? 0 : r->second;
+    const CollectiveSizes sizes = SizesOf(c, n);
+    Acc& acc = rows[{c.func, static_cast<uint64_t>(sizes.bytes), n}];
+    acc.row.name = CollFuncName(c.func);
+    acc.row.bytes = static_cast<uint64_t>(sizes.bytes);
+    acc.row.ranks = n;
+    acc.factor = sizes.factor;
+    ++acc.row.count;
+    auto k = c.correlation_id ? kernel_of.find(c.correlation_id) : kernel_of.end();
+    if (k != kernel_of.end()) {
+      ++acc.row.kernels;
+      acc.row.total_ns += Duration(k->second->start_ns, k->second->end_ns);
+    }
+  }
+  for (auto& [key, acc] : rows) {
+    CollectiveRow& row = acc.row;
+    if (row.kernels > 0) {
+      row.avg_ns = static_cast<double>(row.total_ns) / static_cast<double>(row.kernels);
+      row.algbw_gbps = row.avg_ns > 0 ? static_cast<double>(row.bytes) / row.avg_ns : 0;  // bytes per ns = GB/s
+      row.busbw_gbps = row.algbw_gbps * acc.factor;
+    }
+    s->collectives.push_back(row);
+  }
+  std::stable_sort(s->collectives.begin(), s->collectives.end(),
+                   [](const CollectiveRow& a, const CollectiveRow& b) { return a.total_ns > b.total_ns; });
+}
+
 template <typename W>
 Summary Compute(const W& w, const WindowIndex& index) {
   Summary s;
@@ -403,6 +499,8 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeLatency(w, index, &api_names, &s);
   ComputeKernelGaps(w, &s);
   ComputeIdleGaps(w, busy, &s);
+  ComputeGpuSplit(w, &s);
+  ComputeCollectives(w, &s);
   ComputeCallSites(w, index, &s);
   s.findings = ComputeFindings(w, s, index);
   return s;

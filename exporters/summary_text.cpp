@@ -54,6 +54,14 @@ void Header(const Summary& s, std::string* out) {
   if (m.has_gpu_timings) {
     *out += Printf("window %s, GPU busy %.1f%% (%s)\n", FormatDuration(double(span)).c_str(), s.gpu_busy_percent,
                    FormatDuration(double(s.gpu_busy_ns)).c_str());
+    if (s.gpu_comm_ns + s.gpu_overlap_ns > 0) {
+      auto pct = [span](uint64_t ns) { return span ? 100.0 * double(ns) / double(span) : 0.0; };
+      *out += Printf("GPU time: compute %.1f%%, communication %.1f%%, overlapped %.1f%%, idle %.1f%% (compute %s, "
+                     "communication %s, overlapped %s, idle %s)\n",
+                     pct(s.gpu_compute_ns), pct(s.gpu_comm_ns), pct(s.gpu_overlap_ns), pct(s.gpu_idle_ns),
+                     FormatDuration(double(s.gpu_compute_ns)).c_str(), FormatDuration(double(s.gpu_comm_ns)).c_str(),
+                     FormatDuration(double(s.gpu_overlap_ns)).c_str(), FormatDuration(double(s.gpu_idle_ns)).c_str());
+    }
   } else {
     *out += Printf("window %s, GPU busy unknown (no GPU timings)\n", FormatDuration(double(span)).c_str());
   }
@@ -67,6 +75,21 @@ void Findings(const Summary& s, std::string* out) {
     *out += "     evidence: " + f.evidence + "\n";
     *out += "     try: " + f.advice + "\n";
   }
+}
+
+void Collectives(const Summary& s, std::string* out) {
+  if (s.collectives.empty()) return;
+  *out += "\n== NCCL collectives (size S and bus bandwidth as nccl-tests: algbw = S / time, busbw = algbw x factor) ==\n";
+  TextTable t({"Total Time (ns)", "Count", "Avg (ns)", "Size S (B)", "Ranks", "AlgBW (GB/s)", "BusBW (GB/s)",
+               "Operation"});
+  for (const CollectiveRow& r : s.collectives) {
+    const bool timed = r.kernels > 0;
+    t.AddRow({timed ? U(r.total_ns) : "n/a", U(r.count), timed ? D(r.avg_ns) : "n/a", U(r.bytes),
+              r.ranks ? std::to_string(r.ranks) : "?", timed ? Grouped(r.algbw_gbps, 3) : "n/a",
+              timed ? Grouped(r.busbw_gbps, 3) : "n/a", r.name});
+  }
+  *out += t.Render();
+  *out += " time = the collective's kernel, including its wait for the last rank to arrive\n";
 }
 
 void Memory(const Summary& s, std::string* out) {
@@ -164,6 +187,9 @@ void Losses(const Summary& s, std::string* out) {
       static_cast<unsigned long long>(l.cupti_records_dropped), static_cast<unsigned long long>(l.device_records_missing),
       static_cast<unsigned long long>(l.unknown_activity_kinds), static_cast<unsigned long long>(l.alloc_samples_dropped));
   // Only when there are any (traces from before these counts read the same).
+  if (l.collectives_dropped != 0) {
+    *out += Printf(", NCCL calls dropped %llu", static_cast<unsigned long long>(l.collectives_dropped));
+  }
   if (l.nvtx_ranges_dropped != 0 || l.nvtx_names_dropped != 0) {
     *out += Printf(", NVTX ranges dropped %llu, NVTX names dropped %llu",
                    static_cast<unsigned long long>(l.nvtx_ranges_dropped),
@@ -191,6 +217,7 @@ std::string RenderSummary(const Summary& s) {
   out += "\n== GPU MemOps Summary by Size (cuda_gpu_mem_size_sum) ==\n";
   if (s.mem_size_from_host) out += " (no GPU copy records: sizes from the host calls)\n";
   out += SizeTable(s.mem_size);
+  Collectives(s, &out);
   CallSites(s, &out);
   Memory(s, &out);
   Steps(s, &out);

@@ -1145,6 +1145,10 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
                  !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
   if (expects) t.expecting_correlation = info->correlationId;
+  // Inside an NCCL call (collectors/nccl): its kernel launches, in order.
+  if (expects && tls_launch_sink != nullptr && tls_launch_sink->count < LaunchSink::kMax) {
+    tls_launch_sink->ids[tls_launch_sink->count++] = info->correlationId;
+  }
   // Its own RUNTIME/DRIVER record comes when it returns (unless CUPTI was
   // told to leave it out: a wrapper records this call).
   // The wrapper's start when it timed this call (same instant as the host

@@ -5,8 +5,14 @@ import unittest
 
 import harness
 
-FORBIDDEN_NEEDED = re.compile(r"lib(cudart|cuda|cupti|spdlog|fmt|stdc\+\+|gcc_s)\b")
-ALLOWED_EXPORT = re.compile(r"^(cuda|__cuda|cu[A-Z]|nvtx|prof_|InitializeInjection)")
+FORBIDDEN_NEEDED = re.compile(r"lib(cudart|cuda|cupti|nccl|spdlog|fmt|stdc\+\+|gcc_s)\b")
+ALLOWED_EXPORT = re.compile(r"^(cuda|__cuda|cu[A-Z]|nvtx|prof_|InitializeInjection|nccl[A-Z])")
+# NCCL's public API libprof interposes (collectors/nccl/wrappers.cpp) and its profiler-plugin tables.
+NCCL_EXPORTS = {
+    "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
+    "ncclCommDestroy", "ncclCommAbort", "ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce",
+    "ncclAllGather", "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter", "ncclSend", "ncclRecv",
+    "ncclGroupStart", "ncclGroupEnd", "ncclProfiler_v4", "ncclProfiler_v5", "ncclProfiler_v6"}
 
 
 def tool(*args):
@@ -27,6 +33,12 @@ class LibrarySurface(unittest.TestCase):
         self.assertIn("prof_step", names)
         foreign = [n for n in names if not ALLOWED_EXPORT.match(n)]
         self.assertEqual(foreign, [], f"symbols beyond the CUDA/NVTX/agent entry points: {foreign[:10]}")
+
+    def test_nccl_exports_are_the_wrappers_and_the_plugin_tables_never_nccls_strong_names(self):
+        names = {line.split()[-1] for line in tool("nm", "-D", "--defined-only", harness.LIBPROF_SO).splitlines()
+                 if line.strip()}
+        # pncclX is where a wrapper forwards: libprof must never define it.
+        self.assertEqual({n for n in names if n.startswith("nccl") or n.startswith("pnccl")}, NCCL_EXPORTS)
 
     def test_exported_symbols_carry_no_version_node(self):
         # A named version node would stop cudaMalloc@libcudart.so.13 references binding to us.
