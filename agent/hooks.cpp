@@ -20,9 +20,9 @@ void RecordEvent(const HostEvent& event) {
   }
 }
 
-uint32_t CaptureStack() {
+uint32_t CaptureStack(uint64_t now_ns, bool launch) {
   Runtime* rt = CurrentRuntime();
-  return rt != nullptr && rt->python ? rt->python->Capture() : 0;  // Capture never throws
+  return rt != nullptr && rt->python ? rt->python->Capture(now_ns, launch) : 0;  // Capture never throws
 }
 
 namespace {

@@ -18,7 +18,8 @@ namespace prof::hooks {
 void RecordEvent(const HostEvent& event);
 
 // The calling thread's Python stack id (recording only); 0 when none.
-uint32_t CaptureStack();
+// now_ns: the call's time; launch: it launches a kernel.
+uint32_t CaptureStack(uint64_t now_ns, bool launch);
 
 // The marker path (agent/step_markers.h): every call, NVTX range and
 // prof_step() that may end a step, from whichever feed saw it. Call-enter

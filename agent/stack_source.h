@@ -14,8 +14,9 @@ namespace prof {
 class StackSource {
  public:
   virtual ~StackSource() = default;
-  // The calling thread's stack id; 0 when none is recorded.
-  virtual uint32_t Capture() = 0;
+  // The calling thread's stack id; 0 when none is recorded. now_ns: the
+  // call's time; launch: the call launches a kernel.
+  virtual uint32_t Capture(uint64_t now_ns, bool launch) = 0;
   // Frames, stacks and status for a window being sealed.
   virtual void Snapshot(PythonInfo* out) = 0;
 };

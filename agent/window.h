@@ -92,6 +92,11 @@ struct PythonInfo {
   std::string status;
   std::vector<PyFrame> frames;                // frame id -> frame; id 0 unused
   std::vector<std::vector<uint32_t>> stacks;  // stack id -> frame ids, innermost first; 0 none, 1 empty
+  // stack id -> the thread whose stack it is, for a stack charged to calls
+  // a thread without Python frames made while that Python thread waited in
+  // a C call (backward attribution); 0 or absent: the calling thread's own.
+  std::vector<uint32_t> via;
+  uint32_t Via(uint32_t stack_id) const { return stack_id < via.size() ? via[stack_id] : 0; }
 };
 
 struct Window {

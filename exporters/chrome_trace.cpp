@@ -382,13 +382,18 @@ class TraceWriter {
 
   void EmitPython(uint32_t index) {
     const PySlice& p = py_slices_[index];
-    std::string& name = py_names_[p.frame_id];
+    std::string via_name;
+    if (p.via != 0) via_name = QuoteJson(PythonSliceName(w_, p.frame_id, p.via));
+    std::string& name = p.via != 0 ? via_name : py_names_[p.frame_id];
     if (name.empty()) name = QuoteJson(PythonSliceName(w_, p.frame_id));
     SliceHead("python_function", name, false, w_.meta.pid, p.tid, p.start_ns, p.end_ns);
     out_.Raw(",\"args\":{\"Python id\":"); out_.UInt(index + 1);
     out_.Raw(",\"Python parent id\":");
     if (p.parent == 0) out_.Raw("null");
     else out_.UInt(p.parent);
+    if (p.via != 0) {
+      out_.Raw(",\"via thread\":"); out_.UInt(p.via);
+    }
     EndArgs();
   }
 

@@ -2,6 +2,7 @@
 // block) and its process/thread metadata events, named and sorted as Kineto
 // names them.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -130,6 +131,21 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
     for (size_t i = 0; i < tids.size(); ++i) {
       if (i) out.Char(',');
       out.UInt(tids[i]);
+    }
+    out.Char(']');
+    // Threads whose calls were charged to a waiting Python thread's stack:
+    // [thread, Python thread, calls], by thread.
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> via;
+    for (const HostEvent& e : w.host_events) {
+      if (uint32_t v = w.python.Via(e.stack_id); v != 0) ++via[{e.tid, v}];
+    }
+    out.Raw(", "); out.Key("threads_via"); out.Char('[');
+    bool first = true;
+    for (const auto& [key, calls] : via) {
+      if (!first) out.Char(',');
+      first = false;
+      out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
+      out.Char(']');
     }
     out.Raw("]}");
   }

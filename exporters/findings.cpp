@@ -48,7 +48,7 @@ struct CallTally {
   uint64_t bytes = 0;
   size_t steps_with = 0;
   std::map<std::string, uint64_t> by_api;
-  std::map<uint32_t, uint64_t> by_site;  // Python call-site frame id -> calls (0: none)
+  std::map<uint64_t, uint64_t> by_site;  // Python call site (CallSites::Key) -> calls (0: none)
 
   std::string Describe(size_t steps) const {
     std::string apis;
@@ -110,7 +110,7 @@ class FindingsBuilder {
       t.time_ns += Duration(e.start_ns, e.end_ns);
       t.bytes += e.bytes;
       ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
-      ++t.by_site[sites_.Of(e.stack_id)];
+      ++t.by_site[sites_.Key(e.stack_id)];
       if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
     }
     return t;
@@ -118,8 +118,8 @@ class FindingsBuilder {
 
   // "; top call sites: train.py:57 in train_step x5, ..." (Python
   // processes only), the three sites with the most calls.
-  std::string TopSites(const std::map<uint32_t, uint64_t>& by_site) {
-    std::vector<std::pair<uint64_t, uint32_t>> ranked;
+  std::string TopSites(const std::map<uint64_t, uint64_t>& by_site) {
+    std::vector<std::pair<uint64_t, uint64_t>> ranked;
     for (const auto& [site, n] : by_site) {
       if (site != 0) ranked.emplace_back(n, site);
     }
@@ -129,7 +129,7 @@ class FindingsBuilder {
     });
     std::string text = "; top call sites: ";
     for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      text += (i ? ", " : "") + sites_.Text(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+      text += (i ? ", " : "") + sites_.KeyText(ranked[i].second) + " x" + std::to_string(ranked[i].first);
     }
     return text;
   }
@@ -280,7 +280,7 @@ class FindingsBuilder {
   void PageableCopies() {
     const WindowIndex& index = index_;
     uint64_t count = 0, bytes = 0, time_ns = 0;
-    std::map<uint32_t, uint64_t> by_site;
+    std::map<uint64_t, uint64_t> by_site;
     for (const auto& r : w_.device_records) {
       if (KindOf(r) != DeviceKind::kMemcpy) continue;
       if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
@@ -289,7 +289,7 @@ class FindingsBuilder {
       uint64_t t = call != WindowIndex::kNone && r.correlation_id ? w_.host_events[static_cast<size_t>(call)].start_ns
                                                                   : r.start_ns;
       if (StepOf(t) < 0) continue;
-      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Of(w_.host_events[static_cast<size_t>(call)].stack_id)];
+      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Key(w_.host_events[static_cast<size_t>(call)].stack_id)];
       ++count;
       bytes += r.bytes;
       time_ns += Duration(r.start_ns, r.end_ns);

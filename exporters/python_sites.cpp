@@ -11,6 +11,7 @@ std::vector<PySlice> BuildPythonSlices(const Window& w,
   struct Open {
     uint32_t frame_id;
     uint32_t slice;  // index into out
+    uint32_t via;
   };
   struct ThreadState {
     std::vector<Open> open;  // outermost first
@@ -35,24 +36,32 @@ std::vector<PySlice> BuildPythonSlices(const Window& w,
       continue;
     }
     const std::vector<uint32_t>& frames = py.stacks[e.stack_id];  // innermost first
+    uint32_t via = py.Via(e.stack_id);
     size_t depth = frames.size();
     size_t keep = 0;
-    while (keep < t.open.size() && keep < depth && t.open[keep].frame_id == frames[depth - 1 - keep]) ++keep;
+    while (keep < t.open.size() && keep < depth && t.open[keep].frame_id == frames[depth - 1 - keep] &&
+           t.open[keep].via == via) {
+      ++keep;
+    }
     t.open.resize(keep);
     for (size_t d = keep; d < depth; ++d) {
       uint32_t parent = d == 0 ? 0 : t.open[d - 1].slice + 1;
-      t.open.push_back({frames[depth - 1 - d], static_cast<uint32_t>(out.size())});
-      out.push_back({e.start_ns, e.end_ns, e.tid, frames[depth - 1 - d], parent, static_cast<uint32_t>(d)});
+      t.open.push_back({frames[depth - 1 - d], static_cast<uint32_t>(out.size()), via});
+      out.push_back({e.start_ns, e.end_ns, e.tid, frames[depth - 1 - d], parent, static_cast<uint32_t>(d), via});
     }
     for (const Open& o : t.open) out[o.slice].end_ns = std::max(out[o.slice].end_ns, e.end_ns);
   }
   return out;
 }
 
-std::string PythonSliceName(const Window& w, uint32_t frame_id) {
-  if (frame_id >= w.python.frames.size()) return "<unknown>";
+std::string ViaSuffix(uint32_t via_tid) {
+  return via_tid == 0 ? std::string() : " (via thread " + std::to_string(via_tid) + ")";
+}
+
+std::string PythonSliceName(const Window& w, uint32_t frame_id, uint32_t via) {
+  if (frame_id >= w.python.frames.size()) return "<unknown>" + ViaSuffix(via);
   const PyFrame& f = w.python.frames[frame_id];
-  return w.String(f.file_id) + "(" + std::to_string(f.line) + "): " + w.String(f.function_id);
+  return w.String(f.file_id) + "(" + std::to_string(f.line) + "): " + w.String(f.function_id) + ViaSuffix(via);
 }
 
 namespace {
@@ -94,13 +103,13 @@ uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& us
   return 0;
 }
 
-std::string CallSiteText(const Window& w, uint32_t frame_id) {
+std::string CallSiteText(const Window& w, uint32_t frame_id, uint32_t via) {
   if (frame_id == 0 || frame_id >= w.python.frames.size()) return "";
   const PyFrame& f = w.python.frames[frame_id];
   const std::string& file = w.String(f.file_id);
   size_t slash = file.rfind('/');
   std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
-  return base + ":" + std::to_string(f.line) + " in " + w.String(f.function_id);
+  return base + ":" + std::to_string(f.line) + " in " + w.String(f.function_id) + ViaSuffix(via);
 }
 
 std::string PythonUserPrefixes(const Window& w) {

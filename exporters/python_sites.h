@@ -19,6 +19,7 @@ struct PySlice {
   uint32_t frame_id;   // PythonInfo::frames
   uint32_t parent;     // index + 1 of the enclosing slice; 0 at the top
   uint32_t depth;      // 0 = outermost
+  uint32_t via;        // the Python thread whose frame this is (PythonInfo::via); 0: tid's own
 };
 
 // Builds the slices from the host events' stacks. Per thread, consecutive
@@ -32,8 +33,13 @@ struct PySlice {
 std::vector<PySlice> BuildPythonSlices(const Window& w,
                                        const std::vector<std::pair<uint32_t, std::vector<uint64_t>>>& barriers);
 
-// "<file>(<line>): <function>", Kineto's python_function name.
-std::string PythonSliceName(const Window& w, uint32_t frame_id);
+// "<file>(<line>): <function>", Kineto's python_function name; for a frame
+// of another thread's stack (via != 0), " (via thread <via>)" follows.
+std::string PythonSliceName(const Window& w, uint32_t frame_id, uint32_t via = 0);
+
+// " (via thread <tid>)": how slices and call sites mark a stack charged to
+// calls made on a waiting Python thread's behalf; "" for tid 0.
+std::string ViaSuffix(uint32_t via_tid);
 
 // Whether a frame's file is the user's own code: not the standard library
 // (".../lib/python3.N/...", "<frozen ...>"), not site-packages or
@@ -45,8 +51,9 @@ bool IsUserFile(const std::string& file, const std::string& user_prefixes);
 // none. `user_prefixes`: PROF_PYTHON_USER.
 uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& user_prefixes);
 
-// "train.py:57 in train_step" (the file's last path component).
-std::string CallSiteText(const Window& w, uint32_t frame_id);
+// "train.py:57 in train_step" (the file's last path component), plus
+// ViaSuffix(via).
+std::string CallSiteText(const Window& w, uint32_t frame_id, uint32_t via = 0);
 
 // PROF_PYTHON_USER as the window's metadata recorded it.
 std::string PythonUserPrefixes(const Window& w);
@@ -62,6 +69,15 @@ class CallSites {
     return site_[stack_id];
   }
   std::string Text(uint32_t frame_id) const { return CallSiteText(w_, frame_id); }
+  // The call site with the thread it was charged through: frame id in the
+  // low 32 bits, PythonInfo::via in the high ones (0 when there is no site).
+  uint64_t Key(uint32_t stack_id) {
+    uint32_t site = Of(stack_id);
+    return site == 0 ? 0 : site | (uint64_t{w_.python.Via(stack_id)} << 32);
+  }
+  std::string KeyText(uint64_t key) const {
+    return CallSiteText(w_, static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32));
+  }
 
  private:
   static constexpr uint32_t kUnknown = UINT32_MAX;

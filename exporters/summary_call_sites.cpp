@@ -20,9 +20,10 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
   // Row keys: a frame id, or one of two rows for calls without a user frame.
   constexpr uint64_t kNoFrames = UINT64_MAX, kLibraryOnly = UINT64_MAX - 1;
   std::unordered_map<uint64_t, CallSiteRow> rows;
+  // A site charged through another thread (via) is a row of its own.
   auto key_of = [&](const auto& e) -> uint64_t {
     if (e.stack_id <= 1) return kNoFrames;  // stack 0 (none recorded) counts as no frames too
-    uint32_t site = sites.Of(e.stack_id);
+    uint64_t site = sites.Key(e.stack_id);
     return site == 0 ? kLibraryOnly : site;
   };
   for (const auto& e : w.host_events) {
@@ -52,8 +53,8 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     } else if (key == kLibraryOnly) {
       row.site = "(library code only)";
     } else {
-      row.site = sites.Text(static_cast<uint32_t>(key));
-      row.file = w.String(w.python.frames[key].file_id);
+      row.site = sites.KeyText(key);
+      row.file = w.String(w.python.frames[static_cast<uint32_t>(key)].file_id);
     }
     s->call_sites.push_back(std::move(row));
   }

@@ -47,14 +47,16 @@ fi
 failed=0
 for py in "${pythons[@]}"; do
   version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  # A free-threaded build's facts are layouts/3.Nt.txt; its line tables are the version's.
+  ft=$("$py" -c 'import sysconfig; print("t" if sysconfig.get_config_var("Py_GIL_DISABLED") else "")')
   full=$("$py" -c 'import sys; print(sys.version.split()[0])')
   echo "== CPython $full ($py)"
   status=ok
   if "$here/python-layouts.sh" "$py" /tmp/libprof-layout.$$ 2>/dev/null &&
-     diff -q /tmp/libprof-layout.$$ "$root/test/unit/python/layouts/$version.txt" >/dev/null; then
-    echo "   layout facts: same as layouts/$version.txt"
+     diff -q /tmp/libprof-layout.$$ "$root/test/unit/python/layouts/$version$ft.txt" >/dev/null; then
+    echo "   layout facts: same as layouts/$version$ft.txt"
   else
-    echo "   layout facts: DIFFER from layouts/$version.txt (or headers missing)"; status=failed
+    echo "   layout facts: DIFFER from layouts/$version$ft.txt (or headers missing)"; status=failed
   fi
   if "$py" "$here/python-linetables.py" | diff -q - "$root/test/unit/python/linetables/$version.txt" >/dev/null; then
     echo "   line tables: same as linetables/$version.txt"

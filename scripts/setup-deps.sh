@@ -22,3 +22,7 @@ if [ ! -x "$cuda_home/bin/nvcc" ]; then
   echo "setup-deps: no CUDA toolkit at $cuda_home (set CUDA_HOME)" >&2
   exit 1
 fi
+
+# CPython 3.14 and 3.15 for the Python call-site tests, unpacked into
+# .deps/python (nothing installed). Unreachable registry: the tests skip.
+"$(dirname "$0")/python-debian.sh" || [ $? -eq 2 ]

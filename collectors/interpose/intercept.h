@@ -182,7 +182,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   if (recording) {
     e.end_ns = NowNs();
     // After the call: walking the stack is not counted in its duration.
-    e.stack_id = hooks::CaptureStack() & 0xFFFFFF;
+    e.stack_id = hooks::CaptureStack(e.end_ns, KindOf(id) == ApiKind::kLaunch) & 0xFFFFFF;
   }
   e.correlation_id = tls_correlation_id;
   e.result = static_cast<int32_t>(result);

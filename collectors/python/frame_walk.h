@@ -10,7 +10,9 @@
 // the walk. Every code object is checked to be a code object (its type is
 // PyCode_Type) before anything else is read from it, every pointer is checked
 // for plausibility, and the walk is bounded, so a layout that does not match
-// stops the walk instead of wandering.
+// stops the walk instead of wandering. The one object another thread may
+// replace under the walk, a free-threaded code object's array of
+// thread-local bytecode copies, is read with SafeRead (safe_read.h).
 #pragma once
 
 #include <cstdint>
@@ -25,7 +27,7 @@ struct PyTypes {
   uintptr_t code = 0;
   uintptr_t unicode = 0;
   uintptr_t bytes = 0;
-  uintptr_t none = 0;  // _Py_NoneStruct (3.13: f_executable may be None)
+  uintptr_t none = 0;  // _Py_NoneStruct (3.13+: f_executable may be None)
 };
 
 // One frame as the walk sees it: enough to tell stacks apart cheaply.
@@ -42,6 +44,17 @@ static_assert(sizeof(RawFrame) == 16);
 // layout (a pointer implausible or a code object of the wrong type).
 int WalkFrames(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* out, int max);
 
+// The same walk over another thread's frames: every load is a SafeRead
+// (process_vm_readv on the process itself), so memory that thread frees or
+// unmaps under the walk yields -1, never a fault. One system call per load:
+// for rare, rate-limited use only.
+int WalkFramesSafe(const PyLayout& l, const PyTypes& t, uintptr_t tstate, RawFrame* out, int max);
+
+// Another thread's innermost frame pointer and that frame's instruction
+// pointer, read safely: two reads taken before and after a WalkFramesSafe
+// that agree say the walk saw one stable chain. False when unreadable.
+bool ReadTop(const PyLayout& l, uintptr_t tstate, uintptr_t* frame, uint64_t* instr);
+
 // What a raw frame means.
 struct FrameText {
   std::string file;
@@ -51,6 +64,10 @@ struct FrameText {
 // Cold: reads the code object's strings and line table. False when they do
 // not look like str/bytes objects.
 bool ReadFrameText(const PyLayout& l, const PyTypes& t, const RawFrame& f, FrameText* out);
+
+// ReadFrameText through SafeRead: for a frame of another thread, whose code
+// object may be freed under the read.
+bool ReadFrameTextSafe(const PyLayout& l, const PyTypes& t, const RawFrame& f, FrameText* out);
 
 // A str object's text as UTF-8 (compact strings only), at most max_bytes.
 bool ReadUnicode(const PyLayout& l, const PyTypes& t, uintptr_t str, std::string* out, size_t max_bytes = 4096);

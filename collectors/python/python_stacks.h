@@ -18,6 +18,19 @@
 // failed), 1 = the thread has no Python frames (a C++ thread, an autograd
 // thread), 2.. = interned stacks. A stack is a list of frame ids, innermost
 // first; a frame is (file, function, line), each interned once.
+//
+// Calls on another thread's behalf (backward attribution). A call from a
+// thread without Python frames is charged to a Python thread's stack, and
+// marked with that thread's id (PythonInfo::via), when a Python thread that
+// launches kernels is out of the interpreter at the time: in a C call, as
+// loss.backward() is while PyTorch's autograd threads launch its kernels.
+// Reading another thread's frames is done without the GIL and without a
+// single plain load from that thread's memory: every read is
+// process_vm_readv on the process itself (safe_read.h), which returns an
+// error or stale bytes, never a fault, when the memory was freed; and the
+// walk counts only when the thread was out of the interpreter before and
+// after it and its innermost frame and instruction did not change (a thread
+// out of the interpreter cannot push or pop frames). See Borrow().
 #pragma once
 
 #include <atomic>
@@ -36,6 +49,8 @@
 
 namespace prof::python {
 
+struct ThreadCache;  // python_stacks.cpp: per-thread state of captures
+
 inline constexpr uint32_t kNoStack = 0;
 inline constexpr uint32_t kNoPythonFrames = 1;
 inline constexpr int kMaxDepth = 256;
@@ -50,8 +65,11 @@ class StackTable {
   // through the layout) on first sight. *stored: the stored raw frames,
   // stable for the process's life (thread caches compare against them).
   // kNoStack when the table is full or a frame cannot be read.
+  // via: 0 for the calling thread's own stack; else the id of the thread
+  // whose stack this is, read from the calling thread (its frames are read
+  // with SafeRead).
   uint32_t Intern(const RawFrame* raw, int n, uint64_t hash, const PyLayout& l, const PyTypes& t,
-                  const RawFrame** stored);
+                  const RawFrame** stored, uint32_t via = 0);
   // Copies the frames and stacks for a sealed window.
   void Snapshot(PythonInfo* out);
   size_t stack_count();
@@ -60,6 +78,7 @@ class StackTable {
   struct Stack {
     std::vector<RawFrame> raw;
     std::vector<uint32_t> frames;
+    uint32_t via = 0;
   };
   struct RawFrameHash {
     size_t operator()(const RawFrame& f) const;
@@ -90,9 +109,10 @@ class PythonStacks final : public StackSource {
   // enabled: PROF_PYTHON is not 0; depth: PROF_PYTHON_DEPTH.
   PythonStacks(bool enabled, int depth);
 
-  // The calling thread's stack id (see above). Never throws, never blocks
-  // on anything but the table's mutex at a stack's first sight.
-  uint32_t Capture() override;
+  // The calling thread's stack id (see above); now_ns: the call's time,
+  // launch: the call launches a kernel. Never throws, never blocks on
+  // anything but the table's mutex at a stack's first sight.
+  uint32_t Capture(uint64_t now_ns, bool launch) override;
 
   // Frames, stacks and the status line, for a sealed window. The status is
   // empty while no window has asked for a stack, or when the process is
@@ -107,6 +127,7 @@ class PythonStacks final : public StackSource {
     int (*is_finalizing)() = nullptr;
     int (*is_initialized)() = nullptr;
     std::string version;  // "3.11.2"
+    uintptr_t runtime = 0;  // &_PyRuntime (3.11's GIL state)
   };
   void UseInterpreterForTest(const Interpreter& interp);
 
@@ -114,7 +135,37 @@ class PythonStacks final : public StackSource {
   enum State : uint8_t { kUnknown, kOn, kOff };
   void Detect();
   void TurnOff(const std::string& why);
-  uint32_t Lookup(const RawFrame* raw, int n, uint64_t hash);
+  uint32_t Lookup(ThreadCache& cache, const RawFrame* raw, int n, uint64_t hash);
+
+ public:
+  // A Python thread that has launched kernels, as calls on its behalf see
+  // it. Slots are never freed (a thread's slot is cleared at its exit and
+  // reused); all fields are atomics written by their own thread.
+  struct Launcher {
+    std::atomic<uint32_t> tid{0};           // 0: free
+    std::atomic<uintptr_t> tstate{0};
+    std::atomic<uint64_t> last_launch_ns{0};
+    std::atomic<uint64_t> last_call_ns{0};  // any recorded call of its own
+  };
+  static constexpr int kMaxLaunchers = 64;
+  // How long a thread without Python frames trusts what it last found
+  // (unless the Python thread has made a call of its own since): a found
+  // stack, and finding none.
+  static constexpr uint64_t kTrustFoundNs = 1'000'000;
+  static constexpr uint64_t kTrustNoneNs = 100'000;
+  // For tests: whether borrowing is possible with this interpreter.
+  bool CanBorrow() const { return can_borrow_; }
+
+ private:
+  // Makes the calling thread a candidate (its first recorded launch).
+  void Claim(ThreadCache& cache, uintptr_t tstate, uint64_t now_ns);
+  uint32_t Borrow(uint64_t now_ns);
+  // Whether the thread with this state is out of the interpreter; false
+  // when that cannot be read.
+  bool OutOfInterpreter(uintptr_t tstate);
+  Launcher launchers_[kMaxLaunchers];
+  std::atomic<int> launcher_high_{0};  // slots in use are below it
+  bool can_borrow_ = false;            // set at detection
 
   const bool enabled_;
   const int depth_;

@@ -28,7 +28,7 @@ uint64_t Now() {
 extern "C" __attribute__((visibility("default"))) uint64_t bench_capture(int n, uint32_t* stack_id) {
   uint64_t start = Now();
   uint32_t id = 0;
-  for (int i = 0; i < n; ++i) id = Stacks().Capture();
+  for (int i = 0; i < n; ++i) id = Stacks().Capture(start, true);
   uint64_t ns = Now() - start;
   if (stack_id != nullptr) *stack_id = id;
   return ns;

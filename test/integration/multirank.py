@@ -22,14 +22,15 @@ def rank_env(env, rank, world, port, per_rank=None):
     return e
 
 
-def launch(cmd, world, env, timeout=180, per_rank=None):
+def launch(cmd, world, env, timeout=180, per_rank=None, cwd=None):
     """Runs cmd as ranks 0..world-1 at once; returns one CompletedProcess per
-    rank (rank order). per_rank(rank) -> extra variables for that rank. A rank
-    still running at the timeout is killed (with the others) and reported
-    with returncode None."""
+    rank (rank order). per_rank(rank) -> extra variables for that rank;
+    cwd(rank) -> its working directory (a host of its own). A rank still
+    running at the timeout is killed (with the others) and reported with
+    returncode None."""
     port = free_port()
     procs = [subprocess.Popen(cmd, env=rank_env(env, r, world, port, per_rank), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for r in range(world)]
+                              stderr=subprocess.PIPE, text=True, cwd=cwd(r) if cwd else None) for r in range(world)]
     results = []
     for r, p in enumerate(procs):
         try:

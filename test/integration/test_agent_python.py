@@ -14,9 +14,22 @@ import unittest
 import harness
 from test_agent_support import need, run_agent, validate, workload
 
-# CI's interpreter: Debian's python3 (scripts/setup-deps.sh installs it).
+# CI's interpreter: Debian's python3 (scripts/setup-deps.sh installs it),
+# or, with PROF_TEST_PYTHON_VERSION=3.N, Debian sid's CPython 3.N as
+# scripts/python-debian.sh unpacked it into PROF_TEST_PYTHON_DEPS.
 PYTHON = os.environ.get("PROF_TEST_PYTHON") or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3")
                                                  else sys.executable)
+VERSION = os.environ.get("PROF_TEST_PYTHON_VERSION")
+UNAVAILABLE = None  # why the versioned interpreter is missing, when that is no fault of the build
+if VERSION:
+    deps = os.environ.get("PROF_TEST_PYTHON_DEPS", "")
+    PYTHON = os.path.join(deps, "bin", "python" + VERSION)
+    if not os.path.exists(PYTHON):
+        marker = os.path.join(deps, "unreachable")
+        if not os.path.exists(marker):
+            raise SystemExit(f"{PYTHON} is missing: run scripts/python-debian.sh {VERSION}")
+        with open(marker) as f:
+            UNAVAILABLE = f"CPython {VERSION} could not be fetched: {f.read().strip()}"
 SCHEDULE = dict(PROF_STEP="manual", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="3", PROF_REPEAT="1")
 
 
@@ -46,8 +59,18 @@ def enclosing_python(trace, call):
     return out
 
 
+def only_debian_python(cls):
+    """Tests that do not depend on the interpreter's version run once, with
+    Debian's python3, not again per versioned interpreter."""
+    if VERSION:
+        return unittest.skip(f"version-independent: runs in agent_python, not under CPython {VERSION}")(cls)
+    return cls
+
+
 class PythonStacks(unittest.TestCase):
     def setUp(self):
+        if UNAVAILABLE:
+            self.skipTest(UNAVAILABLE)
         self.model = workload("python_model.py")
         need(harness.LIBPROF_SO, self.model, workload("libctypes_workload.so"))
         self.site = sites(self.model)
@@ -74,6 +97,9 @@ class PythonStacks(unittest.TestCase):
     def check_model_stacks(self, gil):
         path, trace = self.run_model("--gil", gil)
         self.minor = int(re.search(r"CPython 3\.(\d+)", trace["libprof"]["python"]["stacks"]).group(1))
+        if VERSION:
+            self.assertTrue(trace["libprof"]["python"]["stacks"].startswith(f"on (CPython {VERSION}."),
+                            trace["libprof"]["python"])
         ok, out = validate(path)
         self.assertTrue(ok, out)
         self.assertTrue(trace["libprof"]["python"]["stacks"].startswith("on (CPython 3."), trace["libprof"]["python"])
@@ -114,12 +140,31 @@ class PythonStacks(unittest.TestCase):
             names = [e["name"] for e in enclosing_python(trace, call)]
             self.assertEqual(names[-1], self.name("coroutine", "evaluate"))
             self.assertIn(self.name("run-coroutine", "main"), names)
-        # A C++ thread's calls have no Python frames, and the trace says so.
-        cpp = [c for c in by_name["__cudaLaunchKernel"] if c["tid"] != trace["libprof"]["pid"]]
+        # A C++ thread launches while the Python thread waits for it (joins).
+        # With the GIL released the Python thread is out of the interpreter:
+        # the C++ thread's calls are charged to its stack, marked "via" it.
+        # With the GIL held (ctypes.PyDLL) the waiting thread still counts as
+        # running Python: the calls have no Python frames, and the trace says so.
+        main_tid = trace["libprof"]["pid"]
+        cpp = [c for c in by_name["__cudaLaunchKernel"] if c["tid"] != main_tid]
         self.assertTrue(cpp, "the C++ thread launched inside the window")
         for call in cpp:
-            self.assertEqual(enclosing_python(trace, call), [])
-        self.assertEqual(sorted({c["tid"] for c in cpp}), trace["libprof"]["python"]["threads_without_python_frames"])
+            names = [e["name"] for e in enclosing_python(trace, call)]
+            if gil == "held":
+                self.assertEqual(names, [])
+            else:
+                via = f" (via thread {main_tid})"
+                self.assertEqual(names[-1], self.name("cpp-thread", "main") + via)
+                self.assertTrue(names[0].endswith("): <module>" + via), names)
+        cpp_tids = sorted({c["tid"] for c in cpp})
+        python = trace["libprof"]["python"]
+        if gil == "held":
+            self.assertEqual(cpp_tids, python["threads_without_python_frames"])
+            self.assertEqual(python["threads_via"], [])
+        else:
+            self.assertEqual(python["threads_without_python_frames"], [])
+            self.assertEqual(sorted(t for t, via, n in python["threads_via"]), cpp_tids)
+            self.assertEqual({via for t, via, n in python["threads_via"]}, {main_tid})
         # The data loader's frame is a generator's: main is its caller.
         load = enclosing_python(trace, by_name["cudaMemcpyAsync"][0])
         self.assertEqual(load[-2]["name"], f"{self.model}({self.site['loop']}): main")
@@ -143,7 +188,9 @@ class PythonStacks(unittest.TestCase):
         self.assertEqual(rows[self.site_text("item", "item")][5], 3)
         self.assertEqual(rows[self.site_text("sync", "main")][4], 3)
         self.assertEqual(rows[self.site_text("load", "data_loader")][5], 3)
-        self.assertEqual(rows["(no Python frames)"][2:4], [3, 3], "the C++ thread's kernels and launches")
+        cpp_row = self.site_text("cpp-thread", "main") + f" (via thread {trace['libprof']['pid']})"
+        self.assertEqual(rows[cpp_row][2:4], [3, 3], "the C++ thread's kernels and launches, charged to the waiting line")
+        self.assertNotIn("(no Python frames)", rows)
         findings = {m.group(1): m.group(2) for m in re.finditer(r"\[([\w-]+)\] .*\n\s+evidence: (.*)", summary)}
         self.assertIn("top call sites: " + self.site_text("sync", "main") + " x3", findings["sync-in-step"])
         self.assertIn("top call sites: " + self.site_text("item", "item") + " x3", findings["d2h-copy-in-step"])
@@ -170,13 +217,64 @@ class PythonStacks(unittest.TestCase):
         ok, out = validate(path)
         self.assertTrue(ok, out)
         main_tid = trace["libprof"]["pid"]
-        cpp_tids = trace["libprof"]["python"]["threads_without_python_frames"]
+        # The C++ threads' calls are charged via a Python thread: not the worker's own.
+        cpp_tids = [t for t, via, n in trace["libprof"]["python"]["threads_via"]]
+        cpp_tids += trace["libprof"]["python"]["threads_without_python_frames"]
         worker_calls = [e for e in x_events(trace, "cuda_runtime")
                         if e["tid"] not in cpp_tids + [main_tid] and e["name"] == "__cudaLaunchKernel"]
         self.assertTrue(worker_calls, "the worker launched inside the window")
         names = [e["name"] for e in enclosing_python(trace, worker_calls[0])]
         self.assertEqual(names[-1], self.name("worker", "worker"))
         self.assertTrue(names[0].endswith("_bootstrap"), names)  # threading's entry, not main's frames
+
+    def test_kernels_of_a_native_pool_carry_the_waiting_line(self):
+        """loss.backward()'s pattern: the Python thread calls into a C
+        library that hands kernel launches to a pool of native threads and
+        waits; the pool's kernels are charged to the line of the waiting
+        call, marked via the Python thread, in the trace's slices, the
+        call-site table and `prof summary`'s rebuild of it."""
+        path, trace = self.run_model("--pool")
+        ok, out = validate(path)
+        self.assertTrue(ok, out)
+        main_tid = trace["libprof"]["pid"]
+        via = f" (via thread {main_tid})"
+        launches = [e for e in x_events(trace, "cuda_runtime")
+                    if e["name"] == "__cudaLaunchKernel" and e["args"].get("source") != "cupti"]
+        python = trace["libprof"]["python"]
+        # Threads charged via the Python thread: the pool's three (new ones
+        # per step for the C++ thread of cpp-thread, charged to its own line).
+        cpp_line = self.name("cpp-thread", "main") + via
+        cpp_tids = {c["tid"] for c in launches
+                    if any(e["name"] == cpp_line for e in enclosing_python(trace, c))}
+        pool_tids = {t for t, v, n in python["threads_via"]} - cpp_tids
+        self.assertEqual(len(pool_tids), 3, python)
+        pool = [c for c in launches if c["tid"] in pool_tids]
+        self.assertEqual(len(pool), 3 * 2 * 3, "3 pool threads x 2 kernels x 3 steps, all inside the window")
+        for call in pool:
+            stack = enclosing_python(trace, call)
+            names = [e["name"] for e in stack]
+            self.assertEqual(names[-2:], [self.name("backward-call", "train_step") + via,
+                                          self.name("backward", "backward") + via], names)
+            self.assertTrue(names[0].endswith("): <module>" + via), names)
+            self.assertEqual({e["args"]["via thread"] for e in stack}, {main_tid})
+        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
+            summary = f.read()
+        table = summary.split("== GPU time by Python call site")[1].split("\n== ")[0]
+        rows = {}
+        for line in table.splitlines()[3:]:
+            cells = line.split(None, 8)
+            rows[cells[8]] = [float(cells[0])] + [int(c) for c in cells[1:8]]
+        row = rows[self.site_text("backward", "backward") + via]
+        self.assertEqual(row[2:4], [18, 18], "the pool's kernels and launches")
+        self.assertGreater(row[1], 0, "GPU time of the pool's kernels")
+        # The Python thread's own line has no kernels of its own: it waited.
+        self.assertNotIn(self.site_text("backward", "backward"), rows)
+        if harness.PROF_TOOL and os.path.exists(harness.PROF_TOOL):
+            p = subprocess.run([harness.PROF_TOOL, "summary", path], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertIn(self.site_text("backward", "backward") + via, p.stdout)
+            rebuilt = p.stdout.split("== GPU time by Python call site")[1].split("\n== ")[0]
+            self.assertEqual(rebuilt, table)
 
     def test_prof_python_0_records_no_stacks(self):
         path, trace = self.run_model(PROF_PYTHON="0")
@@ -189,6 +287,7 @@ class PythonStacks(unittest.TestCase):
             self.assertNotIn("Python call site", f.read())
 
 
+@only_debian_python
 class UnsupportedInterpreter(unittest.TestCase):
     """A process whose Py_GetVersion names a version libprof does not
     support: one log line, no stacks, the program unchanged."""
@@ -211,9 +310,9 @@ class UnsupportedInterpreter(unittest.TestCase):
         run, trace = self.run_fake("3.9.18 (main, Jan  1 2024, 00:00:00) [GCC 12.2.0]")
         lines = [l for l in run.log_lines() if "Python stacks" in l]
         self.assertEqual(len(lines), 1, run.log_lines())
-        self.assertIn("CPython 3.9.18 is not supported (3.10 through 3.13)", lines[0])
+        self.assertIn("CPython 3.9.18 is not supported (3.10 through 3.15)", lines[0])
         self.assertEqual(trace["libprof"]["python"]["stacks"],
-                         "off (CPython 3.9.18 is not supported: 3.10 through 3.13)")
+                         "off (CPython 3.9.18 is not supported: 3.10 through 3.15)")
 
     def test_free_threading_build_is_refused(self):
         run, trace = self.run_fake("3.13.0 experimental free-threading build (main, Oct  7 2024) [GCC 12.2.0]")
@@ -221,6 +320,7 @@ class UnsupportedInterpreter(unittest.TestCase):
         self.assertEqual(len([l for l in run.log_lines() if "Python stacks" in l]), 1, run.log_lines())
 
 
+@only_debian_python
 class CppOnly(unittest.TestCase):
     def test_cpp_workload_trace_has_no_python(self):
         loop = workload("train_loop")

@@ -3,8 +3,11 @@
 // RTLD_LOCAL library (invisible to dlsym(RTLD_NEXT, ...)).
 #include <cuda_runtime.h>
 
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 __global__ void ctypes_step_kernel(float* scratch, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -59,6 +62,10 @@ extern "C" __attribute__((visibility("default"))) int wl_init() {
   if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking);
   return e;
 }
+
+// The model's stream (cudaStream_t), for calls made from Python on it
+// (test/workloads/ddp_ctypes.py launches its all-reduces there).
+extern "C" __attribute__((visibility("default"))) void* wl_stream() { return g_stream; }
 
 // The data loader's batch: a pageable host-to-device copy.
 extern "C" __attribute__((visibility("default"))) int wl_load_batch(int step) {
@@ -116,11 +123,72 @@ extern "C" __attribute__((visibility("default"))) int wl_memset() {
   return cudaMemsetAsync(g_dev, 0, 4096, g_stream);
 }
 
-// A C++ thread (no Python thread state) launching on its own: its calls
-// have no Python frames. Runs to completion before returning.
+// A C++ thread (no Python thread state) launching for the calling thread,
+// which waits for it (joins): its calls have no Python frames of their own.
 extern "C" __attribute__((visibility("default"))) int wl_cpp_thread(int kernels) {
   int result = 0;
   std::thread t([&] { result = wl_worker(kernels); });
   t.join();
   return result;
+}
+
+// A pool of native threads that launch kernels for the caller, who waits
+// for them, as PyTorch's autograd engine runs loss.backward(): the calling
+// (Python) thread hands each pool thread a task and sleeps on a condition
+// variable until every task is done. The pool threads start at the first
+// call and live for the process (no Python thread state, ever).
+namespace {
+struct Pool {
+  std::mutex mu;
+  std::condition_variable work, done;
+  uint64_t generation = 0;  // bumped per call; each thread runs each generation once
+  int kernels = 0;
+  int pending = 0;
+  int error = 0;
+  std::vector<std::thread> threads;
+};
+Pool& ThePool() {
+  static Pool* pool = new Pool;  // never destroyed: its threads outlive main()
+  return *pool;
+}
+void PoolThread(int index) {
+  Pool& p = ThePool();
+  uint64_t seen = 0;
+  cudaStream_t s = nullptr;
+  cudaError_t created = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  for (;;) {
+    int kernels;
+    {
+      std::unique_lock<std::mutex> lock(p.mu);
+      p.work.wait(lock, [&] { return p.generation != seen; });
+      seen = p.generation;
+      kernels = p.kernels;
+    }
+    cudaError_t e = created;
+    for (int k = 0; e == cudaSuccess && k < kernels; ++k) {
+      ctypes_step_kernel<<<kWlN / 256, 256, 0, s>>>(g_dev + index, kWlN - index);
+      e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    std::lock_guard<std::mutex> lock(p.mu);
+    if (e != cudaSuccess) p.error = e;
+    if (--p.pending == 0) p.done.notify_all();
+  }
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) int wl_pool(int threads, int kernels_each) {
+  Pool& p = ThePool();
+  std::unique_lock<std::mutex> lock(p.mu);
+  while (static_cast<int>(p.threads.size()) < threads) {
+    p.threads.emplace_back(PoolThread, static_cast<int>(p.threads.size()));
+    p.threads.back().detach();
+  }
+  p.kernels = kernels_each;
+  p.pending = static_cast<int>(p.threads.size());
+  p.error = 0;
+  ++p.generation;
+  p.work.notify_all();
+  p.done.wait(lock, [&] { return p.pending == 0; });
+  return p.error;
 }

@@ -1,12 +1,15 @@
 """A small training-like "model" driving libctypes_workload.so through ctypes,
 for the Python call-site tests. Usage:
 
-    python_model.py [--steps N] [--gil released|held] [--lib PATH] [--worker]
+    python_model.py [--steps N] [--gil released|held] [--lib PATH] [--worker] [--pool]
 
 --gil released loads the library with ctypes.CDLL (the GIL is released during
 each call, as PyTorch releases it around its operators); held uses
 ctypes.PyDLL (the GIL is kept). Each step also runs a coroutine that issues
-a memset (asyncio) and has a C++ thread (no Python frames) launch a kernel. Each step ends with prof_step() when the
+a memset (asyncio) and has a C++ thread (no Python frames) launch a kernel
+while it waits. --pool adds a backward-like call: a pool of native threads
+launches kernels while the Python thread waits in the C call, as PyTorch's
+autograd engine does in loss.backward(). Each step ends with prof_step() when the
 process has libprof preloaded (PROF_STEP=manual). Lines the tests look for
 carry a "# site:" comment; keep them on the line of the call.
 """
@@ -54,10 +57,16 @@ def item(lib):
     return lib.wl_item()  # site: item
 
 
-def train_step(lib, model, batch):
+def backward(lib):
+    check(lib.wl_pool(3, 2))  # site: backward
+
+
+def train_step(lib, model, batch, pool):
     check(lib.wl_scratch())  # site: scratch
     out = model.forward(batch)  # site: forward
     loss = item(lib)  # site: loss
+    if pool:
+        backward(lib)  # site: backward-call
     return out, loss
 
 
@@ -78,6 +87,7 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--gil", choices=["released", "held"], default="released")
     parser.add_argument("--worker", action="store_true")
+    parser.add_argument("--pool", action="store_true", help="a backward-like call served by native threads")
     parser.add_argument("--time", action="store_true", help="print the training loop's wall time (benchmark)")
     parser.add_argument("--lib", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                       "libctypes_workload.so"))
@@ -100,7 +110,7 @@ def main():
         started.wait()
     start = time.perf_counter_ns()
     for batch in data_loader(lib, args.steps):  # site: loop
-        train_step(lib, model, batch)
+        train_step(lib, model, batch, args.pool)
         asyncio.run(evaluate(lib))  # site: run-coroutine
         check(lib.wl_cpp_thread(1))  # site: cpp-thread
         check(lib.wl_sync())  # site: sync

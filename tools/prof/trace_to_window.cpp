@@ -498,12 +498,24 @@ class Reader {
     if (py_slices_.empty()) return;
     w_.python.frames.assign(1, PyFrame{});
     w_.python.stacks.assign(2, {});
-    std::map<uint32_t, uint32_t> frame_ids;  // slice name id -> frame id
-    std::map<std::vector<uint32_t>, uint32_t> stack_ids;
-    auto frame_of = [&](uint32_t name_id) {
-      auto [it, inserted] = frame_ids.try_emplace(name_id, static_cast<uint32_t>(w_.python.frames.size()));
+    w_.python.via.clear();
+    std::map<uint32_t, std::pair<uint32_t, uint32_t>> frame_ids;  // slice name id -> (frame id, via thread)
+    std::map<std::pair<std::vector<uint32_t>, uint32_t>, uint32_t> stack_ids;
+    std::map<std::string, uint32_t> by_text;  // frame text -> frame id (one frame, own or via)
+    auto frame_of = [&](uint32_t name_id) -> std::pair<uint32_t, uint32_t> {
+      auto [it, inserted] = frame_ids.try_emplace(name_id, std::pair<uint32_t, uint32_t>{0, 0});
       if (inserted) {
-        const std::string& name = slice_names_[name_id];
+        std::string name = slice_names_[name_id];
+        // " (via thread <tid>)": a frame of a waiting Python thread's stack.
+        uint32_t via = 0;
+        size_t mark = name.rfind(" (via thread ");
+        if (mark != std::string::npos && name.back() == ')') {
+          via = static_cast<uint32_t>(std::strtoul(name.c_str() + mark + 13, nullptr, 10));
+          name.resize(mark);
+        }
+        auto [known, fresh] = by_text.try_emplace(name, static_cast<uint32_t>(w_.python.frames.size()));
+        it->second = {known->second, via};
+        if (!fresh) return it->second;
         PyFrame f{};
         size_t close = name.rfind("): ");
         size_t open = close == std::string::npos ? std::string::npos : name.rfind('(', close);
@@ -536,12 +548,21 @@ class Reader {
       }
       while (!open.empty() && py_slices_[open.back()].end_ns < e.end_ns) open.pop_back();
       std::vector<uint32_t> frames;
+      uint32_t via = 0;
       for (auto s = open.rbegin(); s != open.rend(); ++s) {
-        if (py_slices_[*s].end_ns >= e.end_ns) frames.push_back(frame_of(py_slices_[*s].name_id));
+        if (py_slices_[*s].end_ns >= e.end_ns) {
+          auto [frame, frame_via] = frame_of(py_slices_[*s].name_id);
+          frames.push_back(frame);
+          via = frame_via;
+        }
       }
       if (frames.empty()) continue;
-      auto [sid, inserted] = stack_ids.try_emplace(frames, static_cast<uint32_t>(w_.python.stacks.size()));
-      if (inserted) w_.python.stacks.push_back(frames);
+      auto [sid, inserted] =
+          stack_ids.try_emplace({frames, via}, static_cast<uint32_t>(w_.python.stacks.size()));
+      if (inserted) {
+        w_.python.stacks.push_back(frames);
+        if (via != 0) w_.python.via.resize(w_.python.stacks.size(), 0), w_.python.via.back() = via;
+      }
       e.stack_id = sid->second & 0xFFFFFF;
     }
   }

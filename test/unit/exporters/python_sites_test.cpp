@@ -152,5 +152,53 @@ TEST_CASE("the summary charges calls to their call sites and findings name them"
   CHECK(named);
 }
 
+TEST_CASE("calls charged to a waiting thread's stack are marked via it in slices, call sites and findings", "[python]") {
+  // The other thread's sync (correlation 6) is charged to the main thread's
+  // stack at train.py:58, as if the main thread waited there.
+  Window w = StackWindow();
+  uint32_t own = 0;
+  for (const HostEvent& e : w.host_events) {
+    if (e.correlation_id == 3) own = e.stack_id;
+  }
+  w.python.stacks.push_back(w.python.stacks[own]);
+  auto via_stack = static_cast<uint32_t>(w.python.stacks.size() - 1);
+  w.python.via.assign(w.python.stacks.size(), 0);
+  w.python.via[via_stack] = kPid;
+  for (HostEvent& e : w.host_events) {
+    if (e.correlation_id == 6) e.stack_id = via_stack;
+  }
+  json t = TraceJson(w);
+  auto r = tool::ValidateTrace(t);
+  INFO((r.errors.empty() ? "" : r.errors[0]));
+  CHECK(r.ok());
+  std::string via = " (via thread " + std::to_string(kPid) + ")";
+  std::vector<std::string> other;
+  for (const json& e : Events(t, "X", "python_function")) {
+    if (e["tid"] == kOtherTid) {
+      other.push_back(e["name"]);
+      CHECK(e["args"]["via thread"] == kPid);
+    } else {
+      CHECK(e["args"].count("via thread") == 0);
+      CHECK(e["name"].get<std::string>().find("(via thread") == std::string::npos);
+    }
+  }
+  CHECK(other == std::vector<std::string>{"/job/train.py(90): main" + via, "/job/train.py(58): train_step" + via});
+  CHECK(t["libprof"]["python"]["threads_via"] == json::parse("[[" + std::to_string(kOtherTid) + "," +
+                                                              std::to_string(kPid) + ",1]]"));
+  CHECK(t["libprof"]["python"]["threads_without_python_frames"].empty());
+  Summary s = ComputeSummary(w);
+  std::map<std::string, CallSiteRow> rows;
+  for (const CallSiteRow& row : s.call_sites) rows[row.site] = row;
+  REQUIRE(rows.count("train.py:58 in train_step" + via));
+  CHECK(rows["train.py:58 in train_step" + via].syncs == 1);
+  CHECK(rows["train.py:58 in train_step"].syncs == 1);  // the main thread's own call: a row of its own
+  CHECK(rows["(no Python frames)"].calls == 1);         // only the stackless call is left there
+  bool named = false;
+  for (const Finding& f : s.findings) {
+    if (f.id == "sync-in-step") named = f.evidence.find("train.py:58 in train_step" + via + " x1") != std::string::npos;
+  }
+  CHECK(named);
+}
+
 }  // namespace
 }  // namespace prof

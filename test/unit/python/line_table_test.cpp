@@ -66,6 +66,14 @@ TEST_CASE("3.13 location tables give the lines CPython 3.13's co_lines gives") {
   CHECK(CheckVersion("3.13", /*pep626=*/false) > 100);
 }
 
+TEST_CASE("3.14 location tables give the lines CPython 3.14's co_lines gives") {
+  CHECK(CheckVersion("3.14", /*pep626=*/false) > 100);
+}
+
+TEST_CASE("3.15 location tables give the lines CPython 3.15's co_lines gives") {
+  CHECK(CheckVersion("3.15", /*pep626=*/false) > 100);
+}
+
 TEST_CASE("line tables: an offset past the table has no line, and a truncated entry stops the decoder") {
   const uint8_t table[] = {0x80 | (10 << 3) | 1};  // one-line form, delta 0, 2 code units
   CHECK(prof::python::LineForOffsetLocation(table, 1, 7, 0) == 7);
