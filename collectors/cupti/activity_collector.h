@@ -50,7 +50,7 @@
 
 namespace prof::cupti {
 
-struct CallbackThread;  // the API callbacks' per-thread state (cupti_collector.cpp)
+struct CallbackThread;  // the API callbacks' per-thread state (collector_callbacks.cpp)
 
 enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff, kQuiet };
 

@@ -1,0 +1,452 @@
+// The CUPTI collector's API callbacks: the trampoline CUPTI calls on the
+// application thread and everything it calls on the recording and waiting
+// paths (enter, exit, libprof's own calls, the resource domain, the
+// RUNTIME-record notes, the marker path), kept in one translation unit so
+// the compiler inlines them into the trampoline (docs/performance.md).
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <string_view>
+
+#include "agent/clock.h"
+#include "agent/hooks.h"
+#include "agent/hot_state.h"
+#include "agent/strings.h"
+#include "agent/thread_id.h"
+#include "collectors/cupti/activity_collector.h"
+#include "collectors/cupti/api_classes.h"
+#include "collectors/cupti/collector_parts.h"
+
+namespace prof::cupti {
+
+// What the API callbacks keep per application thread, in one thread_local:
+// each thread_local of a shared library is a lookup of its own, so a
+// callback finds all of this with one.
+struct CallbackThread {
+  // Runtime calls this thread is inside, and the outermost one's
+  // correlation id: a driver call made by the runtime has its own
+  // correlation id, while its device work may carry the runtime's.
+  int runtime_depth = 0;
+  uint32_t runtime_correlation = 0;
+  // The outermost call in progress on this thread that the registry expects
+  // device work from (0: none). A graph node created inside it means the
+  // call was captured into a graph: it put nothing in flight.
+  uint32_t expecting_correlation = 0;
+  // Driver calls this thread is inside outside any runtime call (a
+  // driver-API program's own calls): only the outermost call reaches the
+  // marker path.
+  int driver_depth = 0;
+  // The outermost call in progress on this thread (both depths above 0):
+  // the collector's narrow_epoch_ and quiet_epoch_ when it entered and
+  // whether it is watched between windows. A call that is not watched loses
+  // its exit callback when callbacks are narrowed while it runs.
+  uint32_t outer_epoch = 0;
+  uint32_t outer_quiet_epoch = 0;
+  bool outer_watched = true;
+};
+
+namespace {
+
+// Whether a copy or memset call moves zero bytes. Such a call enqueues no
+// device operation, so CUPTI writes no MEMCPY/MEMSET record for it and the
+// window must not wait for one nor count it missing (the runtime and
+// driver references define these calls by their byte count: "Copies count
+// bytes", "Fills the first count bytes", "Sets the memory range of N 8-bit
+// values"). Plain (1D), 2D and 3D copies and memsets of
+// both APIs: a 2D/3D one moves width x height (x depth) bytes or elements,
+// none when any of them is 0 (the simulated stack, following the same
+// definitions, enqueues nothing then).
+// The driver's 1D copies and memsets (generated_cuda_meta.h: cuMemcpy_params,
+// cuMemcpyHtoD_v2_params, cuMemsetD8_v2_params, ... ) all hold two 8-byte
+// fields (pointers, or a pointer and a value padded to 8) and then the size_t
+// byte or element count. That header's legacy _v1 structs do not compile
+// beside cupti.h's cuda.h, so the shared prefix is spelled here.
+struct DriverBytesParams {
+  uint64_t first;
+  uint64_t second;
+  size_t bytes;
+};
+
+// 2D and 3D: a box with no row, no byte per row or no slice holds no byte.
+template <typename P>
+bool ZeroRect(const void* params) {
+  const auto* p = static_cast<const P*>(params);
+  return p->width == 0 || p->height == 0;
+}
+template <typename P>
+bool ZeroBox3D(const void* params) {  // cudaMemcpy3D*(const cudaMemcpy3DParms* p) and the Peer form
+  const auto* p = static_cast<const P*>(params)->p;
+  return p != nullptr && (p->extent.width == 0 || p->extent.height == 0 || p->extent.depth == 0);
+}
+template <typename P>
+bool ZeroExtent(const void* params) {  // cudaMemset3D*(..., cudaExtent extent)
+  const cudaExtent& e = static_cast<const P*>(params)->extent;
+  return e.width == 0 || e.height == 0 || e.depth == 0;
+}
+// Driver 2D/3D copies take one descriptor (CUDA_MEMCPY2D/3D) as their
+// first parameter; the 2D memsets (cuMemsetD2D8_v2_params, ...) hold the
+// pointer, the pitch and the value (padded to 8) before Width and Height.
+template <typename Desc>
+bool ZeroDriverCopy2D(const void* params) {
+  const Desc* d = *static_cast<const Desc* const*>(params);
+  return d != nullptr && (d->WidthInBytes == 0 || d->Height == 0);
+}
+bool ZeroDriverCopy3D(const void* params) {
+  const CUDA_MEMCPY3D* d = *static_cast<const CUDA_MEMCPY3D* const*>(params);
+  return d != nullptr && (d->WidthInBytes == 0 || d->Height == 0 || d->Depth == 0);
+}
+struct DriverSet2DParams {
+  uint64_t dst;
+  size_t pitch;
+  uint64_t value;
+  size_t width;
+  size_t height;
+};
+
+bool MovesZeroBytes(bool runtime, CUpti_CallbackId cbid, const void* params) {
+  if (params == nullptr) return false;
+  if (runtime) {
+    switch (cbid) {
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_v3020: return ZeroRect<cudaMemcpy2D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2D_ptds_v7000: return ZeroRect<cudaMemcpy2D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_v3020: return ZeroRect<cudaMemcpy2DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_v3020:
+        return ZeroRect<cudaMemcpy2DToArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DToArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_v3020:
+        return ZeroRect<cudaMemcpy2DToArrayAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DToArrayAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DToArrayAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_v3020:
+        return ZeroRect<cudaMemcpy2DFromArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DFromArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_v3020:
+        return ZeroRect<cudaMemcpy2DFromArrayAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DFromArrayAsync_ptsz_v7000:
+        return ZeroRect<cudaMemcpy2DFromArrayAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_v3020:
+        return ZeroRect<cudaMemcpy2DArrayToArray_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy2DArrayToArray_ptds_v7000:
+        return ZeroRect<cudaMemcpy2DArrayToArray_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_v3020: return ZeroRect<cudaMemset2D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2D_ptds_v7000: return ZeroRect<cudaMemset2D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_v3020: return ZeroRect<cudaMemset2DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset2DAsync_ptsz_v7000:
+        return ZeroRect<cudaMemset2DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_v3020: return ZeroBox3D<cudaMemcpy3D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3D_ptds_v7000: return ZeroBox3D<cudaMemcpy3D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_v3020: return ZeroBox3D<cudaMemcpy3DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DAsync_ptsz_v7000:
+        return ZeroBox3D<cudaMemcpy3DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_v4000: return ZeroBox3D<cudaMemcpy3DPeer_v4000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeer_ptds_v7000:
+        return ZeroBox3D<cudaMemcpy3DPeer_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_v4000:
+        return ZeroBox3D<cudaMemcpy3DPeerAsync_v4000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy3DPeerAsync_ptsz_v7000:
+        return ZeroBox3D<cudaMemcpy3DPeerAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_v3020: return ZeroExtent<cudaMemset3D_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3D_ptds_v7000: return ZeroExtent<cudaMemset3D_ptds_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_v3020: return ZeroExtent<cudaMemset3DAsync_v3020_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset3DAsync_ptsz_v7000:
+        return ZeroExtent<cudaMemset3DAsync_ptsz_v7000_params>(params);
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020:
+        return static_cast<const cudaMemcpy_v3020_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_ptds_v7000:
+        return static_cast<const cudaMemcpy_ptds_v7000_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020:
+        return static_cast<const cudaMemcpyAsync_v3020_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000:
+        return static_cast<const cudaMemcpyAsync_ptsz_v7000_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000:
+        return static_cast<const cudaMemcpyPeer_v4000_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeerAsync_v4000:
+        return static_cast<const cudaMemcpyPeerAsync_v4000_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020:
+        return static_cast<const cudaMemset_v3020_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemset_ptds_v7000:
+        return static_cast<const cudaMemset_ptds_v7000_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020:
+        return static_cast<const cudaMemsetAsync_v3020_params*>(params)->count == 0;
+      case CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000:
+        return static_cast<const cudaMemsetAsync_ptsz_v7000_params*>(params)->count == 0;
+      default:
+        return false;
+    }
+  }
+  switch (cbid) {
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2D_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DUnaligned_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy2DAsync_v2:
+      return ZeroDriverCopy2D<CUDA_MEMCPY2D>(params);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3D_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy3DAsync_v2:
+      return ZeroDriverCopy3D(params);
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D16_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32_v2:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D8Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D16Async:
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD2D32Async: {
+      const auto* s = static_cast<const DriverSet2DParams*>(params);
+      return s->width == 0 || s->height == 0;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpy:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoD_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoDAsync_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32_v2:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD8Async:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD16Async:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    case CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async:
+      return static_cast<const DriverBytesParams*>(params)->bytes == 0;
+    default:
+      return false;
+  }
+}
+
+thread_local CallbackThread t_calls;
+
+// The marker path's idea of a call, from its CUPTI class.
+ApiKind KindOf(ApiClass c, const char* name) {
+  switch (c) {
+    case ApiClass::kLaunch: return ApiKind::kLaunch;
+    case ApiClass::kMemcpy: return ApiKind::kMemcpy;
+    case ApiClass::kMemset: return ApiKind::kMemset;
+    case ApiClass::kSync: return ApiKind::kSync;
+    case ApiClass::kMemory: {
+      std::string_view n = name != nullptr ? name : "";
+      return n.find("Free") != std::string_view::npos || n.find("Release") != std::string_view::npos ? ApiKind::kFree
+                                                                                                    : ApiKind::kAlloc;
+    }
+    default: return ApiKind::kOther;
+  }
+}
+
+}  // namespace
+
+// The dispatch is here rather than in a member, so that each callback is one
+// call from CUPTI into the half it needs.
+void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (userdata == nullptr) return;  // never ours (we subscribe with the collector)
+  auto* collector = static_cast<CuptiCollector*>(userdata);
+  try {
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API || domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+      const auto* info = static_cast<const CUpti_CallbackData*>(data);
+      bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+      if (tls_own_cuda_calls > 0) {
+        collector->OnOwnCall(info);
+      } else if (info->callbackSite == CUPTI_API_ENTER) {
+        // The thread's state is found here once and handed on (each TLS
+        // lookup is a call in a shared library).
+        collector->OnApiEnter(t_calls, runtime, cbid, info);
+      } else {
+        collector->OnApiExit(t_calls, runtime, cbid, info);
+      }
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      collector->OnResourceCallback(cbid);
+    }
+  } catch (...) {
+    // Never let an exception unwind into CUPTI or the host.
+  }
+}
+
+void CuptiCollector::OnOwnCall(const CUpti_CallbackData* info) {
+  // libprof's own call (and any call nested in it): no step marker, no
+  // expectation, no correlation for the wrapper; its records are dropped.
+  if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
+}
+
+void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid) {
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    // Captured, not run: no record will come for this call, so the window
+    // must not wait for one nor count it missing. (A graph launch's
+    // kernels carry the cudaGraphLaunch call's correlation id.)
+    uint32_t expecting = t_calls.expecting_correlation;
+    if (expecting != 0) registry_->OnExit(expecting, /*succeeded=*/false);
+    return;
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
+    // Records of a context are lost with it; flush while it exists. No
+    // control_mutex_: a flush may run beside another, CUPTI serializes.
+    api_.ActivityFlushAll(0);
+  }
+}
+
+void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
+                                const CUpti_CallbackData* info) {
+  bool live = callbacks_live_.load(std::memory_order_acquire);
+  if ((t.runtime_depth != 0 || t.driver_depth != 0) &&
+      ((!t.outer_watched && t.outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
+       t.outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
+    // The outermost call this thread was inside was not watched and the
+    // callbacks were narrowed since it entered, or the collector
+    // unsubscribed since: its exit never came.
+    t.runtime_depth = 0;
+    t.driver_depth = 0;
+    t.runtime_correlation = 0;
+    t.expecting_correlation = 0;
+  }
+  if (t.runtime_depth == 0 && t.driver_depth == 0) {
+    t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
+    t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
+    t.outer_watched = Watched(runtime, cbid);
+  }
+  bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0;
+  if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
+  if (!runtime) ++t.driver_depth;
+  bool marker = false;
+  if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+    // A call the marker path needs that no wrapper fed: the collector
+    // must stay subscribed to see such calls while waiting.
+    if (Unfed(runtime, cbid) && !saw_unfed_.load(std::memory_order_relaxed)) {
+      saw_unfed_.store(true, std::memory_order_relaxed);
+    }
+    marker = ObserveCall(/*enter=*/true, runtime, cbid, info);
+    live = callbacks_live_.load(std::memory_order_acquire);  // the marker may have opened or closed a window
+  }
+  if (!live) {
+    // A marker that just closed a window starts the next step: its records
+    // must be placed after the boundary, not by their own start time
+    // (taken before this callback).
+    if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
+    return;
+  }
+  // PROF_RANGE's step edges (config_ is the session's: no range, no call).
+  if (outermost && config_.range_kind != RangeKind::kNone) hooks::NoteCall();
+  if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
+  if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
+  uint8_t traits = CallTraits(runtime, cbid);
+  bool nested = !runtime && t.runtime_depth > 0;
+  bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
+                 !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
+  if (expects) t.expecting_correlation = info->correlationId;
+  // Inside an NCCL call (collectors/nccl): its kernel launches, in order.
+  if (expects && tls_launch_sink != nullptr && tls_launch_sink->count < LaunchSink::kMax) {
+    tls_launch_sink->ids[tls_launch_sink->count++] = info->correlationId;
+  }
+  // Its own RUNTIME/DRIVER record comes when it returns (unless CUPTI was
+  // told to leave it out: a wrapper records this call).
+  // The wrapper's start when it timed this call (same instant as the host
+  // event), else 0.
+  uint64_t call_start_ns = tls_call_start_ns;
+  bool expects_api = (traits & kTraitExpectsApiRecord) != 0;
+  if (runtime && expects_api) {
+    // Known on the call's side (a timing wrapper's or not): nothing to note.
+    // An id past the table counts as known and never left out.
+    uint8_t side = outermost && call_start_ns != 0 ? kRtFed : kRtUnfed;
+    uint8_t bits = cbid < kMaxWatchedCbid ? rt_api_[cbid].load(std::memory_order_acquire) : side;
+    if ((bits & side) == 0) bits = NoteRuntimeSide(cbid, side == kRtFed, bits);
+    expects_api = (bits & kRtOff) == 0;
+  }
+  uint64_t enter_ns = call_start_ns != 0 ? call_start_ns : NowNs();
+  registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
+}
+
+void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
+                               const CUpti_CallbackData* info) {
+  bool live = callbacks_live_.load(std::memory_order_acquire);
+  if (runtime && t.runtime_depth > 0 && --t.runtime_depth == 0) t.runtime_correlation = 0;
+  if (!runtime && t.driver_depth > 0) --t.driver_depth;
+  bool outermost = t.runtime_depth == 0 && t.driver_depth == 0;
+  if (info->correlationId == t.expecting_correlation) t.expecting_correlation = 0;
+  if (live && info->functionReturnValue != nullptr) {
+    // cudaError_t and CUresult are both int-sized enums; 0 is success.
+    bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
+    bool api_record_comes = true;
+    if (runtime && cbid < kMaxWatchedCbid && (config_.activities & kActRuntime) != 0) {
+      // Inline for an id never left out (no wrapper records it) and for an
+      // outermost call a wrapper timed.
+      uint8_t bits = rt_api_[cbid].load(std::memory_order_acquire);
+      if ((bits & kRtFed) != 0) {
+        api_record_comes = t.runtime_depth == 0 && tls_call_start_ns != 0 ? (bits & kRtOff) == 0
+                                                                          : BuildIfLeftOut(cbid, bits, info);
+      }
+    }
+    registry_->OnExit(info->correlationId, ok, api_record_comes);
+  }
+  if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
+    ObserveCall(/*enter=*/false, runtime, cbid, info);
+  }
+  if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) MaybeFinalizeFromApiExit();
+  if (quiet_pending_.load(std::memory_order_relaxed)) MaybeGoQuietFromApiExit();
+}
+
+uint8_t CuptiCollector::NoteRuntimeSide(CUpti_CallbackId cbid, bool fed, uint8_t bits) {
+  std::atomic<uint8_t>& slot = rt_api_[cbid];
+  if (fed) {
+    // A recording wrapper timed it: its host event, with this correlation
+    // id, is what the trace shows of the call.
+    bits = slot.fetch_or(kRtFed, std::memory_order_relaxed);
+    rt_select_dirty_.store(true, std::memory_order_relaxed);
+  } else if ((LoadHotBits() & kHotRecording) != 0) {
+    // Recorded by no wrapper although one would have: its record is shown.
+    bits = slot.fetch_or(kRtUnfed, std::memory_order_acq_rel);
+    rt_select_dirty_.store(true, std::memory_order_relaxed);
+  }
+  return bits;
+}
+
+bool CuptiCollector::BuildIfLeftOut(CUpti_CallbackId cbid, uint8_t bits, const CUpti_CallbackData* info) {
+  LaunchRegistry::ApiState state;
+  if (!registry_->LookUpApi(info->correlationId, &state)) return true;
+  // On when it entered and still on: CUPTI writes its record.
+  if ((bits & kRtOff) == 0 && state.expects_api_record) return true;
+  // Left out when it entered or now, and no wrapper shows it: the record
+  // CUPTI would have written, from the callbacks (CUPTI's own, if it comes
+  // anyway, is dropped when decoded).
+  CUpti_ActivityAPI r;
+  std::memset(&r, 0, sizeof(r));
+  r.kind = CUPTI_ACTIVITY_KIND_RUNTIME;
+  r.cbid = cbid;
+  r.start = state.enter_ns;
+  r.end = NowNs();
+  r.processId = static_cast<uint32_t>(getpid());
+  r.threadId = ThisThreadId();
+  r.correlationId = info->correlationId;
+  r.returnValue = *static_cast<const uint32_t*>(info->functionReturnValue);
+  std::lock_guard<std::mutex> lock(synth_mutex_);
+  synth_.push_back(r);
+  return false;
+}
+
+bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info) {
+  ApiDomain domain = runtime ? ApiDomain::kRuntime : ApiDomain::kDriver;
+  const char* name = CallbackName(domain, cbid);
+  ObservedEvent event;
+  event.site = enter ? MarkerSite::kCallEnter : MarkerSite::kCallReturn;
+  event.feed = MarkerFeed::kCupti;
+  event.kind = KindOf(ClassifyCallback(domain, cbid), name);
+  event.api = name != nullptr ? name : (info->functionName != nullptr ? info->functionName : "");
+  if (marker_names_ && enter && event.kind == ApiKind::kLaunch && info->symbolName != nullptr) {
+    event.name_id = Strings().Intern(info->symbolName);
+  }
+  if (!enter && info->functionReturnValue != nullptr) event.result_ok = *static_cast<const int*>(info->functionReturnValue) == 0;
+  return hooks::Observe(event);
+}
+
+}  // namespace prof::cupti

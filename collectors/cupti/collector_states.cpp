@@ -1,0 +1,232 @@
+// The CUPTI collector's state machine (activity_collector.h): a window's
+// begin, pause and the deferred stop, the schedule's finish and the detach
+// from an API exit, detaching while waiting (kQuiet) and the agent thread's
+// re-probe, and the process's exit.
+#include <link.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "agent/clock.h"
+#include "agent/loader_guard.h"
+#include "agent/log.h"
+#include "collectors/cupti/activity_collector.h"
+#include "collectors/cupti/collector_parts.h"
+
+namespace prof::cupti {
+
+namespace {
+
+int CountLoads(dl_phdr_info* info, size_t, void* data) {
+  *static_cast<uint64_t*>(data) = info->dlpi_adds;
+  return 1;  // dlpi_adds is the process's count: the first object is enough
+}
+
+}  // namespace
+
+uint64_t LoadedObjects() {
+  uint64_t adds = 0;
+  LoaderSection section;  // agent/loader_guard.h: the agent thread calls this once a second
+  dl_iterate_phdr(CountLoads, &adds);
+  return adds;
+}
+
+void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
+  // Warmup records need nothing here: they are discarded when the window is
+  // collected, because their launches precede its start_ns. Records CUPTI
+  // dropped during warmup are set aside so the window's count is its own;
+  // try_lock because the writer may be flushing (best effort, never wait).
+  (void)start_ns;
+  windows_begun_.fetch_add(1, std::memory_order_acq_rel);
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
+  ReadCuptiDropsLocked();
+  uint64_t total = cupti_dropped_.load(std::memory_order_relaxed);
+  warmup_dropped_.fetch_add(total - dropped_at_attach_, std::memory_order_relaxed);
+  dropped_at_attach_ = total;
+  // What warmup's calls taught: the window leaves their records out.
+  ApplyRuntimeSelectionLocked();
+}
+
+void CuptiCollector::PauseImpl() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  if (state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
+  // Not now: calls of the window may still be in progress (a blocking copy
+  // whose device work is enqueued after the step's end, a synchronize that
+  // returns after it). CollectWindow stops recording once they are done.
+  stop_pending_ = true;
+  state_.store(CollectorState::kPaused, std::memory_order_release);
+  // The writer may have collected the window already (its calls were all
+  // done): then nothing is left to wait for. Both this and the end of
+  // CollectWindow look under control_mutex_, so one of them stops.
+  StopIfPausedLocked(/*collecting=*/false);
+}
+
+bool CuptiCollector::StopIfPausedLocked(bool collecting) {
+  if (!stop_pending_ || state_.load(std::memory_order_acquire) != CollectorState::kPaused) return false;
+  // Only once the last window begun is being (or was) collected: a window
+  // still queued behind stops recording in its own collection.
+  uint64_t collected = windows_collected_.load(std::memory_order_acquire) + (collecting ? 1 : 0);
+  if (collected < windows_begun_.load(std::memory_order_acquire)) return false;
+  stop_pending_ = false;
+  EnableActivities(false);
+  // Calls keep feeding the marker path between windows when it watches
+  // them: the ids it watches stay on.
+  if (watching_calls_.load(std::memory_order_acquire)) {
+    callbacks_live_.store(false, std::memory_order_release);
+    NarrowToWatchedCallbacks();
+  } else {
+    EnableCallbacks(false);
+  }
+  return true;
+}
+
+void CuptiCollector::FinishImpl() {
+  std::lock_guard<std::mutex> lock(control_mutex_);
+  CollectorState state = state_.load(std::memory_order_acquire);
+  if (state == CollectorState::kQuiet) {
+    // Unsubscribed already, every window collected: nothing to finalize.
+    watching_calls_.store(false, std::memory_order_release);
+    state_.store(CollectorState::kDetached, std::memory_order_release);
+    return;
+  }
+  if (state != CollectorState::kAttached && state != CollectorState::kPaused) return;
+  // Activity kinds stay as they are: the last window's calls may still be in
+  // progress; the detach after its collection turns everything off.
+  // Runtime callbacks stay on: cuptiFinalize may only run from an API exit.
+  // It runs after the last window was collected (CollectWindow lowers this),
+  // or after the flush timeout if no window is collected.
+  bool recording = state == CollectorState::kAttached || stop_pending_;
+  stop_pending_ = false;
+  quiet_pending_.store(false, std::memory_order_relaxed);
+  EnableCallbacks(true);
+  callbacks_live_.store(recording, std::memory_order_release);
+  // The schedule is done: no step will start a window again.
+  watching_calls_.store(false, std::memory_order_release);
+  bool collected = windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire);
+  finalize_after_ns_.store(collected ? 0 : NowNs() + config_.flush_timeout_ns, std::memory_order_release);
+  state_.store(CollectorState::kFinishing, std::memory_order_release);
+}
+
+void CuptiCollector::DetachLocked(bool finalize) {
+  if (!Subscribed(state_.load(std::memory_order_acquire))) return;
+  FlushLocked(/*forced=*/true);
+  EnableActivities(false);
+  callbacks_live_.store(false, std::memory_order_release);
+  api_.Unsubscribe(subscriber_);
+  subscriber_ = nullptr;
+  if (finalize && api_.Finalize != nullptr) {
+    CUptiResult r = api_.Finalize();
+    if (r != CUPTI_SUCCESS) Log().debug("cuptiFinalize returned {}", ResultName(api_, r));
+  }
+  finalize_after_ns_.store(~0ull, std::memory_order_release);
+  state_.store(CollectorState::kDetached, std::memory_order_release);
+}
+
+void CuptiCollector::OnWaitingStepImpl() {
+  // Cheap while it does not apply: one relaxed load each for a source that
+  // watches no calls or a process with calls no wrapper sees.
+  if (!watching_calls_.load(std::memory_order_relaxed) || saw_unfed_.load(std::memory_order_relaxed)) return;
+  if (state_.load(std::memory_order_acquire) != CollectorState::kPaused) return;
+  if (probe_steps_.fetch_add(1, std::memory_order_relaxed) + 1 < kProbeSteps) return;
+  if (quiet_pending_.load(std::memory_order_relaxed)) return;
+  // try_lock: the writer may be collecting (it holds the lock while flushing);
+  // the next waiting step tries again.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || !CanGoQuietLocked()) return;
+  // CUPTI stays attached to the process, and costs every call, until
+  // cuptiFinalize, which is safe only from an API-exit callback: the next
+  // watched call's exit detaches (MaybeGoQuietFromApiExit).
+  quiet_pending_.store(true, std::memory_order_release);
+}
+
+// OnWaitingStepImpl's early returns, negated: attached and probing whether
+// every watched call is fed, and not yet asked to detach.
+bool CuptiCollector::WantsWaitingSteps() const {
+  return watching_calls_.load(std::memory_order_relaxed) && !saw_unfed_.load(std::memory_order_relaxed) &&
+         state_.load(std::memory_order_relaxed) == CollectorState::kPaused &&
+         !quiet_pending_.load(std::memory_order_relaxed);
+}
+
+bool CuptiCollector::CanGoQuietLocked() const {
+  return state_.load(std::memory_order_acquire) == CollectorState::kPaused && !stop_pending_ &&
+         !saw_unfed_.load(std::memory_order_acquire) && watching_calls_.load(std::memory_order_acquire) &&
+         // Every window begun was collected: nothing of CUPTI's is still awaited.
+         windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire);
+}
+
+void CuptiCollector::MaybeGoQuietFromApiExit() {
+  // try_lock: an application thread must never wait here (as for finalize).
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  quiet_pending_.store(false, std::memory_order_relaxed);
+  if (!CanGoQuietLocked()) return;
+  // Calls in progress now lose their exit callbacks (see OnApiEnter).
+  quiet_epoch_.fetch_add(1, std::memory_order_relaxed);
+  DetachLocked(/*finalize=*/true);
+  state_.store(CollectorState::kQuiet, std::memory_order_release);
+  next_probe_ns_ = NowNs() + probe_interval_ns_;
+  Log().debug("CUPTI detached while waiting (the last {} step boundaries' watched calls all reached a wrapper)",
+              probe_steps_.load(std::memory_order_relaxed));
+}
+
+bool CuptiCollector::ResubscribeLocked(bool new_probe) {
+  // After cuptiFinalize, as a new cycle after the schedule's end: subscribe,
+  // register buffers and timestamps again, correlation ids may restart.
+  quiet_pending_.store(false, std::memory_order_relaxed);
+  if (!SubscribeAndRegister(CollectorState::kDetached)) return false;
+  if (new_probe) probe_steps_.store(0, std::memory_order_relaxed);
+  state_.store(CollectorState::kPaused, std::memory_order_release);
+  EnableWatchedCallbacks();
+  return true;
+}
+
+void CuptiCollector::TickImpl(uint64_t now_ns) {
+  // Nothing to do unless detached: no lock, no loader call while attached.
+  if (!watching_calls_.load(std::memory_order_acquire) || saw_unfed_.load(std::memory_order_relaxed) ||
+      state_.load(std::memory_order_acquire) != CollectorState::kQuiet) {
+    return;
+  }
+  uint64_t loads = LoadedObjects();  // the loader's lock, not ours
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kQuiet) return;
+  bool loaded_more = loads != loads_seen_;
+  loads_seen_ = loads;
+  if (!loaded_more && now_ns < next_probe_ns_) return;
+  // A library loaded since (it may carry a static cudart), or the interval
+  // is up: watch through CUPTI again until kProbeSteps waiting steps pass.
+  if (!loaded_more) probe_interval_ns_ = std::min<uint64_t>(probe_interval_ns_ * 2, 64'000'000'000ull);
+  next_probe_ns_ = now_ns + probe_interval_ns_;
+  if (ResubscribeLocked(/*new_probe=*/true)) {
+    Log().debug("CUPTI attached again while waiting ({})", loaded_more ? "libraries loaded" : "re-probe");
+  }
+}
+
+void CuptiCollector::OnExitImpl() {
+  // A forked child must not touch the parent's CUPTI session.
+  if (getpid() != subscribed_pid_) return;
+  // The exit path must not wait long: if a window is being collected (the
+  // writer holds control_mutex_ while flushing), give it a moment, then go.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::defer_lock);
+  for (int i = 0; i < 100 && !lock.try_lock(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (!lock.owns_lock()) return;
+  // Not finalized: outside an API-exit callback that is unsafe, and the
+  // process is ending anyway. Unsubscribing releases CUPTI for others.
+  DetachLocked(/*finalize=*/false);
+}
+
+void CuptiCollector::MaybeFinalizeFromApiExit() {
+  if (NowNs() < finalize_after_ns_.load(std::memory_order_acquire)) return;
+  // try_lock: an application thread must never wait here, and the writer
+  // may hold the lock while CUPTI waits for this very callback to return.
+  std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kFinishing) return;
+  // The only place cuptiFinalize is safe: an API-exit callback.
+  DetachLocked(/*finalize=*/true);
+  Log().debug("CUPTI detached: schedule finished, nothing stays enabled");
+}
+
+}  // namespace prof::cupti
