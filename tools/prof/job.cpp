@@ -458,7 +458,7 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
   // In the median step, not on average: a rank that was late once by a lot
   // (a page fault, the scheduler) is not the straggler.
   double typical_share = job.median_step_ns > 0 ? top.median_cost_per_rank_step_ns / job.median_step_ns : 0;
-  bool stands_out = top.cost_ns > 0 && share >= 0.5 && typical_share >= 0.05 && top.cost_ns >= 2 * next.cost_ns;
+  bool stands_out = top.cost_ns > 0 && share >= 0.75 && typical_share >= 0.05 && top.cost_ns >= 2 * next.cost_ns;
   std::string last_text = Printf("arrived last at %llu of the %llu collectives where a rank waited",
                                  static_cast<unsigned long long>(top.arrived_last),
                                  static_cast<unsigned long long>(job.collectives_with_wait));

@@ -19,7 +19,7 @@
 // last rank to arrive is charged with what everyone else waited.
 //
 // The straggler: the rank charged the most, when it arrives last at least
-// half the time, costs every other rank at least 5 % of the median step time
+// three times in four, costs every other rank at least 5 % of the median step time
 // in its median step (so that one long hiccup does not make a straggler), and
 // at least twice what the next rank costs in all. Its evidence is
 // compared with the other ranks' medians: its longest host gap per step

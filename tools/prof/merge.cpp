@@ -294,6 +294,14 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   ClockAlignment clocks = AlignClocks(job_events);
   report->job = AnalyzeJob(job_events, clocks);
   job_events.clear();
+  // The merged base: the earliest input base once aligned, so that no
+  // shifted time (metadata events sit at ts 0) falls below it.
+  for (size_t slot = 0; slot < sources.size(); ++slot) {
+    int64_t aligned_base;
+    if (!__builtin_sub_overflow(metas[slot].base_ns, clocks.offset_ns[slot], &aligned_base)) {
+      base = std::min(base, aligned_base);
+    }
+  }
 
   std::vector<Rewrite> rewrites;
   std::set<int> ranks;

@@ -262,7 +262,13 @@ TEST_CASE("prof merge aligns the ranks' clocks on the timeline and splits back t
   traces[1]["baseTimeNanoseconds"] = spec.base_ns + 5'000'000;  // another base: ts are relative to it
   for (json& e : traces[1]["traceEvents"]) e["ts"] = e["ts"].get<double>() - 5000.0;
   std::vector<tool::MergeInput> inputs;
-  for (int r = 0; r < 4; ++r) inputs.push_back({"rank" + std::to_string(r), traces[r]});
+  for (int r = 0; r < 4; ++r) {
+    // Metadata at ts 0, as every trace has: it must stay at a time >= 0 once
+    // a rank whose clock is ahead is moved back.
+    traces[r]["traceEvents"].push_back(
+        {{"ph", "M"}, {"name", "process_name"}, {"pid", 100}, {"tid", 0}, {"ts", 0}, {"args", {{"name", "host"}}}});
+    inputs.push_back({"rank" + std::to_string(r), traces[r]});
+  }
   json merged;
   std::string error;
   REQUIRE(tool::MergeTraces(&inputs, &merged, &error));
@@ -294,7 +300,9 @@ TEST_CASE("prof merge aligns the ranks' clocks on the timeline and splits back t
   REQUIRE(parts.size() == 4);
   for (int r = 0; r < 4; ++r) {
     std::vector<double> a, b;
-    for (const json& e : traces[r]["traceEvents"]) a.push_back(e["ts"].get<double>());
+    for (const json& e : traces[r]["traceEvents"]) {
+      if (e.value("ph", "") == "X") a.push_back(e["ts"].get<double>());
+    }
     for (const json& e : parts[r]["traceEvents"]) {
       if (e.value("ph", "") == "X") b.push_back(e["ts"].get<double>());
     }
