@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <new>
+#include <type_traits>
 #include <vector>
 
 #include "agent/clock.h"
@@ -75,14 +78,28 @@ uint32_t TokenForEvent(const ObservedEvent& event) {
   return enter ? TokenForCall(id, event.kind == ApiKind::kLaunch ? event.name_id : event.detail) : TokenForSyncReturn(id);
 }
 
+namespace {
+
+// A zero-filled array from calloc: fresh pages from the kernel, not written
+// here, so a process that never appends pays for none of its 3 MiB (every
+// process libprof is preloaded into builds a tape; most append nothing).
+// Atomics of integers are zero-initialised by all-zero bytes.
+template <typename T>
+std::unique_ptr<T[], AutoStep::FreeDeleter> ZeroedArray(size_t n) {
+  static_assert(std::is_trivially_destructible_v<T>);
+  void* p = std::calloc(n, sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return std::unique_ptr<T[], AutoStep::FreeDeleter>(static_cast<T*>(p));
+}
+
+}  // namespace
+
 AutoStep::AutoStep(size_t capacity, std::function<void()> wake, std::function<std::string(uint32_t)> name_of)
     : capacity_(RoundUpPow2(capacity < 1024 ? 1024 : capacity)),
-      tokens_(new std::atomic<uint32_t>[capacity_]),
-      ticks_(new std::atomic<uint64_t>[capacity_]),
+      tokens_(ZeroedArray<std::atomic<uint32_t>>(capacity_)),
+      ticks_(ZeroedArray<std::atomic<uint64_t>>(capacity_)),
       wake_(std::move(wake)),
-      name_of_(std::move(name_of)) {
-  for (size_t i = 0; i < capacity_; ++i) tokens_[i].store(0, std::memory_order_relaxed);
-}
+      name_of_(std::move(name_of)) {}
 
 void AutoStep::Append(uint32_t token) {
   uint64_t i = count_.fetch_add(1, std::memory_order_relaxed);

@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,10 @@ uint32_t TokenForEvent(const ObservedEvent& event);
 
 class AutoStep {
  public:
+  struct FreeDeleter {
+    void operator()(void* p) const { std::free(p); }
+  };
+
   enum class State : uint8_t { kDetecting, kDecided, kFallback };
 
   // capacity: tape length in events (rounded up to a power of two).
@@ -112,8 +117,8 @@ class AutoStep {
   void Append(uint32_t token);
 
   const size_t capacity_;
-  std::unique_ptr<std::atomic<uint32_t>[]> tokens_;
-  std::unique_ptr<std::atomic<uint64_t>[]> ticks_;
+  std::unique_ptr<std::atomic<uint32_t>[], FreeDeleter> tokens_;  // calloc'd: untouched until appended to
+  std::unique_ptr<std::atomic<uint64_t>[], FreeDeleter> ticks_;
   std::atomic<uint64_t> count_{0};           // events appended to this tape (may pass capacity_)
   std::atomic<uint64_t> observed_total_{0};  // events of tapes started over
   std::atomic<uint64_t> first_event_ns_{0};

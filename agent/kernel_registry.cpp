@@ -21,12 +21,16 @@ void KernelRegistry::Insert(const void* key, uint32_t name_id) {
 void KernelRegistry::SetVerdict(const void* key, uint32_t name_id, Verdict verdict) {
   auto* slot = const_cast<Slot*>(FindSlot(reinterpret_cast<uintptr_t>(key)));
   if (slot == nullptr || name_id == 0 || verdict == Verdict::kUnknown) return;
+  if (!any_verdict_.load(std::memory_order_relaxed)) any_verdict_.store(true, std::memory_order_relaxed);
   uint32_t expected = name_id & kNameMask;
   slot->name_and_verdict.compare_exchange_strong(
       expected, expected | static_cast<uint32_t>(verdict) << kVerdictShift, std::memory_order_relaxed);
 }
 
 void KernelRegistry::ForgetVerdicts() {
+  // None was ever set (every process at start): the table's 1 MiB stays
+  // untouched.
+  if (!any_verdict_.exchange(false, std::memory_order_relaxed)) return;
   for (Slot& slot : slots_) {
     if (slot.name_and_verdict.load(std::memory_order_relaxed) >> kVerdictShift) {
       slot.name_and_verdict.fetch_and(kNameMask, std::memory_order_relaxed);
@@ -34,9 +38,22 @@ void KernelRegistry::ForgetVerdicts() {
   }
 }
 
-KernelRegistry& Kernels() {
-  static KernelRegistry* registry = new KernelRegistry;  // lives until exit
-  return *registry;
-}
+namespace {
+
+// Constant-initialised and all zero, so it lies in .bss: a process pays for
+// the pages its registrations touch, not for 1 MiB at start (every process
+// libprof is preloaded into, CUDA or not). Never destroyed: the union's
+// destructor does not run the registry's, so wrappers called during exit
+// still find it.
+union RegistryStorage {
+  constexpr RegistryStorage() : registry() {}
+  ~RegistryStorage() {}
+  KernelRegistry registry;
+};
+constinit RegistryStorage g_registry;
+
+}  // namespace
+
+KernelRegistry& Kernels() { return g_registry.registry; }
 
 }  // namespace prof

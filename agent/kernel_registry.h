@@ -19,6 +19,8 @@ class KernelRegistry {
  public:
   static constexpr uint32_t kCapacity = 1u << 16;
 
+  constexpr KernelRegistry() = default;
+
   // Whether a launch of the key's kernel marks a step (PROF_STEP=kernel:).
   enum class Verdict : uint8_t { kUnknown = 0, kNoMatch = 1, kMatch = 2 };
   struct Entry {
@@ -67,6 +69,7 @@ class KernelRegistry {
   static uint32_t Hash(uintptr_t key) { return static_cast<uint32_t>((key >> 4) * 0x9E3779B97F4A7C15ull >> 48); }
 
   std::mutex mu_;
+  std::atomic<bool> any_verdict_{false};  // SetVerdict ran since the last ForgetVerdicts
   Slot slots_[kCapacity];
 };
 

@@ -63,6 +63,9 @@ TARGETS = {
     "python_warm_ns": ("Python stack, 30 frames, stack seen before", "<=", 300.0),
     "python_cold_ns": ("Python stack, 30 frames, first sight", "<=", 5000.0),
     "python_loop_ratio": ("Python loop recording, with stacks / without", "<=", 1.2),
+    # Preloaded into every process of a job (shells, launchers) that may never
+    # touch CUDA: what loading libprof.so costs such a process.
+    "load_cost_ms": ("loading libprof.so into a process that makes no CUDA call, over bare", "<=", 1.0),
     # memory() adds one row per lowered cap.
 }
 INFO = {
@@ -88,6 +91,8 @@ INFO = {
     "e2e_record_host_app_cpu_ns": "breakdown:   app-thread CPU with runtime records only",
     "e2e_record_other_cpu_ns": "breakdown: recording, other threads' CPU per launch",
     "host_bare_step_ns": "host loop, bare: CPU per step (all threads)",
+    "load_bare_ms": "bare process (/bin/true): spawn to exit",
+    "load_libprof_mb": "libprof.so on disk",
     "host_record_app_ns": "host loop, recording: app-thread CPU added per launch",
     "host_record_wall_ratio": "host loop, recording: loop wall / bare",
     "host_record_after_ns": "host loop, recording: CPU outside the loop over bare, per launch",
@@ -274,7 +279,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=0, help="end-to-end rounds (default 5)")
     ap.add_argument("--json", help="also write the figures here")
     ap.add_argument("--only", help="comma list of steps: exporters,bench_wrappers,bench_window_end,"
-                    "end to end,memory,host loop,callgrind,python stacks,tools")
+                    "end to end,memory,host loop,callgrind,load cost,python stacks,tools")
     ap.add_argument("--host-steps", type=int, default=0, help="steps of the host-limited loop (default 20000)")
     ap.add_argument("--host-rounds", type=int, default=0, help="interleaved rounds of the host loop (default 9)")
     ap.add_argument("--callgrind", action="store_true",
@@ -700,6 +705,38 @@ def main():
 
     if args.callgrind or (args.only and "callgrind" in args.only.split(",")):
         step("callgrind", callgrind, needs_agent=True)
+
+    # --- loading libprof.so into a process that makes no CUDA call ---
+    def load_cost():
+        if not os.path.exists(libprof):
+            raise Failure(f"{libprof} not built")
+        true = shutil.which("true") or "/bin/true"
+        bare_env = {k: v for k, v in base.items() if k != "LD_LIBRARY_PATH"}
+        prof_env = dict(bare_env, LD_PRELOAD=libprof, PROF_OUTPUT_DIR=os.path.join(tmp, "load"), PROF_LOG_LEVEL="warn")
+
+        def once(env):
+            t0 = time.perf_counter_ns()
+            pid = os.posix_spawn(true, [true], env)
+            os.waitpid(pid, 0)
+            return time.perf_counter_ns() - t0
+
+        for env in (bare_env, prof_env, bare_env, prof_env):
+            once(env)  # page cache, loader cache
+        # Interleaved pairs: the machine's drift hits both sides alike.
+        bare, cost = [], []
+        for _ in range(20 if smoke else 400):
+            b = once(bare_env)
+            p = once(prof_env)
+            bare.append(b / 1e6)
+            cost.append((p - b) / 1e6)
+        size_mb = os.path.getsize(libprof) / 1e6
+        figures["load_cost_ms"] = dict(stats(cost), unit="ms",
+                                       note=f"{true} spawned and waited for, bare and with LD_PRELOAD={libprof} "
+                                       f"({size_mb:.1f} MB), {len(cost)} interleaved pairs; median of the differences")
+        figures["load_bare_ms"] = dict(stats(bare), unit="ms")
+        figures["load_libprof_mb"] = dict(stats([size_mb]), unit="MB")
+
+    step("load cost", load_cost)
 
     # --- Python stacks (test/bench/python_stacks.py) ---
     def python_stacks():
