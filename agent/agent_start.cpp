@@ -48,11 +48,25 @@ std::string HostName() {
   return buf;
 }
 
+// The program's name as a file-name part: basename of argv[0] (what `ps`
+// shows), bytes other than [A-Za-z0-9._-] as '_', at most 32 of them.
+std::string ProcessName() {
+  std::string name = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
+  if (name.size() > 32) name.resize(32);
+  for (char& c : name) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                 c == '_';
+    if (!plain) c = '_';
+  }
+  return name.empty() || name == "." || name == ".." ? "process" : name;
+}
+
 WindowMeta MetaTemplate(const Config& config, const std::string& cupti_mode) {
   WindowMeta meta;
   meta.pid = static_cast<int>(getpid());
   meta.hostname = HostName();
-  meta.name = config.name.empty() ? meta.hostname + "_" + std::to_string(meta.pid) : config.name;
+  meta.process = ProcessName();
+  meta.name = config.name.empty() ? meta.hostname + "_" + meta.process + "_" + std::to_string(meta.pid) : config.name;
   meta.rank_known = config.rank >= 0;
   meta.rank = config.rank >= 0 ? config.rank : 0;
   meta.world_size = config.world_size;
@@ -74,11 +88,14 @@ uint32_t MarkerBits(const Config& config) {
   }
 }
 
-// A fork child's device side: nothing. NVIDIA leaves CUDA undefined in a
-// fork child until exec, and the dynamic loader's lock may have been held by
-// a parent thread at fork time (glibc leaves it held in the child), so the
+// The device side of a fork child whose parent had loaded CUDA or CUPTI:
+// nothing. NVIDIA leaves CUDA (and CUPTI, subscribed in the parent) undefined
+// in a fork child until exec, and the dynamic loader's lock may have been held
+// by a parent thread at fork time (glibc leaves it held in the child), so the
 // child never dlopens CUPTI or queries library versions. Host-side events
-// (interposed calls, NVTX, allocations) are still recorded.
+// (interposed calls, NVTX, allocations) are still recorded. A child of a
+// parent that had loaded neither loads CUDA itself (its dlopen proves the
+// loader free) and gets the ordinary collector.
 class ForkChildCollector final : public DeviceCollector {
  public:
   void Attach(const Config&) override {}
@@ -89,7 +106,9 @@ class ForkChildCollector final : public DeviceCollector {
     out->meta.cupti_mode = Mode();
   }
   void OnExit() override {}
-  std::string Mode() const override { return "interception-only (fork child: CUPTI is not used after fork)"; }
+  std::string Mode() const override {
+    return "interception-only (fork child of a process that had loaded CUDA: CUPTI is not used after fork)";
+  }
 };
 
 // How PROF_STEP=auto's log line names an event.
@@ -116,7 +135,7 @@ constexpr size_t kAutoTapeEvents = size_t{1} << 18;
 
 // Builds and installs a Runtime; the agent thread runs the time steps,
 // the trigger file and signal exits.
-void Launch(const Config& config, bool fork_child = false) {
+void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   // The kernel table (1 MiB, zeroed) and the string table are built now, at
   // start-up, not inside the program's first __cudaRegisterFunction, whose
   // slice would otherwise hold half a millisecond of libprof's own work.
@@ -158,7 +177,9 @@ void Launch(const Config& config, bool fork_child = false) {
   deps.python = rt->python.get();
   // A process that never loaded CUDA (a shell between the launcher and the
   // job) has nothing to show: its empty windows are not written.
-  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir,
+  // A fork child without CUPTI says why with its first window, once.
+  auto host_only_note = std::make_shared<std::atomic<bool>>(fork_child);
+  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir, host_only_note, parent,
                sweeper = std::make_shared<TemporarySweeper>(config.output_dir)](const Window& w, std::string* note) {
     // A window that recorded nothing (a CPU-only fork-based worker, a
     // shell between the launcher and the job) leaves no files.
@@ -179,6 +200,12 @@ void Launch(const Config& config, bool fork_child = false) {
       return false;
     }
     bool written = sink(w, note);
+    if (written && host_only_note->exchange(false)) {
+      Log().info("this process (pid {}) was forked from pid {} after that process had loaded CUDA, so CUPTI cannot "
+                 "be used here: its windows hold host calls only, no GPU timings; start such workers with "
+                 "multiprocessing's 'spawn' method (or fork before loading CUDA) to profile them fully",
+                 getpid(), parent);
+    }
     // Workers that left through _exit() mid-write (no exit path ran there).
     if (int n = sweeper->Sweep()) {
       Log().info("removed {} temporary file(s) in PROF_OUTPUT_DIR left by processes that ended through _exit() while "
@@ -306,7 +333,10 @@ void RestartAgentInChild() {
   // Same PROF_NAME in parent and child would give both the same file names:
   // the child's carry its pid (without PROF_NAME the default already does).
   if (!g_config_name->empty()) g_config->name = *g_config_name + "_pid" + std::to_string(getpid());
-  Launch(*g_config, /*fork_child=*/true);
+  // A parent that had loaded no CUDA library (nor CUPTI): the child loads
+  // CUDA itself, initialises it itself, and is profiled like any process.
+  bool inherited = LibraryInProcMaps({"/libcudart.so", "/libcuda.so", "/libcupti.so"});
+  Launch(*g_config, /*fork_child=*/inherited, getppid());
 }
 
 }  // namespace prof

@@ -264,7 +264,7 @@ class Parser {
     if (!ok) {
       config_.name.clear();
       return Problem("PROF_NAME", value, "a non-empty file-name part without '/' or control characters",
-                     "using the default <host>_<pid>");
+                     "using the default <host>_<process>_<pid>");
     }
     config_.name = value;
   }

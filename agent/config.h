@@ -64,7 +64,7 @@ struct Config {
   bool gzip = false;
   uint64_t buffer_bytes = 256ull << 20;  // PROF_BUFFER_MB
   std::string trigger_file;              // empty: schedule starts at once
-  std::string name;                      // empty: <host>_<pid>
+  std::string name;                      // empty: <host>_<process>_<pid>
   int rank = -1;                         // -1: not a multi-process job
   int world_size = 1;                    // from WORLD_SIZE-like launcher variables
   std::string cupti_lib;                 // empty: search

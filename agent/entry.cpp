@@ -2,9 +2,13 @@
 // InitializeInjection (CUDA_INJECTION64_PATH) and prof_step(). Whichever
 // comes first starts the one agent of this process; the others find it
 // started (agent_start.cpp).
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include "agent/agent_start.h"
 #include "agent/export.h"
 #include "agent/hooks.h"
+#include "agent/lifecycle.h"
 
 namespace prof {
 namespace {
@@ -42,6 +46,20 @@ EXPORT_SYMBOL void prof_step(void) {
     prof::hooks::Observe(event);
   } catch (...) {
   }
+}
+
+// _exit() runs no atexit handler, so a window in progress was lost in
+// processes that leave through it: CPython's os._exit, with which every
+// multiprocessing worker started by fork ends. Under LD_PRELOAD this one runs
+// first: the window is ended and written as at exit(), then the process ends
+// exactly as _exit() ends it (exit_group, the same status). glibc's own exit()
+// reaches its _exit internally, not through here.
+EXPORT_SYMBOL void _exit(int status) {
+  try {
+    prof::OnUnderscoreExit();
+  } catch (...) {
+  }
+  for (;;) syscall(SYS_exit_group, status);
 }
 
 }  // extern "C"

@@ -92,6 +92,9 @@ int HasCudaLibrary(dl_phdr_info* info, size_t, void* found) {
 std::atomic<bool> g_forked_child{false};
 // Once CUDA is loaded it stays loaded: a yes is remembered (and inherited).
 std::atomic<bool> g_cuda_seen{false};
+// The process the agent runs in (set at start and in each fork child). A
+// vfork child shares the parent's memory, so it reads the parent's pid here.
+std::atomic<pid_t> g_agent_pid{0};
 
 const char* SignalName(int sig) {
   switch (sig) {
@@ -215,16 +218,22 @@ void InstallHandler(int sig, void (*handler)(int, siginfo_t*, void*), bool only_
 }
 
 void OnForkChild() {
+  g_agent_pid.store(getpid());
   g_forked_child.store(true);
   g_exit_state.store(0);
   RestartAgentInChild();
 }
 
 
-bool CudaInProcMaps() {
+bool CudaInProcMaps() { return LibraryInProcMaps({"/libcudart.so", "/libcuda.so"}); }
+
+}  // namespace
+
+// Reads /proc/self/maps (no loader lock: safe in a fork child).
+bool LibraryInProcMaps(std::initializer_list<std::string_view> names) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  static constexpr std::string_view kNames[] = {"/libcudart.so", "/libcuda.so"};
+  const std::initializer_list<std::string_view>& kNames = names;
   char buf[8192];
   size_t keep = 0;
   bool found = false;
@@ -241,8 +250,6 @@ bool CudaInProcMaps() {
   close(fd);
   return found;
 }
-
-}  // namespace
 
 // Processes that never loaded CUDA (a shell the job runs through, a
 // compiler) are not the job being profiled: no windows, and they end silently.
@@ -268,7 +275,17 @@ void RunExitWork(const char* reason) {
       Log().warn("the last window was still being written when the process ended ({})", reason);
     }
     std::string message = rt->session->EndedBeforeFirstWindowMessage();
-    if (!message.empty() && ProcessHasCudaLoaded()) Log().info("{}", message);
+    if (!message.empty() && ProcessHasCudaLoaded()) {
+      // PROF_STEP=auto saw no launch, copy or synchronize: CUDA was loaded
+      // (an import) but, as far as libprof saw, never used: nothing to
+      // explain at info.
+      bool unused = rt->auto_step && rt->auto_step->events_observed() == 0 && !rt->session->counting();
+      if (unused) {
+        Log().debug("process ended with no window: PROF_STEP=auto saw no CUDA launch, copy or synchronize");
+      } else {
+        Log().info("{}", message);
+      }
+    }
   } catch (...) {
     // Never let an exception reach the host's exit.
   }
@@ -284,10 +301,18 @@ void HandleExitSignal(int sig) {
 void InstallLifecycleHandlers() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
+  g_agent_pid.store(getpid());
   std::atexit(OnExit);
   for (int sig : kExitSignals) InstallHandler(sig, OnSignal, /*only_over_default=*/false);
   for (int sig : kFatalSignals) InstallHandler(sig, OnFatalSignal, /*only_over_default=*/true);
   pthread_atfork(nullptr, nullptr, OnForkChild);
+}
+
+void OnUnderscoreExit() {
+  // Not the agent's process (a vfork child calling _exit after a failed
+  // exec shares its parent's memory): nothing here is its to end.
+  if (CurrentRuntime() == nullptr || g_agent_pid.load() != getpid()) return;
+  OnExit();
 }
 
 }  // namespace prof

@@ -24,15 +24,32 @@
 //             one line, then the default action.
 //  fork       child: every lock we own is re-initialised, the parent's
 //             Runtime is abandoned (its buffers, threads, half-window) and a
-//             fresh agent starts with the child's pid, host-side only (no
-//             CUPTI, no dl* calls: the loader lock may be held), its
-//             PROF_NAME (if any) suffixed _pid<pid>.
+//             fresh agent starts with the child's pid, its PROF_NAME (if any)
+//             suffixed _pid<pid>. When the parent had loaded no CUDA library
+//             (a multiprocessing worker that imports CUDA itself) the child
+//             is profiled like any process; otherwise host-side only (no
+//             CUPTI, no dl* calls: the loader lock may be held), and its
+//             first window says so.
+//  _exit      (LD_PRELOAD: libprof's _exit runs first) what atexit does, in
+//             the agent's own process, then the exit as asked.
 #pragma once
+
+#include <initializer_list>
+#include <string_view>
 
 namespace prof {
 
 // Whether libcudart or libcuda is loaded in this process.
 bool ProcessHasCudaLoaded();
+
+// Whether a mapped file's path contains one of `names` ("/libcupti.so"),
+// from /proc/self/maps: no loader lock, so safe in a fork child.
+bool LibraryInProcMaps(std::initializer_list<std::string_view> names);
+
+// The program called _exit() (os._exit: multiprocessing's forked workers
+// leave through it), which runs no atexit handler: does what the atexit
+// handler does, in the agent's own process only.
+void OnUnderscoreExit();
 
 // Installs atexit, signal and fork handlers (once).
 void InstallLifecycleHandlers();

@@ -517,11 +517,15 @@ std::string Session::EndedBeforeFirstWindowMessage() {
         "in a domain; NVTX needs NVTX_INJECTION64_PATH=<libprof.so>, which prof run sets)",
         config_.range_pattern);
   }
-  if (!counting_) {
+  if (!counting_ && start_on_marker_) {
     return fmt::format(
-        "process ended while PROF_STEP=auto was still looking for the loop{}: set PROF_STEP (e.g. sync, kernel:<regex>, "
-        "time:100ms) or a shorter PROF_AUTO_TIMEOUT",
-        start_on_marker_ ? " (found, but its marker did not come again)" : "");
+        "process ended with no window: PROF_STEP=auto found the loop ({}), but the process ended before the loop's "
+        "next iteration began; set PROF_STEP (e.g. sync, kernel:<regex>, time:100ms) to count steps from the start",
+        meta_template_.step_description);
+  }
+  if (!counting_) {
+    return "process ended with no window: PROF_STEP=auto was still looking for the loop; set PROF_STEP (e.g. sync, "
+           "kernel:<regex>, time:100ms) or a shorter PROF_AUTO_TIMEOUT";
   }
   if (triggered_) {
     return fmt::format("process ended at step {} with no window recorded: PROF_TRIGGER_FILE '{}' {}", step_,
@@ -536,9 +540,21 @@ std::string Session::EndedBeforeFirstWindowMessage() {
   } else {
     step_hint = " or a PROF_STEP that matches more often";
   }
-  return fmt::format(
-      "process ended at step {} before the first window (steps {}-{}): lower PROF_SKIP_FIRST={} PROF_WAIT={} PROF_WARMUP={}{}",
-      step_, first, first + params_.active - 1, params_.skip_first, params_.wait, params_.warmup, step_hint);
+  // Only the numbers that can go lower are named.
+  std::string lower;
+  auto add = [&lower](const char* name, uint64_t value) {
+    if (value != 0) lower += fmt::format("{}{}={}", lower.empty() ? "" : " ", name, value);
+  };
+  add("PROF_SKIP_FIRST", params_.skip_first);
+  add("PROF_WAIT", params_.wait);
+  add("PROF_WARMUP", params_.warmup);
+  if (lower.empty()) {
+    step_hint = step_hint.rfind(" or ", 0) == 0 ? ": use" + step_hint.substr(3) : step_hint;
+    return fmt::format("process ended at step {} before the first window (steps {}-{}){}", step_, first,
+                       first + params_.active - 1, step_hint);
+  }
+  return fmt::format("process ended at step {} before the first window (steps {}-{}): lower {}{}", step_, first,
+                     first + params_.active - 1, lower, step_hint);
 }
 
 uint64_t Session::current_step() {

@@ -38,6 +38,7 @@ struct LossCounts {
   uint64_t device_records_dropped = 0;   // our CUPTI buffer pool exhausted
   uint64_t cupti_records_dropped = 0;    // cuptiActivityGetNumDroppedRecords
   uint64_t device_records_missing = 0;   // launched in window, never delivered by the deadline
+  uint64_t device_records_untimed = 0;   // of calls in the window, delivered by CUPTI without timestamps
   uint64_t unknown_activity_kinds = 0;   // CUPTI records of kinds we do not decode
   uint64_t alloc_samples_dropped = 0;
   uint64_t nvtx_ranges_dropped = 0;      // NVTX range store full (PROF_BUFFER_MB/16)
@@ -62,8 +63,9 @@ struct WindowMeta {
   int world_size = 1;
   int nccl_version = 0;          // NCCL_VERSION_CODE of the process's NCCL; 0 unknown or none
   int pid = 0;
-  std::string name;              // PROF_NAME or <host>_<pid>
+  std::string name;              // PROF_NAME or <host>_<process>_<pid>
   std::string hostname;
+  std::string process;           // the program's name (basename of argv[0]: python3, train)
   std::string cupti_mode;        // "activity" or "interception-only (<cause>)"
   bool has_gpu_timings = false;  // false in interception-only mode
   std::string libprof_version;

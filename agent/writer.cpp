@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <unordered_set>
 
 #include "agent/clock.h"
 #include "agent/log.h"
@@ -211,8 +212,21 @@ void WriterThread::Run() {
         if (ok && !error.empty()) {
           Log().debug("window steps {}-{} {}", first, last, error);
         } else if (ok) {
-          Log().info("window steps {}-{}{} written ({} host events)", first, last, w.meta.partial ? " (partial)" : "",
-                     w.host_events.size());
+          // Calls no wrapper saw are CUPTI's API records: counted with the
+          // rest, once (a record of a wrapped call has its correlation id).
+          std::unordered_set<uint32_t> wrapped;
+          for (const HostEvent& e : w.host_events) {
+            if (e.correlation_id != 0) wrapped.insert(e.correlation_id);
+          }
+          size_t api_records = 0, gpu_records = 0;
+          for (const DeviceRecord& r : w.device_records) {
+            auto kind = static_cast<DeviceKind>(r.kind);
+            if (kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi) {
+              if (r.correlation_id == 0 || !wrapped.count(r.correlation_id)) ++api_records;
+            } else if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) ++gpu_records;
+          }
+          Log().info("window steps {}-{}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU", first, last,
+                     w.meta.partial ? " (partial)" : "", w.host_events.size() + api_records, gpu_records);
         } else {
           Log().warn("window steps {}-{} not written: {}", first, last, error);
         }

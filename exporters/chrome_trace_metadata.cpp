@@ -94,6 +94,9 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Key("version"); out.String(m.libprof_version);
   out.Raw(",\n  "); out.Key("name"); out.String(m.name);
   out.Raw(",\n  "); out.Key("hostname"); out.String(m.hostname);
+  if (!m.process.empty()) {
+    out.Raw(",\n  "); out.Key("process"); out.String(m.process);
+  }
   out.Raw(",\n  "); out.Key("pid"); out.Int(m.pid);
   out.Raw(",\n  "); out.Key("rank_known"); out.Bool(m.rank_known);
   out.Raw(",\n  "); out.Key("window");
@@ -156,6 +159,7 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("device_records_dropped"); out.UInt(l.device_records_dropped);
   out.Raw(", "); out.Key("cupti_records_dropped"); out.UInt(l.cupti_records_dropped);
   out.Raw(", "); out.Key("device_records_missing"); out.UInt(l.device_records_missing);
+  out.Raw(", "); out.Key("device_records_untimed"); out.UInt(l.device_records_untimed);
   out.Raw(", "); out.Key("unknown_activity_kinds"); out.UInt(l.unknown_activity_kinds);
   out.Raw(", "); out.Key("alloc_samples_dropped"); out.UInt(l.alloc_samples_dropped);
   out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);

@@ -135,7 +135,17 @@ class FindingsBuilder {
   }
 
   void InterceptionOnly() {
-    if (w_.meta.has_gpu_timings) return;
+    // Without a CUDA call there is nothing CUPTI would have timed: that is
+    // no profile at all, not an interception-only one.
+    if (w_.meta.has_gpu_timings || w_.host_events.empty()) return;
+    if (w_.meta.cupti_mode == kNotLibprofCuptiMode) {
+      Add("interception-only", "No GPU timings: the trace holds CUDA calls but no GPU activity",
+          Printf("%zu CUDA calls and no kernel, copy or memset on the GPU; GPU busy, kernel times and launch "
+                 "latency are unknown",
+                 static_cast<size_t>(w_.host_events.size())),
+          "record GPU activity too (torch.profiler: ProfilerActivity.CUDA; or run under libprof)");
+      return;
+    }
     Add("interception-only", "No GPU timings: CUPTI activity was not available",
         "CUPTI mode: " + (w_.meta.cupti_mode.empty() ? std::string("unknown") : w_.meta.cupti_mode) +
             "; only host-side CUDA calls were recorded, so GPU busy, kernel times and launch latency are unknown",
@@ -152,6 +162,8 @@ class FindingsBuilder {
     part("device records dropped (buffer pool exhausted)", l.device_records_dropped);
     part("records dropped by CUPTI", l.cupti_records_dropped);
     part("device records never delivered", l.device_records_missing);
+    part("device records CUPTI delivered without timestamps (work still running when CUPTI was flushed)",
+         l.device_records_untimed);
     part("records of unknown kinds", l.unknown_activity_kinds);
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
@@ -162,10 +174,23 @@ class FindingsBuilder {
                                                     static_cast<double>(l.unrecorded_start_ns) / 1e6);
     }
     if (parts.empty()) return;
-    Add("data-loss", "Some data was lost: tables and findings undercount", parts,
-        l.unrecorded_start_ns != 0 && parts.find("dropped") == std::string::npos
-            ? "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps"
-            : "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
+    // Each cure for the losses that happened, and only those.
+    std::string advice;
+    auto cure = [&advice](bool when, const char* text) {
+      if (when) advice += (advice.empty() ? "" : "; ") + std::string(text);
+    };
+    cure(l.host_events_dropped || l.device_records_dropped || l.alloc_samples_dropped || l.nvtx_ranges_dropped ||
+             l.nvtx_names_dropped,
+         "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
+    cure(l.cupti_records_dropped, "CUPTI's own buffers overflowed: shorten the window (PROF_ACTIVE) or record fewer "
+                                  "activities (PROF_ACTIVITIES)");
+    cure(l.device_records_missing || l.device_records_untimed,
+         "the GPU work had not finished when the window was sealed: raise PROF_FLUSH_TIMEOUT_MS, or let the window "
+         "end before the process does");
+    cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
+    cure(l.unrecorded_start_ns != 0,
+         "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");
+    Add("data-loss", "Some data was lost: tables and findings undercount", parts, advice);
   }
 
   void Partial() {
@@ -181,17 +206,20 @@ class FindingsBuilder {
     uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
     uint64_t launches = 0;
     for (const StepRow& r : s_.steps) launches += r.launches;
+    uint64_t kernels = 0, from_graphs = 0;
+    for (const auto& r : w_.device_records) {
+      if (KindOf(r) != DeviceKind::kKernel) continue;
+      ++kernels;
+      if (r.graph_id != 0) ++from_graphs;
+    }
+    // Both verdicts are about kernels: a window of copies alone (or of
+    // nothing the GPU ran) is neither, whatever its busy share.
+    if (kernels == 0) return;
     // "Busy" is computing: time the GPU only spends in collectives (waiting
     // for a peer, transferring) is not (compute_busy_percent).
     if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
       // A step that already replays CUDA graphs gains nothing from "capture
       // it in a graph": its idle time is between the replays.
-      uint64_t kernels = 0, from_graphs = 0;
-      for (const auto& r : w_.device_records) {
-        if (KindOf(r) != DeviceKind::kKernel) continue;
-        ++kernels;
-        if (r.graph_id != 0) ++from_graphs;
-      }
       bool graphs = from_graphs * 2 > kernels;
       std::string evidence =
           Printf("GPU busy %.1f%% of %s (threshold < %.0f%%); median kernel %s (threshold < %s); median idle "
@@ -360,18 +388,49 @@ class FindingsBuilder {
     double percent = 100.0 * static_cast<double>(s_.idle_gap_total_ns) / static_cast<double>(span);
     if (percent < kIdleGapWindowPercent) return;
     std::string largest;
+    // What the host did in the gaps named, each kind explained once.
+    bool none = false, sync = false, copy = false, alloc = false;
+    std::string other;
     for (size_t i = 0; i < s_.idle_gaps.size() && i < 3; ++i) {
       const IdleGap& g = s_.idle_gaps[i];
       largest += Printf("%s%s at +%s (host: %s)", i ? "; " : "", FormatDuration(double(g.end_ns - g.start_ns)).c_str(),
                         FormatDuration(double(g.start_ns - s_.span_start_ns)).c_str(),
                         g.host_activity.empty() ? "no CUDA call" : g.host_activity.c_str());
+      ApiId id = ApiId::kCount;
+      if (g.host_activity.empty() || !ApiFromName(g.host_activity, &id)) {
+        none = none || g.host_activity.empty();
+        if (!g.host_activity.empty() && other.find(g.host_activity) == std::string::npos) {
+          other += (other.empty() ? "" : ", ") + g.host_activity;
+        }
+        continue;
+      }
+      switch (ApiKindOf(id)) {
+        case ApiKind::kSync: sync = true; break;
+        case ApiKind::kMemcpy: case ApiKind::kMemset: copy = true; break;
+        case ApiKind::kAlloc: case ApiKind::kFree: alloc = true; break;
+        default:
+          if (other.find(g.host_activity) == std::string::npos) other += (other.empty() ? "" : ", ") + g.host_activity;
+      }
     }
+    std::string advice;
+    auto explain = [&advice](bool when, const std::string& text) {
+      if (when) advice += (advice.empty() ? "" : "; ") + text;
+    };
+    explain(none, "'no CUDA call': the host was busy elsewhere (data loading, Python, I/O): overlap it with GPU work "
+                  "(DataLoader workers, prefetching)");
+    explain(sync, "a synchronize: the host waited while the GPU had nothing queued, so the next work was launched "
+                  "only after the wait; launch it before synchronizing, or synchronize less often");
+    explain(copy, "a copy or memset call: a synchronous or pageable copy holds the host (staging through a bounce "
+                  "buffer); use pinned memory and cudaMemcpyAsync");
+    explain(alloc, "an allocator call: cudaMalloc/cudaFree go to the driver and can synchronize; allocate once and "
+                   "reuse buffers (a caching allocator, cudaMallocAsync)");
+    explain(!other.empty(), "the host spent the gap inside " + other +
+                                ": move such calls out of the loop, or look at why they take this long");
     Add("idle-gaps", "The GPU sits idle for long stretches",
         Printf("%zu gaps of >= %s add up to %s (%.1f%% of the window; threshold %.0f%%); largest: %s",
                s_.idle_gaps.size(), FormatDuration(double(kIdleGapMinNs)).c_str(),
                FormatDuration(double(s_.idle_gap_total_ns)).c_str(), percent, kIdleGapWindowPercent, largest.c_str()),
-        "'no CUDA call' means the host was busy elsewhere (data loading, Python, I/O): overlap it with GPU work "
-        "(DataLoader workers, prefetching)");
+        advice);
   }
 
   const W& w_;

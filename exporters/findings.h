@@ -25,6 +25,10 @@ inline constexpr double kIdleGapWindowPercent = 10.0;    // ... adding up to 10%
 inline constexpr double kLaunchLatencyNs = 50'000;       // median launch->GPU start above 50 µs ...
 inline constexpr double kLaunchLatencyBusyPercent = 50.0;  // ... while the GPU is mostly idle
 
+// WindowMeta::cupti_mode of a window read back from a trace libprof did not
+// write (torch.profiler's): what CUPTI did there is not known.
+inline constexpr const char* kNotLibprofCuptiMode = "unknown (not a libprof trace)";
+
 struct Finding {
   std::string id;        // stable: "overhead-bound", "sync-in-step", ...
   std::string title;     // one line saying what is wrong

@@ -100,7 +100,7 @@ struct CollectiveRow {
 struct IdleGap {
   uint64_t start_ns = 0;
   uint64_t end_ns = 0;
-  std::string host_activity;  // the CUDA call that covers most of the gap, or ""
+  std::string host_activity;  // the CUDA call that covers at least half of the gap, or ""
 };
 
 struct Summary {

@@ -363,7 +363,10 @@ std::string HostActivity(const W& w, uint64_t start_ns, uint64_t end_ns) {
     uint64_t s = std::max(e.start_ns, start_ns), t = std::min(e.end_ns, end_ns);
     if (t > s && t - s > best_overlap) best_overlap = t - s, best_api = e.api, found = true;
   }
-  return found ? std::string(ApiName(static_cast<ApiId>(best_api))) : std::string();
+  // A call that held the host for a sliver of the gap does not explain it:
+  // the host was busy elsewhere for the rest.
+  if (!found || best_overlap * 2 < end_ns - start_ns) return std::string();
+  return std::string(ApiName(static_cast<ApiId>(best_api)));
 }
 
 template <typename W>

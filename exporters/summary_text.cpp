@@ -190,6 +190,9 @@ void Losses(const Summary& s, std::string* out) {
   if (l.collectives_dropped != 0) {
     *out += Printf(", NCCL calls dropped %llu", static_cast<unsigned long long>(l.collectives_dropped));
   }
+  if (l.device_records_untimed != 0) {
+    *out += Printf(", device records without timestamps %llu", static_cast<unsigned long long>(l.device_records_untimed));
+  }
   if (l.nvtx_ranges_dropped != 0 || l.nvtx_names_dropped != 0) {
     *out += Printf(", NVTX ranges dropped %llu, NVTX names dropped %llu",
                    static_cast<unsigned long long>(l.nvtx_ranges_dropped),

@@ -7,9 +7,41 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 scripts/setup-deps.sh
-scripts/build.sh >/dev/null
 build=${BUILD_DIR:-build}
 [[ $build = /* ]] || build=$root/$build
+
+# Only what the demo runs: the agent, prof, the simulated stack, one workload
+# (scripts/test.sh builds the rest). Progress is shown as it goes; the full
+# compiler output is kept in a log, and its end shown if the build fails.
+targets=(prof_agent prof_tool sim_cuda sim_cudart sim_cupti train_loop)
+mkdir -p "$build"
+log=$build/demo-build.log
+if [ -e "$build/tools/prof/prof" ]; then
+  echo "demo: building what changed since the last build (seconds)"
+else
+  # About 20 core-minutes of compiling (measured on 2 cores: about 10 minutes).
+  cores=$(nproc)
+  echo "demo: first build of libprof, prof and the simulated CUDA stack: about $(( cores >= 10 ? 2 : 20 / cores )) minutes on $cores cores (later runs take seconds)"
+fi
+started=$SECONDS
+# Prints "demo: build N%" at each tenth from cmake's "[ N%]" lines.
+progress() {
+  local shown=-10 line pct
+  while IFS= read -r line; do
+    [[ $line =~ ^\[\ *([0-9]+)%\] ]] || continue
+    pct=${BASH_REMATCH[1]}
+    if (( pct >= shown + 10 )); then
+      shown=$(( pct - pct % 10 ))
+      echo "demo: build ${pct}% ($(( SECONDS - started )) s)"
+    fi
+  done
+}
+if ! scripts/build.sh --target "${targets[@]}" 2>&1 | tee "$log" | progress; then
+  tail -40 "$log" >&2
+  echo "demo: build failed (full log: $log)" >&2
+  exit 1
+fi
+echo "demo: built in $(( SECONDS - started )) s"
 
 # The demo's own directory, emptied first. A directory named by PROF_OUTPUT_DIR
 # (perhaps the user's real traces) is written into but never emptied.

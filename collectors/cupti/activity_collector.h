@@ -333,7 +333,9 @@ class CuptiCollector final : public DeviceCollector {
   // decoded for windows still queued behind it, and those are what drop.
   static constexpr int kDropBucketShift = 16;  // ~66 us
   std::map<uint64_t, uint64_t> dropped_by_launch_;
-  uint64_t untimed_ = 0;      // records CUPTI could not time
+  // Launch times of the calls whose device records CUPTI delivered untimed
+  // (rare): a loss of the window that holds the call, and of no other.
+  std::vector<uint64_t> untimed_launch_ns_;
   uint64_t unknown_kinds_ = 0;
   // cuptiActivityGetNumDroppedRecords is a global counter that resets on
   // read: its readings add up in cupti_dropped_ (control_mutex_). Drops

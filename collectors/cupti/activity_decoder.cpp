@@ -56,8 +56,8 @@ uint32_t ApiName(const DecodeContext& context, ApiDomain domain, uint32_t cbid) 
 template <typename KernelRecord>
 DecodeStatus Kernel(const KernelRecord& k, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kKernel);
+  out->correlation_id = k.correlationId;  // also for kNoTimestamp: whose record went untimed
   if (!SetTimes(context, k.start, k.end, out)) return DecodeStatus::kNoTimestamp;
-  out->correlation_id = k.correlationId;
   out->name_id = k.name != nullptr ? context.names->Intern(k.name) : 0;
   out->stream_id = k.streamId;
   out->context_id = k.contextId;
@@ -79,8 +79,8 @@ DecodeStatus Kernel(const KernelRecord& k, const DecodeContext& context, DeviceR
 template <typename Record>
 DecodeStatus MoveLike(DeviceKind kind, const Record& m, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(kind);
-  if (!SetTimes(context, m.start, m.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = m.correlationId;
+  if (!SetTimes(context, m.start, m.end, out)) return DecodeStatus::kNoTimestamp;
   out->bytes = m.bytes;
   out->stream_id = m.streamId;
   out->context_id = m.contextId;
@@ -119,8 +119,8 @@ DecodeStatus Api(const CUpti_ActivityAPI& a, ApiDomain domain, const DecodeConte
     }
   }
   *out = Blank(domain == ApiDomain::kRuntime ? DeviceKind::kRuntimeApi : DeviceKind::kDriverApi);
-  if (!SetTimes(context, a.start, a.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = a.correlationId;
+  if (!SetTimes(context, a.start, a.end, out)) return DecodeStatus::kNoTimestamp;
   out->name_id = ApiName(context, domain, a.cbid);
   out->cbid = a.cbid;
   out->thread_id = a.threadId;
@@ -130,8 +130,8 @@ DecodeStatus Api(const CUpti_ActivityAPI& a, ApiDomain domain, const DecodeConte
 template <typename SyncRecord>
 DecodeStatus Sync(const SyncRecord& s, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kSync);
-  if (!SetTimes(context, s.start, s.end, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = s.correlationId;
+  if (!SetTimes(context, s.start, s.end, out)) return DecodeStatus::kNoTimestamp;
   out->context_id = s.contextId;
   out->stream_id = s.streamId;
   out->cbid = Raw(&s.type);
@@ -173,8 +173,8 @@ DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceR
   }
   *out = Blank(kind);
   // An allocation is an instant: one timestamp.
-  if (!SetTimes(context, m.timestamp, m.timestamp, out)) return DecodeStatus::kNoTimestamp;
   out->correlation_id = m.correlationId;
+  if (!SetTimes(context, m.timestamp, m.timestamp, out)) return DecodeStatus::kNoTimestamp;
   out->address = m.address;
   out->bytes = m.bytes;
   out->device_id = m.deviceId;

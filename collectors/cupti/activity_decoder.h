@@ -17,7 +17,7 @@ namespace prof::cupti {
 enum class DecodeStatus {
   kRecord,       // *out holds a record
   kFiltered,     // a known kind deliberately not kept (e.g. a driver call that is not a launch)
-  kNoTimestamp,  // CUPTI could not time it (start or end 0, or end < start)
+  kNoTimestamp,  // CUPTI could not time it (start or end 0, or end < start); *out has its kind and correlation id
   kUnknownKind,  // a kind this decoder does not know: counted, not fatal
 };
 

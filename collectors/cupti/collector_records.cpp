@@ -236,9 +236,19 @@ void CuptiCollector::DrainCompletedLocked() {
           break;
         case DecodeStatus::kFiltered:
           continue;
-        case DecodeStatus::kNoTimestamp:
-          ++untimed_;
+        case DecodeStatus::kNoTimestamp: {
+          // A forced flush hands over records of work still running (CUPTI
+          // documents it); those are of calls made after the window's own
+          // records were in, which no window holds. Only an untimed record of
+          // a call some window recorded is that window's loss.
+          uint64_t launch_ns = 0;
+          if (record.correlation_id != 0 && IsDeviceWork(record) && !registry_->IsOwn(record.correlation_id) &&
+              registry_->EnterNs(record.correlation_id, &launch_ns)) {
+            registry_->MarkDelivered(record.correlation_id);  // it came: not also "never delivered"
+            untimed_launch_ns_.push_back(launch_ns);
+          }
           continue;
+        }
         case DecodeStatus::kUnknownKind:
           ++unknown_kinds_;
           continue;
@@ -352,7 +362,12 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
 
   LossCounts& losses = out->meta.losses;
   losses.device_records_missing += outstanding;
-  losses.device_records_dropped += own_dropped_ + untimed_;
+  losses.device_records_dropped += own_dropped_;
+  std::erase_if(untimed_launch_ns_, [&](uint64_t launch_ns) {
+    if (launch_ns >= end_ns) return false;  // a later window's
+    if (launch_ns >= start_ns) ++losses.device_records_untimed;
+    return true;
+  });
   // Budget drops of calls launched in this window; later windows' stay for
   // them, earlier ones (warmup, between windows) would have been discarded
   // anyway and are forgotten.
@@ -368,7 +383,7 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   dropped_reported_ = dropped_total;
   losses.cupti_records_dropped += window_dropped;
   losses.unknown_activity_kinds += unknown_kinds_;
-  own_dropped_ = untimed_ = unknown_kinds_ = 0;
+  own_dropped_ = unknown_kinds_ = 0;
   out->meta.cupti_mode = Mode();
   out->meta.has_gpu_timings = true;
 

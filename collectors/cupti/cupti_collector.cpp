@@ -147,7 +147,7 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
     return false;
   }
   loaded_ = true;
-  Log().info("CUPTI: {} ({}), API version {} (CUDA {}); records read as {}", api_.path, api_.found_by,
+  Log().debug("CUPTI: {} ({}), API version {} (CUDA {}); records read as {}", api_.path, api_.found_by,
              cupti_version_, CuptiRelease(cupti_version_), DescribeLayouts(layouts_));
   std::string missing = MissingOptional(api_);
   if (!missing.empty()) Log().info("CUPTI {} lacks optional functions: {}", api_.path, missing);

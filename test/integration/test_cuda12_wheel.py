@@ -84,9 +84,9 @@ class PipWheelJob(unittest.TestCase):
         self.assertEqual(self.proc.returncode, 0, self.proc.stderr)
         self.assertEqual(self.proc.stdout, self.bare.stdout)
 
-    def test_the_info_line_names_the_wheels_libcupti(self):
+    def test_the_debug_line_names_the_wheels_libcupti(self):
         wheel_cupti = os.path.join(self.site, "nvidia", "cuda_cupti", "lib", "libcupti.so.12")
-        infos = [l for l in self.proc.stderr.splitlines() if "info: CUPTI: " in l]
+        infos = [l for l in self.proc.stderr.splitlines() if "debug: CUPTI: " in l]
         self.assertEqual(len(infos), 1, self.proc.stderr)
         self.assertIn(wheel_cupti + " (pip wheel layout beside libcudart.so.12)", infos[0])
         self.assertIn("API version 22 (CUDA 12.4)", infos[0])
@@ -165,7 +165,7 @@ class DriverOnlyJob(unittest.TestCase):
                                     PROF_WAIT=2, PROF_WARMUP=1, PROF_ACTIVE=3, PROF_REPEAT=1)
             proc = run(["python3", script, out, os.path.join(tmp, "go")], env=env)
             self.assertEqual(proc.returncode, 0, proc.stderr)
-            infos = [l for l in proc.stderr.splitlines() if "info: CUPTI: " in l]
+            infos = [l for l in proc.stderr.splitlines() if "debug: CUPTI: " in l]
             self.assertEqual(len(infos), 1, proc.stderr)
             self.assertIn(os.path.join(SIM12, "libcupti.so.12") + " (loader search", infos[0])
             self.assertNotIn("libcupti.so.13", proc.stderr)

@@ -25,8 +25,9 @@ beside it. A directory stands for the traces in it (*.pt.trace.json and
 several nodes merge the same way.
 
 The timeline: every event is kept, each input's processes form a group
-labelled "rank R" (pids renumbered into a block per input), flow ids stay
-distinct, times share the earliest baseTimeNanoseconds, and each rank's
+labelled "rank R" (pids renumbered into a block per input; an input without
+a rank is given none: it is labelled by its program and pid, "python3 pid
+4242", or by its file name), flow ids stay distinct, times share the earliest baseTimeNanoseconds, and each rank's
 clock is aligned to the others' on the collectives they share: the same
 collective (communicator, collective, sequence number) ends at nearly the
 same instant on every rank, so a rank's offset is the median difference of

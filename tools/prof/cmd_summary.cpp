@@ -22,10 +22,11 @@ Recomputes the summary of each window from its saved trace (.pt.trace.json or
 .json.gz; a `prof merge` output is split back into its ranks) with the same
 code the agent uses for .summary.txt, and prints it. With several windows
 (several files, several ranks) a table comparing them follows.
-Exit status 0, or 1 when a file could not be read (it is named, and the
-others are still read). Events whose pid, tid, ts or dur has the wrong type
-(see `prof validate`, rule field-types) are skipped, and the summary says how
-many and names the first.
+Exit status 0, or 1 when a file could not be read or holds no CUDA activity
+(no CUDA call, no GPU work: it is named, and the others are still read).
+Events whose pid, tid, ts or dur has the wrong type (see `prof validate`,
+rule field-types) are skipped, and the summary says how many and names the
+first.
 
   --max-unpacked-mb N   refuse a file larger than N MB once gunzipped
                         (default 16384)
@@ -104,6 +105,14 @@ int SummaryCommand(const Args& args) {
       continue;
     }
     for (size_t i = 0; i < windows.size(); ++i) {
+      // Nothing CUDA did: no table or finding could say anything true.
+      if (windows[i].host_events.empty() && windows[i].device_records.empty()) {
+        std::fprintf(stderr, "prof summary: %s%s: no CUDA activity: the trace holds no CUDA call and no GPU work, so "
+                     "there is nothing to summarize\n",
+                     path.c_str(), windows.size() > 1 ? (" #" + std::to_string(i)).c_str() : "");
+        status = 1;
+        continue;
+      }
       try {
         Row row{windows.size() > 1 ? path + " #" + std::to_string(i) : path, ComputeSummary(windows[i])};
         windows[i] = CompactWindow();

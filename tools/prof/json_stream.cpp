@@ -24,11 +24,31 @@ class GzFileSource : public ByteSource {
   long Read(char* buffer, size_t size) override {
     if (!error_.empty()) return -1;
     int n = gzread(file_, buffer, static_cast<unsigned>(std::min<size_t>(size, 1u << 30)));
-    if (n < 0) {
-      int code = 0;
-      const char* message = gzerror(file_, &code);
-      error_ = path_ + ": " + (code == Z_ERRNO ? std::strerror(errno) : message);
+    int code = Z_OK;
+    const char* message = n <= 0 ? gzerror(file_, &code) : nullptr;
+    if (n < 0 || code != Z_OK) {
+      // A damaged or cut-short gzip stream is named as such, not left to
+      // the JSON reader (which would see no bytes, or half of them).
+      // zlib's message starts with the path: keep what follows it.
+      std::string what = message != nullptr ? message : "";
+      if (what.rfind(path_ + ": ", 0) == 0) what.erase(0, path_.size() + 2);
+      if (code == Z_ERRNO) {
+        error_ = path_ + ": " + std::strerror(errno);
+      } else if (code == Z_BUF_ERROR) {
+        error_ = path_ + ": truncated gzip file (the compressed data ends early)";
+      } else {
+        error_ = path_ + ": corrupt gzip file (" + what + ")";
+      }
       return -1;
+    }
+    if (!checked_kind_ && n > 0) {
+      checked_kind_ = true;
+      // gzread passes plain bytes through: a .gz name on bytes that are not
+      // gzip's is a damaged (or misnamed) file, said as such.
+      if (gzdirect(file_) && EndsWithGz(path_)) {
+        error_ = path_ + ": not a gzip file although named .gz (its first bytes are not gzip's 1f 8b)";
+        return -1;
+      }
     }
     total_ += static_cast<uint64_t>(n);
     if (total_ > max_) {
@@ -41,10 +61,15 @@ class GzFileSource : public ByteSource {
   const std::string& error() const override { return error_; }
 
  private:
+  static bool EndsWithGz(const std::string& path) {
+    return path.size() >= 3 && path.compare(path.size() - 3, 3, ".gz") == 0;
+  }
+
   gzFile file_;
   std::string path_;
   uint64_t max_;
   uint64_t total_ = 0;
+  bool checked_kind_ = false;
   std::string error_;
 };
 

@@ -15,7 +15,7 @@ commands:
   validate  check traces against the rules Perfetto and HTA rely on
   merge     merge several ranks' traces into one timeline
 
-`prof <command> --help` describes each.
+`prof <command> --help` describes each; `prof --version` prints the version.
 )";
 
 }  // namespace
@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "-V") || !std::strcmp(argv[1], "version")) {
+    std::printf("prof (libprof) %s\n", PROF_VERSION_STRING);
+    return 0;
   }
   prof::tool::Args args(argv + 2, argv + argc);
   const char* command = argv[1];

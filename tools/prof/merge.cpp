@@ -45,6 +45,10 @@ struct InputMeta {
   int world_size = 0;
   bool libprof = false;
   std::string libprof_raw;
+  // From the libprof block: an unranked process is labelled by what it ran.
+  bool rank_unknown = false;  // libprof.rank_known is false
+  std::string process;        // libprof.process, or libprof.name
+  int64_t pid = -1;
   std::string device_properties_raw;  // empty when absent
   bool is_merge = false;              // has a libprof_merge block: already merged
 };
@@ -73,6 +77,14 @@ class MetaHandler : public TraceStreamHandler {
     } else if (key == "libprof") {
       m_->libprof = true;
       m_->libprof_raw.assign(v.raw());
+      if (v.is_object()) {
+        JsonValue known = v.Get("rank_known");
+        m_->rank_unknown = known.is_bool() && !known.boolean();
+        JsonValue process = v.Get("process");
+        if (!process.is_string()) process = v.Get("name");
+        if (process.is_string()) m_->process.assign(process.str());
+        m_->pid = IntOr(v.Get("pid"), -1);
+      }
     } else if (key == "libprof_merge") {
       m_->is_merge = true;
     } else if (key == "deviceProperties") {
@@ -93,8 +105,8 @@ struct Rewrite {
   size_t slot;
   int64_t shift_ns;
   int64_t pid_base;
-  int rank;
-  std::string prefix;  // "rank R"
+  int rank;            // -1: the input has none
+  std::string prefix;  // "rank R", or "<program> pid <pid>" without a rank
 };
 
 // Writes `e` rewritten onto the merged timeline into `out`, and the new pid
@@ -288,7 +300,8 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   // The ranks' clocks, aligned on their collectives, and the job summary.
   for (size_t slot = 0; slot < sources.size(); ++slot) {
     job_events[slot].path = sources[slot].path;
-    job_events[slot].rank = metas[slot].has_rank ? metas[slot].rank : static_cast<int>(slot);
+    bool ranked = metas[slot].has_rank && !metas[slot].rank_unknown;
+    job_events[slot].rank = ranked ? metas[slot].rank : static_cast<int>(slot);
     ShiftRankEvents(&job_events[slot], metas[slot].base_ns);
   }
   ClockAlignment clocks = AlignClocks(job_events);
@@ -318,11 +331,22 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
                " is too far from the other inputs' (" + std::to_string(base) + ")";
       return false;
     }
-    int rank = m.has_rank ? m.rank : static_cast<int>(slot);
-    ranks.insert(rank);
     r.pid_base = static_cast<int64_t>(slot + 1) * kMergePidBlock;
-    r.rank = rank;
-    r.prefix = "rank " + std::to_string(rank);
+    if (m.has_rank && !m.rank_unknown) {
+      ranks.insert(m.rank);
+      r.rank = m.rank;
+      r.prefix = "rank " + std::to_string(m.rank);
+    } else {
+      // No rank is invented: the process is named by its program and pid
+      // (libprof traces), else by its file.
+      r.rank = -1;
+      if (!m.process.empty()) {
+        r.prefix = m.process + (m.pid >= 0 ? " pid " + std::to_string(m.pid) : "");
+      } else {
+        size_t slash = sources[slot].path.find_last_of('/');
+        r.prefix = slash == std::string::npos ? sources[slot].path : sources[slot].path.substr(slash + 1);
+      }
+    }
     rewrites.push_back(std::move(r));
     world = std::max(world, m.world_size);
     all_libprof = all_libprof && m.libprof;
@@ -344,7 +368,9 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   if (all_libprof) head += ",\"libprof\":{\"merged_inputs\":" + std::to_string(sources.size()) + "}";
   head += ",\"libprof_merge\":{\"clock_alignment\":";
   head += json{{"collectives", clocks.collectives},
-               {"reference_rank", sources.empty() ? 0 : rewrites[clocks.reference].rank},
+               {"reference_rank", sources.empty() || rewrites[clocks.reference].rank < 0
+                                      ? static_cast<int>(clocks.reference)
+                                      : rewrites[clocks.reference].rank},
                {"residual_max_ns", clocks.residual_max_ns},
                {"residual_median_ns", clocks.residual_median_ns}}
               .dump();
@@ -358,7 +384,9 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     AppendJsonString(&head, sources[slot].path);
     head += ",\"flow_id_base\":" + std::to_string(static_cast<int64_t>(slot) << kMergeFlowIdBits);
     if (m.libprof) head += ",\"libprof\":" + m.libprof_raw;
-    head += ",\"pid_base\":" + std::to_string(r.pid_base) + ",\"rank\":" + std::to_string(r.rank) + "}";
+    head += ",\"pid_base\":" + std::to_string(r.pid_base);
+    if (r.rank >= 0) head += ",\"rank\":" + std::to_string(r.rank);
+    head += "}";
   }
   head += "]},\"schemaVersion\":1,\"traceEvents\":[";
   w.Append(head);
@@ -425,8 +453,10 @@ bool SplitMerged(const json& merged, std::vector<json>* traces) {
   for (const json& source : sources) {
     json t = json::object();
     t["schemaVersion"] = 1;
-    t["distributedInfo"] = {{"rank", source.value("rank", 0)},
-                            {"world_size", merged["distributedInfo"].value("world_size", 1)}};
+    if (source.contains("rank")) {
+      t["distributedInfo"] = {{"rank", source.value("rank", 0)},
+                              {"world_size", merged["distributedInfo"].value("world_size", 1)}};
+    }
     if (merged.contains("deviceProperties")) t["deviceProperties"] = merged["deviceProperties"];
     if (source.contains("libprof")) t["libprof"] = source["libprof"];
     t["baseTimeNanoseconds"] = BaseNs(source);

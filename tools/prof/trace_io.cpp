@@ -19,11 +19,17 @@ bool ReadFileBytes(const std::string& path, std::string* bytes, std::string* err
   char buffer[1 << 16];
   int n;
   while ((n = gzread(file, buffer, sizeof(buffer))) > 0) bytes->append(buffer, static_cast<size_t>(n));
-  bool ok = n == 0;
+  int code = Z_OK;
+  const char* message = gzerror(file, &code);
+  bool ok = n == 0 && code == Z_OK;
   if (!ok) {
-    int code = 0;
-    const char* message = gzerror(file, &code);
-    *error = path + ": " + (code == Z_ERRNO ? std::strerror(errno) : message);
+    // zlib's message starts with the path: keep what follows it.
+    std::string what = message != nullptr ? message : "";
+    if (what.rfind(path + ": ", 0) == 0) what.erase(0, path.size() + 2);
+    *error = path + ": " +
+             (code == Z_ERRNO       ? std::string(std::strerror(errno))
+              : code == Z_BUF_ERROR ? std::string("truncated gzip file (the compressed data ends early)")
+                                    : "corrupt gzip file (" + what + ")");
   }
   gzclose(file);
   return ok;

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "exporters/findings.h"
 #include "tools/prof/event_fields.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"
@@ -224,8 +225,10 @@ class Reader {
       m.last_step = w_.steps.back().step;
     }
     if (!libprof_) {
+      // GPU activity recorded: any kernel, copy or memset on a device.
       m.has_gpu_timings = std::any_of(w_.device_records.begin(), w_.device_records.end(), [](const auto& r) {
-        return static_cast<DeviceKind>(r.kind) == DeviceKind::kKernel;
+        auto kind = static_cast<DeviceKind>(r.kind);
+        return kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
       });
       if (m.name.empty()) m.name = "trace";
     }
@@ -258,7 +261,7 @@ class Reader {
     }
     m.name = StrOf(t, "traceName", "");
     m.has_gpu_timings = true;
-    m.cupti_mode = "unknown (not a libprof trace)";
+    m.cupti_mode = kNotLibprofCuptiMode;
     JsonValue props = t.Get("deviceProperties");
     for (JsonValue dev = props.is_array() ? props.first() : JsonValue(); dev.valid(); dev = props.next(dev)) {
       DeviceProps p;
@@ -286,6 +289,7 @@ class Reader {
     m.libprof_version = StrOf(l, "version", "");
     m.name = StrOf(l, "name", m.name);
     m.hostname = StrOf(l, "hostname", "");
+    m.process = StrOf(l, "process", "");
     m.pid = static_cast<int>(IntMember(l, "pid", 0));
     m.rank_known = BoolOf(l, "rank_known", m.rank_known);
     m.cupti_mode = StrOf(l, "cupti_mode", "");
@@ -310,10 +314,17 @@ class Reader {
     JsonValue x = l.Get("losses");
     if (x.is_object()) {
       auto get = [&x](const char* k) { return static_cast<uint64_t>(IntMember(x, k, 0)); };
-      m.losses = {get("host_events_dropped"),    get("device_records_dropped"), get("cupti_records_dropped"),
-                  get("device_records_missing"), get("unknown_activity_kinds"), get("alloc_samples_dropped"),
-                  get("nvtx_ranges_dropped"),    get("nvtx_names_dropped"),
-                  get("unrecorded_start_ns")};
+      LossCounts& l = m.losses;
+      l.host_events_dropped = get("host_events_dropped");
+      l.device_records_dropped = get("device_records_dropped");
+      l.cupti_records_dropped = get("cupti_records_dropped");
+      l.device_records_missing = get("device_records_missing");
+      l.device_records_untimed = get("device_records_untimed");
+      l.unknown_activity_kinds = get("unknown_activity_kinds");
+      l.alloc_samples_dropped = get("alloc_samples_dropped");
+      l.nvtx_ranges_dropped = get("nvtx_ranges_dropped");
+      l.nvtx_names_dropped = get("nvtx_names_dropped");
+      l.unrecorded_start_ns = get("unrecorded_start_ns");
     }
     JsonValue config = l.Get("config");
     for (JsonValue v = config.is_object() ? config.first() : JsonValue(); v.valid(); v = config.next(v)) {

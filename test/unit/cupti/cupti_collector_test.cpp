@@ -316,6 +316,37 @@ TEST_CASE("every record's name id resolves to its name in the window's string ta
   CHECK(w.strings[0].empty());
 }
 
+TEST_CASE("a record CUPTI could not time is a loss of the window holding its call, and of no other", "[collector]") {
+  // A forced flush hands over records of work still running, untimed. One
+  // of a call the window holds is that window's loss (and not also "never
+  // delivered"); one of a call after it, or of no window's call, is nobody's:
+  // counting it made a window that lost nothing report a loss.
+  Harness h;
+  auto& c = h.Make();
+  c.Attach(h.config);
+  fake::Call(kRuntime, kLaunch, 1);  // before any window
+  fake::Write(fake::Kernel(1, 0, 0, "_Z6kernelv"));
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(2);
+  fake::Call(kRuntime, kLaunch, 3);
+  fake::Write(fake::Kernel(3, 0, 0, "_Z6kernelv"));  // the window's own, untimed
+  uint64_t end = NowNs();
+  fake::Call(kRuntime, kLaunch, 4);  // after the window, still running at the flush
+  fake::Write(fake::Kernel(4, 0, 0, "_Z6kernelv"));
+  Window w = h.Collect(start, end);
+  CHECK(Correlations(w) == std::vector<uint32_t>{2});
+  CHECK(w.meta.losses.device_records_untimed == 1);
+  CHECK(w.meta.losses.device_records_missing == 0);
+  CHECK(w.meta.losses.device_records_dropped == 0);
+  // Nothing of the window above is charged again; the call after it is the
+  // loss of a window that holds it only.
+  uint64_t later = NowNs();
+  Window next = h.Collect(later, NowNs());
+  CHECK(next.meta.losses.device_records_untimed == 0);
+  CHECK(next.meta.losses.device_records_dropped == 0);
+}
+
 TEST_CASE("a launch whose record never comes is counted missing after a bounded wait", "[collector]") {
   Harness h;
   h.Attached();

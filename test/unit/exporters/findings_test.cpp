@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "exporters/cuda_names.h"
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
 #include "test/unit/exporters/window_builder.h"
@@ -68,6 +69,29 @@ TEST_CASE("overhead-bound on a step that already replays CUDA graphs does not ad
   CHECK(text.find("already replays CUDA graphs") != std::string::npos);
   CHECK(text.find("capture the step in a CUDA graph") == std::string::npos);
   CHECK(text.find("200 of 200 kernels ran from CUDA graphs") != std::string::npos);
+}
+
+TEST_CASE("overhead-bound and compute-bound need kernels: a window of copies alone is neither", "[findings]") {
+  // Five steps of 1 ms, each with a 20 µs copy to the device and one back:
+  // the GPU is 4% busy and there is no kernel at all.
+  WindowBuilder b;
+  for (uint32_t s = 0; s < 5; ++s) {
+    uint64_t t0 = s * kStepNs;
+    b.Step(s, t0, t0 + kStepNs);
+    b.Call(ApiId::cudaMemcpy, t0, t0 + 30'000, 2 * s + 1).copy_kind = 1;
+    b.Copy(1, kCuptiMemoryPageable, 3, 1 << 16, t0 + 5'000, t0 + 25'000, 2 * s + 1);
+    b.Call(ApiId::cudaMemcpy, t0 + 40'000, t0 + 70'000, 2 * s + 2).copy_kind = 2;
+    b.Copy(2, 3, kCuptiMemoryPageable, 1 << 16, t0 + 45'000, t0 + 65'000, 2 * s + 2);
+  }
+  Window w = b.Build();
+  CHECK(ComputeSummary(w).has_gpu_work);
+  CHECK_FALSE(Fires(w, "overhead-bound"));
+  CHECK_FALSE(Fires(w, "compute-bound"));
+  // The copies' own findings still fire.
+  CHECK(Fires(w, "d2h-copy-in-step"));
+  // One short kernel in the same window: overhead-bound again.
+  b.Launch("k", 100'000, 1'000, 102'000, 104'000, 100);
+  CHECK(Fires(b.Build(), "overhead-bound"));
 }
 
 TEST_CASE("overhead-bound stays silent when kernels are long even if the GPU idles", "[findings]") {
@@ -161,6 +185,54 @@ TEST_CASE("idle-gaps fires on long GPU idle stretches and names the host call in
   CHECK_FALSE(Fires(Loop(3, 5, 100'000, /*latency_ns=*/100'000).Build(), "idle-gaps"));
 }
 
+TEST_CASE("idle-gaps advice explains what the host did in the gaps it names, and only that", "[findings]") {
+  // One 10 ms step: kernels at its start and end, and a 6 ms gap between
+  // them spent inside `api` (or in no CUDA call when api is kCount).
+  auto finding = [](ApiId api) {
+    WindowBuilder b;
+    b.Step(0, 0, 10'000'000);
+    b.Launch("k", 0, 1'000, 1'000, 2'000'000, 1);
+    if (api != ApiId::kCount) b.Call(api, 2'100'000, 7'900'000);
+    b.Launch("k", 8'000'000, 1'000, 8'001'000, 10'000'000, 2);
+    for (const Finding& f : ComputeSummary(b.Build()).findings) {
+      if (f.id == "idle-gaps") return f;
+    }
+    return Finding{};
+  };
+  Finding sync = finding(ApiId::cudaStreamSynchronize);
+  REQUIRE(sync.id == "idle-gaps");
+  CHECK(sync.evidence.find("host: cudaStreamSynchronize") != std::string::npos);
+  CHECK(sync.advice.find("synchroniz") != std::string::npos);
+  CHECK(sync.advice.find("no CUDA call") == std::string::npos);
+  CHECK(sync.advice.find("DataLoader") == std::string::npos);
+
+  Finding idle = finding(ApiId::kCount);
+  REQUIRE(idle.id == "idle-gaps");
+  CHECK(idle.evidence.find("host: no CUDA call") != std::string::npos);
+  CHECK(idle.advice.find("DataLoader") != std::string::npos);
+  CHECK(idle.advice.find("synchroniz") == std::string::npos);
+
+  Finding alloc = finding(ApiId::cudaMalloc);
+  REQUIRE(alloc.id == "idle-gaps");
+  CHECK(alloc.advice.find("allocate once") != std::string::npos);
+  CHECK(alloc.advice.find("DataLoader") == std::string::npos);
+
+  Finding other = finding(ApiId::cuMemMap);
+  REQUIRE(other.id == "idle-gaps");
+  CHECK(other.advice.find("inside cuMemMap") != std::string::npos);
+
+  // A 30 µs copy in the middle of the 6 ms gap does not explain it: the host
+  // was busy elsewhere for the rest.
+  WindowBuilder b;
+  b.Step(0, 0, 10'000'000);
+  b.Launch("k", 0, 1'000, 1'000, 2'000'000, 1);
+  b.Call(ApiId::cudaMemcpy, 5'000'000, 5'030'000);
+  b.Launch("k", 8'000'000, 1'000, 8'001'000, 10'000'000, 2);
+  std::string evidence;
+  REQUIRE(Fires(b.Build(), "idle-gaps", &evidence));
+  CHECK(evidence.find("host: no CUDA call") != std::string::npos);
+}
+
 TEST_CASE("data-loss fires on any dropped or missing record, and only then", "[findings]") {
   WindowBuilder b = Loop(2, 1, 100'000);
   CHECK_FALSE(Fires(b.Build(), "data-loss"));
@@ -196,6 +268,27 @@ TEST_CASE("interception-only fires when there are no GPU timings, with the cause
   std::string evidence;
   CHECK(Fires(b.Build(), "interception-only", &evidence));
   CHECK(evidence.find("CUPTI_ERROR_UNKNOWN") != std::string::npos);
+}
+
+TEST_CASE("interception-only needs CUDA calls, and its advice fits where the trace came from", "[findings]") {
+  // No CUDA call and no GPU work: nothing CUPTI would have timed.
+  WindowBuilder empty;
+  empty.Step(0, 0, kStepNs);
+  empty.window().meta.has_gpu_timings = false;
+  CHECK(ComputeSummary(empty.Build()).findings.empty());
+  // A torch.profiler trace recorded without GPU activity: libprof's
+  // variables are no cure for it.
+  WindowBuilder host_only;
+  host_only.Step(0, 0, kStepNs);
+  host_only.Call(ApiId::cudaLaunchKernel, 1'000, 5'000, 1);
+  host_only.window().meta.has_gpu_timings = false;
+  host_only.window().meta.cupti_mode = kNotLibprofCuptiMode;
+  for (const Finding& f : ComputeSummary(host_only.Build()).findings) {
+    if (f.id != "interception-only") continue;
+    CHECK(f.advice.find("PROF_CUPTI_LIB") == std::string::npos);
+    CHECK(f.evidence.find("1 CUDA calls") != std::string::npos);
+  }
+  CHECK(Fires(host_only.Build(), "interception-only"));
 }
 
 }  // namespace
