@@ -29,7 +29,6 @@
 #include "agent/loader_guard.h"
 #include "agent/log.h"
 #include "agent/runtime.h"
-#include "agent/signal_deferral.h"
 #include "agent/strings.h"
 #include "agent/thread_id.h"
 #include "exporters/atomic_file.h"
@@ -225,14 +224,6 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   if (config.world_size > 1 && config.step_source == StepSource::kAuto && config.range_kind == RangeKind::kNone) {
     rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
     rt->auto_step->IgnoreHostGaps();
-  }
-  if (rt->auto_step) {
-    // A run that ends before auto decides still writes its window
-    // (Session::BeginProvisionalIfCuda): it opens at the first event auto sees.
-    rt->auto_step->OnFirstEvent([rt] {
-      ExitSignalDeferral defer;  // takes Session::mu_
-      rt->session->BeginProvisionalIfCuda(NowNs());
-    });
   }
   InstallRuntime(rt);
   if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);

@@ -18,10 +18,6 @@ struct WindowJob {
   std::vector<LiveAllocation> live_at_end;
   uint64_t deadline_ns = 0;  // wait for late device records until then
   uint32_t names_generation = 0;  // Strings().BeginWindow() at its opening; 0: none taken
-  // Collected and thrown away, not written: PROF_STEP=auto's provisional
-  // window once the loop is found (its records are consumed, so the
-  // collector's pause can stop recording).
-  bool discard = false;
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.
