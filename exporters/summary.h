@@ -49,6 +49,38 @@ struct MemoryRow {
   uint64_t peak_bytes = 0;  // highest live total seen in the window
 };
 
+// Where a stretch of wall time went, each nanosecond counted once. While
+// the GPU runs anything, by what ran (a kernel, else a communication kernel,
+// else a copy, else a memset, when several overlap); while it runs nothing,
+// by what the host was in: a synchronizing call, another CUDA call (launch,
+// copy setup, runtime), or none. The first four add up to the GPU busy time.
+struct TimeBreakdown {
+  uint64_t kernel_ns = 0;   // compute kernels
+  uint64_t comm_ns = 0;     // communication kernels (IsCommunicationKernelName)
+  uint64_t memcpy_ns = 0;
+  uint64_t memset_ns = 0;
+  uint64_t runtime_ns = 0;  // GPU idle, a host thread inside a CUDA call that is not a synchronize
+  uint64_t sync_ns = 0;     // GPU idle, a host thread inside a blocking synchronize
+  uint64_t other_ns = 0;    // GPU idle, no host thread inside a CUDA call
+  uint64_t total() const { return kernel_ns + comm_ns + memcpy_ns + memset_ns + runtime_ns + sync_ns + other_ns; }
+};
+
+// GPU idle between consecutive pieces of work (kernel, copy, memset) on one
+// stream, split the way Holistic Trace Analysis splits it: host wait (the
+// next piece's launch call began after the previous piece ended: the host
+// had not queued it yet), kernel wait (queued in time, gap below
+// kKernelWaitNs: launch overhead), other (queued in time, longer gap:
+// waiting on another stream or event).
+inline constexpr uint64_t kKernelWaitNs = 30;  // HTA's consecutive_kernel_delay default
+struct StreamIdleRow {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint64_t gaps = 0;  // gaps of positive length
+  uint64_t host_wait_ns = 0;
+  uint64_t kernel_wait_ns = 0;
+  uint64_t other_ns = 0;
+};
+
 struct StepRow {
   uint64_t step = 0;
   uint64_t wall_ns = 0;
@@ -59,6 +91,7 @@ struct StepRow {
   uint64_t syncs = 0;        // synchronizing calls made in the step
   uint64_t copies = 0;       // memcpy calls made in the step
   uint64_t allocs = 0;       // allocation and free calls made in the step
+  TimeBreakdown breakdown;   // adds up to wall_ns
 };
 
 // Launch call entry -> GPU start of its work.
@@ -103,6 +136,8 @@ struct IdleGap {
   std::string host_activity;  // the CUDA call that covers at least half of the gap, or ""
 };
 
+inline constexpr size_t kLiveRowsShown = 20;  // live allocations listed
+
 struct Summary {
   WindowMeta meta;
   uint64_t span_start_ns = 0;  // what busy % is measured against
@@ -119,7 +154,12 @@ struct Summary {
 
   std::vector<MemoryRow> memory;
   std::vector<LiveAllocation> live;  // largest first
+  // Call site of the allocating call of live[i], for the first
+  // kLiveRowsShown (python_sites.h's CallSiteText; "" when unknown).
+  std::vector<std::string> live_sites;
   std::vector<StepRow> steps;
+  TimeBreakdown breakdown;                 // over [span_start_ns, span_end_ns)
+  std::vector<StreamIdleRow> stream_idle;  // by device, then stream
   LatencyStats launch_latency;
   double median_kernel_ns = 0;
   double median_kernel_gap_ns = 0;  // GPU idle between consecutive kernels on a stream
@@ -145,6 +185,9 @@ struct Summary {
 class WindowIndex;
 class CompactWindow;
 
+// nsys's operation name for a CUPTI copy kind: "[CUDA memcpy Host-to-Device]".
+std::string CopyOperation(uint8_t cupti_copy_kind);
+
 Summary ComputeSummary(const Window& window);
 // The same with the window's index already built: the agent's writer builds
 // one per window and shares it with the Chrome trace (window_files.cpp).
@@ -153,6 +196,8 @@ Summary ComputeSummary(const Window& window, const WindowIndex& index);
 // code reads it.
 Summary ComputeSummary(const CompactWindow& window);
 std::string RenderSummary(const Summary& summary);
+// The summary's first lines (name, steps, host, window and GPU busy).
+std::string SummaryHeader(const Summary& summary);
 // Fills summary->python_status and call_sites (summary_call_sites.cpp).
 void ComputeCallSites(const Window& window, const WindowIndex& index, Summary* summary);
 void ComputeCallSites(const CompactWindow& window, const WindowIndex& index, Summary* summary);

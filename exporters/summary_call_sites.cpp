@@ -63,6 +63,24 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     if (a.calls != b.calls) return a.calls > b.calls;
     return a.site < b.site;
   });
+  // The allocations still live at the end: a wrapper records an allocation
+  // at its call's return, so the call is the allocating one that returned
+  // then (none when it was made before the window).
+  std::unordered_map<uint64_t, size_t> alloc_by_end;
+  for (size_t i = 0; i < w.host_events.size(); ++i) {
+    const auto& e = w.host_events[i];
+    if (ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kAlloc) alloc_by_end[e.end_ns] = i;
+  }
+  for (size_t i = 0; i < s->live.size() && i < kLiveRowsShown; ++i) {
+    const LiveAllocation& a = s->live[i];
+    auto it = alloc_by_end.find(a.alloc_ns);
+    std::string site;
+    if (it != alloc_by_end.end() && w.host_events[it->second].api == a.api) {
+      uint32_t frame = sites.Of(w.host_events[it->second].stack_id);
+      site = frame == 0 ? "" : sites.Text(frame);
+    }
+    s->live_sites.push_back(std::move(site));
+  }
 }
 
 }  // namespace

@@ -15,6 +15,16 @@
 #include "exporters/window_index.h"
 
 namespace prof {
+
+std::string CopyOperation(uint8_t cupti_copy_kind) {
+  static constexpr const char* kNames[] = {"Unknown",          "Host-to-Device",   "Device-to-Host",
+                                           "Host-to-Array",    "Array-to-Host",    "Array-to-Array",
+                                           "Array-to-Device",  "Device-to-Array",  "Device-to-Device",
+                                           "Host-to-Host",     "Peer-to-Peer"};
+  const char* name = cupti_copy_kind < std::size(kNames) ? kNames[cupti_copy_kind] : "Unknown";
+  return std::string("[CUDA memcpy ") + name + "]";
+}
+
 namespace {
 
 using Interval = std::pair<uint64_t, uint64_t>;
@@ -59,15 +69,6 @@ void FinishTimeTable(std::vector<TimeRow>* rows) {
 
 uint64_t Duration(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
 
-// nsys's operation names for CUPTI copy kinds.
-std::string CopyOperation(uint8_t cupti_copy_kind) {
-  static constexpr const char* kNames[] = {"Unknown",          "Host-to-Device",   "Device-to-Host",
-                                           "Host-to-Array",    "Array-to-Host",    "Array-to-Array",
-                                           "Array-to-Device",  "Device-to-Array",  "Device-to-Device",
-                                           "Host-to-Host",     "Peer-to-Peer"};
-  const char* name = cupti_copy_kind < std::size(kNames) ? kNames[cupti_copy_kind] : "Unknown";
-  return std::string("[CUDA memcpy ") + name + "]";
-}
 
 // The same for the cudaMemcpyKind argument of a host call.
 std::string HostCopyOperation(uint8_t memcpy_kind) {
@@ -485,6 +486,161 @@ void ComputeCollectives(const W& w, Summary* s) {
                    [](const CollectiveRow& a, const CollectiveRow& b) { return a.total_ns > b.total_ns; });
 }
 
+// Sorted, merged copy of `spans`.
+std::vector<Interval> Merged(std::vector<Interval> spans) {
+  std::sort(spans.begin(), spans.end());
+  std::vector<Interval> merged;
+  for (const Interval& s : spans) {
+    if (s.second <= s.first) continue;
+    if (!merged.empty() && s.first <= merged.back().second) {
+      merged.back().second = std::max(merged.back().second, s.second);
+    } else {
+      merged.push_back(s);
+    }
+  }
+  return merged;
+}
+
+// The categories of TimeBreakdown, in the order a moment is given to the
+// first one active (GPU work before host activity).
+enum BreakdownCategory : uint8_t { kCatKernel, kCatComm, kCatMemcpy, kCatMemset, kCatSync, kCatRuntime, kCatCount };
+
+void AddTo(TimeBreakdown* b, int category, uint64_t ns) {
+  switch (category) {
+    case kCatKernel: b->kernel_ns += ns; break;
+    case kCatComm: b->comm_ns += ns; break;
+    case kCatMemcpy: b->memcpy_ns += ns; break;
+    case kCatMemset: b->memset_ns += ns; break;
+    case kCatSync: b->sync_ns += ns; break;
+    case kCatRuntime: b->runtime_ns += ns; break;
+    default: b->other_ns += ns; break;
+  }
+}
+
+// The step-time breakdown of the window and of each step: one sweep over
+// the edges of each category's merged intervals (and the steps' edges), so
+// every moment of the span is counted once, in one category.
+template <typename W>
+void ComputeBreakdown(const W& w, const WindowIndex& index, ApiRecordNames* api_names, Summary* s) {
+  if (s->span_end_ns <= s->span_start_ns) return;
+  std::vector<Interval> spans[kCatCount];
+  std::vector<int8_t> is_comm(RestOf(w).strings.size(), -1);  // per kernel name id
+  auto comm = [&](uint32_t name_id) {
+    if (name_id >= is_comm.size()) return false;
+    if (is_comm[name_id] < 0) is_comm[name_id] = IsCommunicationKernelName(w.String(name_id));
+    return is_comm[name_id] == 1;
+  };
+  for (const auto& r : w.device_records) {
+    Interval span{r.start_ns, std::max(r.start_ns, r.end_ns)};
+    switch (KindOf(r)) {
+      case DeviceKind::kKernel: spans[comm(r.name_id) ? kCatComm : kCatKernel].push_back(span); break;
+      case DeviceKind::kMemcpy: spans[kCatMemcpy].push_back(span); break;
+      case DeviceKind::kMemset: spans[kCatMemset].push_back(span); break;
+      case DeviceKind::kRuntimeApi:
+      case DeviceKind::kDriverApi: {
+        ApiId id{};
+        if (!index.ApiRecordShown(r)) break;
+        bool sync = api_names->Api(r.name_id, &id) && IsBlockingSync(id);
+        spans[sync ? kCatSync : kCatRuntime].push_back(span);
+        break;
+      }
+      default: break;
+    }
+  }
+  for (const auto& e : w.host_events) {
+    Interval span{e.start_ns, std::max(e.start_ns, e.end_ns)};
+    spans[IsBlockingSync(static_cast<ApiId>(e.api)) ? kCatSync : kCatRuntime].push_back(span);
+  }
+  struct Edge {
+    uint64_t t;
+    int8_t delta;
+    uint8_t category;  // kCatCount: a step edge
+  };
+  std::vector<Edge> edges;
+  for (int c = 0; c < kCatCount; ++c) {
+    for (const Interval& iv : Merged(std::move(spans[c]))) {
+      uint64_t a = std::max(iv.first, s->span_start_ns), b = std::min(iv.second, s->span_end_ns);
+      if (b <= a) continue;
+      edges.push_back({a, 1, static_cast<uint8_t>(c)});
+      edges.push_back({b, -1, static_cast<uint8_t>(c)});
+    }
+  }
+  for (const StepSpan& st : w.steps) {
+    edges.push_back({st.start_ns, 0, kCatCount});
+    edges.push_back({st.end_ns, 0, kCatCount});
+  }
+  edges.push_back({s->span_start_ns, 0, kCatCount});
+  edges.push_back({s->span_end_ns, 0, kCatCount});
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+  int active[kCatCount] = {};
+  size_t step = 0;
+  for (size_t i = 0; i + 1 < edges.size();) {
+    uint64_t t = edges[i].t;
+    for (; i < edges.size() && edges[i].t == t; ++i) {
+      if (edges[i].category < kCatCount) active[edges[i].category] += edges[i].delta;
+    }
+    if (i == edges.size()) break;
+    uint64_t next = edges[i].t;
+    if (t < s->span_start_ns || next > s->span_end_ns || next <= t) continue;
+    int category = kCatCount;
+    for (int c = 0; c < kCatCount && category == kCatCount; ++c) {
+      if (active[c] > 0) category = c;
+    }
+    AddTo(&s->breakdown, category, next - t);
+    while (step < w.steps.size() && w.steps[step].end_ns <= t) ++step;
+    if (step < w.steps.size() && w.steps[step].start_ns <= t && next <= w.steps[step].end_ns) {
+      AddTo(&s->steps[step].breakdown, category, next - t);
+    }
+  }
+}
+
+// HTA's idle-time breakdown, per stream (StreamIdleRow).
+template <typename W>
+void ComputeStreamIdle(const W& w, const WindowIndex& index, Summary* s) {
+  struct Last {
+    uint64_t end_ns;
+    size_t row;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, Last> last;  // (device, stream)
+  for (const auto& r : w.device_records) {
+    DeviceKind kind = KindOf(r);
+    if (kind != DeviceKind::kKernel && kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
+    uint64_t end = std::max(r.start_ns, r.end_ns);
+    auto [it, first] = last.try_emplace({r.device_id, r.stream_id}, Last{end, s->stream_idle.size()});
+    if (first) {
+      s->stream_idle.push_back({r.device_id, r.stream_id});
+      continue;
+    }
+    StreamIdleRow& row = s->stream_idle[it->second.row];
+    uint64_t prev_end = it->second.end_ns;
+    it->second.end_ns = std::max(prev_end, end);
+    if (r.start_ns <= prev_end) continue;  // back to back, or overlapping (another context's work)
+    uint64_t gap = r.start_ns - prev_end;
+    ++row.gaps;
+    // When the call that queued this piece began.
+    bool known = false;
+    uint64_t queued_ns = 0;
+    if (r.correlation_id != 0) {
+      int64_t call = index.HostCall(r.correlation_id);
+      if (call != WindowIndex::kNone) {
+        known = true, queued_ns = w.host_events[static_cast<size_t>(call)].start_ns;
+      } else if ((call = index.ApiRecord(r.correlation_id)) != WindowIndex::kNone) {
+        known = true, queued_ns = w.device_records[static_cast<size_t>(call)].start_ns;
+      }
+    }
+    if (known && queued_ns > prev_end) {
+      row.host_wait_ns += gap;
+    } else if (gap < kKernelWaitNs) {
+      row.kernel_wait_ns += gap;
+    } else {
+      row.other_ns += gap;
+    }
+  }
+  std::sort(s->stream_idle.begin(), s->stream_idle.end(), [](const StreamIdleRow& a, const StreamIdleRow& b) {
+    return a.device != b.device ? a.device < b.device : a.stream < b.stream;
+  });
+}
+
 template <typename W>
 Summary Compute(const W& w, const WindowIndex& index) {
   Summary s;
@@ -504,6 +660,8 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeIdleGaps(w, busy, &s);
   ComputeGpuSplit(w, &s);
   ComputeCollectives(w, &s);
+  ComputeBreakdown(w, index, &api_names, &s);
+  ComputeStreamIdle(w, index, &s);
   ComputeCallSites(w, index, &s);
   s.findings = ComputeFindings(w, s, index);
   return s;

@@ -105,15 +105,22 @@ void Memory(const Summary& s, std::string* out) {
   for (const LiveAllocation& a : s.live) total += a.bytes;
   *out += Printf("\n Still allocated at window end: %zu allocations, %s (largest first)\n", s.live.size(),
                  FormatBytes(double(total)).c_str());
-  TextTable live({"Bytes", "Device", "Kind", "Address", "API"});
-  for (size_t i = 0; i < s.live.size() && i < 20; ++i) {
+  // The call-site column only where a site is known (Python stacks on).
+  bool sites = false;
+  for (const std::string& site : s.live_sites) sites = sites || !site.empty();
+  std::vector<std::string> header = {"Bytes", "Device", "Kind", "Address", "API"};
+  if (sites) header.push_back("Call site");
+  TextTable live(header);
+  for (size_t i = 0; i < s.live.size() && i < kLiveRowsShown; ++i) {
     const LiveAllocation& a = s.live[i];
-    live.AddRow({U(a.bytes), a.device < 0 ? "host" : std::to_string(a.device), MemKindName(a.mem_kind),
-                 Printf("0x%llx", static_cast<unsigned long long>(a.ptr)),
-                 std::string(ApiName(static_cast<ApiId>(a.api)))});
+    std::vector<std::string> row = {U(a.bytes), a.device < 0 ? "host" : std::to_string(a.device),
+                                    MemKindName(a.mem_kind), Printf("0x%llx", static_cast<unsigned long long>(a.ptr)),
+                                    std::string(ApiName(static_cast<ApiId>(a.api)))};
+    if (sites) row.push_back(i < s.live_sites.size() && !s.live_sites[i].empty() ? s.live_sites[i] : "-");
+    live.AddRow(row);
   }
   *out += live.Render();
-  if (s.live.size() > 20) *out += Printf(" ... and %zu more\n", s.live.size() - 20);
+  if (s.live.size() > kLiveRowsShown) *out += Printf(" ... and %zu more\n", s.live.size() - kLiveRowsShown);
 }
 
 void Steps(const Summary& s, std::string* out) {
@@ -125,6 +132,49 @@ void Steps(const Summary& s, std::string* out) {
               U(r.copies), U(r.allocs)});
   }
   *out += t.empty() ? " (no steps)\n" : t.Render();
+}
+
+std::string Ms(uint64_t ns) { return Grouped(double(ns) / 1e6, 3); }
+
+void BreakdownRow(const std::string& label, uint64_t wall_ns, const TimeBreakdown& b, TextTable* t) {
+  t->AddRow({label, Ms(wall_ns), Ms(b.kernel_ns), Ms(b.comm_ns), Ms(b.memcpy_ns), Ms(b.memset_ns), Ms(b.runtime_ns),
+             Ms(b.sync_ns), Ms(b.other_ns)});
+}
+
+// Where each step's wall time went (TimeBreakdown), and the whole window's.
+void StepBreakdown(const Summary& s, std::string* out) {
+  *out += "\n== Step time breakdown (ms; GPU busy by what ran, GPU idle by what the host was in) ==\n";
+  if (!s.meta.has_gpu_timings) {
+    *out += " (no GPU timings)\n";
+    return;
+  }
+  TextTable t({"Step", "Wall", "Kernel", "Communication", "Memcpy", "Memset", "Idle: CUDA call", "Idle: sync",
+               "Idle: other"});
+  for (const StepRow& r : s.steps) BreakdownRow(std::to_string(r.step), r.wall_ns, r.breakdown, &t);
+  uint64_t span = s.span_end_ns > s.span_start_ns ? s.span_end_ns - s.span_start_ns : 0;
+  BreakdownRow("window", span, s.breakdown, &t);
+  *out += t.Render();
+}
+
+// HTA's idle-time breakdown per stream (StreamIdleRow).
+void StreamIdle(const Summary& s, std::string* out) {
+  *out += "\n== GPU idle between work on a stream (HTA's host wait / kernel wait / other) ==\n";
+  if (s.stream_idle.empty()) {
+    *out += " (no GPU work recorded)\n";
+    return;
+  }
+  TextTable t({"Device", "Stream", "Gaps", "Host wait (ms)", "Kernel wait (ms)", "Other (ms)"});
+  StreamIdleRow all;
+  for (const StreamIdleRow& r : s.stream_idle) {
+    t.AddRow({std::to_string(r.device), std::to_string(r.stream), U(r.gaps), Ms(r.host_wait_ns), Ms(r.kernel_wait_ns),
+              Ms(r.other_ns)});
+    all.gaps += r.gaps, all.host_wait_ns += r.host_wait_ns, all.kernel_wait_ns += r.kernel_wait_ns;
+    all.other_ns += r.other_ns;
+  }
+  if (s.stream_idle.size() > 1) {
+    t.AddRow({"all", "all", U(all.gaps), Ms(all.host_wait_ns), Ms(all.kernel_wait_ns), Ms(all.other_ns)});
+  }
+  *out += t.Render();
 }
 
 void Latency(const Summary& s, std::string* out) {
@@ -170,7 +220,7 @@ void CallSites(const Summary& s, std::string* out) {
   TextTable t({"GPU time (%)", "GPU time (ns)", "Kernels", "Launches", "Syncs", "Copies", "Allocs/frees", "Calls",
                "Call site"});
   for (const CallSiteRow& r : s.call_sites) {
-    t.AddRow({Printf("%.1f", total ? 100.0 * double(r.gpu_ns) / double(total) : 0.0), std::to_string(r.gpu_ns),
+    t.AddRow({D(total ? 100.0 * double(r.gpu_ns) / double(total) : 0.0), std::to_string(r.gpu_ns),
            std::to_string(r.kernels), std::to_string(r.launches), std::to_string(r.syncs), std::to_string(r.copies),
            std::to_string(r.allocs), std::to_string(r.calls), r.site});
   }
@@ -207,6 +257,12 @@ void Losses(const Summary& s, std::string* out) {
 
 }  // namespace
 
+std::string SummaryHeader(const Summary& s) {
+  std::string out;
+  Header(s, &out);
+  return out;
+}
+
 std::string RenderSummary(const Summary& s) {
   std::string out;
   Header(s, &out);
@@ -224,8 +280,10 @@ std::string RenderSummary(const Summary& s) {
   CallSites(s, &out);
   Memory(s, &out);
   Steps(s, &out);
+  StepBreakdown(s, &out);
   Latency(s, &out);
   IdleGaps(s, &out);
+  StreamIdle(s, &out);
   Losses(s, &out);
   return out;
 }
