@@ -15,6 +15,8 @@ WindowSink MakeWindowSink(const Config& config) {
   options.output_dir = config.output_dir;
   options.chrome = config.write_chrome;
   options.summary = config.write_summary;
+  options.html = config.write_html;
+  options.stacks = config.write_stacks;
   options.gzip = config.gzip;
   return [options](const Window& window, std::string* error) { return WriteWindowFiles(window, options, error); };
 }

@@ -213,8 +213,7 @@ class Parser {
   }
 
   void Formats(const std::string& value) {
-    bool chrome = false;
-    bool summary = false;
+    bool chrome = false, summary = false, html = false, stacks = false;
     std::stringstream in(value);
     std::string item;
     bool ok = !value.empty();
@@ -222,14 +221,20 @@ class Parser {
       std::string v = Lower(Trim(item));
       if (v == "chrome") chrome = true;
       else if (v == "summary") summary = true;
+      else if (v == "html") html = true;
+      else if (v == "stacks") stacks = true;
       else ok = false;
     }
-    if (!ok || !(chrome || summary)) {
-      config_.write_chrome = config_.write_summary = true;
-      return Problem("PROF_FORMATS", value, "a comma list of chrome, summary", "using the default chrome,summary");
+    if (!ok || !(chrome || summary || html || stacks)) {
+      config_.write_chrome = config_.write_summary = config_.write_html = true;
+      config_.write_stacks = false;
+      return Problem("PROF_FORMATS", value, "a comma list of chrome, summary, html, stacks",
+                     "using the default chrome,summary,html");
     }
     config_.write_chrome = chrome;
     config_.write_summary = summary;
+    config_.write_html = html;
+    config_.write_stacks = stacks;
   }
 
   void Compress(const std::string& value) {
@@ -537,6 +542,15 @@ std::string ActivitiesText(uint32_t bits) {
   return out;
 }
 
+std::string FormatsText(bool chrome, bool summary, bool html, bool stacks) {
+  std::string out;
+  const std::pair<bool, const char*> kNames[] = {{chrome, "chrome"}, {summary, "summary"}, {html, "html"}, {stacks, "stacks"}};
+  for (const auto& [on, name] : kNames) {
+    if (on) out += (out.empty() ? "" : ",") + std::string(name);
+  }
+  return out;
+}
+
 }  // namespace
 
 bool ParseDurationNs(const std::string& text, uint64_t* out_ns) {
@@ -624,8 +638,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_ACTIVE", std::to_string(active)},
       {"PROF_REPEAT", std::to_string(repeat)},
       {"PROF_ACTIVITIES", ActivitiesText(activities)},
-      {"PROF_FORMATS", std::string(write_chrome ? "chrome" : "") + (write_chrome && write_summary ? "," : "") +
-                           (write_summary ? "summary" : "")},
+      {"PROF_FORMATS", FormatsText(write_chrome, write_summary, write_html, write_stacks)},
       {"PROF_COMPRESS", gzip ? "gzip" : "none"},
       {"PROF_BUFFER_MB", std::to_string(buffer_bytes >> 20)},
       {"PROF_TRIGGER_FILE", trigger_file},

@@ -61,6 +61,8 @@ struct Config {
   uint32_t activities = kDefaultActivities;
   bool write_chrome = true;
   bool write_summary = true;
+  bool write_html = true;     // <stem>.report.html
+  bool write_stacks = false;  // <stem>.stacks.txt
   bool gzip = false;
   uint64_t buffer_bytes = 256ull << 20;  // PROF_BUFFER_MB
   std::string trigger_file;              // empty: schedule starts at once

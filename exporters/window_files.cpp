@@ -10,6 +10,7 @@
 #include "exporters/atomic_file.h"
 #include "exporters/chrome_trace.h"
 #include "exporters/gzip_sink.h"
+#include "exporters/report.h"
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
 
@@ -78,12 +79,11 @@ bool WriteTrace(const Window& window, const WindowIndex& index, const std::strin
   return false;
 }
 
-bool WriteSummaryFile(const Window& window, const WindowIndex& index, const std::string& dir, int* variant,
-                      FileSystem& fs, std::string* error) {
-  std::string text = RenderSummary(window, index);
-  const std::string suffix = ".summary.txt";
-  AtomicFile file(fs, dir + WindowFileStemVariant(window.meta, *variant) + suffix);
-  bool ok = file.Open() && file.Append(text.data(), text.size()) && CommitUnique(file, window.meta, dir, suffix, variant);
+// A text file (summary, report page, folded stacks) under the window's stem.
+bool WriteTextFile(const WindowMeta& meta, const std::string& dir, const std::string& suffix, const std::string& text,
+                   int* variant, FileSystem& fs, std::string* error) {
+  AtomicFile file(fs, dir + WindowFileStemVariant(meta, *variant) + suffix);
+  bool ok = file.Open() && file.Append(text.data(), text.size()) && CommitUnique(file, meta, dir, suffix, variant);
   if (!ok) *error = file.error().empty() ? "writing " + dir + suffix + " failed (no free name)" : file.error();
   return ok;
 }
@@ -116,21 +116,40 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
     int variant = 0;
     while (variant + 1 < kStemVariants &&
            ((options.chrome && Exists(dir + WindowFileStemVariant(window.meta, variant) + trace_suffix)) ||
-            (options.summary && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")))) {
+            (options.summary && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")) ||
+            (options.html && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".report.html")) ||
+            (options.stacks && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".stacks.txt")))) {
       ++variant;
     }
     bool ok = true;
-    // One pass over every event builds it; the trace and the summary share it.
+    // One pass over every event builds it; every file shares it.
     std::optional<WindowIndex> index;
-    if (options.chrome || options.summary) index.emplace(window);
+    if (options.chrome || options.summary || options.html || options.stacks) index.emplace(window);
     if (options.chrome) ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error);
-    // A summary is still worth having when the trace failed (e.g. too big).
-    if (options.summary) {
-      std::string summary_error;
-      if (!WriteSummaryFile(window, *index, dir, &variant, fs, &summary_error)) {
-        if (ok) *error = summary_error;
-        ok = false;
+    std::string trace_name = options.chrome && ok ? WindowFileStemVariant(window.meta, variant) + trace_suffix : "";
+    // The others are still worth having when the trace failed (e.g. too big).
+    auto note = [&](bool written, const std::string& file_error) {
+      if (!written && ok) *error = file_error;
+      ok = ok && written;
+    };
+    std::string file_error;
+    if (options.summary || options.html) {
+      // The summary's numbers, computed once: the page shows the same.
+      Summary summary = ComputeSummary(window, *index);
+      if (options.summary) {
+        note(WriteTextFile(window.meta, dir, ".summary.txt", RenderSummary(summary), &variant, fs, &file_error),
+             file_error);
       }
+      if (options.html) {
+        std::string stem = WindowFileStemVariant(window.meta, variant);
+        std::string page =
+            RenderReportPage(stem, {ReportWindowJson(window, *index, summary, stem, trace_name)});
+        note(WriteTextFile(window.meta, dir, ".report.html", page, &variant, fs, &file_error), file_error);
+      }
+    }
+    if (options.stacks) {
+      note(WriteTextFile(window.meta, dir, ".stacks.txt", FoldedStacks(window, *index), &variant, fs, &file_error),
+           file_error);
     }
     return ok;
   } catch (const std::exception& e) {  // bad_alloc: never let it reach the host

@@ -1,5 +1,6 @@
-// Writes one sealed window's files: the Chrome trace and the summary. The
-// agent's writer thread calls this once per window; `prof` does not.
+// Writes one sealed window's files: the Chrome trace, the summary, the report
+// page and folded stacks. The agent's writer thread calls this once per
+// window (never an application thread); `prof` does not.
 #pragma once
 
 #include <string>
@@ -14,6 +15,8 @@ struct OutputOptions {
   bool chrome = true;      // <stem>.pt.trace.json[.gz]
   bool summary = true;     // <stem>.summary.txt
   bool gzip = false;       // compress the trace
+  bool html = false;       // <stem>.report.html (on in the agent by default: PROF_FORMATS)
+  bool stacks = false;     // <stem>.stacks.txt
 };
 
 // "<name>[_rank<R>].<first step>": `name` is meta.name with '/' replaced (or

@@ -2,7 +2,7 @@
 # The main job in one command: installs what is missing, builds libprof, runs
 # a training-like workload under the agent (on the real GPU when there is
 # one, otherwise on the simulated CUDA stack in test/sim) and says where the
-# trace and summary are.
+# trace, summary and report page are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -78,3 +78,9 @@ echo "demo: findings from $(basename "$summary"):"
 sed -n '/^== Findings ==/,/^== CUDA GPU Kernel/p' "$summary" | sed '$d'
 echo
 echo "demo: open the .pt.trace.json in https://ui.perfetto.dev or chrome://tracing; 'prof summary <trace>' recomputes the summary."
+report=${summary%.summary.txt}.report.html
+if [ ! -f "$report" ]; then
+  echo "demo: no report page next to $(basename "$summary"); see the agent's log above" >&2
+  exit 1
+fi
+echo "demo: report written: $report (open it in a browser; 'prof report <trace>' builds one from any trace)"

@@ -4,7 +4,10 @@
 # $CUDA_HOME (default /usr/local/cuda); it is not an apt package here.
 set -euo pipefail
 
-packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 binutils clang libclang-rt-14-dev)
+# chromium: the report page's browser tests (test/browser), headless.
+packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 binutils clang libclang-rt-14-dev chromium)
+# Node.js runs the browser tests; Debian's, unless a node with npm is there.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -26,3 +29,12 @@ fi
 # CPython 3.14 and 3.15 for the Python call-site tests, unpacked into
 # .deps/python (nothing installed). Unreachable registry: the tests skip.
 "$(dirname "$0")/python-debian.sh" || [ $? -eq 2 ]
+
+# The browser tests' npm packages (playwright-core drives chromium; speedscope
+# reads folded stacks), at the versions test/browser/package-lock.json pins.
+browser_dir=$(cd "$(dirname "$0")/.." && pwd)/test/browser
+if ! cmp -s "$browser_dir/package-lock.json" "$browser_dir/node_modules/.installed-lock.json"; then
+  echo "setup-deps: npm ci in test/browser"
+  (cd "$browser_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+   cp package-lock.json node_modules/.installed-lock.json)
+fi

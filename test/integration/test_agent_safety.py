@@ -251,6 +251,9 @@ class SharedNames(unittest.TestCase):
             if f.endswith(".json"):
                 ok, out = validate(path)
                 self.assertTrue(ok, f"{f}: {out}")
+            elif f.endswith(".report.html"):
+                with open(path) as page:
+                    self.assertTrue(page.read().rstrip().endswith("</html>"), f)
             else:
                 with open(path) as text:
                     self.assertIn("== Data loss ==", text.read(), f)

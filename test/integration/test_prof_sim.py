@@ -85,8 +85,9 @@ class ProfRunOnSim(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(sum(1 for l in proc.stdout.splitlines() if l.startswith("train step")), 13)
         names = sorted(os.listdir(out))
-        self.assertEqual(names, ["train.3.pt.trace.json", "train.3.summary.txt",
-                                 "train.9.pt.trace.json", "train.9.summary.txt"], "exactly the promised files")
+        self.assertEqual(names, ["train.3.pt.trace.json", "train.3.report.html", "train.3.summary.txt",
+                                 "train.9.pt.trace.json", "train.9.report.html", "train.9.summary.txt"],
+                         "exactly the promised files")
         traces = [os.path.join(out, n) for n in names if n.endswith(".json")]
         r = subprocess.run([harness.PROF_TOOL, "validate", *traces], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout)

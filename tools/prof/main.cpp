@@ -14,6 +14,7 @@ commands:
   summary   print the summary of saved traces (.pt.trace.json[.gz])
   validate  check traces against the rules Perfetto and HTA rely on
   merge     merge several ranks' traces into one timeline
+  report    write the report page (or folded stacks) of saved traces
 
 `prof <command> --help` describes each; `prof --version` prints the version.
 )";
@@ -36,6 +37,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(command, "summary")) return prof::tool::SummaryCommand(args);
     if (!std::strcmp(command, "validate")) return prof::tool::ValidateCommand(args);
     if (!std::strcmp(command, "merge")) return prof::tool::MergeCommand(args);
+    if (!std::strcmp(command, "report")) return prof::tool::ReportCommand(args);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "prof %s: %s\n", command, e.what());
     return 1;

@@ -178,14 +178,19 @@ TEST_CASE("PROF_ACTIVITIES takes a comma list of known names", "[config]") {
 }
 
 TEST_CASE("PROF_FORMATS and PROF_COMPRESS", "[config]") {
+  Config defaults = Parse({}).config;
+  CHECK((defaults.write_chrome && defaults.write_summary && defaults.write_html && !defaults.write_stacks));
   Config c = Parse({{"PROF_FORMATS", "summary"}, {"PROF_COMPRESS", "gzip"}}).config;
   CHECK_FALSE(c.write_chrome);
   CHECK(c.write_summary);
+  CHECK_FALSE(c.write_html);
   CHECK(c.gzip);
-  for (const char* bad : {"json", "", "chrome,pdf"}) {
+  Config page = Parse({{"PROF_FORMATS", " HTML, stacks"}}).config;
+  CHECK((!page.write_chrome && !page.write_summary && page.write_html && page.write_stacks));
+  for (const char* bad : {"json", "", "chrome,pdf", "html,svg"}) {
     ConfigResult r = Parse({{"PROF_FORMATS", bad}});
     RequireOneProblem(r, "PROF_FORMATS", bad);
-    CHECK((r.config.write_chrome && r.config.write_summary));
+    CHECK((r.config.write_chrome && r.config.write_summary && r.config.write_html && !r.config.write_stacks));
   }
   for (const char* bad : {"zip", "", "gz"}) {
     ConfigResult r = Parse({{"PROF_COMPRESS", bad}});

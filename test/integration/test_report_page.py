@@ -1,0 +1,260 @@
+"""The report page in a real browser: Debian's chromium, headless, driven by
+playwright-core (test/browser/probe_page.mjs), opens each page from file://
+with every network request refused. For the simulated train_loop (what
+scripts/demo.sh runs), a Python model with call sites, and each
+torch.profiler trace in ../shared/data/kineto-traces (through `prof report`),
+it checks: no console error or warning, no request but the page itself; the
+header, findings, kernel / CUDA API / memory tables, per-step table,
+step-time breakdown, idle breakdown and call-site table show exactly what
+the window's summary says; each flame graph's leaves add up to its total,
+the kernel one's to the window's kernel time; clicking a box zooms into it;
+hovering the timeline names a call. A screenshot of each page is kept in
+report-artifacts/ under the test's build directory.
+
+The folded stacks (<stem>.stacks.txt) are loaded into speedscope (npm),
+whose export must hold the same stacks and total the window's kernel time."""
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import harness
+from test_agent_support import need, run_agent, workload
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BROWSER_DIR = os.path.join(HERE, "..", "browser")
+NODE = shutil.which("node")
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+ARTIFACTS = os.path.join(os.getcwd(), "report-artifacts")
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def browser_ready():
+    return (NODE and os.path.exists(CHROMIUM)
+            and os.path.isdir(os.path.join(BROWSER_DIR, "node_modules", "playwright-core")))
+
+
+def sections(text):
+    """'== title ==' -> the lines under it."""
+    out, current = {}, None
+    for line in text.split("\n"):
+        m = re.match(r"^== (.*) ==$", line)
+        if m:
+            current = out.setdefault(m.group(1), [])
+        elif current is not None:
+            current.append(line)
+    return out
+
+
+def text_table(lines):
+    """(header cells, rows of cells) of a summary table; ([], []) when none."""
+    lines = [l for l in lines if l.strip()]
+    if len(lines) < 2 or not set(lines[1].strip()) <= {"-", " "}:
+        return [], []
+    head = re.split(r"\s{2,}", lines[0].strip())
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith(" ") or line.startswith(" ..."):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip(), maxsplit=len(head) - 1))
+    return head, rows
+
+
+def section_table(text, prefix):
+    for title, lines in sections(text).items():
+        if title.startswith(prefix):
+            return text_table(lines)
+    raise AssertionError(f"no section '{prefix}' in the summary")
+
+
+def findings(text):
+    out = []
+    for line in sections(text)["Findings"]:
+        m = re.match(r"^ \[([\w-]+)\] (.*)$", line)
+        if m:
+            out.append({"id": m.group(1), "title": m.group(2)})
+        elif line.startswith("     evidence: "):
+            out[-1]["evidence"] = line[len("     evidence: "):]
+        elif line.startswith("     try: "):
+            out[-1]["advice"] = line[len("     try: "):]
+    return out
+
+
+def header(text):
+    return text.split("\n\n== Findings ==")[0].split("\n==> ")[-1].split(" <==\n")[-1]
+
+
+def kernel_ns(text):
+    return sum(int(r[1].replace(",", "")) for r in section_table(text, "CUDA GPU Kernel Summary")[1])
+
+
+class ReportPages(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not browser_ready():
+            raise unittest.SkipTest("needs node, chromium and test/browser/node_modules (scripts/setup-deps.sh)")
+        os.makedirs(ARTIFACTS, exist_ok=True)
+
+    def probe(self, page, name):
+        shot = os.path.join(ARTIFACTS, name + ".png")
+        proc = subprocess.run([NODE, os.path.join(BROWSER_DIR, "probe_page.mjs"), page, shot],
+                              capture_output=True, text=True, timeout=240, env=dict(os.environ, CHROMIUM=CHROMIUM))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        result = json.loads(proc.stdout)
+        self.assertTrue(os.path.getsize(shot) > 10000, "screenshot")
+        return result
+
+    def check_page(self, page, summary, name):
+        """Everything the page shows against the summary text of the same window."""
+        r = self.probe(page, name)
+        url = "file://" + os.path.abspath(page)
+        self.assertEqual(r["errors"], [], "console errors")
+        self.assertEqual(r["blocked"], [], "requests refused")
+        self.assertEqual(r["requests"], [url], "the page asked for nothing but itself")
+        self.assertEqual(r["header"], header(summary).rstrip("\n"))
+        self.assertEqual([{k: f[k] for k in ("id", "title", "evidence", "advice")} for f in r["findings"]],
+                         findings(summary))
+        t = r["tables"]
+        for table_id, prefix in (("table-kernels", "CUDA GPU Kernel Summary"), ("table-api", "CUDA API Summary"),
+                                 ("table-mem-time", "GPU MemOps Summary by Time"),
+                                 ("table-mem-size", "GPU MemOps Summary by Size")):
+            head, rows = section_table(summary, prefix)
+            if not rows:
+                self.assertNotIn(table_id, t)
+                continue
+            self.assertEqual(t[table_id]["head"], head, table_id)
+            self.assertEqual(t[table_id]["rows"], rows, table_id)
+        head, rows = section_table(summary, "Steps")
+        if rows:
+            self.assertEqual(t["table-steps"]["head"], head)
+            self.assertEqual(t["table-steps"]["rows"], rows)
+        if "no GPU timings" not in "\n".join(sections(summary).get(
+                next(k for k in sections(summary) if k.startswith("Step time breakdown")), [])):
+            head, rows = section_table(summary, "Step time breakdown")
+            self.assertEqual(t["table-step-breakdown"]["head"], head)
+            self.assertEqual(t["table-step-breakdown"]["rows"], rows)
+            for row in rows:  # the categories add up to the wall time (to rounding)
+                parts = [float(c.replace(",", "")) for c in row[2:]]
+                self.assertAlmostEqual(sum(parts), float(row[1].replace(",", "")), delta=0.004 * len(parts))
+            self.assertGreater(r["step_bars"], 0)
+        head, rows = section_table(summary, "GPU idle between work on a stream")
+        rows = [row for row in rows if row[0] != "all"]
+        if rows:
+            self.assertEqual(t["table-idle"]["head"], head)
+            self.assertEqual(t["table-idle"]["rows"], rows)
+        # Flame graphs: leaves add up to the total; the kernel one's is the window's kernel time.
+        for kind, flame in r["flame"].items():
+            self.assertEqual(flame["self_sum"], flame["total"], kind)
+        self.assertEqual(r["flame"]["kernel"]["total"], kernel_ns(summary))
+        if r["flame"]["kernel"]["total"]:
+            self.assertIn("zoom", r)
+            self.assertAlmostEqual(r["zoom"]["width"], r["zoom"]["box"], delta=2)
+            self.assertEqual(r["zoom"]["focus_value"], r["zoom"]["value"])
+            self.assertIn("call site", r.get("tooltip", ""))
+        self.assertIn("open_trace_in_ui", r["perfetto"])
+        return r
+
+    def run_train_loop(self, out):
+        """scripts/demo.sh's run, with folded stacks too."""
+        env = harness.sim_env(PROF_FORMATS="chrome,summary,html,stacks")
+        proc = harness.run([harness.PROF_TOOL, "run", "--step", "sync", "--wait", "5", "--warmup", "2", "--active", "5",
+                            "--out", out, "--", workload("train_loop"), "--steps", "20"], env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        pages = glob.glob(os.path.join(out, "*.report.html"))
+        self.assertEqual(len(pages), 1, os.listdir(out))
+        return pages[0][:-len(".report.html")]
+
+    def test_demo_window(self):
+        need(harness.LIBPROF_SO, harness.PROF_TOOL, workload("train_loop"))
+        tmp = harness.scratch_dir(self, "libprof-report-")
+        stem = self.run_train_loop(tmp)
+        with open(stem + ".summary.txt") as f:
+            summary = f.read()
+        r = self.check_page(stem + ".report.html", summary, "demo")
+        self.assertTrue(r["findings"], "the demo's loop triggers findings")
+        self.assertGreater(r["flame"]["kernel"]["total"], 0)
+        # `prof report` on the window's trace builds the same page.
+        again = os.path.join(tmp, "again.report.html")
+        proc = harness.run([harness.PROF_TOOL, "report", stem + ".pt.trace.json", "-o", again], harness.clean_env())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        r2 = self.probe(again, "demo-from-trace")
+        self.assertEqual(r2["tables"], r["tables"])
+        self.assertEqual(r2["findings"], r["findings"])
+        self.assertEqual(r2["flame"], r["flame"])
+        # The folded stacks add up to the kernel time, and speedscope reads them so.
+        self.check_stacks(stem + ".stacks.txt", kernel_ns(summary))
+
+    def check_stacks(self, path, kernel_total):
+        with open(path) as f:
+            lines = [l.rstrip("\n") for l in f if l.strip()]
+        ours = {}
+        for line in lines:
+            stack, value = line.rsplit(" ", 1)
+            ours[stack] = ours.get(stack, 0) + int(value)
+        self.assertEqual(sum(ours.values()), kernel_total)
+        work = harness.scratch_dir(self, "libprof-speedscope-")
+        proc = subprocess.run([NODE, os.path.join(BROWSER_DIR, "speedscope_total.mjs"), path, work],
+                              capture_output=True, text=True, timeout=240, env=dict(os.environ, CHROMIUM=CHROMIUM))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = json.loads(proc.stdout)
+        self.assertEqual(s["errors"], [])
+        self.assertEqual(len(s["profiles"]), 1)
+        self.assertEqual(s["profiles"][0]["total"], kernel_total)
+        theirs = {}
+        for stack, weight in s["profiles"][0]["stacks"]:
+            theirs[stack] = theirs.get(stack, 0) + weight
+        self.assertEqual(theirs, ours)
+
+    def test_python_call_sites(self):
+        model = workload("python_model.py")
+        need(harness.LIBPROF_SO, harness.PROF_TOOL, model, workload("libctypes_workload.so"))
+        run = run_agent([PYTHON, model], PROF_STEP="manual", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="3",
+                        PROF_FORMATS="chrome,summary,html,stacks")
+        self.assertEqual(run.proc.returncode, 0, run.proc.stderr)
+        pages = glob.glob(os.path.join(run.out_dir, "*.report.html"))
+        self.assertEqual(len(pages), 1, run.log_lines())
+        stem = pages[0][:-len(".report.html")]
+        with open(stem + ".summary.txt") as f:
+            summary = f.read()
+        r = self.check_page(pages[0], summary, "python-model")
+        head, rows = section_table(summary, "GPU time by Python call site")
+        self.assertTrue(any("python_model.py:" in row[-1] for row in rows), rows)
+        self.assertEqual(r["tables"]["table-call-sites"]["head"], head)
+        self.assertEqual(r["tables"]["table-call-sites"]["rows"], rows)
+        # The kernel flame graph has the model's frames above the kernels.
+        self.assertTrue(any(re.match(r"python_model\.py:\d+ in ", l) for l in r["flame"]["kernel"]["labels"]),
+                        r["flame"]["kernel"]["labels"][:20])
+        with open(stem + ".stacks.txt") as f:
+            self.assertRegex(f.read(), r"(?m)^python_model\.py:\d+ in <module>;.*;__cudaLaunchKernel;\S.* \d+$")
+        self.check_stacks(stem + ".stacks.txt", kernel_ns(summary))
+
+    def test_kineto_traces(self):
+        need(harness.PROF_TOOL)
+        traces = sorted(glob.glob(os.path.join(harness.KINETO_TRACES or "/nonexistent", "*.pt.trace.json.gz")))
+        if not traces:
+            self.skipTest("no Kineto traces (KINETO_TRACES)")
+        tmp = harness.scratch_dir(self, "libprof-report-kineto-")
+        for trace in traces:
+            name = os.path.basename(trace).split(".")[0]
+            with self.subTest(trace=name):
+                page = os.path.join(tmp, name + ".report.html")
+                proc = harness.run([harness.PROF_TOOL, "report", trace, "-o", page], harness.clean_env())
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                # Small: aggregated and downsampled, never the trace itself.
+                self.assertLess(os.path.getsize(page), 4 << 20)
+                summary = harness.run([harness.PROF_TOOL, "summary", trace], harness.clean_env()).stdout
+                self.check_page(page, summary, "kineto-" + name)
+                stacks = os.path.join(tmp, name + ".stacks.txt")
+                proc = harness.run([harness.PROF_TOOL, "report", "--stacks", trace, "-o", stacks], harness.clean_env())
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(stacks) as f:
+                    self.assertEqual(sum(int(l.rsplit(" ", 1)[1]) for l in f if l.strip()), kernel_ns(summary))
+
+
+if __name__ == "__main__":
+    harness.main()
