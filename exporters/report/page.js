@@ -652,6 +652,89 @@
     return s;
   }
 
+
+  // ---- the merged job (prof merge's job summary)
+
+  function jobView(job) {
+    const s = section('job', 'Job: ' + job.labels.length + ' ranks',
+      'prof merge\u2019s job summary: the ranks\u2019 clocks aligned on their collectives, each step of each rank, what each rank cost the others by arriving last at collectives, and the straggler with its evidence.');
+    const straggler = el('div', { class: job.straggler >= 0 ? 'finding' : 'card', id: 'job-straggler' });
+    straggler.append(el('div', { class: 'title', text: job.straggler_line }));
+    for (const line of job.evidence) straggler.append(el('div', { class: 'evidence', text: line }));
+    s.append(straggler);
+
+    // Heat map: a row per rank, a column per step, each cell its step time.
+    s.append(el('h3', { text: 'Step time per rank (ms)' }));
+    s.append(el('p', { class: 'note', text: 'Colour: how much longer than the median step of all ranks (white: the median or less; darkest: 50 % longer or more). Hover a cell for its breakdown.' }));
+    const all = job.cells.flatMap((row) => row.filter((c) => c).map((c) => c[0])).sort((a, b) => a - b);
+    const median = all.length ? (all[(all.length - 1) >> 1] + all[all.length >> 1]) / 2 : 0;
+    const table = el('table', { class: 'data heat', id: 'job-heatmap' });
+    const head = el('tr', {}, el('th', { class: 'text', text: 'Rank' }));
+    job.steps.forEach((n) => head.append(el('th', { text: (job.by_number ? '' : '#') + n })));
+    table.append(el('thead', {}, head));
+    const body = el('tbody');
+    job.labels.forEach((label, i) => {
+      const tr = el('tr', {}, el('td', { class: 'text', text: String(job.totals[i].rank) }));
+      job.cells.forEach((row, r) => {
+        const c = row[i];
+        const td = el('td', { text: c ? Ms(c[0]) : '' });
+        if (c) {
+          const t = median > 0 ? Math.min(1, Math.max(0, (c[0] / median - 1) / 0.5)) : 0;
+          td.style.background = 'hsl(12,80%,' + (95 - 45 * t) + '%)';
+          if (t > 0.6) td.style.color = '#fff';
+          td.addEventListener('mousemove', (e) => showTip(e, [[label + ', step ' + job.steps[r], ''],
+            ['step', Ms(c[0]) + ' ms'], ['compute', Ms(c[1]) + ' ms'], ['communication', Ms(c[2]) + ' ms'],
+            ['waiting for the last rank', Ms(c[3]) + ' ms'], ['longest host gap', Ms(c[4]) + ' ms'],
+            ['others waited for it', Ms(c[6]) + ' ms']]));
+          td.addEventListener('mouseleave', hideTip);
+        }
+        tr.append(td);
+      });
+      body.append(tr);
+    });
+    table.append(body);
+    s.append(el('div', { class: 'scroll' }, table));
+
+    // Communication against compute, per rank (means per step).
+    s.append(el('h3', { text: 'Compute, communication and waiting per rank (mean per step)' }));
+    const cats = [['Compute', '#2f6fb3'], ['Communication, not waiting', '#8e5bb5'], ['Waiting for the last rank', '#d0453b']];
+    s.append(legend(cats));
+    const width = 760, barH = 18, left = 80;
+    const max = Math.max(1, ...job.totals.map((t) => Math.max(t.step, t.compute + t.comm)));
+    const chart = svg('svg', { class: 'chart', width, height: job.totals.length * (barH + 6) + 24 });
+    job.totals.forEach((t, i) => {
+      const y = 4 + i * (barH + 6);
+      chart.append(svg('text', { x: left - 6, y: y + 13, 'text-anchor': 'end' }, 'rank ' + t.rank));
+      let x = left;
+      [t.compute, Math.max(0, t.comm - t.wait), t.wait].forEach((v, c) => {
+        const w = ((width - left - 10) * v) / max;
+        const rect = svg('rect', { x, y, width: Math.max(w, 0), height: barH, fill: cats[c][1] });
+        rect.addEventListener('mousemove', (e) => showTip(e, [['rank ' + t.rank, ''], [cats[c][0] + ':', Ms(v) + ' ms per step'], ['step time', Ms(t.step) + ' ms']]));
+        rect.addEventListener('mouseleave', hideTip);
+        chart.append(rect);
+        x += w;
+      });
+      chart.append(svg('line', { x1: left + ((width - left - 10) * t.step) / max, x2: left + ((width - left - 10) * t.step) / max, y1: y - 2, y2: y + barH + 2, stroke: '#1d232b', 'stroke-width': 2 }));
+    });
+    chart.append(svg('text', { x: left, y: job.totals.length * (barH + 6) + 18 }, 'the black tick: the mean step time'));
+    s.append(chart);
+    s.append(dataTable('table-job-ranks', [
+      { title: 'Rank', key: (t) => t.rank, cell: (t) => String(t.rank) },
+      { title: 'Step time', key: (t) => t.step, cell: (t) => Ms(t.step) },
+      { title: 'Compute', key: (t) => t.compute, cell: (t) => Ms(t.compute) },
+      { title: 'Communication', key: (t) => t.comm, cell: (t) => Ms(t.comm) },
+      { title: 'Waiting', key: (t) => t.wait, cell: (t) => Ms(t.wait) },
+      { title: 'Host gap', key: (t) => t.gap, cell: (t) => Ms(t.gap) },
+      { title: 'Arrived last', key: (t) => t.arrived_last, cell: (t) => U(t.arrived_last) },
+      { title: 'Others waited for it', key: (t) => t.cost_per_rank_step, cell: (t) => Ms(t.cost_per_rank_step) },
+      { title: 'Comm overlapped (%)', key: (t) => t.overlap, cell: (t) => (t.overlap < 0 ? '-' : D(t.overlap)) },
+    ], job.totals));
+    s.append(el('h3', { text: 'The job summary, as prof merge wrote it' }));
+    s.append(el('pre', { class: 'header', id: 'job-summary', text: job.text }));
+    s.append(el('p', { class: 'note', text: 'Each rank\u2019s own window follows; the tabs at the top choose the rank.' }));
+    return s;
+  }
+
   // ---- the page
 
   const main = el('main');
@@ -671,6 +754,7 @@
     const w = DATA.windows[i];
     for (const [j, b] of Array.from(tabs.children).entries()) b.classList.toggle('on', j === i);
     const parts = [];
+    if (DATA.job) parts.push(jobView(DATA.job));
     parts.push(overview(w), stepBreakdown(w), idleBreakdown(w), timeline(w), tables(w), flameGraph(w), memory(w));
     main.replaceChildren(...parts);
   }

@@ -52,6 +52,18 @@ try {
     rows: Array.from(t.querySelectorAll('tbody tr')).map((tr) => Array.from(tr.children).map((td) => td.textContent)),
   }])));
   result.perfetto = await page.$eval('#perfetto-command', (e) => e.textContent);
+  // The merged job's view, when the page has one.
+  result.job = await page.evaluate(() => {
+    const text = document.querySelector('#job-summary');
+    if (!text) return null;
+    return {
+      text: text.textContent,
+      straggler: document.querySelector('#job-straggler .title').textContent,
+      evidence: Array.from(document.querySelectorAll('#job-straggler .evidence')).map((e) => e.textContent),
+      bars: document.querySelectorAll('#job svg rect').length,
+      tabs: Array.from(document.querySelectorAll('.tabs button')).map((b) => b.textContent),
+    };
+  });
   result.step_bars = await page.$$eval('#steps svg rect', (r) => r.length);
 
   // Flame graphs: the leaves' own values add up to the root's total.

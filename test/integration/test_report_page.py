@@ -14,6 +14,7 @@ report-artifacts/ under the test's build directory.
 The folded stacks (<stem>.stacks.txt) are loaded into speedscope (npm),
 whose export must hold the same stacks and total the window's kernel time."""
 import glob
+import gzip
 import json
 import os
 import re
@@ -232,6 +233,74 @@ class ReportPages(unittest.TestCase):
         with open(stem + ".stacks.txt") as f:
             self.assertRegex(f.read(), r"(?m)^python_model\.py:\d+ in <module>;.*;__cudaLaunchKernel;\S.* \d+$")
         self.check_stacks(stem + ".stacks.txt", kernel_ns(summary))
+
+    def test_merged_job(self):
+        """Four ranks (copies of a real Kineto trace, each step ending in an
+        all-reduce with Kineto's collective arguments; rank 2 arrives 100 ms
+        late at each, rank 3's clock reads 1.5 ms late): `prof report` of
+        `prof merge`'s output, and of the ranks' directory, shows the job
+        summary prof merge wrote, its heat map and per-rank table hold the
+        same numbers, and each rank's window has a tab."""
+        need(harness.PROF_TOOL)
+        source_path = os.path.join(harness.KINETO_TRACES or "/nonexistent", "sampled_rank0.pt.trace.json.gz")
+        if not os.path.exists(source_path):
+            self.skipTest("no Kineto traces (KINETO_TRACES)")
+        with gzip.open(source_path, "rt") as f:
+            source = json.load(f)
+        steps = [e for e in source["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+        tmp = harness.scratch_dir(self, "libprof-report-job-")
+        traces = os.path.join(tmp, "traces")
+        os.makedirs(traces)
+        for rank in range(4):
+            trace = json.loads(json.dumps(source))
+            trace["distributedInfo"].update(rank=rank, world_size=4)
+            clock = 1500.0 if rank == 3 else 0.0
+            for seq, step in enumerate(steps, 1):
+                end = step["ts"] + step["dur"] - 1000.0
+                start = end - (10000.0 if rank == 2 else 110000.0)
+                trace["traceEvents"].append({
+                    "ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0,
+                    "tid": 99, "ts": start, "dur": end - start,
+                    "args": {"stream": 99, "correlation": 999990 + seq, "Collective name": "allreduce",
+                             "In msg nelems": 1024, "Out msg nelems": 1024, "Group size": 4, "dtype": "Float",
+                             "Process Group Name": "0", "Process Group Ranks": "[0, 1, 2, 3]", "Seq": seq}})
+            for e in trace["traceEvents"]:
+                if "ts" in e:
+                    e["ts"] += clock
+            with open(os.path.join(traces, f"host_rank{rank}.551.pt.trace.json"), "w") as f:
+                json.dump(trace, f)
+        merged = os.path.join(tmp, "job.pt.trace.json")
+        r = harness.run([harness.PROF_TOOL, "merge", traces, "-o", merged], harness.clean_env())
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(os.path.join(tmp, "job.summary.txt")) as f:
+            job_summary = f.read()
+        self.assertIn("straggler: rank 2", job_summary)
+        for name, source_arg in (("job-merged", merged), ("job-dir", traces)):
+            page = os.path.join(tmp, name + ".html")
+            r = harness.run([harness.PROF_TOOL, "report", source_arg, "-o", page], harness.clean_env())
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            p = self.probe(page, name)
+            self.assertEqual(p["errors"], [])
+            self.assertEqual(p["requests"], ["file://" + os.path.abspath(page)])
+            job = p["job"]
+            self.assertIsNotNone(job, name)
+            self.assertEqual(job["text"], job_summary, name)
+            lines = job_summary.split("\n")
+            straggler = next(l for l in lines if l.startswith("straggler:"))
+            self.assertEqual(job["straggler"], straggler)
+            self.assertEqual(len(job["tabs"]), 4)
+            self.assertGreater(job["bars"], 0)
+            # The heat map: each rank's step times, as the per-step table says.
+            per_step = text_table(job_summary.split("Per step and rank")[1].split("\n", 1)[1].split("\n\n")[0].split("\n"))[1]
+            heat = p["tables"]["job-heatmap"]
+            self.assertEqual(heat["head"][1:], sorted({row[0] for row in per_step}, key=int))
+            for row in per_step:
+                step, rank, step_time = row[0], row[1], row[2]
+                cells = next(r for r in heat["rows"] if r[0] == rank)
+                self.assertEqual(cells[1 + heat["head"][1:].index(step)], step_time, row)
+            per_rank = text_table(job_summary.split("Per rank (mean per step, ms):\n")[1].split("\n\n")[0].split("\n"))
+            self.assertEqual(p["tables"]["table-job-ranks"]["head"], per_rank[0])
+            self.assertEqual(p["tables"]["table-job-ranks"]["rows"], per_rank[1])
 
     def test_kineto_traces(self):
         need(harness.PROF_TOOL)

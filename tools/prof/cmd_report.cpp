@@ -13,7 +13,9 @@
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
 #include "tools/prof/commands.h"
+#include "tools/prof/job.h"
 #include "tools/prof/json_stream.h"
+#include "tools/prof/merge.h"
 #include "tools/prof/trace_to_window.h"
 
 namespace prof::tool {
@@ -78,6 +80,148 @@ std::vector<std::string> TracesIn(const std::string& dir) {
   }
   closedir(d);
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+// What `prof merge`'s job analysis reads (tools/prof/job.h), from one
+// rank's trace or from a merged trace, whose events are split back into
+// their ranks by pid block (times there are already on one clock).
+class JobInput : public TraceStreamHandler {
+ public:
+  explicit JobInput(std::vector<RankEvents>* ranks) : ranks_(ranks) {}
+
+  void Member(std::string_view key, const JsonValue& v) override {
+    if (key == "baseTimeNanoseconds") {
+      v.ToInt64(&base_ns_);
+    } else if (key == "distributedInfo" && v.is_object()) {
+      int64_t rank = 0;
+      if (v.Get("rank").ToInt64(&rank) && rank >= 0 && rank <= INT32_MAX) rank_ = static_cast<int>(rank);
+    } else if (key == "libprof_merge" && v.is_object()) {
+      JsonValue inputs = v.Get("inputs");
+      for (JsonValue in = inputs.first(); in.valid(); in = inputs.next(in)) {
+        int64_t rank = 0, offset = 0;
+        in.Get("rank").ToInt64(&rank);
+        in.Get("clock_offset_ns").ToInt64(&offset);
+        merged_ranks_.push_back(static_cast<int>(rank));
+        merged_offsets_.push_back(offset);
+      }
+      merged_ = true;
+    }
+  }
+  void EventsBegin(bool) override {
+    if (merged_) {
+      first_ = ranks_->size();
+      for (int rank : merged_ranks_) {
+        ranks_->emplace_back();
+        ranks_->back().rank = rank;
+      }
+    } else {
+      first_ = ranks_->size();
+      ranks_->emplace_back();
+    }
+  }
+  void Event(uint64_t, const JsonValue& e) override {
+    size_t slot = 0;
+    if (merged_) {
+      // The merge numbers input k's pids (k + 1) * kMergePidBlock + pid,
+      // and a pid that was a string "rank R: <pid>".
+      JsonValue pid = e.Get("pid");
+      int64_t n = 0;
+      if (pid.ToInt64(&n) && n >= kMergePidBlock) {
+        slot = static_cast<size_t>(n / kMergePidBlock - 1);
+      } else if (pid.is_string() && pid.str().rfind("rank ", 0) == 0) {
+        int rank = std::atoi(std::string(pid.str().substr(5)).c_str());
+        slot = merged_ranks_.size();
+        for (size_t k = 0; k < merged_ranks_.size(); ++k) {
+          if (merged_ranks_[k] == rank) slot = k;
+        }
+      } else {
+        return;
+      }
+      if (slot >= merged_ranks_.size()) return;
+    }
+    ReadJobEvent(e, &(*ranks_)[first_ + slot]);
+  }
+  void EventsEnd(uint64_t) override {
+    if (merged_) {
+      // The merge took each rank's clock offset out of its times: put it
+      // back, so the analysis finds (and reports) the same offsets.
+      for (size_t k = 0; k < merged_offsets_.size() && first_ + k < ranks_->size(); ++k) {
+        ShiftRankEvents(&(*ranks_)[first_ + k], merged_offsets_[k]);
+      }
+      return;
+    }
+    if (first_ >= ranks_->size()) return;
+    RankEvents& r = (*ranks_)[first_];
+    r.rank = rank_ >= 0 ? rank_ : static_cast<int>(first_);
+    ShiftRankEvents(&r, base_ns_);
+  }
+
+ private:
+  std::vector<RankEvents>* ranks_;
+  size_t first_ = 0;
+  int64_t base_ns_ = 0;
+  int rank_ = -1;
+  bool merged_ = false;
+  std::vector<int> merged_ranks_;
+  std::vector<int64_t> merged_offsets_;
+};
+
+void Append(std::string* out, const char* key, double v, bool comma = true) {
+  *out += std::string(comma ? "," : "") + "\"" + key + "\":";
+  AppendJsonDouble(out, v);
+}
+
+// The job view's data: prof merge's job summary (its text, and its numbers
+// for the heat map and the per-rank chart).
+std::string JobJson(const JobSummary& job) {
+  std::string out = "{\"text\":";
+  AppendJsonString(&out, RenderJobSummary(job));
+  out += ",\"labels\":[";
+  for (size_t i = 0; i < job.labels.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(&out, job.labels[i]);
+  }
+  out += "],\"steps\":[";
+  for (size_t i = 0; i < job.step_numbers.size(); ++i) out += (i ? "," : "") + std::to_string(job.step_numbers[i]);
+  out += std::string("],\"by_number\":") + (job.steps_by_number ? "true" : "false") + ",\"cells\":[";
+  for (size_t row = 0; row < job.cells.size(); ++row) {
+    out += row ? ",[" : "[";
+    for (size_t i = 0; i < job.cells[row].size(); ++i) {
+      const JobCell& c = job.cells[row][i];
+      if (i) out += ',';
+      if (!c.present) {
+        out += "null";
+        continue;
+      }
+      out += "[" + std::to_string(c.step_ns) + "," + std::to_string(c.compute_ns) + "," + std::to_string(c.comm_ns) +
+             "," + std::to_string(c.wait_ns) + "," + std::to_string(c.gap_ns) + "," + std::to_string(c.syncs) + "," +
+             std::to_string(c.cost_ns) + "]";
+    }
+    out += "]";
+  }
+  out += "],\"totals\":[";
+  for (size_t i = 0; i < job.totals.size(); ++i) {
+    const JobRankTotals& t = job.totals[i];
+    out += (i ? ",{" : "{") + std::string("\"rank\":") + std::to_string(t.rank) +
+           ",\"arrived_last\":" + std::to_string(t.arrived_last);
+    Append(&out, "cost_per_rank_step", t.cost_per_rank_step_ns);
+    Append(&out, "step", t.mean_step_ns);
+    Append(&out, "compute", t.mean_compute_ns);
+    Append(&out, "comm", t.mean_comm_ns);
+    Append(&out, "wait", t.mean_wait_ns);
+    Append(&out, "gap", t.mean_gap_ns);
+    Append(&out, "overlap", t.comm_overlap_percent);
+    out += "}";
+  }
+  out += "],\"straggler\":" + std::to_string(job.straggler) + ",\"straggler_line\":";
+  AppendJsonString(&out, job.straggler_line);
+  out += ",\"evidence\":[";
+  for (size_t i = 0; i < job.evidence.size(); ++i) {
+    if (i) out += ',';
+    AppendJsonString(&out, job.evidence[i]);
+  }
+  out += "]}";
   return out;
 }
 
@@ -178,8 +322,26 @@ int ReportCommand(const Args& args) {
     }
   }
   if (count == 0) return 1;
+  // A job (a merged trace, or a directory of several ranks' traces): prof
+  // merge's job analysis, on the same events it reads.
+  std::string job_json;
+  if (!stacks && count > 1) {
+    std::vector<RankEvents> ranks;
+    for (const std::string& path : paths) {
+      std::string error;
+      std::unique_ptr<ByteSource> source = OpenFileSource(path, max_unpacked, &error);
+      if (!source) continue;
+      JobInput handler(&ranks);
+      StreamTrace(source.get(), &handler);
+    }
+    if (ranks.size() > 1) {
+      for (size_t i = 0; i < ranks.size(); ++i) ranks[i].path = paths.size() == 1 ? paths[0] : paths[i];
+      JobSummary job = AnalyzeJob(ranks, AlignClocks(ranks));
+      job_json = JobJson(job);
+    }
+  }
   std::string title = BaseName(dir ? input : Stem(input));
-  std::string bytes = stacks ? folded : RenderReportPage(title, windows);
+  std::string bytes = stacks ? folded : RenderReportPage(title, windows, job_json);
   // Whole or not at all: written under a temporary name, then renamed.
   AtomicFile file(PosixFileSystem(), out);
   if (!(file.Open() && file.Append(bytes.data(), bytes.size()) && file.Commit())) {
