@@ -288,6 +288,8 @@ def main():
                     "(repeatable on a loaded machine; needs valgrind)")
     ap.add_argument("--callgrind-steps", type=int, default=2000)
     ap.add_argument("--keep-callgrind", help="directory to keep the callgrind.out files in")
+    ap.add_argument("--formats", help="PROF_FORMATS for every agent run (default: the agent's, chrome,summary,html); "
+                    "chrome,summary measures the agent without the report page")
     ap.add_argument("--require-agent", action="store_true",
                     help="fail when an agent figure cannot be produced (CTest sets it once the agent's "
                     "wrappers and runtime are in the tree; before that they are reported as skipped)")
@@ -354,6 +356,8 @@ def main():
     for k in list(base):
         if k.startswith("PROF_") or k == "LD_PRELOAD":
             del base[k]
+    if args.formats:
+        base["PROF_FORMATS"] = args.formats
     base["LD_LIBRARY_PATH"] = sim_lib + (":" + base["LD_LIBRARY_PATH"] if base.get("LD_LIBRARY_PATH") else "")
     # Simulated kernels of 100 ns: the GPU keeps up, the loop is bound by
     # launches (as a real loop of tiny kernels is), not by the device model.
