@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 #include "exporters/byte_sink.h"
 
 namespace prof {

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 #include "exporters/chunked_vector.h"
 
 namespace prof {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/events.h"
+#include "agent/session/events.h"
 
 namespace prof {
 

@@ -2,8 +2,8 @@
 // configuration and the device's limits (DeviceProps).
 #pragma once
 
-#include "agent/events.h"
-#include "agent/window.h"
+#include "agent/session/events.h"
+#include "agent/session/window.h"
 
 namespace prof {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 
 namespace prof {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 #include "exporters/summary.h"
 
 namespace prof {

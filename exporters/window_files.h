@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 #include "exporters/file_system.h"
 
 namespace prof {

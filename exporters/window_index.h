@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 
 namespace prof {
 

@@ -38,8 +38,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/device_collector.h"
-#include "agent/hot_state.h"
+#include "agent/base/hot_state.h"
+#include "agent/session/device_collector.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -159,7 +159,7 @@ class CuptiCollector final : public DeviceCollector {
   void MaybeGoQuietFromApiExit();
   bool ResubscribeLocked(bool new_probe);
   // A call of a watched id that no wrapper fed, although the hot bits now
-  // would have made a wrapper feed it (agent/hot_state.h): so no wrapper saw
+  // would have made a wrapper feed it (agent/base/hot_state.h): so no wrapper saw
   // it. (A call the bits do not ask for is no sign: PROF_STEP=auto decided
   // on a marker that does not need its kind, api:<fn> and the other calls.)
   bool Unfed(bool runtime, CUpti_CallbackId cbid) const {

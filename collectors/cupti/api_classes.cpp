@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/step_markers.h"
+#include "agent/steps/step_markers.h"
 
 namespace prof::cupti {
 namespace {

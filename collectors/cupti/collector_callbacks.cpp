@@ -9,11 +9,11 @@
 #include <mutex>
 #include <string_view>
 
-#include "agent/clock.h"
-#include "agent/hooks.h"
-#include "agent/hot_state.h"
-#include "agent/strings.h"
-#include "agent/thread_id.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/strings.h"
+#include "agent/base/thread_id.h"
+#include "agent/runtime/hooks.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/collector_parts.h"

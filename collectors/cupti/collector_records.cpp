@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/clock.h"
-#include "agent/log.h"
-#include "agent/thread_id.h"
+#include "agent/base/clock.h"
+#include "agent/base/log.h"
+#include "agent/base/thread_id.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
 #include "collectors/cupti/collector_parts.h"

@@ -16,10 +16,10 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/log.h"
-#include "agent/step_markers.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/log.h"
+#include "agent/steps/step_markers.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/collector_parts.h"
@@ -202,7 +202,7 @@ bool CuptiCollector::Subscribe() {
 
 void CuptiCollector::EnableCallbacks(bool enable) {
   SetCallbacks(enable);
-  // libprof's own device queries (agent/device_collector.h: OwnCudaCall) are
+  // libprof's own device queries (agent/session/device_collector.h: OwnCudaCall) are
   // seen while recording, so their records are known as libprof's and
   // dropped. Not subscribed while only watching calls for step markers: a
   // program that asks for its device constantly pays nothing then.

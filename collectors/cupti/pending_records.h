@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/events.h"
+#include "agent/session/events.h"
 
 namespace prof::cupti {
 

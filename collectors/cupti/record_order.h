@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "agent/events.h"
+#include "agent/session/events.h"
 
 namespace prof::cupti {
 

@@ -15,15 +15,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "agent/api_ids.h"
-#include "agent/clock.h"
-#include "agent/device_collector.h"
-#include "agent/events.h"
-#include "agent/hooks.h"
-#include "agent/hot_state.h"
-#include "agent/kernel_registry.h"
-#include "agent/step_markers.h"
-#include "agent/thread_id.h"
+#include "agent/base/api_ids.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/kernel_registry.h"
+#include "agent/base/thread_id.h"
+#include "agent/runtime/hooks.h"
+#include "agent/session/device_collector.h"
+#include "agent/session/events.h"
+#include "agent/steps/step_markers.h"
 #include "collectors/interpose/real_functions.h"
 
 #define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)
@@ -62,7 +62,7 @@ constexpr uint32_t MaskForId(ApiId id) {
 constexpr uint32_t FeedMaskFor(ApiId id) { return kHotMarkerFeed | (IsProfilerControl(id) ? uint32_t{kHotRangeMarker} : 0u); }
 
 // Which hot bits need this call observed at its enter, and at its return
-// (agent/step_markers.h, agent/auto_step.h, agent/capture_range.h): launches
+// (agent/steps/step_markers.h, agent/steps/auto_step.h, agent/steps/capture_range.h): launches
 // (kernel:, auto), copies and memsets (auto) and api:<fn> (armed calls only,
 // checked at the call) mark at enter; synchronizes (sync, auto) at return;
 // the profiler switch (PROF_RANGE=cudaProfilerApi) at either. A feeding
@@ -134,7 +134,7 @@ __attribute__((noinline)) R InterceptSlow(ApiId id, uint8_t flags, uint32_t deta
   if (internal::t_depth > 0) return real(a...);
   DepthGuard guard;
   uint32_t hot = LoadHotBits();
-  // The marker path (agent/step_markers.h): this wrapper feeds it for this
+  // The marker path (agent/steps/step_markers.h): this wrapper feeds it for this
   // call, so the CUPTI callbacks inside the call stay silent.
   bool feeds_markers = (hot & FeedMaskFor(id)) != 0;
   // api:<fn>: only fn (and its twin) can mark; the others are fed (CUPTI

@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "agent/api_ids.h"
+#include "agent/base/api_ids.h"
 
 namespace prof::interpose {
 

@@ -6,9 +6,9 @@
 
 #include <type_traits>
 
-#include "agent/export.h"
-#include "agent/kernel_registry.h"
-#include "agent/strings.h"
+#include "agent/base/export.h"
+#include "agent/base/kernel_registry.h"
+#include "agent/base/strings.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 

@@ -4,9 +4,9 @@
 #include <mutex>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/hooks.h"
-#include "agent/thread_id.h"
+#include "agent/base/clock.h"
+#include "agent/base/thread_id.h"
+#include "agent/runtime/hooks.h"
 
 namespace prof::nccl {
 namespace {

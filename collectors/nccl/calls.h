@@ -6,9 +6,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "agent/collective_store.h"
-#include "agent/device_collector.h"
-#include "agent/events.h"
+#include "agent/session/collective_store.h"
+#include "agent/session/device_collector.h"
+#include "agent/session/events.h"
 
 namespace prof::nccl {
 

@@ -15,16 +15,16 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "agent/capture_range.h"
-#include "agent/clock.h"
-#include "agent/config.h"
-#include "agent/export.h"
-#include "agent/hooks.h"
-#include "agent/hot_state.h"
-#include "agent/log.h"
-#include "agent/signal_deferral.h"
-#include "agent/strings.h"
-#include "agent/thread_id.h"
+#include "agent/base/clock.h"
+#include "agent/base/config.h"
+#include "agent/base/export.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/log.h"
+#include "agent/base/signal_deferral.h"
+#include "agent/base/strings.h"
+#include "agent/base/thread_id.h"
+#include "agent/runtime/hooks.h"
+#include "agent/steps/capture_range.h"
 
 namespace prof::nvtx {
 namespace {
@@ -62,7 +62,7 @@ bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
 // A range's name is interned only while something needs it: a window warming
 // up or recording, or a step source that matches range names. Otherwise the
 // range carries no name (it is never stored), so a program that names every
-// range differently costs no memory between windows (agent/strings.h).
+// range differently costs no memory between windows (agent/base/strings.h).
 bool NamesWanted() { return (LoadHotBits() & (kHotRecording | kHotNvtxNames)) != 0; }
 
 // The first name the table could not hold is said once.
@@ -142,7 +142,7 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
 // The marker path: a matching range may end a step (and open a window), so
 // it is observed before the range's start time is taken; its end (for
 // PROF_RANGE) after the range was recorded. key pairs the two
-// (agent/capture_range.h).
+// (agent/steps/capture_range.h).
 // text: the ASCII name as given (matched when the table dropped it), if any.
 void ObserveRange(MarkerSite site, uint32_t name_id, const char* text, uint64_t key) {
   // Only PROF_STEP=nvtx, auto (tokens) and PROF_RANGE=nvtx look at ranges on

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "agent/log.h"
-#include "agent/strings.h"
+#include "agent/base/log.h"
+#include "agent/base/strings.h"
 #include "collectors/python/safe_read.h"
 
 namespace prof::python {

@@ -17,12 +17,12 @@
 #include <memory>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/config.h"
-#include "agent/device_collector.h"
-#include "agent/runtime.h"
-#include "agent/session.h"
-#include "agent/writer.h"
+#include "agent/base/clock.h"
+#include "agent/base/config.h"
+#include "agent/runtime/runtime.h"
+#include "agent/session/device_collector.h"
+#include "agent/session/session.h"
+#include "agent/session/writer.h"
 #include "test/bench/harness.h"
 
 namespace prof::bench {

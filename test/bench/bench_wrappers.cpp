@@ -24,12 +24,12 @@
 #include <cstdio>
 #include <vector>
 
-#include "agent/api_ids.h"
-#include "agent/auto_step.h"
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/kernel_registry.h"
-#include "agent/runtime.h"
+#include "agent/base/api_ids.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/kernel_registry.h"
+#include "agent/runtime/runtime.h"
+#include "agent/steps/auto_step.h"
 #include "collectors/interpose/real_functions.h"
 #include "test/bench/harness.h"
 #include "test/bench/null_cudart.h"

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 
 namespace prof::bench {
 

@@ -3,7 +3,7 @@
 // allocations listed at any time.
 #include <catch2/catch.hpp>
 
-#include "agent/alloc_tracker.h"
+#include "agent/session/alloc_tracker.h"
 
 namespace prof {
 namespace {

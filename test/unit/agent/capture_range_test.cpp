@@ -1,4 +1,4 @@
-// PROF_RANGE's decisions (agent/capture_range.h): which observed events
+// PROF_RANGE's decisions (agent/steps/capture_range.h): which observed events
 // begin or end a range, how ranges pair up (nesting, other threads, stray
 // ends, PROF_REPEAT), and the session's windows from ranges: one window per
 // range, steps inside delimited by markers (no empty first or last sliver),
@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "agent/alloc_tracker.h"
-#include "agent/clock.h"
-#include "agent/capture_range.h"
-#include "agent/hot_state.h"
-#include "agent/runtime.h"
-#include "agent/session.h"
-#include "agent/strings.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/strings.h"
+#include "agent/runtime/runtime.h"
+#include "agent/session/alloc_tracker.h"
+#include "agent/session/session.h"
+#include "agent/steps/capture_range.h"
 #include "fakes.h"
 
 namespace prof {

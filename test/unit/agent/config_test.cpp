@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/config_loader.h"
+#include "agent/base/config_loader.h"
 
 namespace prof {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/event_buffers.h"
+#include "agent/session/event_buffers.h"
 
 namespace prof {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/device_collector.h"
-#include "agent/window_job.h"
+#include "agent/session/device_collector.h"
+#include "agent/session/window_job.h"
 
 namespace prof::testing {
 

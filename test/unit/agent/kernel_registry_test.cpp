@@ -2,7 +2,7 @@
 // name, so a launch reads both in one lookup: the verdict belongs to the name
 // it was given for (a re-registration forgets it, a stale one is refused),
 // and a new runtime starts with none.
-#include "agent/kernel_registry.h"
+#include "agent/base/kernel_registry.h"
 
 #include <catch2/catch.hpp>
 #include <memory>

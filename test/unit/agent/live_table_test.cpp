@@ -1,7 +1,7 @@
 // LiveTable must behave exactly like a map under any mix of inserts and
 // erases (including the wrap-around and growth cases that backward-shift
 // deletion gets wrong if the home-position test is off by one).
-#include "agent/live_table.h"
+#include "agent/base/live_table.h"
 
 #include <catch2/catch.hpp>
 

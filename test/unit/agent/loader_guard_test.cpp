@@ -1,4 +1,4 @@
-// LoaderSection and fork (agent/loader_guard.h): a fork while another thread
+// LoaderSection and fork (agent/process/loader_guard.h): a fork while another thread
 // is inside dl_iterate_phdr leaves the loader's write lock held in the child,
 // whose next dlopen of a new library then waits for ever. The guard makes
 // the fork wait for the section; a fork from inside a section on the forking
@@ -14,8 +14,8 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
-#include "agent/clock.h"
-#include "agent/loader_guard.h"
+#include "agent/base/clock.h"
+#include "agent/process/loader_guard.h"
 
 namespace prof {
 namespace {

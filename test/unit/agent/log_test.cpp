@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "agent/log.h"
+#include "agent/base/log.h"
 
 namespace prof {
 namespace {

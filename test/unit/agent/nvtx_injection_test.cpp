@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/runtime.h"
-#include "agent/strings.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/strings.h"
+#include "agent/runtime/runtime.h"
 #include "fakes.h"
 
 extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);

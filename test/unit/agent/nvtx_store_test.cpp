@@ -3,7 +3,7 @@
 // however many windows are taken before theirs; earlier ones are dropped.
 #include <catch2/catch.hpp>
 
-#include "agent/nvtx_store.h"
+#include "agent/session/nvtx_store.h"
 
 namespace prof {
 namespace {

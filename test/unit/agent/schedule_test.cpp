@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/schedule.h"
+#include "agent/steps/schedule.h"
 
 namespace prof {
 namespace {

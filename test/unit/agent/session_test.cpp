@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/session.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/session/session.h"
 #include "fakes.h"
 
 namespace prof {

@@ -5,8 +5,8 @@
 // calls alone.
 #include <catch2/catch.hpp>
 
-#include "agent/window.h"
-#include "agent/writer.h"
+#include "agent/session/window.h"
+#include "agent/session/writer.h"
 
 namespace prof {
 namespace {

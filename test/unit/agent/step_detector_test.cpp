@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "agent/auto_step.h"
-#include "agent/step_detector.h"
+#include "agent/steps/auto_step.h"
+#include "agent/steps/step_detector.h"
 
 namespace prof {
 namespace {

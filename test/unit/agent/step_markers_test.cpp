@@ -2,9 +2,9 @@
 // PROF_STEP, whichever feed (wrapper, CUPTI, NVTX, prof_step) saw them.
 #include <catch2/catch.hpp>
 
-#include "agent/runtime.h"
-#include "agent/step_markers.h"
-#include "agent/strings.h"
+#include "agent/base/strings.h"
+#include "agent/runtime/runtime.h"
+#include "agent/steps/step_markers.h"
 
 namespace prof {
 namespace {

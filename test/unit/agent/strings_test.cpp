@@ -1,7 +1,7 @@
-// The string table's two kinds of id (agent/strings.h): permanent names stay,
+// The string table's two kinds of id (agent/base/strings.h): permanent names stay,
 // NVTX range names live only while a window may need them, within a budget,
 // and a sealed window keeps the text of every name it recorded.
-#include "agent/strings.h"
+#include "agent/base/strings.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/runtime.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/runtime/runtime.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 #include "fakes.h"

@@ -1,5 +1,5 @@
 // Callback ids -> names and classes, from the toolkit's cbid headers.
-#include "agent/api_ids.h"
+#include "agent/base/api_ids.h"
 #include "collectors/cupti/api_classes.h"
 
 #include <cupti.h>

@@ -4,7 +4,7 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "agent/clock.h"
+#include "agent/base/clock.h"
 
 namespace prof::cupti {
 namespace {

@@ -7,7 +7,7 @@
 #include <memory>
 #include <new>
 
-#include "agent/clock.h"
+#include "agent/base/clock.h"
 #include "collectors/cupti/activity_collector.h"
 #include "fake_cupti.h"
 

@@ -8,9 +8,9 @@
 #include <chrono>
 #include <thread>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/thread_id.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/thread_id.h"
 #include "collectors/cupti/activity_collector.h"
 #include "fake_cupti.h"
 

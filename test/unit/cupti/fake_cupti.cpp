@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "agent/clock.h"
+#include "agent/base/clock.h"
 
 namespace fake {
 namespace {

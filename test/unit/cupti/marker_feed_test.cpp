@@ -1,14 +1,14 @@
-// The CUPTI side of the marker path (agent/step_markers.h): calls no wrapper
+// The CUPTI side of the marker path (agent/steps/step_markers.h): calls no wrapper
 // fed reach the session from the API callbacks, outermost calls only, once;
 // a call a wrapper feeds is not fed again; between windows the callbacks
 // stay on for it while activity kinds are off.
 #include <catch2/catch.hpp>
 #include <memory>
 
-#include "agent/clock.h"
-#include "agent/hot_state.h"
-#include "agent/runtime.h"
-#include "agent/step_markers.h"
+#include "agent/base/clock.h"
+#include "agent/base/hot_state.h"
+#include "agent/runtime/runtime.h"
+#include "agent/steps/step_markers.h"
 #include "collectors/cupti/activity_collector.h"
 #include "fake_cupti.h"
 #include "test/unit/agent/fakes.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "agent/window.h"
+#include "agent/session/window.h"
 #include "exporters/byte_sink.h"
 #include "exporters/chrome_trace.h"
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "agent/api_ids.h"
+#include "agent/base/api_ids.h"
 
 namespace prof {
 

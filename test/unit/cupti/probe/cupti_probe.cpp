@@ -21,7 +21,7 @@
 #include <cstring>
 #include <string>
 
-#include "agent/clock.h"
+#include "agent/base/clock.h"
 #include "collectors/cupti/cupti_collector.h"
 
 namespace {

@@ -1,0 +1,333 @@
+#include "agent/process/agent_start.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <thread>
+
+#include "agent/base/clock.h"
+#include "agent/base/config_loader.h"
+#include "agent/base/hot_state.h"
+#include "agent/base/kernel_registry.h"
+#include "agent/base/log.h"
+#include "agent/base/strings.h"
+#include "agent/base/thread_id.h"
+#include "agent/process/agent_thread.h"
+#include "agent/process/bindings.h"
+#include "agent/process/lifecycle.h"
+#include "agent/process/loader_guard.h"
+#include "agent/runtime/runtime.h"
+#include "collectors/python/python_stacks.h"
+#include "exporters/atomic_file.h"
+#include "exporters/temporary_sweeper.h"
+
+extern "C" void prof_step(void);
+
+namespace prof {
+namespace {
+
+std::atomic<bool> g_started{false};
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0) return "unknown";
+  return buf;
+}
+
+// The program's name as a file-name part: basename of argv[0] (what `ps`
+// shows), bytes other than [A-Za-z0-9._-] as '_', at most 32 of them.
+std::string ProcessName() {
+  std::string name = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
+  if (name.size() > 32) name.resize(32);
+  for (char& c : name) {
+    bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                 c == '_';
+    if (!plain) c = '_';
+  }
+  return name.empty() || name == "." || name == ".." ? "process" : name;
+}
+
+WindowMeta MetaTemplate(const Config& config, const std::string& cupti_mode) {
+  WindowMeta meta;
+  meta.pid = static_cast<int>(getpid());
+  meta.hostname = HostName();
+  meta.process = ProcessName();
+  meta.name = config.name.empty() ? meta.hostname + "_" + meta.process + "_" + std::to_string(meta.pid) : config.name;
+  meta.rank_known = config.rank >= 0;
+  meta.rank = config.rank >= 0 ? config.rank : 0;
+  meta.world_size = config.world_size;
+  meta.epoch_offset_ns = EpochOffsetNs();
+  meta.libprof_version = AGENT_VERSION_STRING;
+  meta.config = config.Describe();
+  meta.cupti_mode = cupti_mode;
+  return meta;
+}
+
+uint32_t MarkerBits(const Config& config) {
+  switch (config.step_source) {
+    case StepSource::kKernel: return kHotLaunchMarker;
+    case StepSource::kApi: return kHotApiMarker;
+    case StepSource::kSync: return kHotSyncMarker;
+    case StepSource::kNvtx: return kHotNvtxNames;
+    case StepSource::kAuto: return kHotLaunchMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames;  // detecting
+    default: return 0;
+  }
+}
+
+// The device side of a fork child whose parent had loaded CUDA or CUPTI:
+// nothing. NVIDIA leaves CUDA (and CUPTI, subscribed in the parent) undefined
+// in a fork child until exec, and the dynamic loader's lock may have been held
+// by a parent thread at fork time (glibc leaves it held in the child), so the
+// child never dlopens CUPTI or queries library versions. Host-side events
+// (interposed calls, NVTX, allocations) are still recorded. A child of a
+// parent that had loaded neither loads CUDA itself (its dlopen proves the
+// loader free) and gets the ordinary collector.
+class ForkChildCollector final : public DeviceCollector {
+ public:
+  void Attach(const Config&) override {}
+  void BeginRecord(uint64_t) override {}
+  void Pause() override {}
+  void Finish() override {}
+  void CollectWindow(uint64_t, uint64_t, uint64_t, Window* out) override {
+    out->meta.cupti_mode = Mode();
+  }
+  void OnExit() override {}
+  std::string Mode() const override {
+    return "interception-only (fork child of a process that had loaded CUDA: CUPTI is not used after fork)";
+  }
+};
+
+// How PROF_STEP=auto's log line names an event.
+std::string TokenName(uint32_t token) {
+  uint32_t id = IdOfToken(token);
+  auto api = [](uint32_t a) { return a < static_cast<uint32_t>(ApiId::kCount) ? std::string(ApiName(static_cast<ApiId>(a))) : "?"; };
+  switch (KindOfToken(token)) {
+    case TokenKind::kLaunch: return fmt::format("launch of `{}`", Demangle(Strings().Get(id).c_str()));
+    case TokenKind::kGraph: return fmt::format("`{}`", api(id));
+    case TokenKind::kCopy: {
+      static const char* const kKinds[] = {"", " HtoH", " HtoD", " DtoH", " DtoD", " default"};
+      uint32_t kind = id % 16;
+      return fmt::format("`{}`{}", api(id / 16), kind < 6 ? kKinds[kind] : "");
+    }
+    case TokenKind::kMemset: return fmt::format("`{}`", api(id));
+    case TokenKind::kSync: return fmt::format("`{}`", api(id));
+    case TokenKind::kNvtx: return fmt::format("NVTX range `{}`", Strings().Get(id));
+    default: return "?";
+  }
+}
+
+// The tape holds up to this many events (12 bytes each, 3 MiB).
+constexpr size_t kAutoTapeEvents = size_t{1} << 18;
+
+// Builds and installs a Runtime; the agent thread runs the time steps,
+// the trigger file and signal exits.
+void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
+  // The kernel table (1 MiB, zeroed) and the string table are built now, at
+  // start-up, not inside the program's first __cudaRegisterFunction, whose
+  // slice would otherwise hold half a millisecond of libprof's own work.
+  Kernels();
+  Strings();
+  uint64_t start_ns = NowNs();
+  auto* rt = new Runtime;  // never destroyed: see runtime.h
+  rt->config = config;
+  // One budget: PROF_BUFFER_MB is split half for the host side (events here,
+  // NVTX names and ranges: HostEventBytes) and half for the device side (CUPTI buffer pool + decoded records, sized by the
+  // collector from the same config.buffer_bytes).
+  if (!rt->buffers.Init(HostEventBytes(config.buffer_bytes))) {
+    Log().warn("cannot reserve 3/8 of PROF_BUFFER_MB={} for host events; host events will be dropped and counted",
+               config.buffer_bytes >> 20);
+  }
+  Strings().SetNameBudget(NvtxNameBytes(config.buffer_bytes));
+  // The range vector may hold twice its size while growing.
+  rt->nvtx.SetCapacity(NvtxRangeBytes(config.buffer_bytes) / sizeof(NvtxRange) / 2);
+  rt->collectives.SetCapacity(NvtxRangeBytes(config.buffer_bytes) / sizeof(CollectiveCall) / 2);
+  // No drop counts until a window opens (warmup drops are not a window's).
+  rt->buffers.SetDropRange(~0ull, ~0ull);
+  if (config.step_source == StepSource::kKernel || config.step_source == StepSource::kNvtx) {
+    rt->markers.Configure(config.step_pattern, /*demangle=*/config.step_source == StepSource::kKernel);
+  }
+  if (config.range_kind == RangeKind::kNvtx) rt->range_markers.Configure(config.range_pattern, /*demangle=*/false);
+  if (config.step_source == StepSource::kAuto) {
+    rt->auto_step = std::make_unique<AutoStep>(kAutoTapeEvents, WakeAgentThread, TokenName);
+  }
+  if (fork_child) rt->collector = std::make_unique<ForkChildCollector>();
+  else rt->collector = MakeDeviceCollector();
+  // Detection waits for the first recorded call: nothing is spent outside windows.
+  rt->python = std::make_unique<python::PythonStacks>(config.python_stacks, config.python_depth);
+  WriterDeps deps;
+  deps.buffers = &rt->buffers;
+  deps.allocs = &rt->allocs;
+  deps.collector = rt->collector.get();
+  deps.nvtx = &rt->nvtx;
+  deps.collectives = &rt->collectives;
+  deps.python = rt->python.get();
+  // A process that never loaded CUDA (a shell between the launcher and the
+  // job) has nothing to show: its empty windows are not written.
+  // A fork child without CUPTI says why with its first window, once.
+  auto host_only_note = std::make_shared<std::atomic<bool>>(fork_child);
+  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir, host_only_note, parent,
+               sweeper = std::make_shared<TemporarySweeper>(config.output_dir)](const Window& w, std::string* note) {
+    // A window that recorded nothing (a CPU-only fork-based worker, a
+    // shell between the launcher and the job) leaves no files.
+    // API records alone do not count: the writer's own version queries
+    // (EnrichWindow) show up as CUPTI RUNTIME records in the next window.
+    bool device_work = std::any_of(w.device_records.begin(), w.device_records.end(), [](const DeviceRecord& r) {
+      auto k = static_cast<DeviceKind>(r.kind);
+      return k != DeviceKind::kRuntimeApi && k != DeviceKind::kDriverApi && k != DeviceKind::kOverhead;
+    });
+    if (w.host_events.empty() && !device_work && w.nvtx_ranges.empty() && w.alloc_samples.empty() &&
+        w.collectives.empty()) {
+      *note = "not written: nothing was recorded in it";
+      return true;
+    }
+    std::string why;
+    if (!MakeDirectories(dir, nullptr, &why)) {
+      *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
+      return false;
+    }
+    bool written = sink(w, note);
+    if (written && host_only_note->exchange(false)) {
+      Log().info("this process (pid {}) was forked from pid {} after that process had loaded CUDA, so CUPTI cannot "
+                 "be used here: its windows hold host calls only, no GPU timings; start such workers with "
+                 "multiprocessing's 'spawn' method (or fork before loading CUDA) to profile them fully",
+                 getpid(), parent);
+    }
+    // Workers that left through _exit() mid-write (no exit path ran there).
+    if (int n = sweeper->Sweep()) {
+      Log().info("removed {} temporary file(s) in PROF_OUTPUT_DIR left by processes that ended through _exit() while "
+                 "writing a window",
+                 n);
+    }
+    return written;
+  };
+  if (!fork_child) deps.enrich = EnrichWindow;
+  rt->writer = std::make_unique<WriterThread>(std::move(deps));
+  ClearHotBits(~0u);
+  rt->session = std::make_unique<Session>(config, rt->collector.get(), rt->writer.get(), &rt->allocs,
+                                          MetaTemplate(config, rt->collector->Mode()), start_ns,
+                                          ProcessHasCudaLoaded);
+  // A multi-rank job: auto's steps are the job's iterations, counted by its
+  // collectives, so every rank records the same ones (Session::AnchorToCollectives).
+  if (config.world_size > 1 && config.step_source == StepSource::kAuto && config.range_kind == RangeKind::kNone) {
+    rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
+    rt->auto_step->IgnoreHostGaps();
+  }
+  InstallRuntime(rt);
+  if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);
+  SetHotBits(kHotAllocTracking | MarkerBits(config) | RangeHotBits(config));
+  if (config.range_kind != RangeKind::kNone) {
+    Log().info("PROF_RANGE={}: each range is one window (at most PROF_REPEAT={}{}), its steps delimited by PROF_STEP; "
+               "PROF_SKIP_FIRST/WAIT/WARMUP/ACTIVE do not apply{}",
+               config.range_kind == RangeKind::kProfilerApi ? "cudaProfilerApi" : "nvtx:" + config.range_pattern,
+               config.repeat, config.repeat == 0 ? ": all" : "",
+               config.trigger_file.empty() ? "" : "; PROF_TRIGGER_FILE is ignored");
+  }
+  StartAgentThread(rt, start_ns);
+}
+
+// The Config of the running agent, kept for a fork child, and PROF_NAME as
+// the user gave it (a grandchild's name carries only its own pid).
+Config* g_config = nullptr;
+std::string* g_config_name = nullptr;
+
+}  // namespace
+
+bool SecureExecution() { return getauxval(AT_SECURE) != 0; }
+
+// NCCL linked into a program or library is seen only through NCCL's
+// profiler-plugin interface (collectors/nccl/plugin.cpp): unless the user
+// chose a plugin, NCCL is pointed at this library (already loaded, so
+// NCCL's dlopen of it returns this copy). Set before the program's first
+// communicator, when NCCL reads the variable.
+void OfferNcclPlugin() {
+  const char* chosen = getenv("NCCL_PROFILER_PLUGIN");
+  if (chosen != nullptr && *chosen != '\0') {
+    Log().debug("NCCL_PROFILER_PLUGIN={} is the user's: collectives of NCCL linked into the program are not seen "
+                "(NCCL as a shared library still is)", chosen);
+    return;
+  }
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return;
+  char path[PATH_MAX];
+  if (realpath(info.dli_fname, path) == nullptr) return;
+  setenv("NCCL_PROFILER_PLUGIN", path, /*overwrite=*/0);
+}
+
+void StartAgent(const char* how) {
+  bool expected = false;
+  if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
+  // setuid/setgid/file capabilities: the environment belongs to someone less
+  // privileged than the process. No PROF_* variable is read, no file is
+  // opened, no library is loaded, no handler installed: one line on stderr
+  // (not PROF_LOG_FILE, which that someone chose) and nothing else.
+  if (SecureExecution()) {
+    static const char kLine[] =
+        "[libprof] info: secure-execution process (setuid, setgid or capabilities: AT_SECURE); libprof stays idle "
+        "and ignores PROF_* variables\n";
+    ssize_t ignored = write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
+    (void)ignored;
+    return;
+  }
+  // Another copy of libprof (another path) already owns this process.
+  void* other = dlsym(RTLD_DEFAULT, "prof_step");
+  if (other != nullptr && other != reinterpret_cast<void*>(&prof_step)) {
+    Log().debug("another libprof is loaded in this process; this copy ({}) stays idle", how);
+    return;
+  }
+  // Before any other fork handler of ours (agent/process/loader_guard.h).
+  InstallLoaderForkGuard();
+  Log();  // created now, so a bad PROF_LOG_LEVEL / PROF_LOG_FILE is reported at start
+  Config config = LoadConfigFromEnvironment();
+  if (!config.enabled) {
+    Log().debug("disabled (PROF_ENABLE or a bad value above); loaded via {}", how);
+    return;
+  }
+  OfferNcclPlugin();
+  g_config = new Config(config);
+  g_config_name = new std::string(config.name);
+  Launch(config);
+  InstallLifecycleHandlers();
+  Log().debug("agent started via {} (pid {})", how, getpid());
+}
+
+void OnCudaInitialized() {
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr && rt->session) rt->session->WatchCallsIfCuda();
+  } catch (...) {
+    // Called from the driver's cuInit: nothing may unwind into it.
+  }
+}
+
+void RestartAgentInChild() {
+  if (g_config == nullptr) return;
+  // Locks a parent thread may have held at fork: re-initialised, never
+  // unlocked. The parent's Runtime is abandoned (its memory is a copy).
+  Strings().ResetMutexAfterFork();
+  Kernels().ResetMutexAfterFork();
+  ResetLogAfterFork();
+  ThreadIdsAfterFork();
+  InstallRuntime(nullptr);
+  // Same PROF_NAME in parent and child would give both the same file names:
+  // the child's carry its pid (without PROF_NAME the default already does).
+  if (!g_config_name->empty()) g_config->name = *g_config_name + "_pid" + std::to_string(getpid());
+  // A parent that had loaded no CUDA library (nor CUPTI): the child loads
+  // CUDA itself, initialises it itself, and is profiled like any process.
+  bool inherited = LibraryInProcMaps({"/libcudart.so", "/libcuda.so", "/libcupti.so"});
+  Launch(*g_config, /*fork_child=*/inherited, getppid());
+}
+
+}  // namespace prof

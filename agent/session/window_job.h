@@ -1,0 +1,33 @@
+// What the session hands the writer thread at a window's end: everything
+// that must be fixed at that instant (steps, the live-allocation table,
+// metadata). The writer adds what can be gathered later (host events from
+// the thread buffers, device records, allocator samples, strings) and seals
+// the Window.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "agent/session/window.h"
+
+namespace prof {
+
+struct WindowJob {
+  WindowMeta meta;  // first/last step, start/end, partial, identity, config
+  std::vector<StepSpan> steps;
+  std::vector<LiveAllocation> live_at_end;
+  uint64_t deadline_ns = 0;  // wait for late device records until then
+  uint32_t names_generation = 0;  // Strings().BeginWindow() at its opening; 0: none taken
+};
+
+// The writer's side of the seam, so the session can be tested with a fake.
+class WindowWriter {
+ public:
+  virtual ~WindowWriter() = default;
+  // Application thread: must not block beyond a queue push.
+  virtual void SubmitWindow(WindowJob job) = 0;
+  // Events and samples from before before_ns are warmup or wait: drop them.
+  virtual void SubmitDiscard(uint64_t before_ns) = 0;
+};
+
+}  // namespace prof

@@ -1,0 +1,193 @@
+#include "agent/steps/auto_step.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+#include "agent/base/clock.h"
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+namespace prof {
+namespace {
+
+// Host time of a tape event: only compared with its neighbours (the longest
+// gap), so the cheapest monotonic counter will do.
+inline uint64_t Ticks() {
+#if defined(__x86_64__)
+  return __rdtsc();
+#else
+  return CoarseNowNs();
+#endif
+}
+
+size_t RoundUpPow2(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
+std::string Plural(uint32_t n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
+
+}  // namespace
+
+uint32_t TokenForCall(ApiId id, uint32_t detail) {
+  uint32_t api = static_cast<uint32_t>(id);
+  switch (ApiKindOf(id)) {
+    case ApiKind::kLaunch:
+      return detail != 0 ? MakeToken(TokenKind::kLaunch, detail) : MakeToken(TokenKind::kGraph, api);
+    case ApiKind::kMemcpy: return MakeToken(TokenKind::kCopy, api * 16 + (detail & 15));
+    case ApiKind::kMemset: return MakeToken(TokenKind::kMemset, api);
+    default: return 0;
+  }
+}
+
+uint32_t TokenForSyncReturn(ApiId id) {
+  switch (id) {
+    case ApiId::cudaDeviceSynchronize:
+    case ApiId::cudaStreamSynchronize:
+    case ApiId::cudaStreamSynchronize_ptsz:
+    case ApiId::cudaEventSynchronize:
+      return MakeToken(TokenKind::kSync, static_cast<uint32_t>(id));
+    default: return 0;  // cudaStreamWaitEvent & co. do not block the host
+  }
+}
+
+uint32_t TokenForEvent(const ObservedEvent& event) {
+  switch (event.site) {
+    case MarkerSite::kNvtxRange: return TokenForNvtxRange(event.name_id);
+    case MarkerSite::kManual:
+    case MarkerSite::kNvtxRangeEnd: return 0;
+    default: break;
+  }
+  bool enter = event.site == MarkerSite::kCallEnter;
+  bool watched = enter ? (event.kind == ApiKind::kLaunch || event.kind == ApiKind::kMemcpy || event.kind == ApiKind::kMemset)
+                       : (event.kind == ApiKind::kSync && event.result_ok);
+  if (!watched) return 0;
+  ApiId id = event.id;
+  // A CUPTI-fed call names itself only by its function: look it up (calls
+  // outside libprof's API table are not watched).
+  if (id == ApiId::kCount && !ApiFromName(BaseApiName(event.api), &id)) {
+    return enter && event.kind == ApiKind::kLaunch && event.name_id != 0 ? MakeToken(TokenKind::kLaunch, event.name_id) : 0;
+  }
+  return enter ? TokenForCall(id, event.kind == ApiKind::kLaunch ? event.name_id : event.detail) : TokenForSyncReturn(id);
+}
+
+namespace {
+
+// A zero-filled array from calloc: fresh pages from the kernel, not written
+// here, so a process that never appends pays for none of its 3 MiB (every
+// process libprof is preloaded into builds a tape; most append nothing).
+// Atomics of integers are zero-initialised by all-zero bytes.
+template <typename T>
+std::unique_ptr<T[], AutoStep::FreeDeleter> ZeroedArray(size_t n) {
+  static_assert(std::is_trivially_destructible_v<T>);
+  void* p = std::calloc(n, sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return std::unique_ptr<T[], AutoStep::FreeDeleter>(static_cast<T*>(p));
+}
+
+}  // namespace
+
+AutoStep::AutoStep(size_t capacity, std::function<void()> wake, std::function<std::string(uint32_t)> name_of)
+    : capacity_(RoundUpPow2(capacity < 1024 ? 1024 : capacity)),
+      tokens_(ZeroedArray<std::atomic<uint32_t>>(capacity_)),
+      ticks_(ZeroedArray<std::atomic<uint64_t>>(capacity_)),
+      wake_(std::move(wake)),
+      name_of_(std::move(name_of)) {}
+
+void AutoStep::Append(uint32_t token) {
+  uint64_t i = count_.fetch_add(1, std::memory_order_relaxed);
+  if (i < capacity_) {
+    ticks_[i].store(Ticks(), std::memory_order_relaxed);
+    tokens_[i].store(token, std::memory_order_release);
+  }
+  if (i == 0 && observed_total_.load(std::memory_order_relaxed) == 0) first_event_ns_.store(NowNs(), std::memory_order_relaxed);
+  if (IsThreshold(i + 1) || i + 1 == capacity_) {
+    if (wake_) wake_();
+  }
+}
+
+bool AutoStep::Analyze() {
+  if (state_.load(std::memory_order_acquire) != State::kDetecting) return false;
+  uint64_t n = count_.load(std::memory_order_acquire);
+  if (n > capacity_) n = capacity_;
+  if (n == analysed_count_ || n < 64) return false;
+  uint64_t from = analysed_count_;
+  analysed_count_ = n;
+  // A slot whose writer has not stored yet reads 0 and is skipped.
+  std::vector<uint32_t> tokens(n);
+  std::vector<uint64_t> ticks(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    tokens[i] = tokens_[i].load(std::memory_order_acquire);
+    ticks[i] = ticks_[i].load(std::memory_order_relaxed);
+  }
+  // The prefixes the wake-ups were for (thresholds passed since the last
+  // analysis), in order, then the whole tape: an agent thread that runs late
+  // (a loaded machine) decides on the same events an on-time one would have,
+  // so how many iterations the decision needed does not depend on when it
+  // ran. All of them together still cost at most about three times the last.
+  for (uint64_t p = NextThreshold(from); ; p = NextThreshold(p)) {
+    uint64_t len = p < n ? p : n;
+    detection_ = DetectPeriod(tokens.data(), ignore_gaps_ ? nullptr : ticks.data(), len);
+    if (detection_.found) {
+      marker_ = detection_.marker;
+      last_.store(0, std::memory_order_relaxed);
+      state_.store(State::kDecided, std::memory_order_release);
+      return true;
+    }
+    if (len == n) break;
+  }
+  if (n == capacity_) {
+    // Full without a loop: start over, forgetting the warm-up. A writer
+    // still storing into the old tape only adds a stray token.
+    for (size_t i = 0; i < capacity_; ++i) tokens_[i].store(0, std::memory_order_relaxed);
+    observed_total_.fetch_add(count_.exchange(0, std::memory_order_acq_rel), std::memory_order_relaxed);
+    analysed_count_ = 0;
+  }
+  return false;
+}
+
+bool AutoStep::TimedOut(uint64_t now_ns, uint64_t timeout_ns, uint64_t start_ns) const {
+  uint64_t first = first_event_ns();
+  if (first == 0) first = start_ns;
+  return state() == State::kDetecting && now_ns >= first && now_ns - first >= timeout_ns;
+}
+
+std::string AutoStep::Describe(uint64_t now_ns) const {
+  const Detection& d = detection_;
+  std::string what = name_of_ ? name_of_(d.marker.token) : fmt::format("event {:#x}", d.marker.token);
+  std::string context = d.marker.context != 0 && name_of_ ? name_of_(d.marker.context) : "";
+  std::string where;
+  if (!context.empty()) where = fmt::format(" after {}", context);
+  std::vector<std::string> parts;
+  if (d.launches) parts.push_back(Plural(d.launches, "launch", "launches"));
+  if (d.copies) parts.push_back(Plural(d.copies, "copy", "copies"));
+  if (d.memsets) parts.push_back(Plural(d.memsets, "memset", "memsets"));
+  if (d.syncs) parts.push_back(Plural(d.syncs, "sync", "syncs"));
+  if (d.nvtx) parts.push_back(Plural(d.nvtx, "NVTX range", "NVTX ranges"));
+  std::string per;
+  for (size_t i = 0; i < parts.size(); ++i) per += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  uint64_t first = first_event_ns();
+  double secs = first != 0 && now_ns > first ? static_cast<double>(now_ns - first) / 1e9 : 0.0;
+  std::string note;
+  if (d.boundary == Boundary::kAfterGap || d.boundary == Boundary::kPlain) note = fmt::format(" ({})", BoundaryName(d.boundary));
+  return fmt::format("{}{}{}; {} per step; found after {} iterations, {:.1f} s", what, where, note,
+                     per.empty() ? "no events" : per, d.iterations, secs);
+}
+
+std::string AutoStep::WhyNotFound() const {
+  if (detection_.why_not.empty()) {
+    uint64_t n = events_observed();
+    if (n == 0) return "no CUDA launch, copy, synchronize or NVTX range reached the step logic";
+    return fmt::format("{} CUDA events observed, too few to analyse", n);
+  }
+  return fmt::format("{} ({} events observed)", detection_.why_not, events_observed());
+}
+
+}  // namespace prof

@@ -1,0 +1,386 @@
+#include "agent/steps/step_detector.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+namespace prof {
+namespace {
+
+constexpr uint32_t kNoSeg = 0xFFFFFFFFu;
+
+// The stream with tokens replaced by dense indices 0..d-1.
+struct Dense {
+  std::vector<uint32_t> seq;     // dense index per event
+  std::vector<uint64_t> gap;     // host time since the previous event (0 without ticks)
+  std::vector<uint32_t> token;   // dense index -> token
+};
+
+Dense Compact(const uint32_t* tokens, const uint64_t* ticks, size_t n) {
+  Dense d;
+  d.seq.reserve(n);
+  d.gap.reserve(n);
+  std::unordered_map<uint32_t, uint32_t> index;
+  uint64_t last_tick = 0;
+  bool have_last = false;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t t = tokens[i];
+    if (t == 0) continue;
+    auto [it, fresh] = index.emplace(t, static_cast<uint32_t>(d.token.size()));
+    if (fresh) d.token.push_back(t);
+    d.seq.push_back(it->second);
+    uint64_t tick = ticks != nullptr ? ticks[i] : 0;
+    d.gap.push_back(have_last && tick > last_tick ? tick - last_tick : 0);
+    last_tick = tick;
+    have_last = true;
+  }
+  return d;
+}
+
+struct Candidate {
+  uint32_t prev = 0, cur = 0;     // dense indices
+  std::vector<uint32_t> at;       // positions of `cur` where preceded by `prev`
+  int preference = 3;             // 0 after sync, 1 NVTX, 2 after a long gap, 3 plain
+  uint64_t median_gap = 0;
+};
+
+struct Verdict {
+  bool accepted = false;
+  bool wait = false;  // not rejected for good: a possible outer loop needs more repeats
+  uint32_t period = 0;
+  uint32_t kind_counts[7] = {};
+  std::string why;
+};
+
+uint64_t Median(std::vector<uint64_t> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+// Per-token bookkeeping while scanning one candidate's segments.
+struct TokenStats {
+  uint32_t last_seg = kNoSeg;
+  uint32_t present = 0;   // segments holding it
+  uint32_t total = 0;     // occurrences
+  uint32_t spacing = 0;   // distance between the segments holding it, while constant
+  bool regular = true;    // every distance so far equal to spacing
+  uint32_t min_count = 0; // fewest occurrences in a segment holding it (core tokens)
+  uint32_t seg_count = 0; // occurrences in the current segment
+};
+
+class Evaluator {
+ public:
+  Evaluator(const Dense& d, const DetectorParams& p) : d_(d), p_(p), stats_(d.token.size()) {}
+
+  // min_occurrences: the period is chosen on min_segments + 2; a boundary
+  // for a period already chosen may have a few occurrences less (its first
+  // ones were in warm-up iterations).
+  Verdict Evaluate(const Candidate& c, size_t min_occurrences) {
+    Verdict v;
+    const auto& at = c.at;
+    // Segment 0 (first occurrence to the second) may still be warm-up: skipped.
+    if (at.size() < min_occurrences || at.size() < 4) {
+      v.wait = true;
+      v.why = "too few repeats";
+      return v;
+    }
+    const uint32_t first = 1, last = static_cast<uint32_t>(at.size()) - 1;  // segments [at[s], at[s+1]) for s in [first, last)
+    const uint32_t segs = last - first;
+    for (auto& s : stats_) s = TokenStats{};
+    uint64_t events = 0;
+    std::vector<uint64_t> lengths;
+    lengths.reserve(segs);
+    for (uint32_t s = first; s < last; ++s) {
+      lengths.push_back(at[s + 1] - at[s]);
+      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) {
+        TokenStats& t = stats_[d_.seq[pos]];
+        ++t.total;
+        if (t.last_seg == s) continue;
+        if (t.last_seg != kNoSeg) {
+          uint32_t gap = s - t.last_seg;
+          if (t.spacing == 0) t.spacing = gap;
+          else if (gap != t.spacing) t.regular = false;
+        }
+        t.last_seg = s;
+        ++t.present;
+      }
+      events += at[s + 1] - at[s];
+    }
+    const double core_min = p_.core_fraction * segs;
+    uint64_t noise = 0;
+    bool core_host_side = false;  // the iteration holds a copy, memset, sync or NVTX range
+    for (size_t u = 0; u < stats_.size(); ++u) {
+      const TokenStats& t = stats_[u];
+      if (t.present == 0) continue;
+      bool core = t.present >= core_min;
+      TokenKind kind = KindOfToken(d_.token[u]);
+      if (core && kind != TokenKind::kLaunch && kind != TokenKind::kGraph) core_host_side = true;
+      if (!core) noise += t.total;
+    }
+    uint32_t core_distinct = 0;
+    for (const TokenStats& t : stats_) core_distinct += t.present >= core_min ? 1 : 0;
+    if (core_distinct < 2) {
+      // One event repeated is a run inside an iteration (200 launches of one
+      // kernel), not a training loop.
+      v.why = "a single event repeated";
+      return v;
+    }
+    if (noise > p_.max_noise_share * static_cast<double>(events)) {
+      v.why = fmt::format("{:.0f}% of events outside the repeating part", 100.0 * noise / events);
+      return v;
+    }
+    for (size_t u = 0; u < stats_.size(); ++u) {
+      const TokenStats& t = stats_[u];
+      if (t.present == 0 || t.present >= core_min || t.present < 2 || !t.regular || t.spacing < 2) continue;
+      TokenKind kind = KindOfToken(d_.token[u]);
+      bool host_side = kind != TokenKind::kLaunch && kind != TokenKind::kGraph;
+      if (t.spacing <= p_.max_outer || (host_side && !core_host_side)) {
+        // Work that comes back every k-th segment: these segments are the
+        // inner part of a longer iteration (micro-batches of one optimizer
+        // step, kernels between the loop's copies or syncs).
+        v.why = fmt::format("an outer loop every {} segments", t.spacing);
+        v.wait = t.present < 3;
+        return v;
+      }
+    }
+    // A segment without most of the core tokens is not an iteration: the
+    // marker also fires inside one (say at an evaluation pass's copy).
+    uint32_t core_tokens = 0;
+    for (const TokenStats& t : stats_) core_tokens += t.present >= core_min ? 1 : 0;
+    uint32_t partial = 0;
+    for (uint32_t s = first; s < last; ++s) {
+      CountSegment(at, s);
+      uint32_t held = 0;
+      for (const TokenStats& t : stats_) held += (t.present >= core_min && t.seg_count > 0) ? 1 : 0;
+      if (2 * held < core_tokens) ++partial;
+    }
+    if (partial > 0) {
+      v.why = fmt::format("{} segments hold less than half an iteration", partial);
+      return v;
+    }
+    // Fewest occurrences of each core token in one segment, then: a segment
+    // holding every core token at least twice that often is two iterations
+    // (the marker missed one).
+    ScanSegmentCounts(at, first, last, [&](TokenStats& t) {
+      if (t.min_count == 0 || t.seg_count < t.min_count) t.min_count = t.seg_count;
+    });
+    uint32_t merged = 0;
+    for (uint32_t s = first; s < last; ++s) {
+      CountSegment(at, s);
+      bool all_double = true, any_core = false;
+      for (size_t u = 0; u < stats_.size(); ++u) {
+        const TokenStats& t = stats_[u];
+        if (t.present < core_min) continue;
+        any_core = true;
+        if (t.seg_count < 2 * t.min_count) {
+          all_double = false;
+          break;
+        }
+      }
+      if (any_core && all_double) ++merged;
+    }
+    // A token seen once, recently, may be part of an iteration not yet seen
+    // whole (the sync after 200 identical launches): wait for it to come
+    // back, or to be old enough to be warm-up.
+    uint32_t lone_recent = 0;
+    for (const TokenStats& t : stats_) lone_recent += (t.present == 1 && t.last_seg >= first + segs / 2) ? 1 : 0;
+    if (lone_recent > 0) {
+      v.why = "an event seen once, recently: the iteration may not have been seen whole";
+      v.wait = true;
+      return v;
+    }
+    if (merged > 0) {
+      v.why = fmt::format("{} segments hold two iterations", merged);
+      return v;
+    }
+    // An iteration has about one length (dynamic shapes, an extra kernel or
+    // an evaluation pass now and then move a few segments only); the gaps
+    // between a frequent pair in random work are geometric, most of them far
+    // from their median.
+    const uint64_t median = Median(lengths);
+    uint32_t near = 0;
+    for (uint64_t len : lengths) near += (3 * len >= 2 * median && 2 * len <= 3 * median) ? 1 : 0;
+    if (near < p_.regular_fraction * segs) {
+      v.why = fmt::format("segments of irregular length ({}% within 1.5x of the median)", 100 * near / segs);
+      return v;
+    }
+    // A typical iteration: the median-length segment.
+    v.period = static_cast<uint32_t>(median);
+    for (uint32_t s = first; s < last; ++s) {
+      if (at[s + 1] - at[s] != v.period) continue;
+      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++v.kind_counts[static_cast<int>(KindOfToken(d_.token[d_.seq[pos]]))];
+      break;
+    }
+    v.accepted = true;
+    return v;
+  }
+
+ private:
+  // Sets seg_count of every token to its occurrences in segment s.
+  void CountSegment(const std::vector<uint32_t>& at, uint32_t s) {
+    for (auto& t : stats_) t.seg_count = 0;
+    for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++stats_[d_.seq[pos]].seg_count;
+  }
+
+  template <typename Fn>
+  void ScanSegmentCounts(const std::vector<uint32_t>& at, uint32_t first, uint32_t last, Fn fn) {
+    for (uint32_t s = first; s < last; ++s) {
+      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) stats_[d_.seq[pos]].seg_count = 0;
+      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++stats_[d_.seq[pos]].seg_count;
+      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) {
+        TokenStats& t = stats_[d_.seq[pos]];
+        if (t.seg_count != 0) {
+          fn(t);
+          t.seg_count = 0;  // once per token per segment
+        }
+      }
+    }
+  }
+
+  const Dense& d_;
+  const DetectorParams& p_;
+  std::vector<TokenStats> stats_;
+};
+
+bool IsSync(uint32_t token) { return KindOfToken(token) == TokenKind::kSync; }
+
+}  // namespace
+
+const char* BoundaryName(Boundary b) {
+  switch (b) {
+    case Boundary::kAfterSync: return "after a synchronization";
+    case Boundary::kNvtxRange: return "at an NVTX range";
+    case Boundary::kAfterGap: return "the first event after the host's longest gap";
+    case Boundary::kPlain: return "no natural boundary: the first event of the repeating sequence";
+  }
+  return "?";
+}
+
+Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, const DetectorParams& params) {
+  Detection out;
+  Dense d = Compact(tokens, ticks, n);
+  const size_t m = d.seq.size();
+  const uint64_t dn = d.token.size();
+  out.distinct_tokens = static_cast<uint32_t>(dn);
+  if (m < 2) {
+    out.why_not = fmt::format("only {} events", m);
+    return out;
+  }
+  // Pair census: (prev, cur) key and position, sorted by key then position.
+  std::vector<std::pair<uint64_t, uint32_t>> pairs;
+  pairs.reserve(m - 1);
+  for (size_t i = 1; i < m; ++i) pairs.emplace_back(d.seq[i - 1] * dn + d.seq[i], static_cast<uint32_t>(i));
+  std::sort(pairs.begin(), pairs.end());
+  std::vector<Candidate> cands;
+  uint32_t distinct_pairs = 0;
+  uint64_t all_gaps_median = Median(d.gap);
+  for (size_t i = 0; i < pairs.size();) {
+    size_t j = i;
+    while (j < pairs.size() && pairs[j].first == pairs[i].first) ++j;
+    ++distinct_pairs;
+    if (j - i >= params.min_segments / 2 + 2) {
+      Candidate c;
+      c.prev = static_cast<uint32_t>(pairs[i].first / dn);
+      c.cur = static_cast<uint32_t>(pairs[i].first % dn);
+      for (size_t k = i; k < j; ++k) c.at.push_back(pairs[k].second);
+      std::vector<uint64_t> gaps;
+      for (uint32_t pos : c.at) gaps.push_back(d.gap[pos]);
+      c.median_gap = Median(gaps);
+      uint32_t prev_tok = d.token[c.prev], cur_tok = d.token[c.cur];
+      if (IsSync(prev_tok) && !IsSync(cur_tok)) c.preference = 0;
+      else if (KindOfToken(cur_tok) == TokenKind::kNvtx) c.preference = 1;
+      // A synchronize's token comes at its return: the time before it is the
+      // device's, not the host's, so it is no host gap.
+      else if (!IsSync(cur_tok) && all_gaps_median > 0 && c.median_gap >= 4 * all_gaps_median) c.preference = 2;
+      cands.push_back(std::move(c));
+    }
+    i = j;
+  }
+  out.distinct_pairs = distinct_pairs;
+  if (cands.empty()) {
+    out.why_not = fmt::format("no repeating sequence: {} distinct events, {} distinct event pairs in {} events, none seen {} times",
+                              dn, distinct_pairs, m, params.min_segments + 2);
+    return out;
+  }
+  // Shorter periods first (more occurrences); within a count, natural boundaries first.
+  auto by_pref = [](const Candidate& a, const Candidate& b) {
+    if (a.preference != b.preference) return a.preference < b.preference;
+    if (a.median_gap != b.median_gap) return a.median_gap > b.median_gap;
+    return a.at.front() < b.at.front();
+  };
+  std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+    if (a.at.size() != b.at.size()) return a.at.size() > b.at.size();
+    return by_pref(a, b);
+  });
+  Evaluator eval(d, params);
+  uint32_t tried = 0;
+  std::string last_why;
+  size_t accepted_count = 0;
+  for (size_t i = 0; i < cands.size() && tried < params.max_candidates;) {
+    size_t j = i;
+    while (j < cands.size() && cands[j].at.size() == cands[i].at.size()) ++j;
+    // Two tries per count: candidates of one count nearly always cut the stream alike.
+    for (size_t k = i; k < j && k < i + 2 && tried < params.max_candidates; ++k) {
+      if (cands[k].at.size() < params.min_segments + 2) continue;
+      Verdict v = eval.Evaluate(cands[k], params.min_segments + 2);
+      ++tried;
+      if (v.accepted) {
+        accepted_count = cands[k].at.size();
+        break;
+      }
+      last_why = v.why;
+    }
+    if (accepted_count != 0) break;
+    i = j;
+  }
+  out.candidates_tried = tried;
+  if (accepted_count == 0) {
+    out.why_not = fmt::format("no repeating sequence: {} distinct events, {} distinct event pairs in {} events{}", dn,
+                              distinct_pairs, m, last_why.empty() ? "" : "; best candidate: " + last_why);
+    return out;
+  }
+  // The period is settled; pick its most natural boundary among candidates
+  // of about the same count.
+  // A period twice as long has half the count: a quarter's slack keeps it out
+  // while admitting boundaries that warm-up iterations lacked.
+  size_t tol = std::max<size_t>(3, accepted_count / 4);
+  std::vector<const Candidate*> same;
+  for (const Candidate& c : cands) {
+    if (c.at.size() <= accepted_count && c.at.size() + tol >= accepted_count) same.push_back(&c);
+  }
+  std::stable_sort(same.begin(), same.end(), [&](const Candidate* a, const Candidate* b) { return by_pref(*a, *b); });
+  for (const Candidate* c : same) {
+    if (tried >= params.max_candidates + 16) break;
+    Verdict v = eval.Evaluate(*c, params.min_segments / 2 + 2);
+    ++tried;
+    if (!v.accepted) continue;
+    out.found = true;
+    uint32_t cur_tok = d.token[c->cur], prev_tok = d.token[c->prev];
+    // The token alone marks the step when it never occurs elsewhere.
+    uint32_t cur_total = 0;
+    for (size_t pos = c->at.front(); pos < m; ++pos) cur_total += d.seq[pos] == c->cur;
+    out.marker.token = cur_tok;
+    out.marker.prev = cur_total == c->at.size() ? 0 : prev_tok;
+    out.marker.context = prev_tok;
+    out.boundary = c->preference == 0   ? Boundary::kAfterSync
+                   : c->preference == 1 ? Boundary::kNvtxRange
+                   : c->preference == 2 ? Boundary::kAfterGap
+                                        : Boundary::kPlain;
+    out.period_events = v.period;
+    out.launches = v.kind_counts[static_cast<int>(TokenKind::kLaunch)] + v.kind_counts[static_cast<int>(TokenKind::kGraph)];
+    out.copies = v.kind_counts[static_cast<int>(TokenKind::kCopy)];
+    out.memsets = v.kind_counts[static_cast<int>(TokenKind::kMemset)];
+    out.syncs = v.kind_counts[static_cast<int>(TokenKind::kSync)];
+    out.nvtx = v.kind_counts[static_cast<int>(TokenKind::kNvtx)];
+    out.iterations = static_cast<uint32_t>(c->at.size());
+    break;
+  }
+  out.candidates_tried = tried;
+  if (!out.found) out.why_not = "the period's candidates stopped agreeing";
+  return out;
+}
+
+}  // namespace prof
