@@ -5,7 +5,9 @@
 // records. Templates over the window, so the agent's Window and `prof`'s
 // CompactWindow run the same code.
 #include <algorithm>
+#include <initializer_list>
 #include <map>
+#include <string_view>
 #include <unordered_map>
 
 #include "exporters/compact_window.h"
@@ -191,26 +193,69 @@ FlameTree KernelFlame(const W& w, const WindowIndex& index, StringTable* strings
 
 uint64_t Dur(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
 
+// One JSON object's fields in the order written, closed when it goes out of
+// scope: Object(out).U("a", 1).S("b", "x") writes {"a":1,"b":"x"}.
+class Object {
+ public:
+  explicit Object(JsonWriter& out) : out_(out) { out_.Char('{'); }
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  ~Object() { out_.Char('}'); }
+  Object& U(std::string_view key, uint64_t value) {
+    Key(key).UInt(value);
+    return *this;
+  }
+  Object& I(std::string_view key, int64_t value) {
+    Key(key).Int(value);
+    return *this;
+  }
+  Object& D(std::string_view key, double value) {
+    Key(key).Double(value);
+    return *this;
+  }
+  Object& S(std::string_view key, std::string_view value) {
+    Key(key).String(value);
+    return *this;
+  }
+  Object& B(std::string_view key, bool value) {
+    Key(key).Bool(value);
+    return *this;
+  }
+  // A field whose value the caller writes next.
+  JsonWriter& Key(std::string_view key) {
+    if (fields_++ != 0) out_.Char(',');
+    out_.Key(key);
+    return out_;
+  }
+
+ private:
+  JsonWriter& out_;
+  int fields_ = 0;
+};
+
+// A JSON array of unsigned numbers: [1,2,3].
+void Numbers(JsonWriter& out, std::initializer_list<uint64_t> values) {
+  out.Char('[');
+  bool first = true;
+  for (uint64_t v : values) {
+    if (!first) out.Char(',');
+    first = false;
+    out.UInt(v);
+  }
+  out.Char(']');
+}
+
 void Row(JsonWriter& out, const TimeRow& r) {
-  out.Raw("{\"name\":");
-  out.String(r.name);
-  out.Raw(",\"percent\":");
-  out.Double(r.percent);
-  out.Raw(",\"total\":");
-  out.UInt(r.total_ns);
-  out.Raw(",\"count\":");
-  out.UInt(r.count);
-  out.Raw(",\"avg\":");
-  out.Double(r.avg_ns);
-  out.Raw(",\"med\":");
-  out.Double(r.median_ns);
-  out.Raw(",\"min\":");
-  out.UInt(r.min_ns);
-  out.Raw(",\"max\":");
-  out.UInt(r.max_ns);
-  out.Raw(",\"stddev\":");
-  out.Double(r.stddev_ns);
-  out.Char('}');
+  Object(out)
+      .S("name", r.name)
+      .D("percent", r.percent)
+      .U("total", r.total_ns)
+      .U("count", r.count)
+      .D("avg", r.avg_ns)
+      .D("med", r.median_ns)
+      .U("min", r.min_ns)
+      .U("max", r.max_ns)
+      .D("stddev", r.stddev_ns);
 }
 
 template <typename T, typename F>
@@ -224,46 +269,28 @@ void Array(JsonWriter& out, const std::vector<T>& items, F&& each) {
 }
 
 void Breakdown(JsonWriter& out, const TimeBreakdown& b) {
-  out.Char('[');
-  const uint64_t parts[] = {b.kernel_ns, b.comm_ns, b.memcpy_ns, b.memset_ns, b.runtime_ns, b.sync_ns, b.other_ns};
-  for (size_t i = 0; i < std::size(parts); ++i) {
-    if (i) out.Char(',');
-    out.UInt(parts[i]);
-  }
-  out.Char(']');
+  Numbers(out, {b.kernel_ns, b.comm_ns, b.memcpy_ns, b.memset_ns, b.runtime_ns, b.sync_ns, b.other_ns});
 }
 
 void WriteSummary(JsonWriter& out, const Summary& s) {
   const WindowMeta& m = s.meta;
-  out.Raw("\"meta\":{\"name\":");
-  out.String(m.name);
-  out.Raw(",\"rank\":");
-  out.Int(m.rank_known ? m.rank : -1);
-  out.Raw(",\"world\":");
-  out.Int(m.world_size);
-  out.Raw(",\"first_step\":");
-  out.UInt(m.first_step);
-  out.Raw(",\"last_step\":");
-  out.UInt(m.last_step);
-  out.Raw(",\"partial\":");
-  out.String(m.partial ? m.partial_reason : "");
-  out.Raw(",\"step_description\":");
-  out.String(m.step_description);
-  out.Raw(",\"range_description\":");
-  out.String(m.range_description);
-  out.Raw(",\"host\":");
-  out.String(m.hostname);
-  out.Raw(",\"pid\":");
-  out.Int(m.pid);
-  out.Raw(",\"version\":");
-  out.String(m.libprof_version);
-  out.Raw(",\"cupti\":");
-  out.String(m.cupti_mode);
-  out.Raw(",\"gpu_timings\":");
-  out.Bool(m.has_gpu_timings);
-  out.Raw(",\"python\":");
-  out.String(s.python_status);
-  out.Raw("},\"header\":");
+  out.Key("meta");
+  Object(out)
+      .S("name", m.name)
+      .I("rank", m.rank_known ? m.rank : -1)
+      .I("world", m.world_size)
+      .U("first_step", m.first_step)
+      .U("last_step", m.last_step)
+      .S("partial", m.partial ? m.partial_reason : "")
+      .S("step_description", m.step_description)
+      .S("range_description", m.range_description)
+      .S("host", m.hostname)
+      .I("pid", m.pid)
+      .S("version", m.libprof_version)
+      .S("cupti", m.cupti_mode)
+      .B("gpu_timings", m.has_gpu_timings)
+      .S("python", s.python_status);
+  out.Raw(",\"header\":");
   out.String(SummaryHeader(s));
   out.Raw(",\"span\":");
   out.UInt(Dur(s.span_start_ns, s.span_end_ns));
@@ -273,15 +300,7 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   out.Double(s.gpu_busy_percent);
   out.Raw(",\"findings\":");
   Array(out, s.findings, [&](const Finding& f) {
-    out.Raw("{\"id\":");
-    out.String(f.id);
-    out.Raw(",\"title\":");
-    out.String(f.title);
-    out.Raw(",\"evidence\":");
-    out.String(f.evidence);
-    out.Raw(",\"advice\":");
-    out.String(f.advice);
-    out.Char('}');
+    Object(out).S("id", f.id).S("title", f.title).S("evidence", f.evidence).S("advice", f.advice);
   });
   auto row = [&](const TimeRow& r) { Row(out, r); };
   out.Raw(",\"kernels\":");
@@ -292,107 +311,61 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   Array(out, s.mem_time, row);
   out.Raw(",\"mem_size\":");
   Array(out, s.mem_size, [&](const SizeRow& r) {
-    out.Raw("{\"name\":");
-    out.String(r.name);
-    out.Raw(",\"total\":");
-    out.UInt(r.total_bytes);
-    out.Raw(",\"count\":");
-    out.UInt(r.count);
-    out.Raw(",\"avg\":");
-    out.Double(r.avg_bytes);
-    out.Raw(",\"med\":");
-    out.Double(r.median_bytes);
-    out.Raw(",\"min\":");
-    out.UInt(r.min_bytes);
-    out.Raw(",\"max\":");
-    out.UInt(r.max_bytes);
-    out.Raw(",\"stddev\":");
-    out.Double(r.stddev_bytes);
-    out.Char('}');
+    Object(out)
+        .S("name", r.name)
+        .U("total", r.total_bytes)
+        .U("count", r.count)
+        .D("avg", r.avg_bytes)
+        .D("med", r.median_bytes)
+        .U("min", r.min_bytes)
+        .U("max", r.max_bytes)
+        .D("stddev", r.stddev_bytes);
   });
   out.Raw(",\"mem_size_from_host\":");
   out.Bool(s.mem_size_from_host);
   out.Raw(",\"steps\":");
   Array(out, s.steps, [&](const StepRow& r) {
-    out.Raw("{\"step\":");
-    out.UInt(r.step);
-    out.Raw(",\"wall\":");
-    out.UInt(r.wall_ns);
-    out.Raw(",\"busy\":");
-    out.UInt(r.gpu_busy_ns);
-    out.Raw(",\"busy_percent\":");
-    out.Double(r.gpu_busy_percent);
-    out.Raw(",\"kernels\":");
-    out.UInt(r.kernels);
-    out.Raw(",\"launches\":");
-    out.UInt(r.launches);
-    out.Raw(",\"syncs\":");
-    out.UInt(r.syncs);
-    out.Raw(",\"copies\":");
-    out.UInt(r.copies);
-    out.Raw(",\"allocs\":");
-    out.UInt(r.allocs);
-    out.Raw(",\"breakdown\":");
-    Breakdown(out, r.breakdown);
-    out.Char('}');
+    Object step(out);
+    step.U("step", r.step)
+        .U("wall", r.wall_ns)
+        .U("busy", r.gpu_busy_ns)
+        .D("busy_percent", r.gpu_busy_percent)
+        .U("kernels", r.kernels)
+        .U("launches", r.launches)
+        .U("syncs", r.syncs)
+        .U("copies", r.copies)
+        .U("allocs", r.allocs);
+    Breakdown(step.Key("breakdown"), r.breakdown);
   });
   out.Raw(",\"breakdown\":");
   Breakdown(out, s.breakdown);
   out.Raw(",\"stream_idle\":");
   Array(out, s.stream_idle, [&](const StreamIdleRow& r) {
-    out.Char('[');
-    out.UInt(r.device);
-    out.Char(',');
-    out.UInt(r.stream);
-    out.Char(',');
-    out.UInt(r.gaps);
-    out.Char(',');
-    out.UInt(r.host_wait_ns);
-    out.Char(',');
-    out.UInt(r.kernel_wait_ns);
-    out.Char(',');
-    out.UInt(r.other_ns);
-    out.Char(']');
+    Numbers(out, {r.device, r.stream, r.gaps, r.host_wait_ns, r.kernel_wait_ns, r.other_ns});
   });
   out.Raw(",\"call_sites\":");
   Array(out, s.call_sites, [&](const CallSiteRow& r) {
-    out.Raw("{\"site\":");
-    out.String(r.site);
-    out.Raw(",\"file\":");
-    out.String(r.file);
-    out.Raw(",\"gpu\":");
-    out.UInt(r.gpu_ns);
-    out.Raw(",\"kernels\":");
-    out.UInt(r.kernels);
-    out.Raw(",\"launches\":");
-    out.UInt(r.launches);
-    out.Raw(",\"syncs\":");
-    out.UInt(r.syncs);
-    out.Raw(",\"copies\":");
-    out.UInt(r.copies);
-    out.Raw(",\"allocs\":");
-    out.UInt(r.allocs);
-    out.Raw(",\"calls\":");
-    out.UInt(r.calls);
-    out.Char('}');
+    Object(out)
+        .S("site", r.site)
+        .S("file", r.file)
+        .U("gpu", r.gpu_ns)
+        .U("kernels", r.kernels)
+        .U("launches", r.launches)
+        .U("syncs", r.syncs)
+        .U("copies", r.copies)
+        .U("allocs", r.allocs)
+        .U("calls", r.calls);
   });
   out.Raw(",\"memory\":");
   Array(out, s.memory, [&](const MemoryRow& r) {
-    out.Raw("{\"device\":");
-    out.Int(r.device);
-    out.Raw(",\"kind\":");
-    out.UInt(r.mem_kind);
-    out.Raw(",\"allocs\":");
-    out.UInt(r.allocs);
-    out.Raw(",\"frees\":");
-    out.UInt(r.frees);
-    out.Raw(",\"allocated\":");
-    out.UInt(r.bytes_allocated);
-    out.Raw(",\"freed\":");
-    out.UInt(r.bytes_freed);
-    out.Raw(",\"peak\":");
-    out.UInt(r.peak_bytes);
-    out.Char('}');
+    Object(out)
+        .I("device", r.device)
+        .U("kind", r.mem_kind)
+        .U("allocs", r.allocs)
+        .U("frees", r.frees)
+        .U("allocated", r.bytes_allocated)
+        .U("freed", r.bytes_freed)
+        .U("peak", r.peak_bytes);
   });
   uint64_t live_total = 0;
   for (const LiveAllocation& a : s.live) live_total += a.bytes;
@@ -404,17 +377,12 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   for (size_t i = 0; i < s.live.size() && i < kLiveRowsShown; ++i) {
     const LiveAllocation& a = s.live[i];
     if (i) out.Char(',');
-    out.Raw("{\"bytes\":");
-    out.UInt(a.bytes);
-    out.Raw(",\"device\":");
-    out.Int(a.device);
-    out.Raw(",\"kind\":");
-    out.UInt(a.mem_kind);
-    out.Raw(",\"api\":");
-    out.String(ApiName(static_cast<ApiId>(a.api)));
-    out.Raw(",\"site\":");
-    out.String(i < s.live_sites.size() ? s.live_sites[i] : "");
-    out.Char('}');
+    Object(out)
+        .U("bytes", a.bytes)
+        .I("device", a.device)
+        .U("kind", a.mem_kind)
+        .S("api", ApiName(static_cast<ApiId>(a.api)))
+        .S("site", i < s.live_sites.size() ? s.live_sites[i] : "");
   }
   out.Raw("],\"idle_gaps\":");
   out.UInt(s.idle_gaps.size());
@@ -428,15 +396,10 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   out.Double(s.launch_latency.p99_ns);
   out.Char(',');
   out.UInt(s.launch_latency.max_ns);
-  out.Raw("],\"losses\":[");
+  out.Raw("],\"losses\":");
   const LossCounts& l = m.losses;
-  const uint64_t losses[] = {l.host_events_dropped, l.device_records_dropped, l.cupti_records_dropped,
-                             l.device_records_missing, l.alloc_samples_dropped};
-  for (size_t i = 0; i < std::size(losses); ++i) {
-    if (i) out.Char(',');
-    out.UInt(losses[i]);
-  }
-  out.Char(']');
+  Numbers(out, {l.host_events_dropped, l.device_records_dropped, l.cupti_records_dropped, l.device_records_missing,
+                l.alloc_samples_dropped});
 }
 
 // One lane of the timeline: items in start order, then merged where they lie
@@ -470,17 +433,7 @@ void WriteLane(JsonWriter& out, const std::string& label, const char* kind, std:
     }
     if (!first) out.Char(',');
     first = false;
-    out.Char('[');
-    out.UInt(block.start - origin);
-    out.Char(',');
-    out.UInt(Dur(block.start, block.end));
-    out.Char(',');
-    out.UInt(block.name);
-    out.Char(',');
-    out.UInt(block.site);
-    out.Char(',');
-    out.UInt(count);
-    out.Char(']');
+    Numbers(out, {block.start - origin, Dur(block.start, block.end), block.name, block.site, count});
   }
   out.Raw("]}");
 }
@@ -551,13 +504,7 @@ void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const 
   for (const StepSpan& st : RestOf(w).steps) {
     if (!first) out.Char(',');
     first = false;
-    out.Char('[');
-    out.UInt(st.step);
-    out.Char(',');
-    out.UInt(clip(st.start_ns) - origin);
-    out.Char(',');
-    out.UInt(Dur(clip(st.start_ns), clip(st.end_ns)));
-    out.Char(']');
+    Numbers(out, {st.step, clip(st.start_ns) - origin, Dur(clip(st.start_ns), clip(st.end_ns))});
   }
   out.Raw("]}");
 }
@@ -582,19 +529,10 @@ void WriteMemorySeries(JsonWriter& out, const Window& rest, const Summary& s) {
   for (const auto& [key, points] : series) {
     if (!first) out.Char(',');
     first = false;
-    out.Raw("{\"device\":");
-    out.Int(key.first);
-    out.Raw(",\"kind\":");
-    out.Int(key.second);
-    out.Raw(",\"points\":");
-    Array(out, points, [&](const std::pair<uint64_t, uint64_t>& p) {
-      out.Char('[');
-      out.UInt(p.first);
-      out.Char(',');
-      out.UInt(p.second);
-      out.Char(']');
-    });
-    out.Char('}');
+    Object series_json(out);
+    series_json.I("device", key.first).I("kind", key.second);
+    Array(series_json.Key("points"), points,
+          [&](const std::pair<uint64_t, uint64_t>& p) { Numbers(out, {p.first, p.second}); });
   }
   out.Char(']');
 }
