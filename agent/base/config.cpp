@@ -4,7 +4,9 @@
 // something the user did not ask for (PROF_ENABLE, PROF_STEP, an unusable
 // PROF_OUTPUT_DIR) profiling is disabled. Either way the line says which.
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -476,19 +478,46 @@ bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, 
 namespace {
 
 // The output directory must be writable or creatable: checked at start so
-// the user hears about a bad one then, not at the first window. A missing
-// one is created to prove it can be, then removed again: processes that
-// never write a window (a shell between the launcher and the job) leave no
-// empty directories behind. The writer creates it for real.
+// the user hears about a bad one then, not at the first window. Checked
+// without creating anything (a mkdir and rmdir cost every process a
+// millisecond on ext4, and most processes of a job, shells and launchers,
+// never write a window): an existing directory must be writable; for a
+// missing one, the nearest existing folder above it must be a writable
+// directory on a file system that holds files (not /proc or /sys). The
+// writer creates it at the first window and says there if that still fails.
 bool OutputDirUsable(const std::string& dir, std::string* why) {
-  std::vector<std::string> created;
-  bool ok = MakeDirectories(dir, &created, why);
-  if (ok && access(dir.c_str(), W_OK | X_OK) != 0) {
-    *why = "it is not writable";
-    ok = false;
+  std::string path = dir.empty() ? "." : dir;
+  bool missing = false;
+  for (;;) {
+    while (path.size() > 1 && path.back() == '/') path.pop_back();
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) {  // ENOTDIR: a file on the way; EACCES, ELOOP, ENAMETOOLONG
+        *why = fmt::format("cannot reach '{}': {}", path, std::strerror(errno));
+        return false;
+      }
+      size_t slash = path.find_last_of('/');
+      path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+      missing = true;
+      continue;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      *why = missing ? fmt::format("'{}' is not a directory", path) : "it exists and is not a directory";
+      return false;
+    }
+    if (access(path.c_str(), W_OK | X_OK) != 0) {
+      *why = missing ? fmt::format("cannot create it in '{}': {}", path, std::strerror(errno))
+                     : fmt::format("it is not writable: {}", std::strerror(errno));
+      return false;
+    }
+    struct statfs fs;
+    if (missing && statfs(path.c_str(), &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) {
+      *why = fmt::format("cannot create it in '{}', a {} file system", path,
+                         fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
+      return false;
+    }
+    return true;
   }
-  for (auto it = created.rbegin(); it != created.rend(); ++it) rmdir(it->c_str());
-  return ok;
 }
 
 // The most specific launcher first: torchrun's RANK, then MPI's own (an

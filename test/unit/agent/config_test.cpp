@@ -269,6 +269,14 @@ TEST_CASE("PROF_OUTPUT_DIR must be usable, else profiling is disabled", "[config
   r = Parse({{"PROF_OUTPUT_DIR", "/etc/hostname"}});
   RequireOneProblem(r, "PROF_OUTPUT_DIR", "/etc/hostname");
   CHECK_FALSE(r.config.enabled);
+  r = Parse({{"PROF_OUTPUT_DIR", "/etc/hostname/sub/deeper/"}});
+  RequireOneProblem(r, "PROF_OUTPUT_DIR", "/etc/hostname/sub/deeper/");
+  CHECK(r.problems[0].find("Not a directory") != std::string::npos);
+  CHECK_FALSE(r.config.enabled);
+  r = Parse({{"PROF_OUTPUT_DIR", "/sys/libprof-cannot-create/a"}});
+  RequireOneProblem(r, "PROF_OUTPUT_DIR", "/sys/libprof-cannot-create/a");
+  CHECK(r.problems[0].find("'/sys', a sysfs file system") != std::string::npos);
+  CHECK_FALSE(r.config.enabled);
   // Missing but creatable: accepted, and left for the writer to create (a
   // process that never writes a window leaves no empty directory behind).
   std::string base = TempDir();
@@ -277,6 +285,11 @@ TEST_CASE("PROF_OUTPUT_DIR must be usable, else profiling is disabled", "[config
   CHECK(r.problems.empty());
   CHECK(r.config.enabled);
   CHECK(access((base + "/a").c_str(), F_OK) != 0);
+  // Missing and relative, with a trailing slash: checked against the
+  // working directory, nothing created.
+  r = Parse({{"PROF_OUTPUT_DIR", "libprof-missing-relative/x/"}});
+  CHECK(r.problems.empty());
+  CHECK(access("libprof-missing-relative", F_OK) != 0);
   std::vector<std::string> created;
   std::string why;
   REQUIRE(MakeDirectories(fresh, &created, &why));
