@@ -124,9 +124,16 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
   e.Get("tid").ToInt64(&tid);
   if (cat == "kernel") {
     JobKernel k;
+    JsonValue args = e.Get("args");
+    // A kernel drawn inside an overlapping one on its stream's track (the
+    // two conversions of one device instant to host time may differ by a
+    // few ns) is clipped there; its true duration is kept in the args. The
+    // collective's end is what aligns the clocks: the clipped one is wrong
+    // by the whole kernel.
+    int64_t unclipped = 0;
+    if (args.is_object() && ToNs(args.Get("unclipped dur"), &unclipped) && unclipped > dur) dur = unclipped;
     k.start_ns = start;
     k.end_ns = start + dur;
-    JsonValue args = e.Get("args");
     JsonValue coll = args.is_object() ? args.Get("Collective name") : JsonValue();
     if (coll.is_string()) {
       k.comm = true;

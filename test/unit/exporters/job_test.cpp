@@ -158,6 +158,29 @@ TEST_CASE("clock offsets are recovered from the collectives' shared end instants
   CHECK(c.residual_max_ns <= 2);
 }
 
+TEST_CASE("a collective kernel the trace clipped on its track is aligned by its true end", "[job]") {
+  // The exporter draws a kernel that starts a few ns before the previous
+  // one on its stream ends inside that one, clipped, its true duration in
+  // "unclipped dur" (exporters/chrome_trace.cpp). Read as drawn, its end
+  // would be early by the whole kernel and the residual as large.
+  JobSpec spec;
+  spec.clock_ns = {0, 1'500'000, -730'000, 250'123};
+  std::vector<json> traces = BuildJob(spec);
+  int clipped = 0;
+  for (json& e : traces[2]["traceEvents"]) {
+    if (e["cat"] == "kernel" && e.contains("args") && e["args"].value("Seq", 0) == 5) {
+      e["args"]["unclipped dur"] = e["dur"];
+      e["dur"] = 0.01;
+      ++clipped;
+    }
+  }
+  REQUIRE(clipped == 1);
+  tool::ClockAlignment c = tool::AlignClocks(Read(traces));
+  CHECK(c.collectives == 15);
+  CHECK(std::llabs(c.offset_ns[2] - spec.clock_ns[2]) <= 1);
+  CHECK(c.residual_max_ns <= 2);
+}
+
 TEST_CASE("thirty-two ranks, each with its own clock, align and name their straggler", "[job]") {
   JobSpec spec;
   spec.ranks = 32;
