@@ -22,14 +22,25 @@ inline uint64_t CoarseNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// Unix epoch ns minus agent ns, sampled back to back (error: one clock read).
+// Unix epoch ns minus agent ns. A wall-clock read bracketed by two agent
+// clock reads; the error is half the bracket, which a preemption or a first
+// call's page faults (lazy binding, an interposed clock_gettime) can stretch
+// to milliseconds on a busy host. So several samples, the narrowest kept:
+// the ranks' offsets `prof merge` finds are these errors too.
 inline int64_t EpochOffsetNs() {
-  timespec rt;
-  uint64_t before = NowNs();
-  clock_gettime(CLOCK_REALTIME, &rt);
-  uint64_t after = NowNs();
-  int64_t real_ns = static_cast<int64_t>(rt.tv_sec) * 1'000'000'000ll + rt.tv_nsec;
-  return real_ns - static_cast<int64_t>(before + (after - before) / 2);
+  int64_t best = 0;
+  uint64_t best_bracket = UINT64_MAX;
+  for (int i = 0; i < 5; ++i) {
+    timespec rt;
+    uint64_t before = NowNs();
+    clock_gettime(CLOCK_REALTIME, &rt);
+    uint64_t after = NowNs();
+    if (after - before >= best_bracket) continue;
+    best_bracket = after - before;
+    int64_t real_ns = static_cast<int64_t>(rt.tv_sec) * 1'000'000'000ll + rt.tv_nsec;
+    best = real_ns - static_cast<int64_t>(before + (after - before) / 2);
+  }
+  return best;
 }
 
 }  // namespace prof
