@@ -5,11 +5,14 @@ and linked into the program (the profiler plugin), every NCCL kernel in a
 window carries Kineto's collective args equal to the sim's truth, each call
 appears once (never counted twice when wrappers and plugin both apply),
 distributedInfo names the rank as HTA reads it, and the summary's
-collectives table and bandwidths equal what the truth gives."""
+collectives table and bandwidths equal what the truth gives. `prof summary`
+of a rank's saved trace, and of the ranks' traces merged, prints the same
+collectives table and GPU time split as the live summary."""
 import glob
 import json
 import os
 import re
+import subprocess
 import sys
 import unittest
 
@@ -25,6 +28,13 @@ WORLD = 2
 BUCKET_ELEMS = 65536
 # HTA's rank pattern (hta/common/trace_file.py).
 HTA_RANK = re.compile(r'"rank":\s+(\d+)')
+
+
+def nccl_sections(summary):
+    """(the GPU time split line, the NCCL collectives table) of a summary."""
+    split = re.search(r"^GPU time: compute .*$", summary, re.M)
+    table = re.search(r"^== NCCL collectives .*?(?=^== |\Z)", summary, re.M | re.S)
+    return (split.group(0) if split else None, table.group(0).strip() if table else "")
 
 
 class AgentNcclTest(unittest.TestCase):
@@ -106,6 +116,34 @@ class AgentNcclTest(unittest.TestCase):
             self.assertAlmostEqual(sum(float(x) for x in split.groups()), 100.0, delta=0.5)
         # The same collectives, by Seq, in every rank's window.
         self.assertTrue(all(s == seqs_by_rank[0] for s in seqs_by_rank), seqs_by_rank)
+        self.check_saved_summaries(out)
+
+    def check_saved_summaries(self, out):
+        """`prof summary` of each rank's trace, and of their merge, has the
+        live summary's collectives table and GPU time split (which
+        check_job compared with the truth)."""
+        live, traces = {}, []
+        for rank in range(WORLD):
+            traces += glob.glob(os.path.join(out, f"*_rank{rank}.*.pt.trace.json"))
+            with open(glob.glob(os.path.join(out, f"*_rank{rank}.*.summary.txt"))[0]) as f:
+                live[rank] = nccl_sections(f.read())
+            self.assertIsNotNone(live[rank][0])
+            self.assertIn("AllReduce", live[rank][1])
+        for rank, trace in enumerate(traces):
+            r = subprocess.run([harness.PROF_TOOL, "summary", trace], capture_output=True, text=True, timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(nccl_sections(r.stdout), live[rank], f"rank {rank}: prof summary of {trace}")
+        merged = os.path.join(out, "job.pt.trace.json")
+        r = subprocess.run([harness.PROF_TOOL, "merge", *traces, "-o", merged], capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = subprocess.run([harness.PROF_TOOL, "summary", merged], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # One summary per rank, in rank order, each headed "==> ... <==".
+        parts = re.split(r"^==> .* <==$", r.stdout, flags=re.M)[1:]
+        self.assertEqual(len(parts), WORLD + 1, r.stdout[:2000])  # the ranks, then the comparison table
+        for rank in range(WORLD):
+            self.assertEqual(nccl_sections(parts[rank]), live[rank], f"rank {rank} of the merged trace")
 
     def test_shared_nccl_under_ld_preload_is_seen_by_the_wrappers_once(self):
         out, lines = self.run_job("LD_PRELOAD", DDP)
