@@ -48,7 +48,42 @@ EOF
   touch "$src/apt/state/status"
   export APT_CONFIG="$src/apt/apt.conf"
   [ -s "$src/apt/updated" ] || { apt-get update -qq && date > "$src/apt/updated"; } || return 1
-  (cd "$src" && apt-get source --download-only -qq "python$1") || return 1
+  (cd "$src" && apt-get source --download-only -qq "python$1") && return 0
+  fetch_ubuntu_source "$1"
+}
+
+# Where Debian's mirror serves no source packages: Ubuntu's archive, over
+# HTTPS, whose source indexes (development release first, then the latest
+# release) list each orig tarball with its SHA-256 or SHA-512; the first
+# listed tarball the archive serves and whose checksum matches is kept.
+fetch_ubuntu_source() {  # $1 = 3.14
+  local suite comp algo sum name dir
+  for suite in devel resolute; do
+    for comp in main universe; do
+      curl -fsS --max-time 120 "https://archive.ubuntu.com/ubuntu/dists/$suite/$comp/source/Sources.xz" 2>/dev/null |
+        xz -dc 2>/dev/null |
+        awk -v pkg="python$1" '
+          function flush() { if (p) for (i = 0; i < n; i++) print o[i], d; p = 0; n = 0; d = "" }
+          /^$/ { flush(); next }
+          /^Package: / { p = ($2 == pkg) }
+          /^Directory: / { d = $2 }
+          /^[^ ]/ { c = /^Checksums-Sha256:/ ? "sha256" : /^Checksums-Sha512:/ ? "sha512" : ""; next }
+          c != "" && $3 ~ /orig\.tar/ { o[n++] = c " " $1 " " $3 }
+          END { flush() }'
+    done
+  done > "$src/ubuntu-candidates"
+  while read -r algo sum name dir; do
+    echo "trying https://archive.ubuntu.com/ubuntu/$dir/$name"
+    curl -fsS --max-time 600 -o "$src/$name.part" "https://archive.ubuntu.com/ubuntu/$dir/$name" || continue
+    if [ "$("${algo}sum" < "$src/$name.part" | cut -d' ' -f1)" = "$sum" ]; then
+      mv "$src/$name.part" "$src/$name"
+      echo "fetched $name from Ubuntu's archive ($algo as its source index lists)"
+      return 0
+    fi
+    echo "$name: checksum differs from the index; discarded"
+  done < "$src/ubuntu-candidates"
+  rm -f "$src"/*.part
+  return 1
 }
 
 pythons=()
@@ -59,7 +94,7 @@ for v in "${versions[@]}"; do
     tarball=${given[$v]:-}
     if [ -z "$tarball" ]; then
       fetch_source "$v" > "$src/fetch-$v.log" 2>&1 || {
-        echo "python${v}t: not built: the Debian registry gave no source package for python$v" \
+        echo "python${v}t: not built: neither Debian's nor Ubuntu's archive served a source package for python$v" \
              "($(grep -m1 -o '[0-9]\{3\}  *Not Found\|Failed.*' "$src/fetch-$v.log" || tail -1 "$src/fetch-$v.log"));" \
              "give its CPython sources with --source $v=PATH"
         failed=1; continue
