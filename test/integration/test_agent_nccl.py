@@ -1,8 +1,9 @@
 """Collectives in libprof's traces and summaries, on the simulated NCCL
 with several real rank processes (torchrun's variables): under LD_PRELOAD
 and CUDA_INJECTION64_PATH, with NCCL as a shared library (the wrappers)
-and linked into the program (the profiler plugin), every NCCL kernel in a
-window carries Kineto's collective args equal to the sim's truth, each call
+and linked into the program (the profiler plugin, interfaces v6, v5 and
+v4), every NCCL kernel in a window carries Kineto's collective args equal
+to the sim's truth, each call
 appears once (never counted twice when wrappers and plugin both apply),
 distributedInfo names the rank as HTA reads it, and the summary's
 collectives table and bandwidths equal what the truth gives. `prof summary`
@@ -38,12 +39,12 @@ def nccl_sections(summary):
 
 
 class AgentNcclTest(unittest.TestCase):
-    def run_job(self, mode, program):
+    def run_job(self, mode, program, **extra):
         tmp = harness.scratch_dir(self, "agentnccl-")
         out = os.path.join(tmp, "traces")
         truth = os.path.join(tmp, "truth.jsonl")
         env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, PROF_WAIT=12, PROF_ACTIVE=4,
-                              PROF_LOG_LEVEL="warn", SIM_NCCL_TIMEOUT_MS=60000)
+                              PROF_LOG_LEVEL="warn", SIM_NCCL_TIMEOUT_MS=60000, **extra)
         env.pop("NCCL_PROFILER_PLUGIN", None)  # libprof offers itself
         env[mode] = harness.LIBPROF_SO
         results = multirank.launch([program, "--steps", "30", "--bucket-elems", str(BUCKET_ELEMS)], WORLD, env)
@@ -164,6 +165,16 @@ class AgentNcclTest(unittest.TestCase):
     def test_static_nccl_under_injection_is_seen_by_the_plugin(self):
         out, lines = self.run_job("CUDA_INJECTION64_PATH", DDP_STATIC)
         self.check_job(out, lines, "nccl profiler plugin", version="unknown")
+
+    def test_static_nccl_with_an_older_plugin_interface_is_seen_by_the_plugin(self):
+        # NCCL 2.27 probes from ncclProfiler_v4, 2.28 from v5 (libprof
+        # exports v4, v5 and v6): v4's init takes the communicator's name and
+        # hash, v5's its id; v4's descriptors are laid out apart.
+        for version in (4, 5):
+            with self.subTest(interface=version):
+                out, lines = self.run_job("LD_PRELOAD", DDP_STATIC, SIM_NCCL_PROFILER_NEWEST=version)
+                self.assertEqual({l["plugin_version"] for l in lines if l["type"] == "comm_init"}, {version})
+                self.check_job(out, lines, "nccl profiler plugin", version="unknown")
 
 
 if __name__ == "__main__":

@@ -60,9 +60,13 @@ Loaded Load() {
   if (env && strcasecmp(env, "none") == 0) return l;
   void* lib = Open(env);
   if (!lib) return l;
-  if ((l.v6 = static_cast<ProfilerV6*>(dlsym(lib, "ncclProfiler_v6")))) {
+  // SIM_NCCL_PROFILER_NEWEST: an older NCCL, which probes from the newest
+  // interface it knows (2.27: v4, 2.28: v5, 2.29: v6).
+  const char* newest_env = getenv("SIM_NCCL_PROFILER_NEWEST");
+  const int newest = newest_env && *newest_env ? atoi(newest_env) : 6;
+  if (newest >= 6 && (l.v6 = static_cast<ProfilerV6*>(dlsym(lib, "ncclProfiler_v6")))) {
     l.version = 6;
-  } else if ((l.v5 = static_cast<ProfilerV5*>(dlsym(lib, "ncclProfiler_v5")))) {
+  } else if (newest >= 5 && (l.v5 = static_cast<ProfilerV5*>(dlsym(lib, "ncclProfiler_v5")))) {
     l.version = 5;
   } else if ((l.v4 = static_cast<ProfilerV4*>(dlsym(lib, "ncclProfiler_v4")))) {
     l.version = 4;
