@@ -266,6 +266,28 @@ void OfferNcclPlugin() {
   setenv("NCCL_PROFILER_PLUGIN", path, /*overwrite=*/0);
 }
 
+// Whether this copy of libprof was opened by NCCL as its profiler plugin in
+// a process libprof was not injected into: NCCL_PROFILER_PLUGIN names this
+// file (set by an injected parent, OfferNcclPlugin, and inherited) while
+// neither LD_PRELOAD nor CUDA_INJECTION64_PATH mentions it. Such a process
+// (a child started without LD_PRELOAD on purpose, say) is not profiled: the
+// agent stays idle and the plugin asks NCCL for no event. Cheap in an
+// injected child: two getenv and a substring search.
+bool LoadedOnlyAsNcclPlugin() {
+  const char* plugin = getenv("NCCL_PROFILER_PLUGIN");
+  if (plugin == nullptr || *plugin == '\0') return false;
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return false;
+  const char* slash = strrchr(info.dli_fname, '/');
+  const char* base = slash ? slash + 1 : info.dli_fname;
+  for (const char* var : {"LD_PRELOAD", "CUDA_INJECTION64_PATH"}) {
+    const char* v = getenv(var);
+    if (v != nullptr && *base != '\0' && strstr(v, base) != nullptr) return false;
+  }
+  char mine[PATH_MAX], named[PATH_MAX];
+  return realpath(info.dli_fname, mine) != nullptr && realpath(plugin, named) != nullptr && strcmp(mine, named) == 0;
+}
+
 void StartAgent(const char* how) {
   bool expected = false;
   if (!g_started.compare_exchange_strong(expected, true, std::memory_order_acq_rel)) return;
@@ -279,6 +301,13 @@ void StartAgent(const char* how) {
         "and ignores PROF_* variables\n";
     ssize_t ignored = write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
     (void)ignored;
+    return;
+  }
+  if (LoadedOnlyAsNcclPlugin()) {
+    Log().debug("opened by NCCL as its profiler plugin (NCCL_PROFILER_PLUGIN, inherited from a profiled parent) "
+                "in a process libprof was not injected into: idle, and the plugin takes no events");
+    // Injection may still come (the driver calls InitializeInjection).
+    g_started.store(false, std::memory_order_release);
     return;
   }
   // Another copy of libprof (another path) already owns this process.

@@ -97,6 +97,8 @@ bool RangeEndsWanted() {
   return rt != nullptr && rt->config.range_kind == RangeKind::kNvtx;
 }
 
+bool AgentRunning() { return CurrentRuntime() != nullptr; }
+
 void NoteCollective() {
   Runtime* rt = CurrentRuntime();
   if (rt != nullptr) rt->collectives_launched.fetch_add(1, std::memory_order_release);

@@ -60,6 +60,10 @@ void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_
 // (Session::AnchorToCollectives).
 void NoteCollective();
 
+// Whether an agent runs in this process (not disabled, not idle): NCCL's
+// profiler plugin takes no events otherwise.
+bool AgentRunning();
+
 // NCCL (collectors/nccl): a collective or point-to-point call (recording
 // only), a communicator this process joined, the NCCL version.
 void RecordCollective(const CollectiveCall& call);

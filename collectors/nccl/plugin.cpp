@@ -57,9 +57,21 @@ void NoteVersion() {
   if (fn != nullptr && reinterpret_cast<int (*)(int*)>(fn)(&version) == 0) hooks::SetNcclVersion(version);
 }
 
+PluginComm g_inert{};  // the context of every communicator while no agent runs
+
 Result Init(void** context, uint64_t comm_id, int* mask, int nranks, int rank) {
-  NoteVersion();
   if (context == nullptr || mask == nullptr) return 1;
+  // No agent (PROF_ENABLE=0, or a process libprof was not injected into that
+  // inherited NCCL_PROFILER_PLUGIN: agent_start.cpp): no event is asked for,
+  // so NCCL calls nothing here for this communicator. The context is a
+  // shared inert one, never freed (what a NCCL does with a null one is not
+  // documented).
+  if (!hooks::AgentRunning()) {
+    *context = &g_inert;
+    *mask = 0;
+    return kSuccess;
+  }
+  NoteVersion();
   auto* comm = new (std::nothrow) PluginComm();
   if (comm == nullptr) return 1;
   comm->id = comm_id;
@@ -81,7 +93,7 @@ Result InitFnV5(void** context, uint64_t comm_id, int* mask, const char*, int, i
 // same offsets in every version; only the type's width differs.
 Result StartCall(void* context, void** handle, uint64_t type, const CollV4* coll, const P2pV4* p2p) {
   *handle = nullptr;
-  if (context == nullptr || (type != kProfileColl && type != kProfileP2p)) return kSuccess;
+  if (context == nullptr || context == &g_inert || (type != kProfileColl && type != kProfileP2p)) return kSuccess;
   if (tls_in_wrapper) return kSuccess;  // the wrapper records this call
   auto* comm = static_cast<PluginComm*>(context);
   hooks::NoteCollective();  // the job's iteration count (PROF_STEP=auto on several ranks)
@@ -151,7 +163,7 @@ Result Stop(void* handle) {
 Result RecordState(void*, int, void*) { return kSuccess; }
 
 Result Finalize(void* context) {
-  delete static_cast<PluginComm*>(context);
+  if (context != &g_inert) delete static_cast<PluginComm*>(context);
   return kSuccess;
 }
 
