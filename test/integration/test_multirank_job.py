@@ -1,7 +1,7 @@
 """A four-rank data-parallel job on the simulated stack (test/workloads
 ddp_train, and ddp_ctypes.py from Python through ctypes), started the way
-torchrun starts it, each rank in a directory of its own (no shared file
-system) and with its own wall clock (libsim_realtime_offset.so), with no
+torchrun starts it (and as mpirun and srun do), each rank in a directory of
+its own (no shared file system) and with its own wall clock (libsim_realtime_offset.so), with no
 PROF_* variable set: every rank writes one window holding the same
 collectives by Seq, in both injection modes and from Python; `prof merge` of
 the copied files validates, recovers each rank's clock offset, and names the rank
@@ -120,7 +120,7 @@ def median_step_ms(traces):
 
 
 class MultiRankJob(unittest.TestCase):
-    def run_job(self, cmd, mode, slow_rank=-1, python=False):
+    def run_job(self, cmd, mode, slow_rank=-1, python=False, launcher="torchrun"):
         """Runs the job; returns (per-rank traces, merge directory, the
         truth's collective lines)."""
         for path in (DDP, harness.LIBPROF_SO, OFFSET_SHIM) + ((DDP_CTYPES,) if python else ()):
@@ -143,7 +143,8 @@ class MultiRankJob(unittest.TestCase):
             env["CUDA_INJECTION64_PATH"] = harness.LIBPROF_SO
         per_rank = lambda r: {"SIM_REALTIME_OFFSET_NS": CLOCK_NS[r], "WORKLOAD_SLOW_RANK": slow_rank,
                               "WORKLOAD_SLOW_US": DELAY_US}
-        results = multirank.launch(cmd, WORLD, env, timeout=400, per_rank=per_rank, cwd=lambda r: hosts[r])
+        results = multirank.launch(cmd, WORLD, env, timeout=400, per_rank=per_rank, cwd=lambda r: hosts[r],
+                                   launcher=launcher)
         for r, res in enumerate(results):
             self.assertEqual(res.returncode, 0, f"rank {r}: {res.stderr[-3000:]}")
         # Each rank wrote one window into its own directory; copy them as
@@ -158,6 +159,8 @@ class MultiRankJob(unittest.TestCase):
             shutil.copy(files[0], merge_dir)
             with open(files[0]) as f:
                 traces.append(json.load(f))
+            info = traces[-1]["distributedInfo"]
+            self.assertEqual((info["rank"], info["world_size"]), (r, WORLD))
         with open(truth) as f:
             lines = [json.loads(l) for l in f if '"type":"nccl"' in l]
         return traces, merge_dir, lines
@@ -231,6 +234,16 @@ class MultiRankJob(unittest.TestCase):
         for mode in harness.INJECTION_MODES:
             with self.subTest(mode=mode):
                 traces, merge_dir, truth = self.run_job(cmd, mode, slow_rank=SLOW_RANK)
+                self.check_same_iterations(traces)
+                self.check_straggler(self.merge(merge_dir), SLOW_RANK, traces, truth)
+
+    def test_a_job_started_by_mpirun_or_srun_names_the_slowed_rank(self):
+        # The ranks know themselves from Open MPI's or Slurm's variables alone
+        # (no RANK, WORLD_SIZE).
+        cmd = [DDP, "--steps", str(STEPS), "--bucket-elems", "262144"]
+        for launcher in ("mpirun", "srun"):
+            with self.subTest(launcher=launcher):
+                traces, merge_dir, truth = self.run_job(cmd, "LD_PRELOAD", slow_rank=SLOW_RANK, launcher=launcher)
                 self.check_same_iterations(traces)
                 self.check_straggler(self.merge(merge_dir), SLOW_RANK, traces, truth)
 

@@ -1,6 +1,6 @@
 // A data-parallel training-like job for multi-rank tests: one process per
 // rank, started with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
-// MASTER_ADDR, MASTER_PORT). Rank 0 makes the NCCL unique id and hands it to
+// MASTER_ADDR, MASTER_PORT), or mpirun's or srun's rank variables. Rank 0 makes the NCCL unique id and hands it to
 // the others over TCP at MASTER_ADDR:MASTER_PORT, as torchrun's store does.
 // At start a broadcast of the parameters from rank 0; then per step: an
 // optional host delay (WORKLOAD_SLOW_RANK / WORKLOAD_SLOW_US), forward
@@ -142,9 +142,10 @@ int main(int argc, char** argv) {
     fprintf(stderr, "bad flags\n");
     return 2;
   }
-  const int rank = EnvInt("RANK", 0);
-  const int world = EnvInt("WORLD_SIZE", 1);
-  const int local_rank = EnvInt("LOCAL_RANK", 0);
+  // torchrun's variables, else Open MPI's (mpirun), else Slurm's (srun).
+  const int rank = EnvInt("RANK", EnvInt("OMPI_COMM_WORLD_RANK", EnvInt("SLURM_PROCID", 0)));
+  const int world = EnvInt("WORLD_SIZE", EnvInt("OMPI_COMM_WORLD_SIZE", EnvInt("SLURM_NTASKS", 1)));
+  const int local_rank = EnvInt("LOCAL_RANK", EnvInt("OMPI_COMM_WORLD_LOCAL_RANK", EnvInt("SLURM_LOCALID", 0)));
   g_rank = rank;
   const int slow_rank = EnvInt("WORKLOAD_SLOW_RANK", -1);
   const int slow_us = EnvInt("WORKLOAD_SLOW_US", 0);
