@@ -43,14 +43,17 @@ class AgentNcclTest(unittest.TestCase):
         tmp = harness.scratch_dir(self, "agentnccl-")
         out = os.path.join(tmp, "traces")
         truth = os.path.join(tmp, "truth.jsonl")
-        env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, PROF_WAIT=12, PROF_ACTIVE=4,
+        # PROF_STEP=auto numbers a rank's steps by the job's iteration once it
+        # found the loop (8 to 25 iterations, docs/multi-rank.md): a window
+        # earlier than the default PROF_WAIT puts it can be past before then.
+        env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, PROF_WAIT=30, PROF_ACTIVE=4,
                               PROF_LOG_LEVEL="warn", SIM_NCCL_TIMEOUT_MS=60000, **extra)
         env.pop("NCCL_PROFILER_PLUGIN", None)  # libprof offers itself
         env[mode] = harness.LIBPROF_SO
-        results = multirank.launch([program, "--steps", "30", "--bucket-elems", str(BUCKET_ELEMS)], WORLD, env)
+        results = multirank.launch([program, "--steps", "40", "--bucket-elems", str(BUCKET_ELEMS)], WORLD, env)
         for r, res in enumerate(results):
             self.assertEqual(res.returncode, 0, f"rank {r}: {res.stderr[-3000:]}")
-            self.assertIn(f"rank {r} of {WORLD}: done steps=30", res.stdout)
+            self.assertIn(f"rank {r} of {WORLD}: done steps=40", res.stdout)
         return out, sim_truth.read(truth)
 
     def check_job(self, out, lines, source, version="2.28.9"):
