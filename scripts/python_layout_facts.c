@@ -5,6 +5,7 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <stddef.h>
+#include <string.h>
 #if PY_VERSION_HEX >= 0x030b0000
 #include "internal/pycore_frame.h"
 #else
@@ -25,6 +26,18 @@
 #endif
 #define P(name, expr) printf("%s %ld\n", name, (long)(expr))
 #define D(name, member) printf("debug.%s %ld\n", name, (long)offsetof(_Py_DebugOffsets, member))
+// The bit a str's state field sets in its first 32-bit word (the state's
+// fields are bit fields; a free-threaded build keeps `interned` in a byte
+// of its own, which moves the others up by 8).
+#define STATE_BIT(name, field)                 \
+  do {                                         \
+    PyASCIIObject s;                           \
+    unsigned int word;                         \
+    memset(&s, 0, sizeof s);                   \
+    s.state.field = 1;                         \
+    memcpy(&word, &s.state, sizeof word);      \
+    P(name, __builtin_ctz(word));              \
+  } while (0)
 int main(void) {
 #ifdef Py_GIL_DISABLED
   printf("version %d.%dt\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
@@ -84,6 +97,9 @@ int main(void) {
   P("unicode.compact_size", sizeof(PyCompactUnicodeObject));
   P("unicode.length", offsetof(PyASCIIObject, length));
   P("unicode.state", offsetof(PyASCIIObject, state));
+  STATE_BIT("unicode.kind_bit", kind);
+  STATE_BIT("unicode.compact_bit", compact);
+  STATE_BIT("unicode.ascii_bit", ascii);
   P("bytes.size", offsetof(PyVarObject, ob_size));
   P("bytes.sval", offsetof(PyBytesObject, ob_sval));
   P("type.name", offsetof(PyTypeObject, tp_name));

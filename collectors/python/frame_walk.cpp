@@ -215,9 +215,9 @@ bool ReadUnicodeWith(Mem& m, const PyLayout& l, const PyTypes& t, uintptr_t str,
   if (!Plausible(str) || m.template Load<uintptr_t>(str, l.object_type) != t.unicode) return false;
   auto length = m.template Load<int64_t>(str, l.unicode_length);
   auto state = m.template Load<uint32_t>(str, l.unicode_state);
-  unsigned kind = (state >> 2) & 7;
-  bool compact = (state >> 5) & 1;
-  bool ascii = (state >> 6) & 1;
+  unsigned kind = (state >> l.unicode_kind_bit) & 7;
+  bool compact = (state >> l.unicode_compact_bit) & 1;
+  bool ascii = (state >> l.unicode_ascii_bit) & 1;
   if (m.failed || !compact || length < 0) return false;
   size_t n = static_cast<size_t>(length);
   if (ascii) {

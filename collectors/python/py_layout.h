@@ -91,6 +91,11 @@ struct PyLayout {
   int unicode_state = 32;
   int unicode_ascii_header = 0;    // sizeof(PyASCIIObject)
   int unicode_compact_header = 0;  // sizeof(PyCompactUnicodeObject)
+  // Bits of the state word: kind (3 bits), compact, ascii. A free-threaded
+  // build keeps `interned` in a byte of its own, so they start at bit 8.
+  int unicode_kind_bit = 2;
+  int unicode_compact_bit = 5;
+  int unicode_ascii_bit = 6;
 
   // bytes.
   int bytes_size = 16;
@@ -268,7 +273,8 @@ constexpr PyLayout Make314() {
 // A free-threaded build of a 3.14-layout version: PyObject's header is 32
 // bytes (ob_tid, flags, mutex, gc bits, local and shared reference counts,
 // then ob_type at 24), frames carry tlbc_index before return_offset, code
-// objects carry co_tlbc before co_code_adaptive.
+// objects carry co_tlbc before co_code_adaptive, and a str's `interned` is a
+// byte of its own ahead of the state's bit fields.
 constexpr PyLayout MakeFreeThreaded(PyLayout l) {
   l.free_threaded = true;
   l.object_type = 24;
@@ -279,6 +285,9 @@ constexpr PyLayout MakeFreeThreaded(PyLayout l) {
   l.unicode_state = 48;
   l.unicode_ascii_header = 56;
   l.unicode_compact_header = 72;
+  l.unicode_kind_bit = 8;
+  l.unicode_compact_bit = 11;
+  l.unicode_ascii_bit = 12;
   l.frame_owner = 78;
   l.frame_tlbc_index = 72;
   l.code_filename = 128;

@@ -68,7 +68,9 @@ struct Image {
     uintptr_t s = arena.Alloc(static_cast<size_t>(f["unicode.ascii_size"]) + text.size() + 1);
     Arena::Put<uintptr_t>(s, f["object.type"], types.unicode);
     Arena::Put<int64_t>(s, f["unicode.length"], static_cast<int64_t>(text.size()));
-    Arena::Put<uint32_t>(s, f["unicode.state"], (1u << 2) | (1u << 5) | (1u << 6));  // kind 1, compact, ascii
+    // kind 1 (one byte per character), compact, ascii: where this build's headers put them.
+    Arena::Put<uint32_t>(s, f["unicode.state"],
+                         (1u << f["unicode.kind_bit"]) | (1u << f["unicode.compact_bit"]) | (1u << f["unicode.ascii_bit"]));
     std::memcpy(reinterpret_cast<void*>(s + static_cast<uintptr_t>(f["unicode.ascii_size"])), text.data(), text.size());
     return s;
   }
@@ -198,6 +200,9 @@ void CheckTable(const std::string& version, int minor) {
   CHECK(l->unicode_compact_header == f["unicode.compact_size"]);
   CHECK(l->unicode_length == f["unicode.length"]);
   CHECK(l->unicode_state == f["unicode.state"]);
+  CHECK(l->unicode_kind_bit == f.at("unicode.kind_bit"));
+  CHECK(l->unicode_compact_bit == f.at("unicode.compact_bit"));
+  CHECK(l->unicode_ascii_bit == f.at("unicode.ascii_bit"));
   CHECK(l->bytes_size == f["bytes.size"]);
   CHECK(l->bytes_data == f["bytes.sval"]);
   CHECK(l->object_type == f["object.type"]);
