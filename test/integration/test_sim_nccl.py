@@ -209,6 +209,7 @@ class SimNcclTest(unittest.TestCase):
             "short name": ("probe5", PROBE_DIR, 5),  # libnccl-profiler-probe5.so on the library path
             "static": ("STATIC_PLUGIN", None, 6),    # the program's global scope: a preloaded probe
             "init fails": (os.path.join(PROBE_DIR, "libnccl-profiler-probe4.so"), None, 4),
+            "no context": (os.path.join(PROBE_DIR, "libnccl-profiler-probe6.so"), None, 6),
         }
         for name, (value, libdir, version) in cases.items():
             with self.subTest(case=name):
@@ -221,6 +222,8 @@ class SimNcclTest(unittest.TestCase):
                     env["LD_PRELOAD"] = os.path.join(PROBE_DIR, "libnccl-profiler-probe6.so")
                 if name == "init fails":
                     env["PLUGIN_PROBE_FAIL_INIT"] = "1"
+                if name == "no context":
+                    env["PLUGIN_PROBE_NULL_CONTEXT"] = "1"
                 results = multirank.launch([DDP, "--steps", "1", "--bucket-elems", "1024"], 2, env)
                 self.assertEqual([r.returncode for r in results], [0, 0], [r.stderr for r in results])
                 events = sim_truth.read(probe)
@@ -230,6 +233,16 @@ class SimNcclTest(unittest.TestCase):
                     self.assertEqual(events, [])
                 else:
                     self.assertTrue(any(e["ev"] == "coll" for e in events))
+                # Every rank's communicator is finalized, except where init
+                # kept no context (NCCL finalizes only a context it was given);
+                # events still flow there, with the null context.
+                finalized = [e for e in events if e["ev"] == "finalize"]
+                if name == "no context":
+                    self.assertEqual(finalized, [])
+                    channels = [e for e in events if e["ev"] == "kernel_ch_start"]
+                    self.assertTrue(channels and all(e.get("null_context") for e in channels), channels[:3])
+                elif name in ("short name", "static"):
+                    self.assertEqual(len(finalized), 2)
 
     def test_static_nccl_runs_the_same_job(self):
         tmp = harness.scratch_dir(self, "simnccl-")

@@ -82,8 +82,9 @@ struct ncclComm {
   uint64_t p2p_seq = 0;      // point-to-point groups called
   std::vector<uint64_t> sent_to, received_from;  // messages per peer
   uint32_t split_rounds = 0;
-  void* plugin_context = nullptr;
+  void* plugin_context = nullptr;  // as the plugin's init set it (null allowed)
   int plugin_mask = 0;
+  bool plugin_on = false;          // init succeeded: events as the mask asks
   bool finalized = false;
   bool aborted = false;
   std::atomic<int> in_flight{0};  // launched kernels not yet released

@@ -108,7 +108,7 @@ ncclResult_t Start(ncclComm_t comm, void** handle, const EventDescrV6& d) {
 }
 
 bool Wants(ncclComm_t comm, uint64_t bit) {
-  return Plugin().version != 0 && comm->plugin_context != nullptr && (comm->plugin_mask & bit) != 0;
+  return Plugin().version != 0 && comm->plugin_on && (comm->plugin_mask & bit) != 0;
 }
 
 void Stop(void* handle) {
@@ -153,19 +153,24 @@ void PluginCommInit(ncclComm_t comm) {
     // An init that fails switches the plugin off for this communicator.
     comm->plugin_context = nullptr;
     comm->plugin_mask = 0;
+    comm->plugin_on = false;
     return;
   }
-  comm->plugin_context = ctx ? ctx : comm;  // a plugin may keep no context; events still flow
+  // As NCCL keeps it: events get the context init set, null included.
+  comm->plugin_context = ctx;
   comm->plugin_mask = mask;
+  comm->plugin_on = true;
 }
 
 void PluginCommFinalize(ncclComm_t comm) {
-  if (Plugin().version == 0 || !comm->plugin_context) return;
+  // NCCL 2.27 and later finalize only a context init set.
+  if (Plugin().version == 0 || !comm->plugin_on || !comm->plugin_context) return;
   const Loaded& p = Plugin();
   if (p.version == 6) p.v6->finalize(comm->plugin_context);
   if (p.version == 5) p.v5->finalize(comm->plugin_context);
   if (p.version == 4) p.v4->finalize(comm->plugin_context);
   comm->plugin_context = nullptr;
+  comm->plugin_on = false;
 }
 
 namespace {

@@ -1,7 +1,8 @@
 // A profiler plugin for the sim's tests: exports ncclProfiler_v<PROBE_VERSION>
 // only, asks for every event type the sim sends, and writes one line per
 // event to $PLUGIN_PROBE_FILE (append): what NCCL passed, so a test can
-// compare it with the sim's truth log.
+// compare it with the sim's truth log. PLUGIN_PROBE_FAIL_INIT: init fails;
+// PLUGIN_PROBE_NULL_CONTEXT: init keeps no context (sets it to null).
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -43,7 +44,7 @@ const char* Str(const char* s) { return s ? s : ""; }
 
 ncclResult_t Init(void** context, uint64_t comm, int* mask, const char* name, int nodes, int nranks, int rank) {
   if (getenv("PLUGIN_PROBE_FAIL_INIT")) return ncclInternalError;
-  auto* c = new Context{comm, rank, nranks};
+  auto* c = getenv("PLUGIN_PROBE_NULL_CONTEXT") ? nullptr : new Context{comm, rank, nranks};
   *context = c;
   *mask = kProfileGroup | kProfileColl | kProfileP2p | kProfileKernelCh | kProfileGroupApi | kProfileCollApi |
           kProfileP2pApi | kProfileKernelLaunch;
@@ -70,6 +71,8 @@ ncclResult_t StartCommon(void* context, void** handle, Descr* d) {
     snprintf(b, sizeof(b),
              "{\"ev\":\"p2p\",\"pid\":%d,\"rank\":%d,\"func\":\"%s\",\"count\":%zu,\"peer\":%d,\"datatype\":\"%s\"}",
              static_cast<int>(getpid()), d->rank, Str(d->p2p.func), d->p2p.count, d->p2p.peer, Str(d->p2p.datatype));
+  } else if (type == kProfileKernelCh && c == nullptr) {
+    snprintf(b, sizeof(b), "{\"ev\":\"kernel_ch_start\",\"pid\":%d,\"null_context\":true}", static_cast<int>(getpid()));
   } else if (type == kProfileKernelCh) {
     snprintf(b, sizeof(b), "{\"ev\":\"kernel_ch_start\",\"pid\":%d,\"channel\":%d,\"ptimer\":%" PRIu64 ",\"parent\":%d}",
              static_cast<int>(getpid()), d->kernelCh.channelId, d->kernelCh.pTimer, d->parentObj != nullptr);
@@ -100,7 +103,7 @@ ncclResult_t Record(void* handle, int state, StateArgs* args) {
 ncclResult_t Finalize(void* context) {
   auto* c = static_cast<Context*>(context);
   char b[128];
-  snprintf(b, sizeof(b), "{\"ev\":\"finalize\",\"pid\":%d,\"rank\":%d}", static_cast<int>(getpid()), c->rank);
+  snprintf(b, sizeof(b), "{\"ev\":\"finalize\",\"pid\":%d,\"rank\":%d}", static_cast<int>(getpid()), c ? c->rank : -1);
   Write(b);
   delete c;
   return ncclSuccess;
