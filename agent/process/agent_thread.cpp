@@ -135,6 +135,10 @@ void Run(Runtime* rt, uint64_t start_ns) {
       continue;
     }
     AutoWork(rt, start_ns);
+    // Exited threads' slots back to the free list, whatever the writer is
+    // busy with (a thread per request must not run out of slots while a
+    // window waits for its GPU records).
+    rt->buffers.Reclaim();
     now = NowNs();
     // A program that loaded CUDA since the last wake (a static cudart under
     // LD_PRELOAD, whose calls no wrapper sees): calls feed the marker path.

@@ -93,9 +93,11 @@ void ChunkPool::Evict(EventChunk* chunk) {
   (void)madvise(chunk, sizeof(EventChunk), MADV_DONTNEED);
 }
 
-EventBuffers::EventBuffers() : threads_(new std::atomic<ThreadBuffer*>[kMaxThreads]) {
+EventBuffers::EventBuffers()
+    : threads_(new std::atomic<ThreadBuffer*>[kMaxThreads]), drop_windows_(new DropWindow[kDropWindows]) {
   for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
+  drop_windows_[0].id.store(0, std::memory_order_relaxed);  // window 0: [0, ~0), no schedule
 }
 
 ThreadBuffer* EventBuffers::Register() {
@@ -106,15 +108,27 @@ ThreadBuffer* EventBuffers::Register() {
   if (b != nullptr) {
     // The consumer emptied it before pushing; the owner side starts afresh.
     b->tail = nullptr;
-    b->dropped.store(0, std::memory_order_relaxed);
-    b->dropped_reported = 0;
     b->alive.store(true, std::memory_order_relaxed);
     b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
     threads_[b->index].store(b, std::memory_order_release);
     return b;
   }
   uint32_t n = count_.load(std::memory_order_relaxed);
-  if (n >= kMaxThreads) return nullptr;
+  if (n >= kMaxThreads) {
+    // Every slot taken: those of threads that exited since the consumer's
+    // last pass are free for the asking.
+    if (!Reclaim()) return nullptr;
+    b = free_head_.load(std::memory_order_acquire);
+    while (b != nullptr &&
+           !free_head_.compare_exchange_weak(b, b->next_free, std::memory_order_acquire, std::memory_order_acquire)) {
+    }
+    if (b == nullptr) return nullptr;
+    b->tail = nullptr;
+    b->alive.store(true, std::memory_order_relaxed);
+    b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
+    threads_[b->index].store(b, std::memory_order_release);
+    return b;
+  }
   b = new (std::nothrow) ThreadBuffer;
   if (b == nullptr) return nullptr;
   b->tid = static_cast<uint32_t>(syscall(SYS_gettid));
@@ -145,7 +159,8 @@ void EventBuffers::Append(const HostEvent& event) {
   }
   ThreadBuffer* b = t_slot.buffer;
   if (b == nullptr) {
-    if (DropCounts(event.start_ns)) no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
+    no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
+    CountDrop(event.start_ns);
     return;
   }
   EventChunk* tail = b->tail;
@@ -153,9 +168,7 @@ void EventBuffers::Append(const HostEvent& event) {
   if (n == kChunkEvents) {
     EventChunk* fresh = pool_.Acquire();
     if (fresh == nullptr) {
-      if (DropCounts(event.start_ns)) {
-        b->dropped.store(b->dropped.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      }
+      CountDrop(event.start_ns);
       return;
     }
     if (tail == nullptr) {
@@ -171,91 +184,207 @@ void EventBuffers::Append(const HostEvent& event) {
   tail->count.store(n + 1, std::memory_order_release);
 }
 
+bool EventBuffers::DrainChain(EventChunk** head, uint32_t* consumed, const std::atomic<bool>* alive,
+                              uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out) {
+  while (*head != nullptr) {
+    EventChunk* c = *head;
+    uint32_t n = c->count.load(std::memory_order_acquire);
+    while (*consumed < n) {
+      const HostEvent& e = c->events[*consumed];
+      if (e.start_ns >= end_ns) return false;  // belongs to a later window
+      if (e.start_ns >= begin_ns && out != nullptr) out->push_back(e);
+      ++*consumed;
+    }
+    EventChunk* next = c->next.load(std::memory_order_acquire);
+    if (next != nullptr) {
+      // The owner moved on: this chunk is ours to return. Re-read count: all
+      // events were published before next was.
+      if (*consumed < c->count.load(std::memory_order_acquire)) continue;
+      *head = next;
+      *consumed = 0;
+      if (out != nullptr) pool_.Evict(c);
+      pool_.Release(c);
+      continue;
+    }
+    bool gone = alive == nullptr || !alive->load(std::memory_order_acquire);
+    if (gone && *consumed == c->count.load(std::memory_order_acquire)) {
+      // Dead thread, fully drained: give its last chunk back too.
+      *head = nullptr;
+      if (out != nullptr) pool_.Evict(c);
+      pool_.Release(c);
+      return true;
+    }
+    return false;
+  }
+  return alive == nullptr || !alive->load(std::memory_order_acquire);
+}
+
 void EventBuffers::Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out) {
   if (b->head == nullptr) {
     b->head = b->first.load(std::memory_order_acquire);
     b->consumed = 0;
     if (b->head == nullptr) return;
   }
-  while (b->head != nullptr) {
-    EventChunk* c = b->head;
-    uint32_t n = c->count.load(std::memory_order_acquire);
-    while (b->consumed < n) {
-      const HostEvent& e = c->events[b->consumed];
-      if (e.start_ns >= end_ns) return;  // belongs to a later window
-      if (e.start_ns >= begin_ns && out != nullptr) out->push_back(e);
-      ++b->consumed;
-    }
-    EventChunk* next = c->next.load(std::memory_order_acquire);
-    if (next != nullptr) {
-      // The owner moved on: this chunk is ours to return. Re-read count: all
-      // events were published before next was.
-      if (b->consumed < c->count.load(std::memory_order_acquire)) continue;
-      b->head = next;
-      b->consumed = 0;
-      if (out != nullptr) pool_.Evict(c);
-      pool_.Release(c);
-      continue;
-    }
-    if (!b->alive.load(std::memory_order_acquire) && b->consumed == c->count.load(std::memory_order_acquire)) {
-      // Dead thread, fully drained: give its last chunk back too.
-      b->head = nullptr;
-      b->first.store(nullptr, std::memory_order_relaxed);
-      b->tail = nullptr;
-      if (out != nullptr) pool_.Evict(c);
-      pool_.Release(c);
-    }
-    return;
+  if (DrainChain(&b->head, &b->consumed, &b->alive, begin_ns, end_ns, out)) {
+    b->first.store(nullptr, std::memory_order_relaxed);
+    b->tail = nullptr;
   }
 }
 
-void EventBuffers::Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped) {
+void EventBuffers::Retire(ThreadBuffer* b) {
+  if (b->head != nullptr || b->first.load(std::memory_order_relaxed) != nullptr) {
+    // Events for later windows: they outlive the slot, parked (packed with
+    // other exited threads') or, when the pool has no chunk for that, as
+    // the thread's own chain. Drain has started it (head set) unless it
+    // never had a chunk.
+    EventChunk* head = b->head != nullptr ? b->head : b->first.load(std::memory_order_relaxed);
+    uint32_t consumed = b->head != nullptr ? b->consumed : 0;
+    if (!Park(head, consumed)) {
+      try {
+        orphans_.push_back({head, consumed});
+      } catch (...) {
+        return;  // no memory for the list: the slot keeps the chain until it is drained
+      }
+    }
+  }
+  FreeSlot(b);
+}
+
+bool EventBuffers::Park(EventChunk* head, uint32_t consumed) {
+  // The owner is gone: the chain is final.
+  size_t left = 0;
+  for (EventChunk* c = head; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
+    left += c->count.load(std::memory_order_acquire) - (c == head ? consumed : 0);
+  }
+  size_t need = (parked_ + left + kChunkEvents - 1) / kChunkEvents;
+  size_t had = parked_chunks_.size();
+  try {
+    parked_chunks_.reserve(need);
+  } catch (...) {
+    return false;
+  }
+  while (parked_chunks_.size() < need) {
+    EventChunk* c = pool_.Acquire();
+    if (c == nullptr) {
+      while (parked_chunks_.size() > had) {
+        pool_.Release(parked_chunks_.back());
+        parked_chunks_.pop_back();
+      }
+      return false;
+    }
+    parked_chunks_.push_back(c);
+  }
+  for (EventChunk* c = head; c != nullptr;) {
+    uint32_t n = c->count.load(std::memory_order_acquire);
+    for (uint32_t i = c == head ? consumed : 0; i < n; ++i) ParkedAt(parked_++) = c->events[i];
+    EventChunk* next = c->next.load(std::memory_order_acquire);
+    pool_.Release(c);
+    c = next;
+  }
+  return true;
+}
+
+void EventBuffers::PassParked(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out) {
+  size_t kept = 0;
+  for (size_t i = 0; i < parked_; ++i) {
+    const HostEvent e = ParkedAt(i);
+    if (e.start_ns >= end_ns) {
+      ParkedAt(kept++) = e;
+    } else if (e.start_ns >= begin_ns && out != nullptr) {
+      out->push_back(e);
+    }
+  }
+  parked_ = kept;
+  size_t need = (kept + kChunkEvents - 1) / kChunkEvents;
+  while (parked_chunks_.size() > need) {
+    pool_.Release(parked_chunks_.back());
+    parked_chunks_.pop_back();
+  }
+}
+
+bool EventBuffers::Reclaim() {
+  std::unique_lock<std::mutex> lock(consumer_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;
   uint32_t n = count_.load(std::memory_order_acquire);
-  uint64_t drops = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    ThreadBuffer* b = threads_[i].load(std::memory_order_acquire);
+    if (b != nullptr && !b->alive.load(std::memory_order_acquire)) Retire(b);
+  }
+  return true;
+}
+
+void EventBuffers::Pass(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out) {
+  std::lock_guard<std::mutex> lock(consumer_mu_);
+  uint32_t n = count_.load(std::memory_order_acquire);
   for (uint32_t i = 0; i < n; ++i) {
     ThreadBuffer* b = threads_[i].load(std::memory_order_acquire);
     if (b == nullptr) continue;
     // Read before draining: once the thread is seen dead, all it wrote
-    // (events, first chunk, drops) is visible, so an empty buffer is final.
+    // (events, first chunk) is visible, so what is left is final.
     bool dead = !b->alive.load(std::memory_order_acquire);
     Drain(b, begin_ns, end_ns, out);
-    uint64_t d = b->dropped.load(std::memory_order_relaxed);
-    drops += d - b->dropped_reported;
-    b->dropped_reported = d;
-    if (dead && b->head == nullptr && b->first.load(std::memory_order_relaxed) == nullptr) FreeSlot(b);
+    if (dead) Retire(b);
   }
-  uint64_t no_slot = no_slot_drops_.load(std::memory_order_relaxed);
-  drops += no_slot - no_slot_drops_reported_;
-  no_slot_drops_reported_ = no_slot;
+  std::erase_if(orphans_, [&](Orphan& o) { return DrainChain(&o.head, &o.consumed, nullptr, begin_ns, end_ns, out); });
+  PassParked(begin_ns, end_ns, out);
+}
+
+void EventBuffers::Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped,
+                           uint64_t window) {
+  Pass(begin_ns, end_ns, out);
+  uint64_t drops = unattributed_drops_.exchange(0, std::memory_order_relaxed);
+  if (window == kAnyWindow) {
+    for (uint32_t i = 0; i < kDropWindows; ++i) drops += drop_windows_[i].count.exchange(0, std::memory_order_relaxed);
+  } else {
+    DropWindow& w = drop_windows_[window % kDropWindows];
+    if (w.id.load(std::memory_order_acquire) == window) drops += w.count.exchange(0, std::memory_order_relaxed);
+  }
   if (dropped != nullptr) *dropped += drops;
 }
 
-void EventBuffers::Discard(uint64_t before_ns) {
-  uint32_t n = count_.load(std::memory_order_acquire);
-  for (uint32_t i = 0; i < n; ++i) {
-    ThreadBuffer* b = threads_[i].load(std::memory_order_acquire);
-    if (b != nullptr) Drain(b, before_ns, before_ns, nullptr);
-  }
-}
+void EventBuffers::Discard(uint64_t before_ns) { Pass(before_ns, before_ns, nullptr); }
 
-void EventBuffers::SetDropRange(uint64_t begin_ns, uint64_t end_ns) {
+uint64_t EventBuffers::SetDropRange(uint64_t begin_ns, uint64_t end_ns) {
+  uint64_t window = drop_window_.load(std::memory_order_relaxed);
+  if (begin_ns != drop_begin_ns_.load(std::memory_order_relaxed) || begin_ns == ~0ull) {
+    // A window opens: its counter starts at 0. One kDropWindows ids older
+    // and never collected (a writer that far behind): its drops are not
+    // lost, the next Collect takes them.
+    window = ++last_window_;
+    DropWindow& w = drop_windows_[window % kDropWindows];
+    uint64_t left = w.count.exchange(0, std::memory_order_relaxed);
+    if (left != 0) unattributed_drops_.fetch_add(left, std::memory_order_relaxed);
+    w.id.store(window, std::memory_order_release);
+  }
   uint32_t seq = drop_range_seq_.load(std::memory_order_relaxed);
   drop_range_seq_.store(seq + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   drop_begin_ns_.store(begin_ns, std::memory_order_relaxed);
   drop_end_ns_.store(end_ns, std::memory_order_relaxed);
+  drop_window_.store(window, std::memory_order_relaxed);
   drop_range_seq_.store(seq + 2, std::memory_order_release);
+  return window;
 }
 
-// The drop path only (the pool is empty): a consistent read of the range.
-bool EventBuffers::DropCounts(uint64_t start_ns) const {
+// The drop path only (the pool is empty, or no slot): a consistent read of
+// the range, then the window's counter.
+void EventBuffers::CountDrop(uint64_t start_ns) {
+  uint64_t begin, end, window;
   while (true) {
     uint32_t seq = drop_range_seq_.load(std::memory_order_acquire);
     if (seq & 1) continue;
-    uint64_t begin = drop_begin_ns_.load(std::memory_order_relaxed);
-    uint64_t end = drop_end_ns_.load(std::memory_order_relaxed);
+    begin = drop_begin_ns_.load(std::memory_order_relaxed);
+    end = drop_end_ns_.load(std::memory_order_relaxed);
+    window = drop_window_.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (drop_range_seq_.load(std::memory_order_relaxed) == seq) return start_ns >= begin && start_ns < end;
+    if (drop_range_seq_.load(std::memory_order_relaxed) == seq) break;
+  }
+  if (start_ns < begin || start_ns >= end) return;
+  DropWindow& w = drop_windows_[window % kDropWindows];
+  if (w.id.load(std::memory_order_acquire) == window) {
+    w.count.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    unattributed_drops_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -264,11 +393,22 @@ void EventBuffers::ResetAfterFork() {
   free_head_.store(nullptr, std::memory_order_relaxed);
   for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   pool_.ResetAllFree();
+  orphans_.clear();  // their chunks are free again below
+  parked_chunks_.clear();
+  parked_ = 0;
   drop_range_seq_.store(0, std::memory_order_relaxed);
   drop_begin_ns_.store(0, std::memory_order_relaxed);
   drop_end_ns_.store(~0ull, std::memory_order_relaxed);
+  drop_window_.store(0, std::memory_order_relaxed);
+  last_window_ = 0;
+  for (uint32_t i = 0; i < kDropWindows; ++i) {
+    drop_windows_[i].id.store(i == 0 ? 0 : kAnyWindow, std::memory_order_relaxed);
+    drop_windows_[i].count.store(0, std::memory_order_relaxed);
+  }
+  unattributed_drops_.store(0, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
   new (&register_mu_) std::mutex();  // a parent thread may have held it at fork
+  new (&consumer_mu_) std::mutex();
 }
 
 void EventBuffers::OnThreadExit(ThreadBuffer* buffer) {

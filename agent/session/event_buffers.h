@@ -6,12 +6,20 @@
 // allocation per thread, like Tracy's per-thread queues). When the pool is
 // empty, events are dropped and counted per thread.
 //
-// Slots are reused: once a thread has exited and the consumer has taken (or
-// discarded) its last event, the consumer empties the slot and pushes the
-// buffer onto a free list, and the next thread to register pops it. A slot
-// holding events no window has collected yet is never handed out, so at most
-// kMaxThreads threads alive at once (or exited with unread events) have
-// buffers; only past that are a thread's events dropped (counted).
+// Slots are reused: the first time the consumer (Collect or Discard) finds a
+// thread exited, it takes what the thread left for later windows out of the
+// slot (an orphaned chain of chunks it drains in later passes, never written
+// again), empties the slot and pushes the buffer onto a free list, and the
+// next thread to register pops it. So at most kMaxThreads threads alive at
+// once (or exited since the consumer's last pass) have buffers, however many
+// threads the process makes over its life and however late the writer runs;
+// only past that are a thread's events dropped (counted).
+//
+// Drops are charged to the window their call started in, when they happen:
+// each window the session opens (SetDropRange) gets an id and a counter, and
+// Collect takes that window's counter, not whatever was dropped up to the
+// moment the writer got to it (a late writer used to charge later windows'
+// drops to an earlier one and leave the later ones at 0).
 //
 // One consumer (the writer thread) drains the chains: it copies the events of
 // a time range and returns chunks the owner has moved past to the pool.
@@ -89,12 +97,10 @@ struct ThreadBuffer {
   EventChunk* tail = nullptr;
   // Owner publishes its first chunk here; the consumer starts from it.
   std::atomic<EventChunk*> first{nullptr};
-  std::atomic<uint64_t> dropped{0};  // owner increments; consumer reads
   std::atomic<bool> alive{true};     // cleared at thread exit
   // Consumer only.
   EventChunk* head = nullptr;
   uint32_t consumed = 0;
-  uint64_t dropped_reported = 0;
   // Free list link: written by the consumer before it pushes the buffer,
   // read by Register after it pops it.
   ThreadBuffer* next_free = nullptr;
@@ -103,6 +109,12 @@ struct ThreadBuffer {
 class EventBuffers {
  public:
   static constexpr uint32_t kMaxThreads = 8192;
+  // Collect's window when the caller names none: every drop not yet reported.
+  static constexpr uint64_t kAnyWindow = ~0ull;
+  // Windows whose drop counters are kept at once: a writer more than this
+  // many windows behind charges the oldest one's drops to the next window it
+  // collects (counted still, one window off).
+  static constexpr uint32_t kDropWindows = 256;
 
   EventBuffers();
   bool Init(uint64_t bytes) { return pool_.Init(bytes); }
@@ -111,10 +123,13 @@ class EventBuffers {
   void Append(const HostEvent& event);
 
   // Consumer: moves events with start_ns in [begin_ns, end_ns) into out,
-  // discards older ones, leaves newer ones. Adds drops since the last call.
-  // Chunks copied out are evicted (ChunkPool::Evict) so the copy does not
-  // double the resident footprint.
-  void Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped);
+  // discards older ones, leaves newer ones. Adds the drops of `window` (an
+  // id SetDropRange returned; kAnyWindow: all not reported yet) and any
+  // that could not be charged to their own window. Chunks copied out are
+  // evicted (ChunkPool::Evict) so the copy does not double the resident
+  // footprint.
+  void Collect(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out, uint64_t* dropped,
+               uint64_t window = kAnyWindow);
   // Consumer: discards the events that started before before_ns. Drop counts
   // are left alone: which drops a window owns is decided when they happen
   // (SetDropRange), not when the writer gets to this call.
@@ -126,42 +141,99 @@ class EventBuffers {
   // drop is charged when it happens, so a writer that runs late (a loaded
   // machine) can neither forget a window's early drops nor charge it the
   // warmup's. Default [0, ~0): every drop counts (no schedule).
-  void SetDropRange(uint64_t begin_ns, uint64_t end_ns);
+  // Returns the window's id for Collect: a range with a new begin_ns opens
+  // a new window, the same begin_ns (its end now known) keeps the id.
+  uint64_t SetDropRange(uint64_t begin_ns, uint64_t end_ns);
 
   // fork child: forget the parent's threads (their buffers stay leaked; the
   // memory is a copy), free every chunk, and make each thread re-register.
   void ResetAfterFork();
 
-  // Slots ever used (live, exited with unread events, or free for reuse).
+  // Slots ever used (live, exited since the consumer's last pass, or free for reuse).
   uint32_t thread_count() const { return count_.load(std::memory_order_acquire); }
+  // Events of threads that found no slot (all of them, reported or not).
   uint64_t unregistered_drops() const { return no_slot_drops_.load(std::memory_order_relaxed); }
+  // Consumer: exited threads' chains still holding events for later
+  // windows, and their events parked (copied into shared chunks).
+  size_t orphans() const { return orphans_.size(); }
+  size_t parked() const { return parked_; }
 
   // Marks the calling thread's buffer dead (thread exit).
   void OnThreadExit(ThreadBuffer* buffer);
 
+  // Frees the slots of exited threads (what they hold for later windows
+  // stays, as orphans) without reading any event: the agent thread calls it
+  // at each wake, so slots turn over even while the writer is busy sealing
+  // an earlier window; Register calls it (if no pass is running) before it
+  // gives up for want of a slot. Never blocks: false if a pass was running.
+  bool Reclaim();
+
  private:
   ThreadBuffer* Register();
-  // Consumer: the exited, fully drained thread in slot b->index gives it back.
+  // Consumer: the slot b->index is given back.
   void FreeSlot(ThreadBuffer* b);
-  bool DropCounts(uint64_t start_ns) const;
+  // Consumer: an exited thread's slot is freed, what it holds for later
+  // windows kept as an orphan.
+  void Retire(ThreadBuffer* b);
+  // Consumer: Drain or Discard over every slot and orphan.
+  void Pass(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
+  // The drop path: charges one dropped event that started at start_ns to
+  // the window open then (if its call started inside it).
+  void CountDrop(uint64_t start_ns);
   void Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
+  // Drains a chain from *head (event *consumed on); `alive`: its owner's
+  // flag, or null for an orphan (owner gone). True once the owner is gone
+  // and every chunk is consumed and released (*head is then null).
+  bool DrainChain(EventChunk** head, uint32_t* consumed, const std::atomic<bool>* alive, uint64_t begin_ns,
+                  uint64_t end_ns, std::vector<HostEvent>* out);
+
+  // Consumer: copies the events left in an exited thread's final chain
+  // into parked_ and returns its chunks to the pool; false (nothing moved)
+  // when the pool has no chunk to park them in.
+  bool Park(EventChunk* head, uint32_t consumed);
+  HostEvent& ParkedAt(size_t i) { return parked_chunks_[i / kChunkEvents]->events[i % kChunkEvents]; }
+  // Consumer: the parked events' share of a pass.
+  void PassParked(uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
+
+  struct Orphan {
+    EventChunk* head;
+    uint32_t consumed;
+  };
+  struct DropWindow {
+    std::atomic<uint64_t> id{kAnyWindow};
+    std::atomic<uint64_t> count{0};
+  };
 
   ChunkPool pool_;
   std::mutex register_mu_;  // registration only; never held by the consumer
+  // The consumer side (Pass, Reclaim): slots' read state and orphans_. Never
+  // taken by a thread appending an event; Reclaim only tries it.
+  std::mutex consumer_mu_;
   std::unique_ptr<std::atomic<ThreadBuffer*>[]> threads_;
   std::atomic<uint32_t> count_{0};  // slots ever used (high-water mark)
   // Free buffers: pushed by the consumer only, popped under register_mu_
   // only. One popper at a time means a popped node cannot come back to the
   // head during a pop, so the plain pointer stack has no ABA problem.
   std::atomic<ThreadBuffer*> free_head_{nullptr};
-  std::atomic<uint64_t> no_slot_drops_{0};  // threads past kMaxThreads
-  uint64_t no_slot_drops_reported_ = 0;      // consumer only
+  std::atomic<uint64_t> no_slot_drops_{0};  // threads past kMaxThreads (a total)
   std::atomic<uint32_t> generation_{1};
-  // SetDropRange's span under a seqlock (one writer: the session, under its
-  // lock; readers: a thread that drops an event).
+  std::vector<Orphan> orphans_;  // consumer only
+  // Consumer only: events of exited threads, packed into pool chunks (a
+  // thread per request leaves a few events for a later window; holding a
+  // whole chunk per exited thread ran the pool dry after a few thousand).
+  std::vector<EventChunk*> parked_chunks_;
+  size_t parked_ = 0;
+  // SetDropRange's span and window under a seqlock (one writer: the session,
+  // under its lock; readers: a thread that drops an event).
   std::atomic<uint32_t> drop_range_seq_{0};
   std::atomic<uint64_t> drop_begin_ns_{0};
   std::atomic<uint64_t> drop_end_ns_{~0ull};
+  std::atomic<uint64_t> drop_window_{0};
+  uint64_t last_window_ = 0;  // SetDropRange's caller only
+  // Per-window drop counters, by id modulo kDropWindows; drops whose
+  // window's counter was taken over by a later window.
+  std::unique_ptr<DropWindow[]> drop_windows_;
+  std::atomic<uint64_t> unattributed_drops_{0};
 };
 
 }  // namespace prof

@@ -18,6 +18,9 @@ struct WindowJob {
   std::vector<LiveAllocation> live_at_end;
   uint64_t deadline_ns = 0;  // wait for late device records until then
   uint32_t names_generation = 0;  // Strings().BeginWindow() at its opening; 0: none taken
+  // The event buffers' id for the window's drops (EventBuffers::SetDropRange),
+  // set by the writer when the job is submitted; ~0: every drop not yet reported.
+  uint64_t drop_window = ~0ull;
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.

@@ -84,7 +84,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   uint64_t end = w.meta.end_ns;
   if (deps.collector != nullptr) deps.collector->CollectWindow(start, end, job.deadline_ns, &w);
   if (deps.buffers != nullptr) {
-    deps.buffers->Collect(start, end, &w.host_events, &w.meta.losses.host_events_dropped);
+    deps.buffers->Collect(start, end, &w.host_events, &w.meta.losses.host_events_dropped, job.drop_window);
     // In place: std::stable_sort would allocate a second copy of every event
     // (the budget is one copy). The tie-breaks keep the order deterministic
     // and put an enclosing call before a nested one that starts with it.
@@ -154,7 +154,7 @@ void WriterThread::EnsureThread() {
 void WriterThread::SubmitWindow(WindowJob job) {
   // Now, on the session's thread: a drop of a call that starts after the
   // window's end is not this window's, however late the writer seals it.
-  if (deps_.buffers != nullptr) deps_.buffers->SetDropRange(job.meta.start_ns, job.meta.end_ns);
+  if (deps_.buffers != nullptr) job.drop_window = deps_.buffers->SetDropRange(job.meta.start_ns, job.meta.end_ns);
   {
     std::lock_guard<std::mutex> lock(mu_);
     EnsureThread();

@@ -72,7 +72,7 @@ CUstream_st* Device::ResolveLocked(CUstream stream) {
 }
 
 uint64_t Device::BlockingTailLocked() {
-  uint64_t tail = legacy_.tail_ns;
+  uint64_t tail = std::max(legacy_.tail_ns, retired_blocking_tail_ns_);
   for (CUstream_st* s : streams_) {
     if (!s->non_blocking) tail = std::max(tail, s->tail_ns);
   }
@@ -98,7 +98,23 @@ bool Device::DestroyStream(CUstream stream) {
   if (!streams_.count(stream) || stream->destroyed) return false;
   // Kept (not deleted): its pending work still counts for device synchronize.
   stream->destroyed = true;
+  destroyed_.push_back(stream);
+  // Those whose work has ended leave the set: the device-wide scans stay as
+  // long as the streams alive, not all streams ever created.
+  const uint64_t now = simhub_now_ns();
+  std::erase_if(destroyed_, [&](CUstream_st* s) {
+    if (s->deferred != 0 || s->tail_ns > now) return false;
+    RetireLocked(s);
+    return true;
+  });
   return true;
+}
+
+void Device::RetireLocked(CUstream_st* s) {
+  retired_tail_ns_ = std::max(retired_tail_ns_, s->tail_ns);
+  if (!s->non_blocking) retired_blocking_tail_ns_ = std::max(retired_blocking_tail_ns_, s->tail_ns);
+  // Not freed: the handle stays invalid (a new stream never reuses its address).
+  streams_.erase(s);
 }
 
 bool Device::IsValid(CUstream stream) {
@@ -146,7 +162,7 @@ bool Device::StreamDoneNsNow(CUstream stream, uint64_t* done_ns) {
 uint64_t Device::DeviceDoneNs() {
   std::unique_lock<std::mutex> lock(mutex_);
   settled_.wait(lock, [&] { return deferred_.empty(); });
-  uint64_t tail = BlockingTailLocked();
+  uint64_t tail = std::max(BlockingTailLocked(), retired_tail_ns_);
   for (CUstream_st* s : streams_) tail = std::max(tail, s->tail_ns);
   return tail;
 }

@@ -170,12 +170,19 @@ class Device {
   CUstream_st* ResolveLocked(CUstream stream);
   uint64_t BlockingTailLocked();  // latest tail over all blocking streams
   uint64_t EffectiveTailLocked(CUstream_st* s);
+  // Destroyed streams whose work has ended leave streams_ (their tails are
+  // folded into retired_*), so a program that creates and destroys a stream
+  // per thread or per request does not make every device-wide query slower.
+  void RetireLocked(CUstream_st* s);
 
   std::mutex mutex_;  // guards everything below
   std::condition_variable settled_;  // signalled when deferred entries are placed
   std::deque<Deferred> deferred_;
   CUstream_st legacy_{kLegacyStreamId, false, 0, false};
-  std::unordered_set<CUstream_st*> streams_;  // created + per-thread streams (not legacy)
+  std::unordered_set<CUstream_st*> streams_;  // created + per-thread streams (not legacy), retired ones left out
+  std::vector<CUstream_st*> destroyed_;        // destroyed, still in streams_ (work may be pending)
+  uint64_t retired_tail_ns_ = 0;               // latest tail of the retired streams
+  uint64_t retired_blocking_tail_ns_ = 0;      // the same over the blocking ones
   std::unordered_set<CUevent_st*> events_;
   std::map<uintptr_t, Allocation> allocations_;  // by start address
   size_t device_bytes_ = 0;

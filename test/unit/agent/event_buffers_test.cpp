@@ -251,3 +251,75 @@ TEST_CASE("drops belong to the window their call started in, however late the wr
 
 }  // namespace
 }  // namespace prof
+
+namespace prof {
+namespace {
+
+// The writer seals windows late on a busy machine: by the time it collects
+// one window, threads have dropped events of the next. Each window is
+// charged its own drops (a late writer used to charge them all to the
+// window it happened to collect first and report 0 for the later ones).
+TEST_CASE("a late writer charges each window its own drops", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(sizeof(EventChunk)));  // one chunk
+  buffers.SetDropRange(~0ull, ~0ull);
+  for (uint64_t t = 0; t < kChunkEvents; ++t) buffers.Append(Event(10, t));  // fills the pool (before any window)
+  uint64_t a = buffers.SetDropRange(100, ~0ull);
+  for (int i = 0; i < 3; ++i) buffers.Append(Event(150, 0));
+  CHECK(buffers.SetDropRange(100, 200) == a);  // the same window, its end now known
+  buffers.Append(Event(250, 0));               // between windows: nobody's
+  uint64_t b = buffers.SetDropRange(300, ~0ull);
+  CHECK(b != a);
+  for (int i = 0; i < 5; ++i) buffers.Append(Event(350, 0));
+  buffers.SetDropRange(300, 400);
+  std::thread([&] { buffers.Append(Event(360, 0)); }).join();  // a thread that found no chunk
+  // Only now does the writer get to the first window.
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(100, 200, &out, &dropped, a);
+  CHECK(dropped == 3);
+  dropped = 0;
+  buffers.Collect(300, 400, &out, &dropped, b);
+  CHECK(dropped == 6);
+}
+
+// A thread per request and a writer that runs late: an exited thread's slot
+// is free at the consumer's next pass even when its events wait for a later
+// window, so the slots in use are the threads that lived since that pass,
+// not every thread since the window the writer is sealing.
+TEST_CASE("an exited thread's slot is free at the next pass while its events wait for their window", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(uint64_t{1} << 24));  // 1024 chunks: one per exited thread still holding events
+  constexpr uint64_t kThreads = EventBuffers::kMaxThreads + 2000;
+  constexpr uint64_t kBetweenPasses = 200;  // threads that come and go between two consumer passes
+  constexpr uint64_t kWindow = 400;         // threads per window; the writer collects one window late
+  uint64_t collected = 0, dropped = 0;
+  uint64_t next_window = 0;                 // first thread (= time) of the next window to collect
+  for (uint64_t i = 0; i < kThreads; ++i) {
+    std::thread([&buffers, i] { buffers.Append(Event(i, static_cast<uint64_t>(syscall(SYS_gettid)))); }).join();
+    if ((i + 1) % kBetweenPasses != 0) continue;
+    // A pass: the writer collects the window that ended kWindow threads ago.
+    if (i + 1 >= next_window + 2 * kWindow) {
+      std::vector<HostEvent> out;
+      buffers.Collect(next_window, next_window + kWindow, &out, &dropped);
+      INFO("window at " << next_window);
+      REQUIRE(out.size() == kWindow);
+      for (const HostEvent& e : out) CHECK(e.tid == e.ptr);
+      collected += out.size();
+      next_window += kWindow;
+    } else {
+      buffers.Discard(next_window);  // a window opening: nothing older to drop
+    }
+    CHECK(buffers.thread_count() <= kBetweenPasses + 1);
+  }
+  std::vector<HostEvent> out;
+  buffers.Collect(next_window, kThreads, &out, &dropped);
+  collected += out.size();
+  CHECK(collected == kThreads);
+  CHECK(dropped == 0);
+  CHECK(buffers.unregistered_drops() == 0);
+  CHECK(buffers.orphans() == 0);
+}
+
+}  // namespace
+}  // namespace prof
