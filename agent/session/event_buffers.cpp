@@ -16,14 +16,17 @@ std::atomic<uint32_t> g_next_generation{1};
 struct ThreadSlot {
   ThreadBuffer* buffer = nullptr;
   uint32_t generation = 0;
+  bool exited = false;  // set by the destructor: never register again
   ~ThreadSlot() {
     // Buffers are never freed, so this stays valid after the agent's objects
     // are gone; the consumer frees the dead thread's last chunk, then the
     // slot. A call from a later thread-exit destructor finds no buffer (the
-    // generation still matches, so it does not register again) and is
-    // counted as dropped: the slot may already belong to another thread.
+    // generation still matches and `exited` is set, so it does not register
+    // again) and is counted as dropped: the slot may already belong to
+    // another thread.
     ThreadBuffer* b = buffer;
     buffer = nullptr;
+    exited = true;
     if (b != nullptr) b->alive.store(false, std::memory_order_release);
   }
 };
@@ -93,9 +96,13 @@ void ChunkPool::Evict(EventChunk* chunk) {
   (void)madvise(chunk, sizeof(EventChunk), MADV_DONTNEED);
 }
 
-EventBuffers::EventBuffers()
-    : threads_(new std::atomic<ThreadBuffer*>[kMaxThreads]), drop_windows_(new DropWindow[kDropWindows]) {
-  for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
+EventBuffers::EventBuffers(uint32_t max_threads)
+    : max_threads_(max_threads),
+      threads_(new std::atomic<ThreadBuffer*>[max_threads]),
+      drop_windows_(new DropWindow[kDropWindows]),
+      pending_drops_(new std::atomic<uint64_t>[kPendingDrops]) {
+  for (uint32_t i = 0; i < kPendingDrops; ++i) pending_drops_[i].store(0, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < max_threads_; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
   drop_windows_[0].id.store(0, std::memory_order_relaxed);  // window 0: [0, ~0), no schedule
 }
@@ -114,7 +121,7 @@ ThreadBuffer* EventBuffers::Register() {
     return b;
   }
   uint32_t n = count_.load(std::memory_order_relaxed);
-  if (n >= kMaxThreads) {
+  if (n >= max_threads_) {
     // Every slot taken: those of threads that exited since the consumer's
     // last pass are free for the asking.
     if (!Reclaim()) return nullptr;
@@ -151,17 +158,31 @@ void EventBuffers::FreeSlot(ThreadBuffer* b) {
   } while (!free_head_.compare_exchange_weak(top, b, std::memory_order_release, std::memory_order_relaxed));
 }
 
+// No slot when this thread first asked (every one live, or held by threads
+// that exited since the last pass while a pass was running): asks again once
+// a pass has freed some, or the thread would drop every event of its life.
+// The drop path only, out of line.
+__attribute__((noinline)) ThreadBuffer* EventBuffers::RegisterAgain(ThreadBuffer** slot_buffer, bool exited) {
+  if (exited || free_head_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+  *slot_buffer = Register();
+  return *slot_buffer;
+}
+
 void EventBuffers::Append(const HostEvent& event) {
+  ThreadSlot& slot = t_slot;  // one TLS look-up
   uint32_t gen = generation_.load(std::memory_order_relaxed);
-  if (t_slot.generation != gen) {
-    t_slot.buffer = Register();
-    t_slot.generation = gen;
+  if (slot.generation != gen) {
+    slot.buffer = Register();
+    slot.generation = gen;
   }
-  ThreadBuffer* b = t_slot.buffer;
-  if (b == nullptr) {
-    no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
-    CountDrop(event.start_ns);
-    return;
+  ThreadBuffer* b = slot.buffer;
+  if (__builtin_expect(b == nullptr, 0)) {
+    b = RegisterAgain(&slot.buffer, slot.exited);
+    if (b == nullptr) {
+      no_slot_drops_.fetch_add(1, std::memory_order_relaxed);
+      CountDrop(event.start_ns);
+      return;
+    }
   }
   EventChunk* tail = b->tail;
   uint32_t n = tail != nullptr ? tail->count.load(std::memory_order_relaxed) : kChunkEvents;
@@ -346,7 +367,8 @@ void EventBuffers::Discard(uint64_t before_ns) { Pass(before_ns, before_ns, null
 
 uint64_t EventBuffers::SetDropRange(uint64_t begin_ns, uint64_t end_ns) {
   uint64_t window = drop_window_.load(std::memory_order_relaxed);
-  if (begin_ns != drop_begin_ns_.load(std::memory_order_relaxed) || begin_ns == ~0ull) {
+  bool opens = begin_ns != drop_begin_ns_.load(std::memory_order_relaxed) || begin_ns == ~0ull;
+  if (opens) {
     // A window opens: its counter starts at 0. One kDropWindows ids older
     // and never collected (a writer that far behind): its drops are not
     // lost, the next Collect takes them.
@@ -362,36 +384,92 @@ uint64_t EventBuffers::SetDropRange(uint64_t begin_ns, uint64_t end_ns) {
   drop_begin_ns_.store(begin_ns, std::memory_order_relaxed);
   drop_end_ns_.store(end_ns, std::memory_order_relaxed);
   drop_window_.store(window, std::memory_order_relaxed);
-  drop_range_seq_.store(seq + 2, std::memory_order_release);
+  // seq_cst, as the scan below: a dropper that parked a drop and then read
+  // the old sequence number has its drop seen by the scan (ClaimPendingDrops).
+  drop_range_seq_.store(seq + 2, std::memory_order_seq_cst);
+  if (opens) ClaimPendingDrops(begin_ns, end_ns, window);
   return window;
 }
 
-// The drop path only (the pool is empty, or no slot): a consistent read of
-// the range, then the window's counter.
-void EventBuffers::CountDrop(uint64_t start_ns) {
-  uint64_t begin, end, window;
-  while (true) {
-    uint32_t seq = drop_range_seq_.load(std::memory_order_acquire);
-    if (seq & 1) continue;
-    begin = drop_begin_ns_.load(std::memory_order_relaxed);
-    end = drop_end_ns_.load(std::memory_order_relaxed);
-    window = drop_window_.load(std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_acquire);
-    if (drop_range_seq_.load(std::memory_order_relaxed) == seq) break;
+void EventBuffers::ClaimPendingDrops(uint64_t begin_ns, uint64_t end_ns, uint64_t window) {
+  uint64_t claimed = 0;
+  for (uint32_t i = 0; i < kPendingDrops; ++i) {
+    uint64_t v = pending_drops_[i].load(std::memory_order_seq_cst);
+    if (v == 0 || v >= end_ns) continue;
+    // Before begin_ns: a drop between two windows, nobody's; cleared.
+    bool ours = v >= begin_ns;
+    if (pending_drops_[i].compare_exchange_strong(v, 0, std::memory_order_seq_cst) && ours) ++claimed;
   }
-  if (start_ns < begin || start_ns >= end) return;
+  // More drops between the boundary and the opening than the ring holds:
+  // those it lost may be this window's. Charged to it (at most that many
+  // too many, all of them drops), so none of its own is left out.
+  uint64_t displaced = pending_displaced_.exchange(0, std::memory_order_relaxed);
+  if (displaced != 0 && pending_displaced_max_ns_.exchange(0, std::memory_order_relaxed) >= begin_ns) {
+    claimed += displaced;
+  }
+  if (claimed == 0) return;
   DropWindow& w = drop_windows_[window % kDropWindows];
   if (w.id.load(std::memory_order_acquire) == window) {
-    w.count.fetch_add(1, std::memory_order_relaxed);
+    w.count.fetch_add(claimed, std::memory_order_relaxed);
   } else {
-    unattributed_drops_.fetch_add(1, std::memory_order_relaxed);
+    unattributed_drops_.fetch_add(claimed, std::memory_order_relaxed);
+  }
+}
+
+// The drop path only (the pool is empty, or no slot): a consistent read of
+// the range, then the window's counter. A drop of a call that started after
+// the current window's end may belong to the next window, which the session
+// opens late (its agent thread acts on a time step's boundary when it next
+// runs): it waits in pending_drops_ until a window opens and claims it.
+void EventBuffers::CountDrop(uint64_t start_ns) {
+  if (start_ns == 0) start_ns = 1;  // 0 marks an empty pending slot
+  while (true) {
+    uint64_t begin, end, window;
+    uint32_t seq;
+    while (true) {
+      seq = drop_range_seq_.load(std::memory_order_acquire);
+      if (seq & 1) continue;
+      begin = drop_begin_ns_.load(std::memory_order_relaxed);
+      end = drop_end_ns_.load(std::memory_order_relaxed);
+      window = drop_window_.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (drop_range_seq_.load(std::memory_order_relaxed) == seq) break;
+    }
+    if (begin != ~0ull) {  // ~0: no window has opened yet
+      if (start_ns < begin) return;  // before the window: its warmup, or between windows
+      if (start_ns < end) {
+        DropWindow& w = drop_windows_[window % kDropWindows];
+        if (w.id.load(std::memory_order_acquire) == window) {
+          w.count.fetch_add(1, std::memory_order_relaxed);
+        } else {
+          unattributed_drops_.fetch_add(1, std::memory_order_relaxed);
+        }
+        return;
+      }
+    }
+    // After the window's end (or before the first): pending, for a window
+    // that may open later.
+    uint32_t slot = static_cast<uint32_t>(pending_next_.fetch_add(1, std::memory_order_relaxed) % kPendingDrops);
+    uint64_t old = pending_drops_[slot].exchange(start_ns, std::memory_order_seq_cst);
+    if (old != 0) {
+      pending_displaced_.fetch_add(1, std::memory_order_relaxed);
+      uint64_t max = pending_displaced_max_ns_.load(std::memory_order_relaxed);
+      while (old > max && !pending_displaced_max_ns_.compare_exchange_weak(max, old, std::memory_order_relaxed)) {
+      }
+    }
+    // No window opened meanwhile: the next opening's scan sees the drop.
+    if (drop_range_seq_.load(std::memory_order_seq_cst) == seq) return;
+    // One did: take the drop back and judge it by the new range, unless the
+    // opening's scan has claimed it (or a later drop displaced it: counted).
+    uint64_t mine = start_ns;
+    if (!pending_drops_[slot].compare_exchange_strong(mine, 0, std::memory_order_seq_cst)) return;
   }
 }
 
 void EventBuffers::ResetAfterFork() {
   count_.store(0, std::memory_order_relaxed);
   free_head_.store(nullptr, std::memory_order_relaxed);
-  for (uint32_t i = 0; i < kMaxThreads; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < max_threads_; ++i) threads_[i].store(nullptr, std::memory_order_relaxed);
   pool_.ResetAllFree();
   orphans_.clear();  // their chunks are free again below
   parked_chunks_.clear();
@@ -406,6 +484,10 @@ void EventBuffers::ResetAfterFork() {
     drop_windows_[i].count.store(0, std::memory_order_relaxed);
   }
   unattributed_drops_.store(0, std::memory_order_relaxed);
+  for (uint32_t i = 0; i < kPendingDrops; ++i) pending_drops_[i].store(0, std::memory_order_relaxed);
+  pending_next_.store(0, std::memory_order_relaxed);
+  pending_displaced_.store(0, std::memory_order_relaxed);
+  pending_displaced_max_ns_.store(0, std::memory_order_relaxed);
   generation_.store(g_next_generation.fetch_add(1), std::memory_order_relaxed);
   new (&register_mu_) std::mutex();  // a parent thread may have held it at fork
   new (&consumer_mu_) std::mutex();

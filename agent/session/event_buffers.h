@@ -108,6 +108,8 @@ struct ThreadBuffer {
 
 class EventBuffers {
  public:
+  // Thread slots (buffers of threads alive, or exited since the consumer's
+  // last pass); tests pass fewer.
   static constexpr uint32_t kMaxThreads = 8192;
   // Collect's window when the caller names none: every drop not yet reported.
   static constexpr uint64_t kAnyWindow = ~0ull;
@@ -115,8 +117,10 @@ class EventBuffers {
   // many windows behind charges the oldest one's drops to the next window it
   // collects (counted still, one window off).
   static constexpr uint32_t kDropWindows = 256;
+  // Drops kept while no window is open (64 KiB), for the window that opens next.
+  static constexpr uint32_t kPendingDrops = 8192;
 
-  EventBuffers();
+  explicit EventBuffers(uint32_t max_threads = kMaxThreads);
   bool Init(uint64_t bytes) { return pool_.Init(bytes); }
 
   // The calling thread's buffer (registered on first use); owner side.
@@ -140,7 +144,10 @@ class EventBuffers {
   // (end_ns = ~0) and ends it, synchronously, before the writer is told. A
   // drop is charged when it happens, so a writer that runs late (a loaded
   // machine) can neither forget a window's early drops nor charge it the
-  // warmup's. Default [0, ~0): every drop counts (no schedule).
+  // warmup's. A window opened after its start (a time step's boundary that
+  // the agent thread acts on late) is also charged the drops made since
+  // that start, kept until then (pending_drops_). Default [0, ~0): every
+  // drop counts (no schedule).
   // Returns the window's id for Collect: a range with a new begin_ns opens
   // a new window, the same begin_ns (its end now known) keeps the id.
   uint64_t SetDropRange(uint64_t begin_ns, uint64_t end_ns);
@@ -170,6 +177,9 @@ class EventBuffers {
 
  private:
   ThreadBuffer* Register();
+  // Append's drop path for a thread without a slot: registers it if a slot
+  // has been freed since (and the thread is not exiting).
+  ThreadBuffer* RegisterAgain(ThreadBuffer** slot_buffer, bool exited);
   // Consumer: the slot b->index is given back.
   void FreeSlot(ThreadBuffer* b);
   // Consumer: an exited thread's slot is freed, what it holds for later
@@ -180,6 +190,9 @@ class EventBuffers {
   // The drop path: charges one dropped event that started at start_ns to
   // the window open then (if its call started inside it).
   void CountDrop(uint64_t start_ns);
+  // SetDropRange, as a window opens: charges it the pending drops at or
+  // after its start and clears the older ones.
+  void ClaimPendingDrops(uint64_t begin_ns, uint64_t end_ns, uint64_t window);
   void Drain(ThreadBuffer* b, uint64_t begin_ns, uint64_t end_ns, std::vector<HostEvent>* out);
   // Drains a chain from *head (event *consumed on); `alive`: its owner's
   // flag, or null for an orphan (owner gone). True once the owner is gone
@@ -205,6 +218,7 @@ class EventBuffers {
   };
 
   ChunkPool pool_;
+  const uint32_t max_threads_;
   std::mutex register_mu_;  // registration only; never held by the consumer
   // The consumer side (Pass, Reclaim): slots' read state and orphans_. Never
   // taken by a thread appending an event; Reclaim only tries it.
@@ -234,6 +248,17 @@ class EventBuffers {
   // window's counter was taken over by a later window.
   std::unique_ptr<DropWindow[]> drop_windows_;
   std::atomic<uint64_t> unattributed_drops_{0};
+  // Drops of calls that started after the current window's end, by start_ns
+  // (0: empty), until the next window opens and claims those at or after its
+  // start (ClaimPendingDrops): the session opens a time-step window when its
+  // agent thread next runs, which on a busy machine is milliseconds after
+  // the boundary the window starts at. A ring: a drop that overwrites an
+  // older one counts it as displaced (and its latest start_ns), so a window
+  // that opens later than that start is charged them rather than missing any.
+  std::unique_ptr<std::atomic<uint64_t>[]> pending_drops_;
+  std::atomic<uint64_t> pending_next_{0};
+  std::atomic<uint64_t> pending_displaced_{0};
+  std::atomic<uint64_t> pending_displaced_max_ns_{0};
 };
 
 }  // namespace prof

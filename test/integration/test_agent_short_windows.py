@@ -124,12 +124,17 @@ def calls_in_span(trace, calls, offset):
     call from its wrapper's entry, and a thread preempted between that and
     the sim's own clock read enters the call earlier than the truth log says.
     Module teardown at exit (__cudaUnregisterFatBinary) is not required."""
-    w = trace["libprof"]["window"]
-    unrecorded = trace["libprof"]["losses"].get("unrecorded_start_ns", 0)
-    start = w["start_ns"] - offset + unrecorded + EDGE_SLACK_NS
-    end = w["end_ns"] - offset - EDGE_SLACK_NS
+    start, end = span_bounds(trace, offset)
     return [c for c in calls if c["after_ns"] >= start and c["end_rep_ns"] <= end
             and c["name"] != "__cudaUnregisterFatBinary"]
+
+
+def span_bounds(trace, offset):
+    """calls_in_span's bounds on the truth clock: a call is required if its
+    after_ns >= start and its end_rep_ns <= end."""
+    w = trace["libprof"]["window"]
+    unrecorded = trace["libprof"]["losses"].get("unrecorded_start_ns", 0)
+    return (w["start_ns"] - offset + unrecorded + EDGE_SLACK_NS, w["end_ns"] - offset - EDGE_SLACK_NS)
 
 
 def recording_edge_calls(trace, calls, offset):

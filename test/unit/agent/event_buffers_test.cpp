@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <future>
 #include <set>
 #include <thread>
 #include <vector>
@@ -319,6 +320,151 @@ TEST_CASE("an exited thread's slot is free at the next pass while its events wai
   CHECK(dropped == 0);
   CHECK(buffers.unregistered_drops() == 0);
   CHECK(buffers.orphans() == 0);
+}
+
+// Every slot held by a live thread: a new thread's events are dropped and
+// counted. Once a holder exits and a pass frees its slot, the thread that
+// found none gets it at its next event, rather than dropping every event of
+// its life.
+TEST_CASE("a thread that found every slot taken gets one once a pass frees one", "[buffers]") {
+  EventBuffers buffers(/*max_threads=*/2);
+  REQUIRE(buffers.Init(uint64_t{1} << 20));
+  std::promise<void> release_first, release_second;
+  std::promise<void> first_in, second_in;
+  std::thread first([&] {
+    buffers.Append(Event(1, 1));
+    first_in.set_value();
+    release_first.get_future().wait();
+  });
+  std::thread second([&] {
+    buffers.Append(Event(2, 2));
+    second_in.set_value();
+    release_second.get_future().wait();
+  });
+  first_in.get_future().wait();
+  second_in.get_future().wait();
+  std::promise<void> go_on, dropped_one;
+  std::thread late([&] {
+    buffers.Append(Event(3, 3));  // no slot: dropped
+    dropped_one.set_value();
+    go_on.get_future().wait();
+    buffers.Append(Event(4, 4));  // a slot is free now
+  });
+  dropped_one.get_future().wait();
+  CHECK(buffers.unregistered_drops() == 1);
+  release_first.set_value();
+  first.join();
+  buffers.Discard(0);  // a pass: the exited thread's slot is freed, its event kept
+  go_on.set_value();
+  late.join();
+  release_second.set_value();
+  second.join();
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(0, 100, &out, &dropped);
+  std::set<uint64_t> tags;
+  for (const HostEvent& e : out) tags.insert(e.ptr);
+  CHECK(tags == std::set<uint64_t>{1, 2, 4});
+  CHECK(dropped == 1);
+  CHECK(buffers.unregistered_drops() == 1);
+  CHECK(buffers.thread_count() == 2);
+}
+
+// A time step's window is opened by the agent thread when it next runs,
+// milliseconds after the boundary it starts at on a busy machine: the drops
+// made in between, of calls that started at or after the boundary, are
+// charged to it when it opens; those before the boundary to nobody.
+TEST_CASE("a window opened after its start is charged the drops made since its start", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(sizeof(EventChunk)));  // one chunk
+  buffers.SetDropRange(~0ull, ~0ull);
+  for (uint64_t t = 0; t < kChunkEvents; ++t) buffers.Append(Event(10, t));  // fills the pool
+  uint64_t a = buffers.SetDropRange(100, ~0ull);
+  buffers.Append(Event(150, 0));
+  buffers.SetDropRange(100, 200);
+  buffers.Append(Event(250, 0));  // between the windows
+  buffers.Append(Event(320, 0));  // the next window starts at 300, opened only at 400
+  buffers.Append(Event(390, 0));
+  uint64_t b = buffers.SetDropRange(300, ~0ull);
+  buffers.Append(Event(410, 0));
+  buffers.SetDropRange(300, 500);
+  std::vector<HostEvent> out;
+  uint64_t dropped = 0;
+  buffers.Collect(100, 200, &out, &dropped, a);
+  CHECK(dropped == 1);
+  dropped = 0;
+  buffers.Collect(300, 500, &out, &dropped, b);
+  CHECK(dropped == 3);
+}
+
+// The same with threads dropping while windows open late and close: each
+// window is charged exactly the drops of calls that started in its span.
+// The threads take start times from one counter, up to a limit the session
+// raises, so the stretch before each late opening holds a known number.
+TEST_CASE("windows opened late by a racing session are charged exactly their own drops", "[buffers]") {
+  EventBuffers buffers;
+  REQUIRE(buffers.Init(sizeof(EventChunk)));
+  buffers.SetDropRange(~0ull, ~0ull);
+  for (uint64_t t = 0; t < kChunkEvents; ++t) buffers.Append(Event(1, t));  // fills the pool
+  constexpr int kThreads = 4;
+  constexpr uint64_t kNone = ~0ull;
+  std::atomic<uint64_t> clock{2}, limit{2};
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> in_flight[kThreads];
+  std::vector<uint64_t> starts[kThreads];
+  for (auto& f : in_flight) f.store(kNone);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      while (true) {
+        uint64_t t = clock.fetch_add(1);
+        in_flight[i].store(t);
+        while (t >= limit.load() && !stop.load()) std::this_thread::yield();
+        if (t >= limit.load()) break;
+        buffers.Append(Event(t, 0));
+        in_flight[i].store(kNone);
+        starts[i].push_back(t);
+      }
+    });
+  }
+  // Hands out start times up to `to` and waits until every drop of those is made.
+  auto run_until = [&](uint64_t to) {
+    limit.store(to);
+    while (clock.load() < to) std::this_thread::yield();
+    for (auto& f : in_flight) {
+      while (f.load() < to) std::this_thread::yield();
+    }
+  };
+  struct Span {
+    uint64_t begin, end, id;
+  };
+  std::vector<Span> windows;
+  uint64_t t = 2;
+  for (uint32_t k = 0; k < EventBuffers::kDropWindows - 1; ++k) {  // collected only at the end
+    run_until(t += 20);  // between windows
+    uint64_t begin = t;
+    limit.store(t += 40);
+    while (clock.load() < begin + 20) std::this_thread::yield();  // drops before the opening, some in flight
+    uint64_t id = buffers.SetDropRange(begin, ~0ull);
+    run_until(t += 40);
+    buffers.SetDropRange(begin, t);
+    windows.push_back({begin, t, id});
+  }
+  run_until(t += 20);
+  stop.store(true);
+  for (auto& th : threads) th.join();
+  for (const Span& w : windows) {
+    uint64_t expected = 0;
+    for (auto& list : starts) {
+      expected += std::count_if(list.begin(), list.end(), [&](uint64_t s) { return s >= w.begin && s < w.end; });
+    }
+    std::vector<HostEvent> out;
+    uint64_t dropped = 0;
+    buffers.Collect(w.begin, w.end, &out, &dropped, w.id);
+    INFO("window [" << w.begin << ", " << w.end << ")");
+    REQUIRE(expected == w.end - w.begin);
+    CHECK(dropped == expected);
+  }
 }
 
 }  // namespace
