@@ -46,8 +46,11 @@ class AgentNcclTest(unittest.TestCase):
         # PROF_STEP=auto numbers a rank's steps by the job's iteration once it
         # found the loop (8 to 25 iterations, docs/multi-rank.md): a window
         # earlier than the default PROF_WAIT puts it can be past before then.
+        # Steps of a few ms: auto decides on libprof's own thread, which a
+        # loaded machine may not run before a job of 40 tiny steps is over.
         env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, PROF_WAIT=30, PROF_ACTIVE=4,
-                              PROF_LOG_LEVEL="warn", SIM_NCCL_TIMEOUT_MS=60000, **extra)
+                              PROF_LOG_LEVEL="warn", SIM_NCCL_TIMEOUT_MS=60000,
+                              SIM_KERNEL_NS="forward_layer=250000,backward_layer=250000", **extra)
         env.pop("NCCL_PROFILER_PLUGIN", None)  # libprof offers itself
         env[mode] = harness.LIBPROF_SO
         results = multirank.launch([program, "--steps", "40", "--bucket-elems", str(BUCKET_ELEMS)], WORLD, env)
