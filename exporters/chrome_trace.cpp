@@ -444,6 +444,7 @@ class TraceWriter {
     if (e.device >= 0) { out_.Raw(",\"device\":"); out_.Int(e.device); }
     if (e.result != 0) { out_.Raw(",\"result\":"); out_.Int(e.result); }
     if (e.flags & kHostEventViaProcAddr) out_.Raw(",\"via cuGetProcAddress\":true");
+    if (e.flags & kHostEventViaCupti) out_.Raw(",\"via CUPTI callbacks\":true");
     if (ApiKindOf(static_cast<ApiId>(e.api)) == ApiKind::kMemcpy) {
       out_.Raw(",\"cudaMemcpyKind\":");
       out_.UInt(e.copy_kind);

@@ -21,6 +21,8 @@ enum class ApiKind : uint8_t {
 };
 
 // X(name, kind). Driver functions keep their exported names (cuMemAlloc_v2).
+// The driver's launches and synchronizes at the end have no wrapper: CUPTI's
+// callbacks record them (collectors/cupti/call_arguments.h).
 #define FOR_EACH_CUDA_API(X)                  \
   X(cudaLaunchKernel, kLaunch)                \
   X(cudaLaunchKernel_ptsz, kLaunch)           \
@@ -79,7 +81,16 @@ enum class ApiKind : uint8_t {
   X(cudaProfilerStart, kOther)                \
   X(cudaProfilerStop, kOther)                 \
   X(cuProfilerStart, kOther)                  \
-  X(cuProfilerStop, kOther)
+  X(cuProfilerStop, kOther)                   \
+  X(cuLaunchKernel, kLaunch)                  \
+  X(cuLaunchKernel_ptsz, kLaunch)             \
+  X(cuLaunchKernelEx, kLaunch)                \
+  X(cuLaunchKernelEx_ptsz, kLaunch)           \
+  X(cuLaunchCooperativeKernel, kLaunch)       \
+  X(cuLaunchCooperativeKernel_ptsz, kLaunch)  \
+  X(cuStreamSynchronize, kSync)               \
+  X(cuStreamSynchronize_ptsz, kSync)          \
+  X(cuCtxSynchronize, kSync)
 
 enum class ApiId : uint16_t {
 #define API_ENUM_ENTRY(name, kind) name,

@@ -154,6 +154,15 @@ void SetNcclVersion(int version) {
   if (rt != nullptr) rt->collectives.SetNcclVersion(version);
 }
 
+void NoteCudaInitialized() {
+  try {
+    Runtime* rt = CurrentRuntime();
+    if (rt != nullptr && rt->session) rt->session->WatchCallsIfCuda();
+  } catch (...) {
+    // Called from a wrapper: nothing may unwind into the host's C code.
+  }
+}
+
 void RecordNvtxRange(const NvtxRange& range) {
   try {
     Runtime* rt = CurrentRuntime();

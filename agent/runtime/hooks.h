@@ -70,6 +70,10 @@ void RecordCollective(const CollectiveCall& call);
 void RegisterComm(const CommInfo& comm);
 void SetNcclVersion(int version);
 
+// CUDA's driver initialized (an interposed cuInit returned): a step source
+// that counts calls watches them from now on (Session::WatchCallsIfCuda).
+void NoteCudaInitialized();
+
 // NVTX ranges (recording only).
 void RecordNvtxRange(const NvtxRange& range);
 

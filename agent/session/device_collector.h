@@ -72,6 +72,13 @@ class DeviceCollector {
   // Until Finish. A collector without callbacks ignores it.
   virtual void WatchCalls(const Config& config) { (void)config; }
 
+  // Called on the thread inside the first cuInit that the driver tells
+  // libprof of (InitializeInjection), when a runtime call encloses that
+  // cuInit (the program's first runtime call initializes the driver): the
+  // callbacks never saw that call enter, so the driver calls it still makes
+  // on this thread are its own, not the program's.
+  virtual void NoteRuntimeCallInProgress() {}
+
   // A step boundary that keeps waiting (no window warms up or records):
   // a collector that watches calls may stop paying for them here when every
   // call it watches reaches an interposed wrapper. Application thread,

@@ -14,6 +14,7 @@ enum HostEventFlags : uint8_t {
   kHostEventNone = 0,
   kHostEventDriver = 1 << 0,       // a driver API call (cu*), not runtime
   kHostEventViaProcAddr = 1 << 1,  // reached through cuGetProcAddress
+  kHostEventViaCupti = 1 << 2,     // recorded from CUPTI's callbacks: no wrapper saw the call
 };
 
 // One intercepted runtime/driver call, written by the calling thread into its

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/base/api_ids.h"
 #include "agent/base/hot_state.h"
 #include "agent/session/device_collector.h"
 #include "collectors/cupti/buffer_pool.h"
@@ -67,6 +68,7 @@ class CuptiCollector final : public DeviceCollector {
   void BeginRecord(uint64_t start_ns) override;
   void Pause() override;
   void Finish() override;
+  void NoteRuntimeCallInProgress() override;
   void OnWaitingStep() override;
   bool WantsWaitingSteps() const override;
   void Tick(uint64_t now_ns) override;
@@ -134,6 +136,12 @@ class CuptiCollector final : public DeviceCollector {
   void NarrowToWatchedCallbacks();
   // What a call of the id registers while recording (kTrait* bits).
   uint8_t TraitsOf(bool runtime, CUpti_CallbackId cbid) const;
+  // The call of an id as agent/api_ids.h names it (ApiId::kCount: none).
+  ApiId HostApi(bool runtime, CUpti_CallbackId cbid) const {
+    return cbid < kMaxWatchedCbid
+               ? static_cast<ApiId>(host_api_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed))
+               : ApiId::kCount;
+  }
   uint8_t CallTraits(bool runtime, CUpti_CallbackId cbid) const {
     return cbid < kMaxWatchedCbid ? call_traits_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed)
                                   : TraitsOf(runtime, cbid);
@@ -190,6 +198,9 @@ class CuptiCollector final : public DeviceCollector {
            state == CollectorState::kFinishing;
   }
   void MaybeFinalizeFromApiExit();
+  // At the exit of a call no wrapper recorded (kTraitHostEvent, entered
+  // while recording): the host event a wrapper would have written.
+  void RecordHostEvent(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
   // The marker path, for an outermost call no wrapper feeds.
   // Returns true when the call was a step marker.
   bool ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
@@ -217,7 +228,6 @@ class CuptiCollector final : public DeviceCollector {
   // Set from WatchCalls to Finish: API callbacks feed calls no wrapper saw to
   // the marker path, and stay enabled between windows for it.
   std::atomic<bool> watching_calls_{false};
-  bool marker_names_ = false;  // PROF_STEP=kernel: launches carry their kernel's name
   // Per domain (runtime, driver), per callback id: on while watching calls
   // between windows. Written under control_mutex_ before the ids are
   // enabled, read by callbacks (relaxed: set once, before it matters).
@@ -231,7 +241,12 @@ class CuptiCollector final : public DeviceCollector {
   static constexpr uint8_t kTraitExpectsRecord = 1;     // leaves a kernel/memcpy/memset record of an enabled kind
   static constexpr uint8_t kTraitCountsBytes = 2;       // a copy or memset: leaves none when it moves zero bytes
   static constexpr uint8_t kTraitExpectsApiRecord = 4;  // its own RUNTIME/DRIVER record is enabled
+  static constexpr uint8_t kTraitHostEvent = 8;         // a call of agent/api_ids.h: a host event when no wrapper records it
   std::atomic<uint8_t> call_traits_[2][kMaxWatchedCbid] = {};
+  // Per domain and id: its ApiId (kCount: none), set with call_traits_.
+  static_assert(kApiCount < 256, "an ApiId fits the table's bytes");
+  std::atomic<uint8_t> host_api_[2][kMaxWatchedCbid] = {};
+  bool name_launches_ = false;  // kernel: and auto: a launch fed to the marker path carries its kernel's name
   // Per domain and id: the hot bits under which a call of it that reaches
   // the callbacks unfed by a wrapper is a sign of calls no wrapper sees
   // (CUDA_INJECTION64_PATH, a statically linked cudart, a driver-API

@@ -9,13 +9,16 @@
 #include <mutex>
 #include <string_view>
 
+#include "agent/base/api_ids.h"
 #include "agent/base/clock.h"
 #include "agent/base/hot_state.h"
 #include "agent/base/strings.h"
 #include "agent/base/thread_id.h"
 #include "agent/runtime/hooks.h"
+#include "agent/session/events.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
+#include "collectors/cupti/call_arguments.h"
 #include "collectors/cupti/collector_parts.h"
 
 namespace prof::cupti {
@@ -44,6 +47,18 @@ struct CallbackThread {
   uint32_t outer_epoch = 0;
   uint32_t outer_quiet_epoch = 0;
   bool outer_watched = true;
+  // The outermost call in progress that these callbacks record as a host
+  // event, because no wrapper does (0: none), and when it entered.
+  uint32_t host_correlation = 0;
+  uint64_t host_start_ns = 0;
+  // A runtime call was in progress on this thread when the driver loaded
+  // libprof from its first cuInit (NoteRuntimeCallInProgress): its driver
+  // calls reach the callbacks with no runtime call entered around them.
+  // Until the next runtime callback on this thread, while windows_begun_ is
+  // still unseen_windows (a window begun since enables every callback, so
+  // a flag left over from a runtime exit no callback saw expires).
+  bool unseen_runtime = false;
+  uint64_t unseen_windows = 0;
 };
 
 namespace {
@@ -281,6 +296,11 @@ void CuptiCollector::OnOwnCall(const CUpti_CallbackData* info) {
   if (info->callbackSite == CUPTI_API_ENTER && registry_) registry_->OnOwnCall(info->correlationId, NowNs());
 }
 
+void CuptiCollector::NoteRuntimeCallInProgress() {
+  t_calls.unseen_runtime = true;
+  t_calls.unseen_windows = windows_begun_.load(std::memory_order_relaxed);
+}
+
 void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid) {
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     // Captured, not run: no record will come for this call, so the window
@@ -310,13 +330,17 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
     t.driver_depth = 0;
     t.runtime_correlation = 0;
     t.expecting_correlation = 0;
+    t.host_correlation = 0;
   }
   if (t.runtime_depth == 0 && t.driver_depth == 0) {
     t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
     t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
     t.outer_watched = Watched(runtime, cbid);
   }
-  bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0;
+  if (t.unseen_runtime && (runtime || t.unseen_windows != windows_begun_.load(std::memory_order_relaxed))) {
+    t.unseen_runtime = false;
+  }
+  bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0 && !t.unseen_runtime;
   if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
   if (!runtime) ++t.driver_depth;
   bool marker = false;
@@ -365,6 +389,13 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   }
   uint64_t enter_ns = call_start_ns != 0 ? call_start_ns : NowNs();
   registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
+  if ((traits & kTraitHostEvent) != 0 && call_start_ns == 0 && outermost && (LoadHotBits() & kHotRecording) != 0) {
+    // No wrapper records this call (CUDA_INJECTION64_PATH, a handle from
+    // dlopen, a static cudart, a driver-API launch): recorded at its exit
+    // as a wrapper would have, from the same instant as its GPU records.
+    t.host_correlation = info->correlationId;
+    t.host_start_ns = enter_ns;
+  }
 }
 
 void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
@@ -372,8 +403,11 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
   bool live = callbacks_live_.load(std::memory_order_acquire);
   if (runtime && t.runtime_depth > 0 && --t.runtime_depth == 0) t.runtime_correlation = 0;
   if (!runtime && t.driver_depth > 0) --t.driver_depth;
-  bool outermost = t.runtime_depth == 0 && t.driver_depth == 0;
+  // The unseen runtime call's own exit (or a later one) ends it.
+  if (runtime) t.unseen_runtime = false;
+  bool outermost = t.runtime_depth == 0 && t.driver_depth == 0 && !t.unseen_runtime;
   if (info->correlationId == t.expecting_correlation) t.expecting_correlation = 0;
+  if (t.host_correlation != 0 && info->correlationId == t.host_correlation) RecordHostEvent(t, runtime, cbid, info);
   if (live && info->functionReturnValue != nullptr) {
     // cudaError_t and CUresult are both int-sized enums; 0 is success.
     bool ok = *static_cast<const int*>(info->functionReturnValue) == 0;
@@ -434,6 +468,42 @@ bool CuptiCollector::BuildIfLeftOut(CUpti_CallbackId cbid, uint8_t bits, const C
   return false;
 }
 
+void CuptiCollector::RecordHostEvent(CallbackThread& t, bool runtime, CUpti_CallbackId cbid,
+                                     const CUpti_CallbackData* info) {
+  t.host_correlation = 0;
+  HostEvent e{};
+  e.start_ns = t.host_start_ns;
+  e.end_ns = NowNs();
+  ApiId id = HostApi(runtime, cbid);
+  // After the call, as a wrapper does: the walk is not in its duration.
+  e.stack_id = hooks::CaptureStack(e.end_ns, ApiKindOf(id) == ApiKind::kLaunch) & 0xFFFFFF;
+  e.api = static_cast<uint16_t>(id);
+  e.correlation_id = info->correlationId;
+  e.device = -1;
+  e.flags = kHostEventViaCupti | (runtime ? kHostEventNone : kHostEventDriver);
+  e.result = info->functionReturnValue != nullptr ? *static_cast<const int32_t*>(info->functionReturnValue) : 0;
+  FillArguments(id, info->functionParams, e.result == 0, &e);
+  if (ApiKindOf(id) == ApiKind::kLaunch && info->symbolName != nullptr) e.name_id = Strings().Intern(info->symbolName);
+  if (NamesCurrentDevice(id) && api_.GetDeviceId != nullptr && info->context != nullptr) {
+    // The device of the call's context: the device a wrapper's
+    // cudaGetDevice/cuCtxGetDevice names, without a CUDA call.
+    uint32_t device = 0;
+    if (api_.GetDeviceId(info->context, &device) == CUPTI_SUCCESS) e.device = static_cast<int16_t>(device);
+  }
+  // Allocations and frees feed the allocation tracker as the wrappers' do
+  // (only those of windows: no callback comes between them).
+  ApiKind kind = ApiKindOf(id);
+  if (e.result == 0 && (kind == ApiKind::kAlloc || kind == ApiKind::kFree) &&
+      (LoadHotBits() & kHotAllocTracking) != 0) {
+    if (kind == ApiKind::kAlloc) {
+      hooks::TrackAlloc(e.ptr, e.bytes, e.device, hooks::MemKindOf(id), id, ThisThreadId(), e.end_ns, true);
+    } else {
+      hooks::TrackFree(e.ptr, id, ThisThreadId(), e.end_ns, true);
+    }
+  }
+  hooks::RecordEvent(e);
+}
+
 bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info) {
   ApiDomain domain = runtime ? ApiDomain::kRuntime : ApiDomain::kDriver;
   const char* name = CallbackName(domain, cbid);
@@ -442,7 +512,11 @@ bool CuptiCollector::ObserveCall(bool enter, bool runtime, CUpti_CallbackId cbid
   event.feed = MarkerFeed::kCupti;
   event.kind = KindOf(ClassifyCallback(domain, cbid), name);
   event.api = name != nullptr ? name : (info->functionName != nullptr ? info->functionName : "");
-  if (marker_names_ && enter && event.kind == ApiKind::kLaunch && info->symbolName != nullptr) {
+  // The call and a copy's kind, as a wrapper feeds them (PROF_STEP=auto's
+  // tokens, api:'s armed ids).
+  event.id = HostApi(runtime, cbid);
+  if (enter && event.kind == ApiKind::kMemcpy) event.detail = CopyDetail(event.id, info->functionParams);
+  if (name_launches_ && enter && event.kind == ApiKind::kLaunch && info->symbolName != nullptr) {
     event.name_id = Strings().Intern(info->symbolName);
   }
   if (!enter && info->functionReturnValue != nullptr) event.result_ok = *static_cast<const int*>(info->functionReturnValue) == 0;

@@ -50,6 +50,7 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiSetThreadIdType", &api->SetThreadIdType);
   Resolve(handle, "cuptiActivitySetAttribute", &api->ActivitySetAttribute);
   Resolve(handle, "cuptiActivityEnableRuntimeApi", &api->ActivityEnableRuntimeApi);
+  Resolve(handle, "cuptiGetDeviceId", &api->GetDeviceId);
   const char* first_missing = api->FirstMissing();
   if (first_missing != nullptr && missing != nullptr) *missing = first_missing;
   return first_missing == nullptr;

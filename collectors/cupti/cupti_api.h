@@ -34,6 +34,8 @@ struct CuptiApi {
   decltype(&::cuptiActivitySetAttribute) ActivitySetAttribute = nullptr;  // zeroed-buffer promise
   // Per-cbid RUNTIME records: API records of calls a wrapper recorded are not asked for.
   decltype(&::cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;
+  // The device of a context: an allocation's device when CUPTI's callbacks record the call.
+  decltype(&::cuptiGetDeviceId) GetDeviceId = nullptr;
 
   std::string path;       // where it was loaded from, for messages
   std::string found_by;   // which step of the search found it (cupti_loader.h)

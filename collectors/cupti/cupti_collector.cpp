@@ -22,6 +22,7 @@
 #include "agent/steps/step_markers.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
+#include "collectors/cupti/call_arguments.h"
 #include "collectors/cupti/collector_parts.h"
 #include "collectors/cupti/cupti_loader.h"
 
@@ -295,6 +296,7 @@ void CuptiCollector::SetConfigLocked(const Config& config) {
   for (int d = 0; d < 2; ++d) {
     for (uint32_t id = 0; id < kMaxWatchedCbid; ++id) {
       call_traits_[d][id].store(TraitsOf(/*runtime=*/d == 0, id), std::memory_order_relaxed);
+      host_api_[d][id].store(static_cast<uint8_t>(HostApiOf(/*runtime=*/d == 0, id)), std::memory_order_relaxed);
     }
   }
 }
@@ -305,6 +307,7 @@ uint8_t CuptiCollector::TraitsOf(bool runtime, CUpti_CallbackId cbid) const {
   if (ExpectsRecord(c, config_.activities)) traits |= kTraitExpectsRecord;
   if (c == ApiClass::kMemcpy || c == ApiClass::kMemset) traits |= kTraitCountsBytes;
   if ((config_.activities & (runtime ? kActRuntime : kActDriver)) != 0) traits |= kTraitExpectsApiRecord;
+  if (HostApiOf(runtime, cbid) != ApiId::kCount) traits |= kTraitHostEvent;
   return traits;
 }
 
@@ -404,7 +407,9 @@ void CuptiCollector::WatchCallsImpl(const Config& config) {
   if (state == CollectorState::kOff || state == CollectorState::kFinishing || state == CollectorState::kQuiet) return;
   if (state == CollectorState::kIdle) SetConfigLocked(config);
   if (!LoadAndCheckVersion(config_)) return;
-  marker_names_ = config_.step_source == StepSource::kKernel;
+  // PROF_STEP=auto names a launch by its kernel as the wrappers do, so it
+  // finds the same loop and names its marker the same way.
+  name_launches_ = config_.step_source == StepSource::kKernel || config_.step_source == StepSource::kAuto;
   ComputeWatchedLocked();
   loads_seen_ = LoadedObjects();
   watching_calls_.store(true, std::memory_order_release);

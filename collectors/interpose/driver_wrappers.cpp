@@ -244,6 +244,20 @@ EXPORT_SYMBOL CUresult cuProfilerStop(void) {
                                                         [](prof::HostEvent&, CUresult) {});
 }
 
+// The driver's initialization, called by a driver-API program through the
+// global scope: a step source that counts calls watches them through CUPTI
+// from here on (no wrapper sees cuLaunchKernel or cuStreamSynchronize), as
+// under CUDA_INJECTION64_PATH, where the driver calls InitializeInjection
+// from cuInit. Not an event.
+EXPORT_SYMBOL CUresult cuInit(unsigned int flags) {
+  using Fn = CUresult (*)(unsigned int);
+  auto real = ip::Real<Fn>(ip::Extra::kCuInit);
+  if (real == nullptr) return ip::kMissing;
+  CUresult r = real(flags);
+  if (r == CUDA_SUCCESS) prof::hooks::NoteCudaInitialized();
+  return r;
+}
+
 // CUDA 12+ ABI (cuda.h maps cuGetProcAddress to this).
 EXPORT_SYMBOL CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
                                            CUdriverProcAddressQueryResult* status) {

@@ -20,7 +20,7 @@ namespace {
 const char* const kExtraNames[] = {
     "__cudaGetKernel",         "cuGetProcAddress", "cuGetProcAddress_v2", "cudaGetDriverEntryPoint",
     "cudaGetDriverEntryPointByVersion", "cudaGetDevice", "cudaGetDeviceCount", "cuCtxGetDevice", "cudaRuntimeGetVersion",
-    "cuDriverGetVersion"};
+    "cuDriverGetVersion", "cuInit"};
 static_assert(sizeof(kExtraNames) / sizeof(kExtraNames[0]) == static_cast<size_t>(Extra::kCount));
 
 // Driver symbols are cu<Upper>...; runtime ones cuda... / __cuda...

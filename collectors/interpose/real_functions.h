@@ -33,6 +33,7 @@ enum class Extra : uint16_t {
   kCuCtxGetDevice,                    // device of driver allocations
   kCudaRuntimeGetVersion,
   kCuDriverGetVersion,
+  kCuInit,                            // wrapped: a driver-API program's calls are watched from here
   kCount
 };
 

@@ -4,9 +4,11 @@
 // the JIT linker (cuLink*), kernels by name (cuModuleGetFunction,
 // cuLaunchKernel), a module variable (cuModuleGetGlobal) and typed copies
 // (cuMemcpyHtoD/DtoH/DtoD and Async). Prints "<step> ok" lines and
-// "failures=<n>"; exit 1 if any check failed.
+// "failures=<n>"; exit 1 if any check failed. With --steps N, a driver-API
+// training loop after the copies: per step two cuLaunchKernel of `scale` on
+// a stream and a cuStreamSynchronize (as Triton-compiled code launches).
 //
-//   driver_api --cubin PATH --fatbin PATH [--iterations N]
+//   driver_api --cubin PATH --fatbin PATH [--iterations N] [--steps N]
 #include <cuda.h>
 
 #include <cstdio>
@@ -20,6 +22,7 @@
 namespace {
 
 int g_failures = 0;
+int g_steps = 0;  // --steps
 
 bool Expect(CUresult got, CUresult want, const char* what, int line) {
   if (got == want) return true;
@@ -96,6 +99,14 @@ void Run(const std::vector<char>& cubin, const std::string& cubin_path, const st
   CHECK(cuMemcpyDtoDAsync(other, data, n * sizeof(float), stream));
   CHECK(cuMemcpyDtoHAsync(back.data(), other, n * sizeof(float), stream));
   CHECK(cuStreamSynchronize(stream));
+  if (g_steps > 0) {
+    for (int step = 0; step < g_steps; ++step) {
+      Launch(scale, data, n, stream);
+      Launch(scale, other, n, stream);
+      CHECK(cuStreamSynchronize(stream));
+    }
+    std::printf("steps ok\n");
+  }
 
   // The JIT linker: the cubin linked into a new image, loaded and launched.
   CUlinkState link = nullptr;
@@ -155,8 +166,10 @@ int main(int argc, char** argv) {
       fatbin_path = argv[++i];
     } else if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) {
       iterations = std::atoi(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--steps") && i + 1 < argc) {
+      g_steps = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: driver_api --cubin PATH --fatbin PATH [--iterations N]\n");
+      std::fprintf(stderr, "usage: driver_api --cubin PATH --fatbin PATH [--iterations N] [--steps N]\n");
       return 2;
     }
   }

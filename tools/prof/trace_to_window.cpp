@@ -500,6 +500,7 @@ class Reader {
       h.copy_kind = static_cast<uint8_t>(Arg<int>(e, "cudaMemcpyKind", 0));
       h.flags = cat == "cuda_driver" ? kHostEventDriver : kHostEventNone;
       if (BoolArg(e, "via cuGetProcAddress", false)) h.flags |= kHostEventViaProcAddr;
+      if (BoolArg(e, "via CUPTI callbacks", false)) h.flags |= kHostEventViaCupti;
       Add(&w_.host_events, h);
       return;
     }

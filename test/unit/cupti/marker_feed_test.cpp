@@ -44,6 +44,9 @@ struct Agent {
       default: break;
     }
     SetHotBits(hot);
+    // api:<fn>: the calls it marks at, by id (a feed that names the call,
+    // the wrappers and CUPTI's callbacks, looks them up there).
+    ArmApiMarker(source == StepSource::kApi ? step_api : ApiId::kCount);
     rt.session = std::make_unique<Session>(rt.config, &session_collector, &writer, &rt.allocs, WindowMeta{}, NowNs());
     InstallRuntime(&rt);
     collector = std::make_unique<CuptiCollector>([](const Config&, CuptiApi* api, std::string*) {
