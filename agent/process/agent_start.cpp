@@ -248,46 +248,111 @@ std::string* g_config_name = nullptr;
 
 bool SecureExecution() { return getauxval(AT_SECURE) != 0; }
 
+namespace {
+
+// This library's absolute path, looked up once when first asked (a
+// realpath is a system call per path component); nullptr when unknown.
+class OwnPath {
+ public:
+  const char* Get() {
+    if (!looked_) {
+      looked_ = true;
+      Dl_info info;
+      found_ = dladdr(reinterpret_cast<void*>(&prof_step), &info) != 0 && info.dli_fname != nullptr &&
+               realpath(info.dli_fname, path_) != nullptr;
+    }
+    return found_ ? path_ : nullptr;
+  }
+
+ private:
+  bool looked_ = false;
+  bool found_ = false;
+  char path_[PATH_MAX];
+};
+
 // NCCL linked into a program or library is seen only through NCCL's
 // profiler-plugin interface (collectors/nccl/plugin.cpp): unless the user
 // chose a plugin, NCCL is pointed at this library (already loaded, so
 // NCCL's dlopen of it returns this copy). Set before the program's first
 // communicator, when NCCL reads the variable.
-void OfferNcclPlugin() {
+void OfferNcclPlugin(OwnPath* own) {
   const char* chosen = getenv("NCCL_PROFILER_PLUGIN");
   if (chosen != nullptr && *chosen != '\0') {
     Log().debug("NCCL_PROFILER_PLUGIN={} is the user's: collectives of NCCL linked into the program are not seen "
                 "(NCCL as a shared library still is)", chosen);
     return;
   }
+  if (const char* path = own->Get()) setenv("NCCL_PROFILER_PLUGIN", path, /*overwrite=*/0);
+}
+
+// Set beside CUDA_INJECTION64_PATH when libprof offered itself there
+// (OfferCudaInjection): the variable is then libprof's own, not the user's.
+constexpr const char kOfferedInjection[] = "LIBPROF_OFFERED_INJECTION";
+
+// Whether CUDA_INJECTION64_PATH holds what a profiled process offered (and
+// a child inherited) rather than what the user chose.
+bool InjectionIsAnOffer() {
+  const char* injection = getenv("CUDA_INJECTION64_PATH");
+  const char* offered = getenv(kOfferedInjection);
+  return injection != nullptr && offered != nullptr && strcmp(injection, offered) == 0;
+}
+
+// This library's file name (no folder); "" when unknown.
+const char* OwnBaseName() {
   Dl_info info;
-  if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return;
-  char path[PATH_MAX];
-  if (realpath(info.dli_fname, path) == nullptr) return;
-  setenv("NCCL_PROFILER_PLUGIN", path, /*overwrite=*/0);
+  if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return "";
+  const char* slash = strrchr(info.dli_fname, '/');
+  return slash ? slash + 1 : info.dli_fname;
+}
+
+bool Preloaded(const char* base) {
+  const char* v = getenv("LD_PRELOAD");
+  return v != nullptr && *base != '\0' && strstr(v, base) != nullptr;
 }
 
 // Whether this copy of libprof was opened by NCCL as its profiler plugin in
 // a process libprof was not injected into: NCCL_PROFILER_PLUGIN names this
 // file (set by an injected parent, OfferNcclPlugin, and inherited) while
-// neither LD_PRELOAD nor CUDA_INJECTION64_PATH mentions it. Such a process
-// (a child started without LD_PRELOAD on purpose, say) is not profiled: the
-// agent stays idle and the plugin asks NCCL for no event. Cheap in an
-// injected child: two getenv and a substring search.
+// neither LD_PRELOAD nor CUDA_INJECTION64_PATH (the user's, not an
+// inherited offer) mentions it. Such a process (a child started without
+// LD_PRELOAD on purpose, say) is not profiled: the agent stays idle and the
+// plugin asks NCCL for no event. Cheap in an injected child: a few getenv
+// and substring searches.
 bool LoadedOnlyAsNcclPlugin() {
   const char* plugin = getenv("NCCL_PROFILER_PLUGIN");
   if (plugin == nullptr || *plugin == '\0') return false;
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&prof_step), &info) == 0 || info.dli_fname == nullptr) return false;
-  const char* slash = strrchr(info.dli_fname, '/');
-  const char* base = slash ? slash + 1 : info.dli_fname;
-  for (const char* var : {"LD_PRELOAD", "CUDA_INJECTION64_PATH"}) {
-    const char* v = getenv(var);
-    if (v != nullptr && *base != '\0' && strstr(v, base) != nullptr) return false;
-  }
+  const char* base = OwnBaseName();
+  if (Preloaded(base)) return false;
+  const char* injection = getenv("CUDA_INJECTION64_PATH");
+  if (injection != nullptr && *base != '\0' && strstr(injection, base) != nullptr && !InjectionIsAnOffer()) return false;
   char mine[PATH_MAX], named[PATH_MAX];
   return realpath(info.dli_fname, mine) != nullptr && realpath(plugin, named) != nullptr && strcmp(mine, named) == 0;
 }
+
+// Whether the driver loaded this copy through a CUDA_INJECTION64_PATH that a
+// profiled parent offered (and this process inherited) while libprof was not
+// preloaded here: a child started without LD_PRELOAD on purpose is not
+// profiled, as with NCCL_PROFILER_PLUGIN above.
+bool LoadedOnlyByInheritedOffer() { return InjectionIsAnOffer() && !Preloaded(OwnBaseName()); }
+
+// Under LD_PRELOAD a program that reaches CUDA through its own dlopen handle
+// (ctypes, JAX's and numba's stub loaders), a static cudart or the driver
+// API calls past every wrapper: the driver is asked to tell this library
+// when CUDA initializes, as it tells an injected one (it dlopens the path,
+// which returns this copy, and calls InitializeInjection from the first
+// cuInit), so a step source counts calls from the program's first CUDA call
+// on, whichever path it takes. Left alone when the user named another tool.
+void OfferCudaInjection(OwnPath* own) {
+  const char* chosen = getenv("CUDA_INJECTION64_PATH");
+  if (chosen != nullptr && *chosen != '\0') return;  // ours (injection) or the user's tool
+  const char* path = own->Get();
+  if (path == nullptr) return;
+  setenv(kOfferedInjection, path, /*overwrite=*/1);
+  setenv("CUDA_INJECTION64_PATH", path, /*overwrite=*/0);
+}
+}  // namespace
 
 void StartAgent(const char* how) {
   bool expected = false;
@@ -302,6 +367,11 @@ void StartAgent(const char* how) {
         "and ignores PROF_* variables\n";
     ssize_t ignored = write(STDERR_FILENO, kLine, sizeof(kLine) - 1);
     (void)ignored;
+    return;
+  }
+  if (LoadedOnlyByInheritedOffer()) {
+    Log().debug("loaded by the driver through CUDA_INJECTION64_PATH as a profiled parent offered it (inherited) in a "
+                "process libprof was not preloaded into: idle");
     return;
   }
   if (LoadedOnlyAsNcclPlugin()) {
@@ -325,7 +395,9 @@ void StartAgent(const char* how) {
     Log().debug("disabled (PROF_ENABLE or a bad value above); loaded via {}", how);
     return;
   }
-  OfferNcclPlugin();
+  OwnPath own;
+  OfferNcclPlugin(&own);
+  OfferCudaInjection(&own);
   g_config = new Config(config);
   g_config_name = new std::string(config.name);
   Launch(config);
