@@ -427,7 +427,9 @@ class TraceWriter {
     out_.Raw(",\"args\":{\"Rank\":"); out_.Int(collectives_.Rank());
     out_.Raw(collectives_.KernelArgs(c));
     if (c.correlation_id != 0) { out_.Raw(",\"correlation\":"); out_.UInt(c.correlation_id); }
-    if (c.stream != 0) { out_.Raw(",\"stream\":"); out_.UInt(c.stream); }
+    // The cudaStream_t handle, not under "stream": that key is Kineto's GPU
+    // stream id, and tools (HTA) take any event carrying it for GPU work.
+    if (c.stream != 0) { out_.Raw(",\"stream handle\":"); out_.UInt(c.stream); }
     if (c.result != 0) { out_.Raw(",\"result\":"); out_.Int(c.result); }
     out_.Raw(c.source == static_cast<uint8_t>(CollSource::kProfilerPlugin) ? ",\"source\":\"nccl profiler plugin\""
                                                                            : ",\"source\":\"nccl wrapper\"");

@@ -2,9 +2,14 @@
 """Compares libprof's communication/compute overlap with Holistic Trace Analysis's.
 
 A developer check, not part of CI: HTA comes from PyPI, which CI machines
-cannot reach. Install it first (pip install HolisticTraceAnalysis), then:
+cannot reach. Install it first (pip install HolisticTraceAnalysis), or use a
+source checkout of HTA on PYTHONPATH with Debian's python3-numpy, -pandas,
+-plotly, -networkx, -pydot, -psutil and -yaml (HTA imports psutil and yaml
+without listing them; jupyterlab, which it lists, is not needed), run by
+Debian's own interpreter:
 
     scripts/hta-overlap-check.py TRACE_DIR [--prof build/tools/prof/prof] [--tolerance 1.0]
+    PYTHONPATH=/path/to/HolisticTraceAnalysis /usr/bin/python3 scripts/hta-overlap-check.py TRACE_DIR
 
 TRACE_DIR holds one trace per rank (*.pt.trace.json[.gz], as a multi-rank job
 writes them). HTA's TraceAnalysis(trace_dir).get_comm_comp_overlap() gives,
@@ -62,7 +67,8 @@ def main():
     try:
         import hta  # noqa: F401
     except ImportError:
-        print("HTA is not installed (pip install HolisticTraceAnalysis); nothing checked", file=sys.stderr)
+        print("HTA is not importable (pip install HolisticTraceAnalysis, or a checkout on PYTHONPATH); nothing checked",
+              file=sys.stderr)
         return 77
     ours = prof_overlap(args.prof, args.trace_dir)
     theirs = hta_overlap(args.trace_dir)

@@ -413,7 +413,7 @@ class Reader {
       default: c.count = in; break;  // AllGather and Gather: in is the count too
     }
     c.seq = NumOf<uint64_t>(seq, 0);
-    c.stream = Arg<uint64_t>(e, "stream", 0);
+    c.stream = Arg<uint64_t>(e, "stream handle", Arg<uint64_t>(e, "stream", 0));  // "stream" in older traces
     c.tid = static_cast<uint32_t>(IntMember(e, "tid", 0));
     c.correlation_id = Arg<uint32_t>(e, "correlation", 0);
     c.root_or_peer = static_cast<CollFunc>(func) == CollFunc::kSend   ? Arg<int32_t>(e, "Dst Rank", -1)

@@ -4,6 +4,7 @@
 
 #include "exporters/summary.h"
 #include "test/unit/exporters/window_builder.h"
+#include "tools/prof/trace_to_window.h"
 
 namespace prof {
 namespace {
@@ -28,12 +29,15 @@ CollectiveCall Call(CollFunc func, uint64_t start_ns, uint64_t end_ns, uint64_t 
 
 // Rank 3 of 4: a compute kernel [1.0, 1.1) ms and an all-reduce kernel
 // [1.05, 1.25) ms of 1 MiB floats, in a step [1, 1.4) ms.
+constexpr uint64_t kStreamHandle = 0x55d0c0ffee40;  // the cudaStream_t the call was given
+
 WindowBuilder Job() {
   WindowBuilder b;
   b.Step(5, 1'000'000, 1'400'000);
   b.Launch("_Z6kernelPf", 1'000'000, 5'000, 1'000'000, 1'100'000, /*correlation=*/11);
   b.Kernel(kAllReduceKernel, 1'050'000, 1'250'000, /*correlation=*/12, /*stream=*/14);
   b.window().collectives.push_back(Call(CollFunc::kAllReduce, 1'010'000, 1'020'000, 262144, 12, 41));
+  b.window().collectives.back().stream = kStreamHandle;
   b.window().communicators.push_back(CommInfo{0xabcdef, 3, 4, 0, -1, 1});
   b.window().meta.nccl_version = 22809;
   return b;
@@ -95,6 +99,32 @@ TEST_CASE("the kernel and the call carry Kineto's collective args, and distribut
   CHECK(calls[0]["name"] == "ncclAllReduce");
   CHECK(calls[0]["args"]["Rank"] == 3);
   CHECK(calls[0]["args"]["Seq"] == 41);
+  // The call's cudaStream_t is not under "stream", Kineto's key for a GPU
+  // event's stream id: HTA takes every event carrying it for GPU work, so it
+  // dropped the call, and with it (by correlation) every NCCL kernel.
+  CHECK(calls[0]["args"]["stream handle"] == kStreamHandle);
+  CHECK_FALSE(calls[0]["args"].contains("stream"));
+  for (const json& e : t["traceEvents"]) {
+    if (e.value("cat", "").rfind("gpu_", 0) != 0 && e["cat"] != "kernel" && e["cat"] != "cuda_sync" &&
+        e.contains("args")) {
+      CHECK_FALSE(e["args"].contains("stream"));
+    }
+  }
+  // `prof` reads the handle back, and from traces that wrote it as "stream".
+  Window back;
+  std::string error;
+  REQUIRE(tool::TraceToWindow(t, &back, &error));
+  REQUIRE(back.collectives.size() == 1);
+  CHECK(back.collectives[0].stream == kStreamHandle);
+  for (json& e : t["traceEvents"]) {
+    if (e.value("cat", "") == "cpu_op") {
+      e["args"]["stream"] = e["args"]["stream handle"];
+      e["args"].erase("stream handle");
+    }
+  }
+  REQUIRE(tool::TraceToWindow(t, &back, &error));
+  REQUIRE(back.collectives.size() == 1);
+  CHECK(back.collectives[0].stream == kStreamHandle);
   // The compute kernel has none.
   for (const json& e : Events(t, "X", "kernel")) {
     if (e["name"] == "kernel(float*)") CHECK_FALSE(e["args"].contains("Collective name"));
