@@ -13,6 +13,9 @@ and a driver-API launcher (cuModuleLoadData, cuLaunchKernel and
 cuStreamSynchronize per step) under both loaders. Calls no wrapper saw are
 recorded from CUPTI's callbacks as the host events a wrapper writes.
 
+Programs: train_loop, graph_loop, iter_loop (auto) and api_families in
+four ways each, the driver-API launcher, and the Python ctypes loop.
+
 Proves, per program: the windows are the same (count and step numbers:
 a step source counts from the program's first CUDA call on, whichever
 path); per window the summaries agree on the findings, the API and kernel
@@ -245,6 +248,16 @@ class SamePathsTest(unittest.TestCase):
         runs = self.run_paths(native_paths([GRAPH_LOOP, "--steps", "24"]))
         for events in runs[0].trace_events():
             self.assertIn("cudaGraphLaunch", {e.get("name") for e in events if e.get("cat") == "cuda_runtime"})
+
+    def test_api_families_in_four_ways(self):
+        """Every family's calls (2D/3D and symbol copies, host functions,
+        graphs, managed memory, pools, arrays, ...), steps ended by their
+        synchronizes."""
+        api_families = os.path.join(harness.WORKLOAD_DIR, "api_families")
+        self.need(api_families, static_of(api_families))
+        runs = self.run_paths(native_paths([api_families, "--iterations", "30"]))
+        for r in runs:
+            self.assertIn("failures=0", r.proc.stdout, r.name)
 
     def test_auto_finds_and_names_the_same_loop_in_four_ways(self):
         """PROF_STEP=auto sees each call with its id, a copy's kind and a
