@@ -165,6 +165,10 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);
   out.Raw(", "); out.Key("nvtx_names_dropped"); out.UInt(l.nvtx_names_dropped);
   out.Raw(", "); out.Key("unrecorded_start_ns"); out.UInt(l.unrecorded_start_ns);
+  // Only when there are any (traces read the same as before it existed).
+  if (l.host_events_late != 0) {
+    out.Raw(", "); out.Key("host_events_late"); out.UInt(l.host_events_late);
+  }
   out.Char('}');
   // Exact step spans and what was still allocated: `prof summary` rebuilds
   // the window from these (ns relative to baseTimeNanoseconds).

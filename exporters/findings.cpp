@@ -165,6 +165,9 @@ class FindingsBuilder {
     part("device records CUPTI delivered without timestamps (work still running when CUPTI was flushed)",
          l.device_records_untimed);
     part("records of unknown kinds", l.unknown_activity_kinds);
+    part("calls whose host event came after the window was sealed (their thread was descheduled between the "
+         "call's return and its record)",
+         l.host_events_late);
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
     part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
@@ -187,6 +190,8 @@ class FindingsBuilder {
     cure(l.device_records_missing || l.device_records_untimed,
          "the GPU work had not finished when the window was sealed: raise PROF_FLUSH_TIMEOUT_MS, or let the window "
          "end before the process does");
+    cure(l.host_events_late, "a busy machine: leave libprof's writer and the program's threads a core, or raise "
+                             "PROF_FLUSH_TIMEOUT_MS");
     cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
     cure(l.unrecorded_start_ns != 0,
          "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");

@@ -243,6 +243,9 @@ void Losses(const Summary& s, std::string* out) {
   if (l.device_records_untimed != 0) {
     *out += Printf(", device records without timestamps %llu", static_cast<unsigned long long>(l.device_records_untimed));
   }
+  if (l.host_events_late != 0) {
+    *out += Printf(", host events late %llu", static_cast<unsigned long long>(l.host_events_late));
+  }
   if (l.nvtx_ranges_dropped != 0 || l.nvtx_names_dropped != 0) {
     *out += Printf(", NVTX ranges dropped %llu, NVTX names dropped %llu",
                    static_cast<unsigned long long>(l.nvtx_ranges_dropped),

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "agent/base/config.h"
 #include "agent/session/window.h"
@@ -112,6 +113,11 @@ class DeviceCollector {
   // outstanding ones; add loss counts and cupti_mode/has_gpu_timings to
   // out->meta. Writer thread.
   virtual void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) = 0;
+  // After CollectWindow: the correlation ids of that window's calls that
+  // returned through a recording wrapper, whose host events the wrapper
+  // appends after the call's return (a thread descheduled in between
+  // appends it after the collection saw the call return). Writer thread.
+  virtual void TakeWrappedCalls(std::vector<uint32_t>* ids) { (void)ids; }
 
   // Process exit or fatal signal during a window: forced flush, no waiting
   // beyond a short bound.

@@ -44,6 +44,10 @@ struct LossCounts {
   uint64_t nvtx_ranges_dropped = 0;      // NVTX range store full (PROF_BUFFER_MB/16)
   uint64_t nvtx_names_dropped = 0;       // NVTX name table full (PROF_BUFFER_MB/16): named kDroppedNameText
   uint64_t collectives_dropped = 0;      // NCCL call store full
+  // Calls the window saw return through a recording wrapper whose host
+  // event had not arrived when it was sealed (the thread descheduled between
+  // the call's return and its record for longer than the writer waits).
+  uint64_t host_events_late = 0;
   // Time steps: how long after the window's first step began recording was
   // actually on (the agent thread, which turns it on at step boundaries, ran
   // that late). Calls made in that stretch are not in the window.

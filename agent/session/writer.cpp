@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <set>
+#include <thread>
 #include <unordered_set>
 
 #include "agent/base/clock.h"
@@ -71,6 +72,50 @@ void AlignStepsWithCuptiCalls(Window* w) {
   }
 }
 
+namespace {
+
+// The longest a window waits for the host events of calls it saw return.
+constexpr uint64_t kWrappedEventWaitNs = 500'000'000;
+
+// A recording wrapper appends a call's host event after the call returns,
+// and CollectWindow saw it return from CUPTI's exit callback, inside the
+// call: a thread descheduled between the two (a busy machine) appends its
+// event after the host events were collected, and the call was in no
+// window, silently. So the window takes the host events again, polling,
+// until every such call's event is in (or as many are missing as it
+// counted drops), bounded; what never comes is counted as late.
+void AwaitWrappedEvents(uint64_t start, uint64_t end, const WindowJob& job, const WriterDeps& deps, Window* w) {
+  std::vector<uint32_t> ids;
+  deps.collector->TakeWrappedCalls(&ids);
+  if (ids.empty()) return;
+  std::unordered_set<uint32_t> have;
+  for (const HostEvent& e : w->host_events) {
+    if (e.correlation_id != 0) have.insert(e.correlation_id);
+  }
+  auto missing = [&] {
+    uint64_t n = 0;
+    for (uint32_t id : ids) n += have.count(id) == 0 ? 1 : 0;
+    return n;
+  };
+  LossCounts& losses = w->meta.losses;
+  uint64_t left = missing();
+  uint64_t until = std::min(job.deadline_ns, NowNs() + kWrappedEventWaitNs);
+  auto poll = std::chrono::milliseconds(1);
+  while (left > losses.host_events_dropped && NowNs() < until) {
+    std::this_thread::sleep_for(poll);
+    poll = std::min(poll * 2, std::chrono::milliseconds(16));
+    size_t had = w->host_events.size();
+    deps.buffers->Collect(start, end, &w->host_events, &losses.host_events_dropped, job.drop_window);
+    for (size_t i = had; i < w->host_events.size(); ++i) {
+      if (w->host_events[i].correlation_id != 0) have.insert(w->host_events[i].correlation_id);
+    }
+    left = missing();
+  }
+  if (left > losses.host_events_dropped) losses.host_events_late += left - losses.host_events_dropped;
+}
+
+}  // namespace
+
 Window SealWindow(WindowJob job, const WriterDeps& deps) {
   Window w;
   w.meta = std::move(job.meta);
@@ -85,6 +130,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   if (deps.collector != nullptr) deps.collector->CollectWindow(start, end, job.deadline_ns, &w);
   if (deps.buffers != nullptr) {
     deps.buffers->Collect(start, end, &w.host_events, &w.meta.losses.host_events_dropped, job.drop_window);
+    if (deps.collector != nullptr) AwaitWrappedEvents(start, end, job, deps, &w);
     // In place: std::stable_sort would allocate a second copy of every event
     // (the budget is one copy). The tie-breaks keep the order deterministic
     // and put an enclosing call before a nested one that starts with it.

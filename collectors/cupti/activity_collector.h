@@ -73,6 +73,7 @@ class CuptiCollector final : public DeviceCollector {
   bool WantsWaitingSteps() const override;
   void Tick(uint64_t now_ns) override;
   void CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* out) override;
+  void TakeWrappedCalls(std::vector<uint32_t>* ids) override;
   void OnExit() override;
   std::string Mode() const override;
 
@@ -282,6 +283,9 @@ class CuptiCollector final : public DeviceCollector {
   std::atomic<uint32_t> narrow_epoch_{0};
   // kFinishing: the API-exit callback finalizes once NowNs() passes this.
   std::atomic<uint64_t> finalize_after_ns_{~0ull};
+  // The last collected window's wrapper-timed calls (TakeWrappedCalls):
+  // writer thread only.
+  std::vector<uint32_t> wrapped_ids_;
   // Windows begun (BeginRecord) and collected (CollectWindow): when Finish
   // finds them equal, the writer already has the last window and CUPTI can
   // go at the next API exit. The writer may collect before or after Finish.

@@ -421,7 +421,10 @@ void CuptiCollector::OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId
                                                                           : BuildIfLeftOut(cbid, bits, info);
       }
     }
-    registry_->OnExit(info->correlationId, ok, api_record_comes);
+    // A wrapper that timed this call appends its host event after the call
+    // returns: the writer waits for it (WrappedCalls), not only for this exit.
+    bool wrapped = runtime && t.runtime_depth == 0 && tls_call_start_ns != 0;
+    registry_->OnExit(info->correlationId, ok, api_record_comes, wrapped);
   }
   if (outermost && !tls_wrapper_feeds_markers && watching_calls_.load(std::memory_order_acquire)) {
     ObserveCall(/*enter=*/false, runtime, cbid, info);

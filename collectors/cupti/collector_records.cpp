@@ -350,6 +350,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     out->device_records.insert(out->device_records.end(), window.begin(), window.end());
     SortByStart(&out->device_records);
   }
+  wrapped_ids_.clear();
+  registry_->WrappedCalls(start_ns, end_ns, &wrapped_ids_);
   registry_->ForgetBefore(end_ns);
   // Built records of sealed windows: CUPTI's own of them, if any came late,
   // belong to no window now.

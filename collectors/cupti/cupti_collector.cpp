@@ -489,6 +489,11 @@ void CuptiCollector::CollectWindow(uint64_t start_ns, uint64_t end_ns, uint64_t 
   Guarded("CollectWindow", [&] { CollectWindowImpl(start_ns, end_ns, deadline_ns, out); });
 }
 
+void CuptiCollector::TakeWrappedCalls(std::vector<uint32_t>* ids) {
+  ids->swap(wrapped_ids_);
+  wrapped_ids_.clear();
+}
+
 }  // namespace prof::cupti
 
 namespace prof {

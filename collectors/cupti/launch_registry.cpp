@@ -133,6 +133,12 @@ uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns, Pending
   return count;
 }
 
+void LaunchRegistry::WrappedCalls(uint64_t start_ns, uint64_t end_ns, std::vector<uint32_t>* ids) const {
+  ForEachLive(ScanLow(), max_id_.load(std::memory_order_acquire), end_ns, [&](uint32_t id, const Entry& e) {
+    if (e.enter_ns >= start_ns && e.enter_ns < end_ns && (e.key & kWrapped) != 0) ids->push_back(id);
+  });
+}
+
 void LaunchRegistry::ForgetBefore(uint64_t end_ns) {
   // Late calls noted from here on are for the next scan.
   uint32_t late = late_low_.exchange(kNoLateId, std::memory_order_relaxed);

@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace prof::cupti {
 
@@ -47,7 +48,9 @@ class LaunchRegistry {
   // device record for it. api_record_comes false: CUPTI was told not to
   // write this call's own RUNTIME record (a wrapper recorded the call), so
   // nothing waits for it.
-  void OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes = true);
+  // wrapped: an interposed wrapper timed the call; its host event is
+  // appended after the call returns (WrappedCalls).
+  void OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes = true, bool wrapped = false);
 
   // A call libprof made itself (agent/session/device_collector.h: OwnCudaCall) on an
   // application thread: nothing is expected from it, and its records are
@@ -75,6 +78,9 @@ class LaunchRegistry {
   // Calls entered in [start_ns, end_ns) still expecting their first device
   // record; *pending (if given) adds the rest they wait for.
   uint64_t Outstanding(uint64_t start_ns, uint64_t end_ns, Pending* pending = nullptr) const;
+  // Calls entered in [start_ns, end_ns) that returned through a recording
+  // wrapper (OnExit's wrapped): the correlation ids their host events carry.
+  void WrappedCalls(uint64_t start_ns, uint64_t end_ns, std::vector<uint32_t>* ids) const;
   // Forgets every call entered before end_ns (their window is sealed).
   void ForgetBefore(uint64_t end_ns);
   // Forgets everything, ids included (a new CUPTI session may count ids
@@ -111,6 +117,7 @@ class LaunchRegistry {
   static constexpr uint64_t kApiDelivered = 8;
   static constexpr uint64_t kExited = 16;
   static constexpr uint64_t kOwn = 32;
+  static constexpr uint64_t kWrapped = 64;
   static constexpr uint32_t kNoLateId = ~0u;
   static constexpr uint32_t kLaterRun = 512;
 
@@ -193,10 +200,10 @@ inline bool LaunchRegistry::ChangeFlags(uint32_t id, uint64_t set, uint64_t clea
   }
 }
 
-inline void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes) {
+inline void LaunchRegistry::OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes, bool wrapped) {
   if (correlation_id == 0) return;
   // No parent id needed, so no read of the slot after the change.
-  ChangeFlags(correlation_id, /*set=*/kExited,
+  ChangeFlags(correlation_id, /*set=*/kExited | (wrapped ? kWrapped : 0),
               /*clear=*/(succeeded ? 0 : kExpects) | (api_record_comes ? 0 : kExpectsApi));
 }
 

@@ -71,13 +71,14 @@ def load_truth(path):
     """Device operations by correlation, and the outermost runtime calls the
     program made (libprof's own calls, which the truth log also has, left out:
     harness.own_calls)."""
-    lines = truth.read(path)
+    # read_large: json.loads on every line of a run's log cost most of this
+    # test's time on a loaded machine.
+    outermost, op_lines = truth.read_large(path, DEVICE_CATS.values())
     ops = collections.defaultdict(list)
-    for line in truth.of_type(lines, *DEVICE_CATS.values()):
+    for line in op_lines:
         ops[line["correlation"]].append(line)
-    own = {c["correlation"] for c in harness.own_calls(lines)}
-    calls = [l for l in truth.api(lines, domain="runtime")
-             if l["correlation"] == l["outer_correlation"] and l["correlation"] not in own]
+    own = {c["correlation"] for c in harness.own_calls(outermost)}
+    calls = [l for l in outermost if l["domain"] == "runtime" and l["correlation"] not in own]
     # after_ns: when the thread's previous call returned (its first: its own start).
     last_end = {}
     for c in sorted(calls, key=lambda c: c["start_rep_ns"]):
