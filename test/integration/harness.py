@@ -1,6 +1,7 @@
 """Shared helpers for integration tests: paths from CTest's environment,
 running a process under libprof, and reading what it wrote."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -135,6 +136,17 @@ def own_calls(lines):
             continue
         own.extend(c for prev, c in zip(calls, calls[1:]) if c["name"] in DEVICE_QUERIES and prev["name"] in ALLOCATIONS)
     return own
+
+
+def summary_table(text, title):
+    """Rows (lists of cells) of the summary table under `== <title> ==`."""
+    lines = text.split("== " + title + " ==\n", 1)[1].split("\n")
+    rows = []
+    for line in lines[2:]:
+        if not line.strip() or line.startswith("=="):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
 
 
 def main():

@@ -55,15 +55,7 @@ SCHEDULE = dict(PROF_STEP="sync", PROF_SKIP_FIRST="0", PROF_WAIT="4", PROF_WARMU
                 PROF_REPEAT="2")
 
 
-def table(text, title):
-    """Rows (lists of cells) of the summary table under `== <title> ==`."""
-    lines = text.split("== " + title + " ==\n", 1)[1].split("\n")
-    rows = []
-    for line in lines[2:]:
-        if not line.strip() or line.startswith("=="):
-            break
-        rows.append(re.split(r"\s{2,}", line.strip()))
-    return rows
+table = harness.summary_table
 
 
 # Findings whose evidence is a duration or a share of one (GPU busy, gaps,

@@ -27,15 +27,7 @@ COPY_OPS = {truth.HTOD: "[CUDA memcpy Host-to-Device]", truth.DTOH: "[CUDA memcp
             truth.DTOD: "[CUDA memcpy Device-to-Device]"}
 
 
-def table(text, title):
-    """Rows (lists of cells) of the summary table under `== <title> ==`."""
-    lines = text.split("== " + title + " ==\n", 1)[1].split("\n")
-    rows = []
-    for line in lines[2:]:
-        if not line.strip() or line.startswith("=="):
-            break
-        rows.append(re.split(r"\s{2,}", line.strip()))
-    return rows
+table = harness.summary_table
 
 
 def number(cell):
