@@ -274,9 +274,12 @@ class CuptiCollector final : public DeviceCollector {
   uint64_t loads_seen_ = 0;
   uint64_t next_probe_ns_ = 0;
   uint64_t probe_interval_ns_ = 1'000'000'000;
-  // Bumped each time the collector detaches while waiting: a call in
-  // progress then never gets its exit callback (as with narrow_epoch_).
-  std::atomic<uint32_t> quiet_epoch_{0};
+  // Bumped each time every callback goes off (EnableCallbacks(false) when
+  // recording stops and no step source watches calls, DetachLocked): a call
+  // in progress then never gets its exit callback (as with narrow_epoch_).
+  // Bumped after the callbacks are off, so a call that entered before it
+  // is seen as stale at its thread's next callback.
+  std::atomic<uint32_t> off_epoch_{0};
   // Bumped each time callbacks are narrowed to the watched ids: a thread
   // whose outermost call was not watched and entered before it never gets
   // that call's exit callback, so its depth counts are stale.

@@ -41,11 +41,12 @@ struct CallbackThread {
   // marker path.
   int driver_depth = 0;
   // The outermost call in progress on this thread (both depths above 0):
-  // the collector's narrow_epoch_ and quiet_epoch_ when it entered and
+  // the collector's narrow_epoch_ and off_epoch_ when it entered and
   // whether it is watched between windows. A call that is not watched loses
-  // its exit callback when callbacks are narrowed while it runs.
+  // its exit callback when callbacks are narrowed while it runs; any call
+  // loses it when every callback goes off while it runs.
   uint32_t outer_epoch = 0;
-  uint32_t outer_quiet_epoch = 0;
+  uint32_t outer_off_epoch = 0;
   bool outer_watched = true;
   // The outermost call in progress that these callbacks record as a host
   // event, because no wrapper does (0: none), and when it entered.
@@ -322,10 +323,13 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   bool live = callbacks_live_.load(std::memory_order_acquire);
   if ((t.runtime_depth != 0 || t.driver_depth != 0) &&
       ((!t.outer_watched && t.outer_epoch != narrow_epoch_.load(std::memory_order_relaxed)) ||
-       t.outer_quiet_epoch != quiet_epoch_.load(std::memory_order_relaxed))) {
+       t.outer_off_epoch != off_epoch_.load(std::memory_order_relaxed))) {
     // The outermost call this thread was inside was not watched and the
-    // callbacks were narrowed since it entered, or the collector
-    // unsubscribed since: its exit never came.
+    // callbacks were narrowed since it entered, or every callback went off
+    // since (recording stopped with no step source watching calls, or the
+    // collector unsubscribed): its exit never came. Left stale, the depths
+    // would make every later driver call look nested (no launch for NCCL's
+    // LaunchSink, no marker).
     t.runtime_depth = 0;
     t.driver_depth = 0;
     t.runtime_correlation = 0;
@@ -334,7 +338,7 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   }
   if (t.runtime_depth == 0 && t.driver_depth == 0) {
     t.outer_epoch = narrow_epoch_.load(std::memory_order_relaxed);
-    t.outer_quiet_epoch = quiet_epoch_.load(std::memory_order_relaxed);
+    t.outer_off_epoch = off_epoch_.load(std::memory_order_relaxed);
     t.outer_watched = Watched(runtime, cbid);
   }
   if (t.unseen_runtime && (runtime || t.unseen_windows != windows_begun_.load(std::memory_order_relaxed))) {

@@ -118,6 +118,8 @@ void CuptiCollector::DetachLocked(bool finalize) {
   callbacks_live_.store(false, std::memory_order_release);
   api_.Unsubscribe(subscriber_);
   subscriber_ = nullptr;
+  // Calls in progress now lose their exit callbacks (see OnApiEnter).
+  off_epoch_.fetch_add(1, std::memory_order_relaxed);
   if (finalize && api_.Finalize != nullptr) {
     CUptiResult r = api_.Finalize();
     if (r != CUPTI_SUCCESS) Log().debug("cuptiFinalize returned {}", ResultName(api_, r));
@@ -164,8 +166,6 @@ void CuptiCollector::MaybeGoQuietFromApiExit() {
   if (!lock.owns_lock()) return;
   quiet_pending_.store(false, std::memory_order_relaxed);
   if (!CanGoQuietLocked()) return;
-  // Calls in progress now lose their exit callbacks (see OnApiEnter).
-  quiet_epoch_.fetch_add(1, std::memory_order_relaxed);
   DetachLocked(/*finalize=*/true);
   state_.store(CollectorState::kQuiet, std::memory_order_release);
   next_probe_ns_ = NowNs() + probe_interval_ns_;

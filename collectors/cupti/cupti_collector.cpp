@@ -233,6 +233,8 @@ void CuptiCollector::SetCallbacks(bool enable) {
   // Stream capture: a launch or copy into a capturing stream creates a graph
   // node instead of device work (CUPTI issues this inside the call).
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  // Calls in progress now lose their exit callbacks (see OnApiEnter).
+  if (!enable) off_epoch_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void CuptiCollector::ComputeWatchedLocked() {

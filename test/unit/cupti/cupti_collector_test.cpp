@@ -667,6 +667,26 @@ TEST_CASE("cudaDeviceReset and context destruction flush before the records woul
   CHECK(Correlations(w) == std::vector<uint32_t>{1});
 }
 
+// NCCL's wrappers and profiler plugin (collectors/nccl) tie a collective to
+// its kernel through the launches this thread's API-enter callbacks see
+// inside the call; NCCL launches through the driver API (cuLaunchKernelEx).
+TEST_CASE("a call in progress when every callback went off does not make the thread's later launches look nested", "[collector]") {
+  Harness h;  // PROF_STEP=time: no call is watched, so a stop turns every callback off
+  auto& c = h.Attached();
+  fake::Enter(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 1);  // its exit is lost
+  c.Pause();  // no window begun: recording stops now, every callback off
+  REQUIRE(fake::State().callbacks.empty());
+  fake::Exit(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 1);  // CUPTI calls nothing
+  c.Attach(h.config);  // the next window
+  c.BeginRecord(NowNs());
+  LaunchSink sink;
+  tls_launch_sink = &sink;
+  fake::Call(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, 5);  // inside an NCCL call
+  tls_launch_sink = nullptr;
+  REQUIRE(sink.count == 1);
+  CHECK(sink.ids[0] == 5);
+}
+
 }  // namespace
 }  // namespace prof::cupti
 
