@@ -2,10 +2,13 @@
 """Runs programs built by scripts/real-programs.sh on the simulated stack,
 bare and under libprof (LD_PRELOAD and CUDA_INJECTION64_PATH; one window
 over the whole run and many short windows), and compares every window with
-the sim's truth log by correlation (docs/real-programs.md). Prints a
+the sim's truth log by correlation (docs/real-programs.md), and with no
+PROF_* variable set (every program that makes CUDA calls must write at
+least one window). Prints a
 Markdown report and writes it to <work>/report.md; exit status 1 if any
 window misses a device record, holds one whose call it does not hold, holds
-one the sim never ran, or a run's exit status differs from the bare run's."""
+one the sim never ran, or a run's exit status differs from the bare run's,
+or a run with default settings of a program that made CUDA calls writes no window."""
 import argparse
 import collections
 import glob
@@ -17,6 +20,10 @@ import sys
 
 ONE_WINDOW = dict(PROF_STEP="time:60s", PROF_WAIT="0", PROF_WARMUP="0", PROF_ACTIVE="1", PROF_REPEAT="1")
 SHORT_WINDOWS = dict(PROF_STEP="time:5ms", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="3", PROF_REPEAT="0")
+# What a new user runs: no PROF_* but the output directory (PROF_STEP=auto).
+DEFAULTS = {}
+SCHEDULES = (("one", ONE_WINDOW), ("short", SHORT_WINDOWS), ("default", DEFAULTS))
+KEYS = ("preload_one", "inject_one", "preload_short", "inject_short", "preload_default", "inject_default")
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 API_CATS = ("cuda_runtime", "cuda_driver")
 
@@ -52,6 +59,8 @@ def load_truth(path):
             if not line.startswith("{"):
                 continue
             t = json.loads(line)
+            if t.get("type") == "api":
+                ops["api"] += 1
             if t.get("type") in DEVICE_CATS.values():
                 ops[t["type"]] += 1
                 by_corr[t["correlation"]].append((t["type"], t["end_ns"] - t["start_ns"]))
@@ -109,9 +118,9 @@ def main():
         truth_bare = os.path.join(runs, "bare.truth.jsonl")
         bare_rc, bare_out = run(binary, cwd, clean_env(dict(base, SIM_TRUTH_FILE=truth_bare)))
         ops, _ = load_truth(truth_bare)
-        row = dict(program=name, bare_rc=bare_rc, kernels=ops["kernel"], copies=ops["memcpy"], memsets=ops["memset"])
+        row = dict(program=name, bare_rc=bare_rc, api_calls=ops["api"], kernels=ops["kernel"], copies=ops["memcpy"], memsets=ops["memset"])
         for mode, load in (("preload", {"LD_PRELOAD": libprof}), ("inject", {"CUDA_INJECTION64_PATH": libprof})):
-            for windows, schedule in (("one", ONE_WINDOW), ("short", SHORT_WINDOWS)):
+            for windows, schedule in SCHEDULES:
                 key = f"{mode}_{windows}"
                 out_dir = os.path.join(runs, key)
                 truth = os.path.join(runs, key + ".truth.jsonl")
@@ -133,7 +142,8 @@ def main():
                 for k in ("windows", "missing", "orphans", "unknown", "invalid", "data_loss", "records"):
                     totals[f"{k}"] += result[k]
                 bad = (not result["rc_same"] or result["missing"] or result["orphans"] or result["unknown"] or
-                       result["invalid"] or (windows == "one" and not result.get("whole", False)))
+                       result["invalid"] or (windows == "one" and not result.get("whole", False)) or
+                       (windows == "default" and ops["api"] > 0 and result["windows"] == 0))
                 failed = failed or bool(bad)
         rows.append(row)
 
@@ -142,16 +152,21 @@ def main():
              "| exit same | output same | one window = whole run |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        for key in ("preload_one", "inject_one", "preload_short", "inject_short"):
+        for key in KEYS:
             m = r[key]
             lines.append(f"| {r['program']} | {r['bare_rc']} | {r['kernels']} / {r['copies']} / {r['memsets']} | {key} "
                          f"| {m['windows']} | {m['records']} | {m['missing']} | {m['orphans']} | {m['unknown']} "
                          f"| {m['invalid']} | {m['data_loss']} | {'yes' if m['rc_same'] else 'NO'} "
                          f"| {'yes' if m['out_same'] else 'no'} | {'' if 'whole' not in m else ('yes' if m['whole'] else 'NO')} |")
     lines.append("")
-    lines.append(f"Totals over {len(rows)} programs x 4 runs: {totals['windows']} windows, {totals['records']} device "
+    lines.append(f"Totals over {len(rows)} programs x {len(KEYS)} runs: {totals['windows']} windows, {totals['records']} device "
                  f"records, {totals['missing']} missing, {totals['orphans']} without their call, {totals['unknown']} "
                  f"not in the truth log, {totals['invalid']} invalid traces, {totals['data_loss']} data-loss findings.")
+    made_calls = [r for r in rows if r["api_calls"] > 0]
+    for mode in ("preload", "inject"):
+        wrote = sum(1 for r in made_calls if r[f"{mode}_default"]["windows"] > 0)
+        lines.append(f"With no PROF_* set ({mode}): {wrote} of the {len(made_calls)} programs that made CUDA calls "
+                     f"wrote at least one window.")
     report = "\n".join(lines)
     with open(os.path.join(args.work, "report.md"), "w") as f:
         f.write(report + "\n")

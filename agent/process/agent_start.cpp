@@ -24,6 +24,7 @@
 #include "agent/base/hot_state.h"
 #include "agent/base/kernel_registry.h"
 #include "agent/base/log.h"
+#include "agent/base/signal_deferral.h"
 #include "agent/base/strings.h"
 #include "agent/base/thread_id.h"
 #include "agent/process/agent_thread.h"
@@ -225,6 +226,14 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   if (config.world_size > 1 && config.step_source == StepSource::kAuto && config.range_kind == RangeKind::kNone) {
     rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
     rt->auto_step->IgnoreHostGaps();
+  }
+  if (rt->auto_step) {
+    // A run that ends before auto decides still writes its window
+    // (Session::BeginProvisionalIfCuda): it opens at the first event auto sees.
+    rt->auto_step->OnFirstEvent([rt] {
+      ExitSignalDeferral defer;  // takes Session::mu_
+      rt->session->BeginProvisionalIfCuda(NowNs());
+    });
   }
   InstallRuntime(rt);
   if (config.step_source == StepSource::kApi) ArmApiMarker(config.step_api);

@@ -82,6 +82,9 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
     ClearHotBits(kAutoDetectBits & ~RangeHotBits(c));
   };
   if (rt->session->finished()) return stop_looking();
+  // CUDA loaded since the last look (calls auto does not watch, or none yet):
+  // the provisional window opens (Session::BeginProvisionalIfCuda).
+  rt->session->BeginProvisionalIfCuda(NowNs());
   if (a->Analyze()) {
     uint64_t now = NowNs();
     std::string what = a->Describe(now);
@@ -116,6 +119,8 @@ void Run(Runtime* rt, uint64_t start_ns) {
   bool watch_calls = WatchesCalls(c);
   TriggerWatch watch;
   uint64_t next_poll = NowNs();
+  // Under CUDA_INJECTION64_PATH the agent starts at the first CUDA call.
+  AutoWork(rt, start_ns);
   while (true) {
     uint64_t now = NowNs();
     uint64_t deadline = now + kIdleWakeNs;

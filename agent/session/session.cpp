@@ -6,6 +6,7 @@
 
 #include "agent/base/clock.h"
 #include "agent/base/hot_state.h"
+#include "agent/base/log.h"
 #include "agent/base/strings.h"
 #include "agent/steps/step_markers.h"
 
@@ -29,6 +30,8 @@ Session::Session(const Config& config, DeviceCollector* collector, WindowWriter*
   if (config.step_source == StepSource::kAuto) {
     counting_ = false;  // LoopFound() or StartTimeSteps() begins the schedule
     meta_template_.step_description = "auto: looking for the loop";
+    // A trigger file or ranges choose the windows themselves.
+    provisional_pending_.store(!range_mode_ && !triggered_, std::memory_order_relaxed);
     return;
   }
   // PROF_RANGE: nothing happens until a range begins (OnRangeEdge).
@@ -49,9 +52,72 @@ void Session::BeginCounting(uint64_t now_ns, uint64_t first_step) {
   action_ = first;
 }
 
+void Session::BeginProvisional(uint64_t now_ns) {
+  Locked lock(this);
+  if (!provisional_pending_.load(std::memory_order_relaxed) || counting_ || start_on_marker_ || finished_ ||
+      window_open_) {
+    return;
+  }
+  if (uses_cuda_ && !uses_cuda_()) return;  // asked again at the next poll
+  provisional_pending_.store(false, std::memory_order_relaxed);
+  step_ = 0;
+  step_start_ns_ = now_ns;
+  window_open_ = true;
+  window_first_step_ = 0;
+  window_start_ns_ = now_ns;
+  names_generation_ = Strings().BeginWindow();
+  spans_.clear();
+  window_unrecorded_ns_ = 0;
+  AttachIfCuda();  // BeginRecord too (window_open_)
+  SetHotBits(kHotRecording);
+  recording_since_ns_ = NowNs();
+  provisional_ = true;
+  writer_->SubmitDiscard(now_ns);
+}
+
+void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, const std::string& reason,
+                                   const std::string& why) {
+  provisional_ = false;
+  if (!window_open_) return;
+  if (now_ns < step_start_ns_) now_ns = step_start_ns_;
+  spans_.push_back({step_, step_start_ns_, now_ns});
+  if (write) {
+    std::string saved = meta_template_.step_description;
+    meta_template_.step_description = "auto: " + why;
+    EndWindow(now_ns, partial, reason);
+    meta_template_.step_description = saved;
+  } else {
+    WindowJob job;
+    job.meta.start_ns = window_start_ns_;
+    job.meta.end_ns = now_ns;
+    job.deadline_ns = now_ns;  // nothing to wait for: it is thrown away
+    job.names_generation = names_generation_;
+    job.discard = true;
+    spans_.clear();
+    Strings().WindowEnded();
+    window_open_ = false;
+    writer_->SubmitWindow(std::move(job));
+    writer_->SubmitDiscard(now_ns);  // the buffered events go too
+  }
+  if (partial) return;  // EndPartial turns everything off itself
+  if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
+  recording_since_ns_ = 0;
+  if (attached_) collector_->Pause();
+  step_ = 0;
+  action_ = Action::kNone;
+}
+
+std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
+  return fmt::format("no loop found in {:.1f} s; this window is the whole run from the first CUDA call{}",
+                     (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9, until);
+}
+
 bool Session::LoopFound(const std::string& description) {
   Locked lock(this);
   if (counting_ || finished_) return false;
+  provisional_pending_.store(false, std::memory_order_relaxed);
+  // The loop's windows replace what was recorded while looking.
+  if (provisional_) EndProvisionalLocked(NowNs(), /*write=*/false, false, "", "");
   meta_template_.step_description = description;
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
@@ -85,6 +151,18 @@ bool Session::AnchoredFirstStep(uint64_t* first_step) {
 bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
   Locked lock(this);
   if (counting_ || finished_) return false;
+  provisional_pending_.store(false, std::memory_order_relaxed);
+  if (provisional_) {
+    // Written now unless the time steps record from their first step on
+    // (PROF_SKIP_FIRST, PROF_WAIT and PROF_WARMUP all 0), whose window
+    // would have the same first step.
+    bool write = params_.skip_first + params_.wait + params_.warmup > 0;
+    std::string why = ProvisionalWhy(now_ns, " until auto gave up");
+    EndProvisionalLocked(now_ns, write, false, "", why);
+    // (The fallback's own line says that no loop was found.)
+    if (write) Log().info("PROF_STEP=auto: window 0 is the whole run from the first CUDA call until auto gave up ({:.1f} s)",
+                          (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
+  }
   meta_template_.step_description = description;
   time_steps_ = true;
   time_origin_ns_ = now_ns;
@@ -400,6 +478,13 @@ void Session::Arm() {
 bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
   Locked lock(this);
   bool wrote = false;
+  provisional_pending_.store(false, std::memory_order_relaxed);
+  if (provisional_) {
+    std::string why = ProvisionalWhy(std::max(now_ns, window_start_ns_), fmt::format(" to its end ({})", reason).c_str());
+    EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/true, reason, why);
+    Log().info("PROF_STEP=auto: {}", why);
+    wrote = true;
+  }
   if (window_open_) {
     if (now_ns < step_start_ns_) now_ns = step_start_ns_;
     if (range_mode_ && !time_steps_ && !spans_.empty() && !range_has_calls_.load(std::memory_order_relaxed)) {

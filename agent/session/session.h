@@ -84,6 +84,17 @@ class Session {
   // any marker.
   void AnchorToCollectives(std::function<uint64_t()> collectives);
 
+  // PROF_STEP=auto, still looking, CUDA loaded: record provisionally from
+  // now on (the first CUDA call, within the agent thread's poll), so that a
+  // program that ends before the loop is found, or has none, still writes
+  // one window: the whole run from here, bounded by PROF_BUFFER_MB. Dropped
+  // (and CUPTI paused) when the loop is found; written at exit, or when auto
+  // falls back to time steps. Once; cheap (one relaxed load) when done.
+  void BeginProvisionalIfCuda(uint64_t now_ns) {
+    if (!provisional_pending_.load(std::memory_order_relaxed)) return;
+    BeginProvisional(now_ns);
+  }
+
   // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
   // False, as LoopFound.
   bool StartTimeSteps(uint64_t now_ns, const std::string& description);
@@ -150,6 +161,12 @@ class Session {
   uint64_t QuietStepsAhead() const;
   Action ActionFor(uint64_t step) const;
   void BeginCounting(uint64_t now_ns, uint64_t first_step = 0);
+  void BeginProvisional(uint64_t now_ns);
+  // "no loop found in 3.1 s; this window is the whole run from the first CUDA call<until>"
+  std::string ProvisionalWhy(uint64_t now_ns, const char* until) const;
+  // Ends the provisional window: written (with `why` in its metadata) or
+  // collected and discarded; recording off, the collector paused.
+  void EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, const std::string& reason, const std::string& why);
   // The first step's number for AnchorToCollectives; false while calibrating.
   bool AnchoredFirstStep(uint64_t* first_step);
   void Enter(Action prev, Action next, uint64_t now_ns);
@@ -200,6 +217,9 @@ class Session {
   // falls back to time steps); start_on_marker_: the next Step() begins step 0.
   bool counting_ = true;
   bool start_on_marker_ = false;
+  // The provisional window (BeginProvisionalIfCuda): still to open, and open.
+  std::atomic<bool> provisional_pending_{false};
+  bool provisional_ = false;
   // AnchorToCollectives: the count reader, and the count at the first
   // marker after LoopFound (anchor_calibrating_ until the second).
   std::function<uint64_t()> collectives_;

@@ -21,6 +21,10 @@ struct WindowJob {
   // The event buffers' id for the window's drops (EventBuffers::SetDropRange),
   // set by the writer when the job is submitted; ~0: every drop not yet reported.
   uint64_t drop_window = ~0ull;
+  // Collected and thrown away, not written: PROF_STEP=auto's provisional
+  // window once the loop is found (its records are consumed, so the
+  // collector's pause can stop recording).
+  bool discard = false;
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.

@@ -240,7 +240,13 @@ void WriterThread::Run() {
     busy_ = true;
     lock.unlock();
     try {
-      if (job.is_window) {
+      if (job.is_window && job.window.discard) {
+        Window w;
+        if (deps_.collector != nullptr) {
+          deps_.collector->CollectWindow(job.window.meta.start_ns, job.window.meta.end_ns, job.window.deadline_ns, &w);
+        }
+        if (job.window.names_generation != 0) Strings().WindowSealed(job.window.names_generation);
+      } else if (job.is_window) {
         uint64_t first = job.window.meta.first_step;
         uint64_t last = job.window.meta.last_step;
         Window w = SealWindow(std::move(job.window), deps_);

@@ -107,7 +107,10 @@ void AutoStep::Append(uint32_t token) {
     ticks_[i].store(Ticks(), std::memory_order_relaxed);
     tokens_[i].store(token, std::memory_order_release);
   }
-  if (i == 0 && observed_total_.load(std::memory_order_relaxed) == 0) first_event_ns_.store(NowNs(), std::memory_order_relaxed);
+  if (i == 0 && observed_total_.load(std::memory_order_relaxed) == 0) {
+    first_event_ns_.store(NowNs(), std::memory_order_relaxed);
+    if (first_) first_();
+  }
   if (IsThreshold(i + 1) || i + 1 == capacity_) {
     if (wake_) wake_();
   }

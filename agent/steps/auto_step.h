@@ -71,6 +71,9 @@ class AutoStep {
   // delay), so that every rank running the same loop picks the same marker.
   // Call before the first Analyze().
   void IgnoreHostGaps() { ignore_gaps_ = true; }
+  // Called on the application thread of the first event observed (the
+  // provisional window opens there). Call before any event.
+  void OnFirstEvent(std::function<void()> first) { first_ = std::move(first); }
 
   // Agent thread. Analyses the tape if new events arrived since the last
   // try; returns true when it has just decided (marker() is then valid).
@@ -126,6 +129,7 @@ class AutoStep {
   StepMarker marker_;              // written before state_ becomes kDecided (release)
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;
+  std::function<void()> first_;
   std::function<std::string(uint32_t)> name_of_;
 };
 

@@ -204,9 +204,22 @@ class AutoStepFallsBack(unittest.TestCase):
         self.assertIn("PROF_AUTO_TIMEOUT=1s", fallback[0])
         self.assertIn("no repeating sequence", fallback[0])
         self.assertIn("using time:100ms steps", fallback[0])
-        self.assertEqual(len(traces), 1, proc.stderr)
-        with open(traces[0]) as f:
-            trace = json.load(f)
+        # The run until the fallback (step 0, written when auto gave up), then
+        # the time steps' window.
+        self.assertEqual(len(traces), 2, proc.stderr)
+        loaded = []
+        for path in traces:
+            with open(path) as f:
+                loaded.append(json.load(f))
+        loaded.sort(key=lambda t: t["libprof"]["window"]["start_ns"])
+        provisional, trace = loaded
+        self.assertRegex(provisional["libprof"]["step"],
+                         r"^auto: no loop found in 1\.\d s; this window is the whole run from the first CUDA call until "
+                         r"auto gave up$")
+        self.assertTrue(any(e.get("cat") == "kernel" for e in provisional["traceEvents"]), "no kernel in window 0")
+        self.assertIn("PROF_STEP=auto: window 0 is the whole run from the first CUDA call until auto gave up",
+                      proc.stderr)
+        self.assertLessEqual(provisional["libprof"]["window"]["end_ns"], trace["libprof"]["window"]["start_ns"])
         self.assertTrue(trace["libprof"]["step"].startswith("time:100ms (auto found no loop: no repeating sequence"))
         steps = [e for e in trace["traceEvents"] if e.get("name", "").startswith("ProfilerStep#")]
         self.assertEqual(len(steps), 2)

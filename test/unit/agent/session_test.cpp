@@ -219,6 +219,107 @@ TEST_CASE("PROF_STEP=auto: a loop found or a fallback after the exit changes not
   }
 }
 
+TEST_CASE("PROF_STEP=auto: a run that ends before the loop is found writes its provisional window", "[session]") {
+  Config c = Schedule(0, 30, 2, 5, 1);  // the defaults
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(2000);
+  CHECK((LoadHotBits() & kHotRecording) != 0);
+  CHECK(h.collector.calls == std::vector<std::string>{"Attach", "BeginRecord"});
+  h.session.BeginProvisionalIfCuda(2500);  // once
+  CHECK(h.collector.calls.size() == 2);
+  h.session.Step(2600);  // markers before the loop is found delimit nothing
+  CHECK(h.session.EndPartial("exit", 3000));
+  REQUIRE(h.writer.windows.size() == 1);
+  const WindowJob& w = h.writer.windows[0];
+  CHECK_FALSE(w.discard);
+  CHECK(w.meta.partial);
+  CHECK(w.meta.partial_reason == "exit");
+  CHECK(w.meta.start_ns == 2000);
+  CHECK(w.meta.end_ns == 3000);
+  CHECK(w.meta.first_step == 0);
+  CHECK(w.meta.last_step == 0);
+  REQUIRE(w.steps.size() == 1);
+  CHECK(w.steps[0].start_ns == 2000);
+  CHECK(w.steps[0].end_ns == 3000);
+  CHECK(w.meta.step_description.find("auto: no loop found in 0.0 s") == 0);
+  CHECK(w.meta.step_description.find("whole run from the first CUDA call to its end (exit)") != std::string::npos);
+  CHECK(h.session.EndedBeforeFirstWindowMessage().empty());
+  CHECK((LoadHotBits() & kHotRecording) == 0);
+  CHECK(h.collector.calls.back() == "OnExit");
+}
+
+TEST_CASE("PROF_STEP=auto: the provisional window is dropped when the loop is found; the schedule runs as before",
+          "[session]") {
+  Config c = Schedule(0, 2, 1, 2, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(2000);
+  CHECK(h.session.LoopFound("auto: found"));
+  // Collected and thrown away, recording off, CUPTI paused until the warmup.
+  REQUIRE(h.writer.windows.size() == 1);
+  CHECK(h.writer.windows[0].discard);
+  CHECK((LoadHotBits() & kHotRecording) == 0);
+  CHECK(h.collector.calls == std::vector<std::string>{"Attach", "BeginRecord", "Pause"});
+}
+
+TEST_CASE("PROF_STEP=auto: after a dropped provisional window the windows are the schedule's", "[session]") {
+  Config c = Schedule(0, 2, 1, 2, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(1000);
+  CHECK(h.session.LoopFound("auto: found"));
+  for (uint64_t k = 0; k < 8; ++k) h.session.Step(10'000'000'000 + k * 100);  // markers on a later clock
+  REQUIRE(h.writer.windows.size() == 2);
+  CHECK(h.writer.windows[0].discard);
+  const WindowJob& w = h.writer.windows[1];
+  CHECK_FALSE(w.discard);
+  CHECK(w.meta.first_step == 3);
+  CHECK(w.meta.last_step == 4);
+  CHECK(w.meta.step_description == "auto: found");
+  CHECK_FALSE(h.session.EndPartial("exit", 10'000'001'000));
+  CHECK(h.writer.windows.size() == 2);
+}
+
+TEST_CASE("PROF_STEP=auto: no loop by the timeout writes the provisional window, then time steps", "[session]") {
+  Config c = Schedule(0, 30, 2, 5, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(2000);
+  CHECK(h.session.StartTimeSteps(1'000'002'000, "time:100ms (auto found no loop: none)"));
+  REQUIRE(h.writer.windows.size() == 1);
+  const WindowJob& w = h.writer.windows[0];
+  CHECK_FALSE(w.discard);
+  CHECK_FALSE(w.meta.partial);
+  CHECK(w.meta.end_ns == 1'000'002'000);
+  CHECK(w.meta.step_description ==
+        "auto: no loop found in 1.0 s; this window is the whole run from the first CUDA call until auto gave up");
+  CHECK((LoadHotBits() & kHotRecording) == 0);
+  CHECK(h.session.counting());
+  CHECK(h.session.current_step() == 0);
+  CHECK(h.session.next_time_boundary_ns() == 1'000'002'000 + c.step_time_ns);
+  // Nothing open at exit: the time steps were still waiting.
+  CHECK_FALSE(h.session.EndPartial("exit", 1'000'003'000));
+  CHECK(h.writer.windows.size() == 1);
+}
+
+TEST_CASE("no provisional window outside PROF_STEP=auto, with PROF_RANGE or a trigger file", "[session]") {
+  Config manual = Schedule(0, 30, 2, 5, 1);
+  Config range = manual;
+  range.step_source = StepSource::kAuto;
+  range.range_kind = RangeKind::kProfilerApi;
+  Config trigger = manual;
+  trigger.step_source = StepSource::kAuto;
+  trigger.trigger_file = "/nonexistent/trigger";
+  for (const Config& c : {manual, range, trigger}) {
+    Harness h(c);
+    h.session.BeginProvisionalIfCuda(2000);
+    CHECK(h.collector.calls.empty());
+    CHECK_FALSE(h.session.EndPartial("exit", 3000));
+    CHECK(h.writer.windows.empty());
+  }
+}
+
 // A data-parallel rank: one broadcast at start, then per iteration a
 // marker (the loop's opening launch) and three all-reduces. PROF_STEP=auto
 // finds the loop after `found_at` iterations; the window must hold the same

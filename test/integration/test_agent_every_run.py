@@ -1,0 +1,98 @@
+"""With no PROF_* variable but the output directory, a program that ends
+before PROF_STEP=auto has found its loop, or has none, still writes one
+window: the whole run from the first CUDA call (the provisional window that
+auto records while it looks), in both injection modes.
+
+Proves, for a loop too short to be found (iter_loop simple, 8 iterations)
+and a loop-less program (iter_loop no-loop, 0.3 s): exactly one trace and
+one summary, `prof validate` accepts the trace, the trace holds every kernel
+the sim launched for the program (by correlation against the truth log), its
+`libprof.step` and the summary header say "no loop found in X s; this window
+is the whole run from the first CUDA call", the log says the same, and
+output and exit status are the bare run's. A loop that is found still
+writes only the schedule's window (the provisional one is dropped), with its
+kernels all inside the found steps.
+"""
+import glob
+import json
+import os
+import re
+import subprocess
+import unittest
+
+import harness
+
+ITER_LOOP = os.path.join(harness.WORKLOAD_DIR, "iter_loop")
+WHY = re.compile(r"no loop found in \d+\.\d s; this window is the whole run from the first CUDA call to its end \(exit\)")
+
+
+def run(test, args, mode, **env):
+    tmp = harness.scratch_dir(test, "everyrun-")
+    out = os.path.join(tmp, "out")
+    truth_path = os.path.join(tmp, "truth.jsonl")
+    run_env = harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path, **env)
+    run_env[mode] = harness.LIBPROF_SO
+    proc = harness.run(args, run_env, timeout=180)
+    with open(truth_path) as f:
+        truth = [json.loads(l) for l in f if l.startswith("{")]
+    return (proc, sorted(glob.glob(os.path.join(out, "*.pt.trace.json"))),
+            sorted(glob.glob(os.path.join(out, "*.summary.txt"))), truth)
+
+
+def truth_kernels(truth, pid):
+    return {l["correlation"] for l in truth if l.get("pid") == pid and l["type"] == "kernel"}
+
+
+class EveryRunWritesAWindow(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        harness.need(harness.LIBPROF_SO, ITER_LOOP, harness.PROF_TOOL)
+
+    def check_short(self, args):
+        bare = harness.run(args, harness.sim_env())
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                proc, traces, summaries, truth = run(self, args, mode)
+                self.assertEqual(proc.returncode, bare.returncode, proc.stderr)
+                self.assertEqual(proc.stdout, bare.stdout)
+                self.assertEqual(len(traces), 1, proc.stderr)
+                self.assertEqual(len(summaries), 1, proc.stderr)
+                check = subprocess.run([harness.PROF_TOOL, "validate", traces[0]], capture_output=True, text=True)
+                self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+                with open(traces[0]) as f:
+                    trace = json.load(f)
+                self.assertRegex(trace["libprof"]["step"], "^auto: " + WHY.pattern + "$")
+                self.assertTrue(trace["libprof"]["window"]["partial"])
+                with open(summaries[0]) as f:
+                    self.assertRegex(f.read(), "step = auto: " + WHY.pattern)
+                self.assertRegex(proc.stderr, r"PROF_STEP=auto: " + WHY.pattern)
+                self.assertNotIn("still looking", proc.stderr)
+                pid = trace["libprof"]["pid"]
+                want = truth_kernels(truth, pid)
+                self.assertGreater(len(want), 0)
+                got = {e["args"]["correlation"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+                self.assertEqual(got, want)
+
+    def test_a_loop_too_short_to_be_found(self):
+        self.check_short([ITER_LOOP, "--mode", "simple", "--iters", "8"])
+
+    def test_a_program_without_a_loop(self):
+        self.check_short([ITER_LOOP, "--mode", "no-loop", "--seconds", "0.3", "--iters", "1"])
+
+    def test_a_found_loop_writes_only_the_schedules_window(self):
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                proc, traces, summaries, truth = run(self, [ITER_LOOP, "--mode", "simple", "--iters", "200"], mode)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertIn("PROF_STEP=auto: step = ", proc.stderr)
+                self.assertNotIn("whole run", proc.stderr)
+                self.assertEqual(len(traces), 1, proc.stderr)
+                with open(traces[0]) as f:
+                    trace = json.load(f)
+                self.assertTrue(trace["libprof"]["step"].startswith("auto: "))
+                self.assertNotIn("whole run", trace["libprof"]["step"])
+                self.assertEqual(trace["libprof"]["window"]["first_step"], 32)
+
+
+if __name__ == "__main__":
+    harness.main()
