@@ -194,7 +194,8 @@ class AutoStepFallsBack(unittest.TestCase):
     def check_fallback(self, mode):
         if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(ITER_LOOP)):
             self.skipTest("libprof.so or iter_loop not built")
-        args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "2.5", "--iters", "1"]
+        # 4 s: window 0 (the first second, tens of thousands of calls) is written while the time steps run.
+        args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "4", "--iters", "1"]
         proc, traces, summaries, truth = run_loop(self, args, mode=mode, truth=False, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2,
                                                   PROF_WARMUP=1, PROF_ACTIVE=2)
         self.assertEqual(proc.returncode, 0, proc.stderr)

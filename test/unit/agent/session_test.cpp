@@ -249,7 +249,7 @@ TEST_CASE("PROF_STEP=auto: a run that ends before the loop is found writes its p
   CHECK(h.collector.calls.back() == "OnExit");
 }
 
-TEST_CASE("PROF_STEP=auto: the provisional window is dropped when the loop is found; the schedule runs as before",
+TEST_CASE("PROF_STEP=auto: the provisional window is dropped when the loop is found and the schedule runs as before",
           "[session]") {
   Config c = Schedule(0, 2, 1, 2, 1);
   c.step_source = StepSource::kAuto;
