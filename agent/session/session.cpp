@@ -68,6 +68,10 @@ void Session::BeginProvisional(uint64_t now_ns) {
   names_generation_ = Strings().BeginWindow();
   spans_.clear();
   window_unrecorded_ns_ = 0;
+  // Watching first, as for the schedule's windows: when the loop is found,
+  // recording stops by narrowing the callbacks to the ids auto's marker
+  // needs, not by turning them all off and on again at the first window.
+  WatchCallsLocked();
   AttachIfCuda();  // BeginRecord too (window_open_)
   SetHotBits(kHotRecording);
   recording_since_ns_ = NowNs();
