@@ -100,6 +100,7 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
     return;
   }
   if (!a->detection().why_not.empty()) Log().debug("PROF_STEP=auto: no loop yet: {}", a->WhyNotFound());
+  rt->session->EndProvisionalIfFull(a->events_observed(), NowNs());
   uint64_t now = NowNs();
   if (a->TimedOut(now, c.auto_timeout_ns, start_ns)) {
     stop_looking();

@@ -111,6 +111,23 @@ void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, co
   action_ = Action::kNone;
 }
 
+void Session::EndProvisionalIfFull(uint64_t events, uint64_t now_ns) {
+  if (events < kProvisionalEvents) return;
+  Locked lock(this);
+  // With PROF_SKIP_FIRST, PROF_WAIT and PROF_WARMUP all 0 the schedule's
+  // first window would have the same first step (and file names): the
+  // provisional one then stays open, bounded by PROF_BUFFER_MB.
+  if (!provisional_ || params_.skip_first + params_.wait + params_.warmup == 0) return;
+  std::string why = ProvisionalWhy(
+      now_ns, fmt::format(" until auto had seen {} launches, copies and synchronizes (the most recorded while it looks)",
+                          events)
+                  .c_str());
+  EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/false, "", why);
+  Log().info("PROF_STEP=auto: window 0 is the run from the first CUDA call until auto had seen {} launches, copies and "
+             "synchronizes ({:.1f} s; the most recorded while it looks); still looking for the loop",
+             events, (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
+}
+
 std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
   return fmt::format("no loop found in {:.1f} s; this window is the whole run from the first CUDA call{}",
                      (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9, until);

@@ -87,13 +87,26 @@ class Session {
   // PROF_STEP=auto, still looking, CUDA loaded: record provisionally from
   // now on (the first CUDA call, within the agent thread's poll), so that a
   // program that ends before the loop is found, or has none, still writes
-  // one window: the whole run from here, bounded by PROF_BUFFER_MB. Dropped
-  // (and CUPTI paused) when the loop is found; written at exit, or when auto
-  // falls back to time steps. Once; cheap (one relaxed load) when done.
+  // one window: the whole run from here, bounded by PROF_BUFFER_MB and by
+  // kProvisionalEvents. Dropped (and CUPTI paused) when the loop is found;
+  // written at exit, when auto falls back to time steps, or once it holds
+  // kProvisionalEvents (EndProvisionalIfFull). Once; cheap (one relaxed
+  // load) when done.
   void BeginProvisionalIfCuda(uint64_t now_ns) {
     if (!provisional_pending_.load(std::memory_order_relaxed)) return;
     BeginProvisional(now_ns);
   }
+  // The most launches, copies, memsets and synchronizes (auto's events) the
+  // provisional window records: about 3 CUDA calls and one device record
+  // each, a trace of some 15 MB that the exit budget can write even on a
+  // loaded machine. A window as large as PROF_BUFFER_MB could take longer
+  // to write than the process has at its exit, and would then be lost.
+  static constexpr uint64_t kProvisionalEvents = uint64_t{1} << 14;
+  // Agent thread, while auto looks: once auto has seen kProvisionalEvents
+  // events (`events`, since the process began), the provisional window ends
+  // and is written now; auto keeps looking, and the schedule's windows
+  // follow as usual when it finds the loop (their first step is past 0).
+  void EndProvisionalIfFull(uint64_t events, uint64_t now_ns);
 
   // PROF_STEP=auto gave up: time steps of config.step_time_ns from now_ns on.
   // False, as LoopFound.

@@ -11,7 +11,10 @@ the sim launched for the program (by correlation against the truth log), its
 is the whole run from the first CUDA call", the log says the same, and
 output and exit status are the bare run's. A loop that is found still
 writes only the schedule's window (the provisional one is dropped), with its
-kernels all inside the found steps.
+kernels all inside the found steps. A loop-less run that goes on past the
+provisional window's event limit (16384 launches, copies and synchronizes,
+so that the window can always be written at exit) writes it when the limit
+is reached: one window, every kernel up to its end, and it says why.
 """
 import glob
 import json
@@ -34,7 +37,8 @@ def run(test, args, mode, **env):
     run_env[mode] = harness.LIBPROF_SO
     proc = harness.run(args, run_env, timeout=180)
     with open(truth_path) as f:
-        truth = [json.loads(l) for l in f if l.startswith("{")]
+        # Only the kernels are compared (a long run's log holds hundreds of thousands of lines).
+        truth = [json.loads(l) for l in f if l.startswith("{") and '"type":"kernel"' in l]
     return (proc, sorted(glob.glob(os.path.join(out, "*.pt.trace.json"))),
             sorted(glob.glob(os.path.join(out, "*.summary.txt"))), truth)
 
@@ -78,6 +82,33 @@ class EveryRunWritesAWindow(unittest.TestCase):
 
     def test_a_program_without_a_loop(self):
         self.check_short([ITER_LOOP, "--mode", "no-loop", "--seconds", "0.3", "--iters", "1"])
+
+    def test_a_long_run_without_a_loop_writes_window_0_at_its_event_limit(self):
+        limit = re.compile(r"no loop found in \d+\.\d s; this window is the whole run from the first CUDA call until auto "
+                           r"had seen \d+ launches, copies and synchronizes \(the most recorded while it looks\)")
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                proc, traces, summaries, truth = run(
+                    self, [ITER_LOOP, "--mode", "no-loop", "--seconds", "0", "--iters", "1200"], mode)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(len(traces), 1, proc.stderr)
+                self.assertRegex(proc.stderr, "PROF_STEP=auto: window 0 is the run from the first CUDA call until auto "
+                                              "had seen \\d+ launches")
+                self.assertNotIn("not written", proc.stderr)
+                check = subprocess.run([harness.PROF_TOOL, "validate", traces[0]], capture_output=True, text=True)
+                self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+                with open(traces[0]) as f:
+                    trace = json.load(f)
+                self.assertRegex(trace["libprof"]["step"], "^auto: " + limit.pattern + "$")
+                self.assertFalse(trace["libprof"]["window"]["partial"])
+                # Every kernel the program launched up to the window's last one
+                # (a single thread: correlation ids grow with time).
+                got = {e["args"]["correlation"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+                self.assertGreater(len(got), 1000)
+                want = {c for c in truth_kernels(truth, trace["libprof"]["pid"]) if c <= max(got)}
+                self.assertEqual(got, want)
+                # The run went on past the window.
+                self.assertGreater(len(truth_kernels(truth, trace["libprof"]["pid"])), len(got))
 
     def test_a_found_loop_writes_only_the_schedules_window(self):
         for mode in harness.INJECTION_MODES:

@@ -303,6 +303,54 @@ TEST_CASE("PROF_STEP=auto: no loop by the timeout writes the provisional window,
   CHECK(h.writer.windows.size() == 1);
 }
 
+TEST_CASE("PROF_STEP=auto: a provisional window that reached its event limit is written then and auto keeps looking",
+          "[session]") {
+  Config c = Schedule(0, 2, 1, 2, 1);
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(2000);
+  h.session.EndProvisionalIfFull(Session::kProvisionalEvents - 1, 3000);
+  CHECK(h.writer.windows.empty());
+  CHECK((LoadHotBits() & kHotRecording) != 0);
+  h.session.EndProvisionalIfFull(Session::kProvisionalEvents, 4000);
+  REQUIRE(h.writer.windows.size() == 1);
+  const WindowJob& w = h.writer.windows[0];
+  CHECK_FALSE(w.discard);
+  CHECK_FALSE(w.meta.partial);
+  CHECK(w.meta.start_ns == 2000);
+  CHECK(w.meta.end_ns == 4000);
+  CHECK(w.meta.first_step == 0);
+  CHECK(w.meta.step_description ==
+        "auto: no loop found in 0.0 s; this window is the whole run from the first CUDA call until auto had seen " +
+            std::to_string(Session::kProvisionalEvents) +
+            " launches, copies and synchronizes (the most recorded while it looks)");
+  CHECK((LoadHotBits() & kHotRecording) == 0);
+  CHECK(h.collector.calls.back() == "Pause");
+  // Once: nothing more at the next look, and the loop found later starts the schedule as usual.
+  h.session.EndProvisionalIfFull(Session::kProvisionalEvents * 2, 5000);
+  CHECK(h.writer.windows.size() == 1);
+  CHECK(h.session.LoopFound("auto: found"));
+  for (uint64_t k = 0; k < 8; ++k) h.session.Step(10'000'000'000 + k * 100);
+  REQUIRE(h.writer.windows.size() == 2);
+  CHECK_FALSE(h.writer.windows[1].discard);
+  CHECK(h.writer.windows[1].meta.first_step == 3);
+  CHECK_FALSE(h.session.EndPartial("exit", 10'000'001'000));
+  CHECK(h.writer.windows.size() == 2);
+}
+
+TEST_CASE("PROF_STEP=auto: with no step before the schedule's first window the provisional one has no event limit",
+          "[session]") {
+  Config c = Schedule(0, 0, 0, 2, 1);  // its first window would be step 0 too
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(2000);
+  h.session.EndProvisionalIfFull(Session::kProvisionalEvents * 4, 3000);
+  CHECK(h.writer.windows.empty());
+  CHECK(h.session.EndPartial("exit", 4000));
+  REQUIRE(h.writer.windows.size() == 1);
+  CHECK(h.writer.windows[0].meta.partial);
+}
+
 TEST_CASE("no provisional window outside PROF_STEP=auto, with PROF_RANGE or a trigger file", "[session]") {
   Config manual = Schedule(0, 30, 2, 5, 1);
   Config range = manual;
