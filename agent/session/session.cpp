@@ -97,6 +97,7 @@ void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, co
     job.deadline_ns = now_ns;  // nothing to wait for: it is thrown away
     job.names_generation = names_generation_;
     job.discard = true;
+    written_note_.clear();
     spans_.clear();
     Strings().WindowEnded();
     window_open_ = false;
@@ -122,10 +123,11 @@ void Session::EndProvisionalIfFull(uint64_t events, uint64_t now_ns) {
       now_ns, fmt::format(" until auto had seen {} launches, copies and synchronizes (the most recorded while it looks)",
                           events)
                   .c_str());
+  written_note_ = fmt::format(
+      "PROF_STEP=auto: window 0 is the run from the first CUDA call until auto had seen {} launches, copies and "
+      "synchronizes ({:.1f} s; the most recorded while it looks); still looking for the loop",
+      events, (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
   EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/false, "", why);
-  Log().info("PROF_STEP=auto: window 0 is the run from the first CUDA call until auto had seen {} launches, copies and "
-             "synchronizes ({:.1f} s; the most recorded while it looks); still looking for the loop",
-             events, (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
 }
 
 std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
@@ -179,10 +181,10 @@ bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
     // would have the same first step.
     bool write = params_.skip_first + params_.wait + params_.warmup > 0;
     std::string why = ProvisionalWhy(now_ns, " until auto gave up");
-    EndProvisionalLocked(now_ns, write, false, "", why);
     // (The fallback's own line says that no loop was found.)
-    if (write) Log().info("PROF_STEP=auto: window 0 is the whole run from the first CUDA call until auto gave up ({:.1f} s)",
-                          (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
+    written_note_ = fmt::format("PROF_STEP=auto: window 0 is the whole run from the first CUDA call until auto gave up ({:.1f} s)",
+                                (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
+    EndProvisionalLocked(now_ns, write, false, "", why);
   }
   meta_template_.step_description = description;
   time_steps_ = true;
@@ -463,6 +465,8 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
 
 void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason) {
   WindowJob job;
+  job.written_note = std::move(written_note_);
+  written_note_.clear();
   job.meta = meta_template_;
   job.meta.first_step = window_first_step_;
   job.meta.last_step = step_;
@@ -502,8 +506,8 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
   provisional_pending_.store(false, std::memory_order_relaxed);
   if (provisional_) {
     std::string why = ProvisionalWhy(std::max(now_ns, window_start_ns_), fmt::format(" to its end ({})", reason).c_str());
+    written_note_ = "PROF_STEP=auto: " + why;
     EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/true, reason, why);
-    Log().info("PROF_STEP=auto: {}", why);
     wrote = true;
   }
   if (window_open_) {

@@ -233,6 +233,10 @@ class Session {
   // The provisional window (BeginProvisionalIfCuda): still to open, and open.
   std::atomic<bool> provisional_pending_{false};
   bool provisional_ = false;
+  // The line the writer logs at info once the next window ended is written
+  // (what the provisional window covers and why); a window with nothing in
+  // it writes no files and says nothing at info. Moved into its WindowJob.
+  std::string written_note_;
   // AnchorToCollectives: the count reader, and the count at the first
   // marker after LoopFound (anchor_calibrating_ until the second).
   std::function<uint64_t()> collectives_;

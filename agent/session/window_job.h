@@ -25,6 +25,9 @@ struct WindowJob {
   // window once the loop is found (its records are consumed, so the
   // collector's pause can stop recording).
   bool discard = false;
+  // Logged at info before the "written" line, only if the window's files
+  // are written (Session::written_note_).
+  std::string written_note;
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.

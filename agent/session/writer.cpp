@@ -249,6 +249,7 @@ void WriterThread::Run() {
       } else if (job.is_window) {
         uint64_t first = job.window.meta.first_step;
         uint64_t last = job.window.meta.last_step;
+        std::string note = std::move(job.window.written_note);
         Window w = SealWindow(std::move(job.window), deps_);
         std::string error;
         bool ok = deps_.sink ? deps_.sink(w, &error) : false;
@@ -271,6 +272,7 @@ void WriterThread::Run() {
               if (r.correlation_id == 0 || !wrapped.count(r.correlation_id)) ++api_records;
             } else if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) ++gpu_records;
           }
+          if (!note.empty()) Log().info("{}", note);
           Log().info("window steps {}-{}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU", first, last,
                      w.meta.partial ? " (partial)" : "", w.host_events.size() + api_records, gpu_records);
         } else {

@@ -244,6 +244,8 @@ TEST_CASE("PROF_STEP=auto: a run that ends before the loop is found writes its p
   CHECK(w.steps[0].end_ns == 3000);
   CHECK(w.meta.step_description.find("auto: no loop found in 0.0 s") == 0);
   CHECK(w.meta.step_description.find("whole run from the first CUDA call to its end (exit)") != std::string::npos);
+  // Said at info by the writer once the files are written (an empty window says nothing).
+  CHECK(w.written_note == "PROF_STEP=auto: " + w.meta.step_description.substr(std::string("auto: ").size()));
   CHECK(h.session.EndedBeforeFirstWindowMessage().empty());
   CHECK((LoadHotBits() & kHotRecording) == 0);
   CHECK(h.collector.calls.back() == "OnExit");
@@ -259,6 +261,7 @@ TEST_CASE("PROF_STEP=auto: the provisional window is dropped when the loop is fo
   // Collected and thrown away, recording off, CUPTI paused until the warmup.
   REQUIRE(h.writer.windows.size() == 1);
   CHECK(h.writer.windows[0].discard);
+  CHECK(h.writer.windows[0].written_note.empty());
   CHECK((LoadHotBits() & kHotRecording) == 0);
   CHECK(h.collector.calls == std::vector<std::string>{"Attach", "BeginRecord", "Pause"});
 }
