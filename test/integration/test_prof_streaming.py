@@ -117,7 +117,7 @@ class HostileInput(unittest.TestCase):
 
     def test_summary_and_merge_survive_50000_deep_nesting_in_the_libprof_block(self):
         deep = "[" * DEEP + "]" * DEEP
-        path = self.write("deep.json", '{"distributedInfo": {"rank": 0}, "libprof": {"config": {"PROF_X": ' + deep +
+        path = self.write("deep.json", '{"distributedInfo": {"rank": 0}, "libprof": {"config": {"deep": ' + deep +
                           '}}, "traceEvents": []}')
         r = prof("summary", path, self.good)
         # deep.json holds no event at all: read whole, then said to have no
