@@ -280,9 +280,10 @@ class CuptiCollector final : public DeviceCollector {
   // Bumped after the callbacks are off, so a call that entered before it
   // is seen as stale at its thread's next callback.
   std::atomic<uint32_t> off_epoch_{0};
-  // Bumped each time callbacks are narrowed to the watched ids: a thread
-  // whose outermost call was not watched and entered before it never gets
-  // that call's exit callback, so its depth counts are stale.
+  // Bumped each time callbacks are narrowed to the watched ids, once the
+  // others are off: a thread whose outermost call was not watched and
+  // entered before it may never get that call's exit callback, so its depth
+  // counts are stale.
   std::atomic<uint32_t> narrow_epoch_{0};
   // kFinishing: the API-exit callback finalizes once NowNs() passes this.
   std::atomic<uint64_t> finalize_after_ns_{~0ull};

@@ -325,7 +325,6 @@ void CuptiCollector::EnableWatchedCallbacks() {
 void CuptiCollector::NarrowToWatchedCallbacks() {
   // Id by id, never the whole domain off and the watched ids on again: a
   // marker call on another thread in between would be missed.
-  narrow_epoch_.fetch_add(1, std::memory_order_relaxed);
   for (const uint32_t* id = RuntimeCallbackIds(); *id != 0; ++id) {
     if (!Watched(/*runtime=*/true, *id)) api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, *id);
   }
@@ -334,6 +333,10 @@ void CuptiCollector::NarrowToWatchedCallbacks() {
   }
   api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  // Bumped once the ids are off, not before: a call that entered while
+  // its id was still on (even after the narrowing began) took the old epoch
+  // and is seen as stale; one that entered since cannot be an unwatched one.
+  narrow_epoch_.fetch_add(1, std::memory_order_release);
 }
 
 bool CuptiCollector::SubscribeAndRegister(CollectorState state) {

@@ -91,6 +91,7 @@ CUptiResult EnableDomain(uint32_t enable, CUpti_SubscriberHandle, CUpti_Callback
 
 CUptiResult EnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_CallbackDomain domain,
                            CUpti_CallbackId cbid) {
+  if (g_state->before_enable_callback) g_state->before_enable_callback(domain, cbid, enable);
   if (enable) {
     g_state->callbacks.insert({domain, cbid});
   } else {

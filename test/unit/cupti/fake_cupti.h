@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <set>
 #include <string>
 #include <utility>
@@ -39,6 +40,9 @@ struct CuptiState {
   CUptiResult enable_runtime_api_result = CUPTI_SUCCESS;
   std::set<uint32_t> runtime_left_out;
   std::vector<std::pair<uint32_t, int>> runtime_api_calls;  // (cbid, enable) as asked
+  // Called by cuptiEnableCallback before it takes effect: another thread's
+  // callbacks in the middle of the collector's enabling or disabling.
+  std::function<void(CUpti_CallbackDomain, uint32_t cbid, uint32_t enable)> before_enable_callback;
 
   // What the collector did.
   int subscribe_calls = 0;

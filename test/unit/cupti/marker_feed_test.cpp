@@ -138,6 +138,30 @@ TEST_CASE("a call in progress when its callbacks were turned off does not hide t
   CHECK(a.rt.session->current_step() == 2);
 }
 
+TEST_CASE("a call that enters while the callbacks are being narrowed does not hide the thread's next marker",
+          "[markers]") {
+  Agent a;
+  a.collector->WatchCalls(a.rt.config);
+  a.collector->Attach(a.rt.config);
+  // The copy enters (on the application's side) while the stop is under
+  // way on the writer's: after the narrowing began, before its own id
+  // went off. Its exit is never delivered.
+  bool entered = false;
+  fake::State().before_enable_callback = [&](CUpti_CallbackDomain domain, uint32_t cbid, uint32_t enable) {
+    if (domain == kRuntime && cbid == kCopy && enable == 0 && !entered) {
+      entered = true;
+      fake::Enter(kRuntime, kCopy, 1);
+    }
+  };
+  a.collector->Pause();  // no window begun: recording stops now, the watched ids stay on
+  fake::State().before_enable_callback = nullptr;
+  REQUIRE(entered);
+  REQUIRE_FALSE(On(kRuntime, kCopy));
+  fake::Exit(kRuntime, kCopy, 1, 0);  // CUPTI calls nothing
+  fake::Call(kRuntime, kStreamSync, 2);
+  CHECK(a.rt.session->current_step() == 1);
+}
+
 TEST_CASE("a synchronize no wrapper saw ends a step when it returns, once with its nested driver call", "[markers]") {
   Agent a;
   a.collector->WatchCalls(a.rt.config);
