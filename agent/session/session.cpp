@@ -139,8 +139,16 @@ bool Session::LoopFound(const std::string& description) {
   Locked lock(this);
   if (counting_ || finished_) return false;
   provisional_pending_.store(false, std::memory_order_relaxed);
-  // The loop's windows replace what was recorded while looking.
-  if (provisional_) EndProvisionalLocked(NowNs(), /*write=*/false, false, "", "");
+  // The loop's windows replace what was recorded while looking: it is held
+  // (sealed, not written) until the schedule's first window ends, and
+  // written only if the process ends before that (a short program whose
+  // loop was found early).
+  if (provisional_) {
+    uint64_t now_ns = NowNs();
+    held_span_ns_ = now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0;
+    hold_next_ = true;
+    EndProvisionalLocked(now_ns, /*write=*/true, false, "", "the run from the first CUDA call until the loop was found");
+  }
   meta_template_.step_description = description;
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
@@ -464,7 +472,14 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
 }
 
 void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason) {
+  if (held_ && !hold_next_) {
+    writer_->ReleaseHeld(/*write=*/false, "", "");  // this window replaces it
+    held_ = false;
+  }
   WindowJob job;
+  job.hold = hold_next_;
+  held_ = held_ || hold_next_;
+  hold_next_ = false;
   job.written_note = std::move(written_note_);
   written_note_.clear();
   job.meta = meta_template_;
@@ -485,7 +500,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   job.names_generation = names_generation_;
   Strings().WindowEnded();
   window_open_ = false;
-  ++windows_ended_;
+  if (!job.hold) ++windows_ended_;
   writer_->SubmitWindow(std::move(job));
 }
 
@@ -519,6 +534,22 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
       spans_.push_back({step_, step_start_ns_, now_ns});
     }
     EndWindow(now_ns, /*partial=*/true, reason);
+    wrote = true;
+  }
+  if (held_) {
+    // The loop was found, but no window of the schedule ended: the run
+    // until the find is what there is.
+    double secs = held_span_ns_ / 1e9;
+    writer_->ReleaseHeld(
+        /*write=*/true,
+        fmt::format("{} (found after {:.1f} s; the process ended before the schedule's first window: this window is the "
+                    "whole run from the first CUDA call until the loop was found)",
+                    meta_template_.step_description, secs),
+        fmt::format("PROF_STEP=auto: the process ended ({}) before the schedule's first window; window 0 is the whole "
+                    "run from the first CUDA call until the loop was found ({:.1f} s)",
+                    reason, secs));
+    held_ = false;
+    ++windows_ended_;
     wrote = true;
   }
   ClearHotBits(kHotRecording | kHotLaunchMarker | kHotApiMarker | kHotSyncMarker | kHotCopyMarker | kHotNvtxNames |

@@ -237,6 +237,13 @@ class Session {
   // (what the provisional window covers and why); a window with nothing in
   // it writes no files and says nothing at info. Moved into its WindowJob.
   std::string written_note_;
+  // The provisional window when the loop was found: the next EndWindow
+  // submits it held (hold_next_); held_ while the writer keeps it (until
+  // the schedule's first window ends, or EndPartial writes it);
+  // held_span_ns_: from the first CUDA call to the find.
+  bool hold_next_ = false;
+  bool held_ = false;
+  uint64_t held_span_ns_ = 0;
   // AnchorToCollectives: the count reader, and the count at the first
   // marker after LoopFound (anchor_calibrating_ until the second).
   std::function<uint64_t()> collectives_;

@@ -25,6 +25,10 @@ struct WindowJob {
   // window once the loop is found (its records are consumed, so the
   // collector's pause can stop recording).
   bool discard = false;
+  // Sealed and kept, not written: the provisional window once the loop is
+  // found. WindowWriter::ReleaseHeld writes it (the process ended before
+  // the schedule's first window) or drops it (that window came).
+  bool hold = false;
   // Logged at info before the "written" line, only if the window's files
   // are written (Session::written_note_).
   std::string written_note;
@@ -38,6 +42,9 @@ class WindowWriter {
   virtual void SubmitWindow(WindowJob job) = 0;
   // Events and samples from before before_ns are warmup or wait: drop them.
   virtual void SubmitDiscard(uint64_t before_ns) = 0;
+  // The window held last (WindowJob::hold), queued behind what is submitted:
+  // written with this step description and info note, or dropped.
+  virtual void ReleaseHeld(bool write, const std::string& step_description, const std::string& note) = 0;
 };
 
 }  // namespace prof

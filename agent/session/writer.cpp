@@ -228,6 +228,20 @@ void WriterThread::SubmitDiscard(uint64_t before_ns) {
   wake_.notify_one();
 }
 
+void WriterThread::ReleaseHeld(bool write, const std::string& step_description, const std::string& note) {
+  Job j;
+  j.is_release = true;
+  j.release_write = write;
+  j.release_description = step_description;
+  j.release_note = note;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    EnsureThread();
+    queue_.push_back(std::move(j));
+  }
+  wake_.notify_one();
+}
+
 void WriterThread::Run() {
   pthread_setname_np(pthread_self(), "libprof-writer");
   MarkLibprofThread();  // its CUDA calls (versions, device properties) are not the application's
@@ -246,38 +260,20 @@ void WriterThread::Run() {
           deps_.collector->CollectWindow(job.window.meta.start_ns, job.window.meta.end_ns, job.window.deadline_ns, &w);
         }
         if (job.window.names_generation != 0) Strings().WindowSealed(job.window.names_generation);
+      } else if (job.is_release) {
+        std::unique_ptr<Window> held = std::move(held_);
+        if (held && job.release_write) {
+          held->meta.step_description = job.release_description;
+          WriteSealed(*held, held->meta.first_step, held->meta.last_step, job.release_note);
+        }
+      } else if (job.is_window && job.window.hold) {
+        held_ = std::make_unique<Window>(SealWindow(std::move(job.window), deps_));
       } else if (job.is_window) {
         uint64_t first = job.window.meta.first_step;
         uint64_t last = job.window.meta.last_step;
         std::string note = std::move(job.window.written_note);
         Window w = SealWindow(std::move(job.window), deps_);
-        std::string error;
-        bool ok = deps_.sink ? deps_.sink(w, &error) : false;
-        std::lock_guard<std::mutex> count_lock(mu_);
-        if (ok) ++written_;
-        else ++failed_;
-        if (ok && !error.empty()) {
-          Log().debug("window steps {}-{} {}", first, last, error);
-        } else if (ok) {
-          // Calls no wrapper saw are CUPTI's API records: counted with the
-          // rest, once (a record of a wrapped call has its correlation id).
-          std::unordered_set<uint32_t> wrapped;
-          for (const HostEvent& e : w.host_events) {
-            if (e.correlation_id != 0) wrapped.insert(e.correlation_id);
-          }
-          size_t api_records = 0, gpu_records = 0;
-          for (const DeviceRecord& r : w.device_records) {
-            auto kind = static_cast<DeviceKind>(r.kind);
-            if (kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi) {
-              if (r.correlation_id == 0 || !wrapped.count(r.correlation_id)) ++api_records;
-            } else if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) ++gpu_records;
-          }
-          if (!note.empty()) Log().info("{}", note);
-          Log().info("window steps {}-{}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU", first, last,
-                     w.meta.partial ? " (partial)" : "", w.host_events.size() + api_records, gpu_records);
-        } else {
-          Log().warn("window steps {}-{} not written: {}", first, last, error);
-        }
+        WriteSealed(w, first, last, note);
       } else {
         if (deps_.buffers != nullptr) deps_.buffers->Discard(job.discard_before_ns);
         uint64_t ignored = 0;
@@ -296,6 +292,36 @@ void WriterThread::Run() {
   }
 }
 
+void WriterThread::WriteSealed(Window& w, uint64_t first, uint64_t last, const std::string& note) {
+  std::string error;
+  bool ok = deps_.sink ? deps_.sink(w, &error) : false;
+  std::lock_guard<std::mutex> count_lock(mu_);
+  if (ok) ++written_;
+  else ++failed_;
+  if (ok && !error.empty()) {
+    Log().debug("window steps {}-{} {}", first, last, error);
+  } else if (ok) {
+    // Calls no wrapper saw are CUPTI's API records: counted with the
+    // rest, once (a record of a wrapped call has its correlation id).
+    std::unordered_set<uint32_t> wrapped;
+    for (const HostEvent& e : w.host_events) {
+      if (e.correlation_id != 0) wrapped.insert(e.correlation_id);
+    }
+    size_t api_records = 0, gpu_records = 0;
+    for (const DeviceRecord& r : w.device_records) {
+      auto kind = static_cast<DeviceKind>(r.kind);
+      if (kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi) {
+        if (r.correlation_id == 0 || !wrapped.count(r.correlation_id)) ++api_records;
+      } else if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) ++gpu_records;
+    }
+    if (!note.empty()) Log().info("{}", note);
+    Log().info("window steps {}-{}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU", first, last,
+               w.meta.partial ? " (partial)" : "", w.host_events.size() + api_records, gpu_records);
+  } else {
+    Log().warn("window steps {}-{} not written: {}", first, last, error);
+  }
+}
+
 bool WriterThread::Drain(uint64_t timeout_ns) {
   std::unique_lock<std::mutex> lock(mu_);
   if (!thread_.joinable()) return queue_.empty();
@@ -303,6 +329,7 @@ bool WriterThread::Drain(uint64_t timeout_ns) {
 }
 
 void WriterThread::ResetAfterFork() {
+  held_.reset();  // the parent's
   new (&mu_) std::mutex();
   new (&wake_) std::condition_variable();
   new (&idle_) std::condition_variable();

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -59,6 +60,7 @@ class WriterThread : public WindowWriter {
 
   void SubmitWindow(WindowJob job) override;
   void SubmitDiscard(uint64_t before_ns) override;
+  void ReleaseHeld(bool write, const std::string& step_description, const std::string& note) override;
 
   // Waits until every submitted job is done, at most timeout_ns. True if
   // the queue drained. Used at exit, so the partial window is on disk
@@ -77,7 +79,14 @@ class WriterThread : public WindowWriter {
     bool is_window = false;
     WindowJob window;
     uint64_t discard_before_ns = 0;
+    // ReleaseHeld: neither a window nor a discard.
+    bool is_release = false;
+    bool release_write = false;
+    std::string release_description;
+    std::string release_note;
   };
+  // Writes a sealed window's files and logs the outcome (writer thread).
+  void WriteSealed(Window& w, uint64_t first, uint64_t last, const std::string& note);
   void EnsureThread();  // mu_ held
   void Run();
 
@@ -92,6 +101,8 @@ class WriterThread : public WindowWriter {
   std::thread thread_;
   uint64_t written_ = 0;
   uint64_t failed_ = 0;
+  // WindowJob::hold's window, sealed, until ReleaseHeld (writer thread only).
+  std::unique_ptr<Window> held_;
 };
 
 }  // namespace prof

@@ -38,6 +38,15 @@ class FakeWriter : public WindowWriter {
  public:
   void SubmitWindow(WindowJob job) override { windows.push_back(std::move(job)); }
   void SubmitDiscard(uint64_t before_ns) override { discards.push_back(before_ns); }
+  void ReleaseHeld(bool write, const std::string& step_description, const std::string& note) override {
+    releases.push_back({write, step_description, note});
+  }
+  struct Release {
+    bool write;
+    std::string step_description;
+    std::string note;
+  };
+  std::vector<Release> releases;
 
   std::vector<WindowJob> windows;
   std::vector<uint64_t> discards;

@@ -258,10 +258,12 @@ TEST_CASE("PROF_STEP=auto: the provisional window is dropped when the loop is fo
   Harness h(c);
   h.session.BeginProvisionalIfCuda(2000);
   CHECK(h.session.LoopFound("auto: found"));
-  // Collected and thrown away, recording off, CUPTI paused until the warmup.
+  // Collected and held (not written), recording off, CUPTI paused until the warmup.
   REQUIRE(h.writer.windows.size() == 1);
-  CHECK(h.writer.windows[0].discard);
+  CHECK(h.writer.windows[0].hold);
+  CHECK_FALSE(h.writer.windows[0].discard);
   CHECK(h.writer.windows[0].written_note.empty());
+  CHECK(h.writer.releases.empty());
   CHECK((LoadHotBits() & kHotRecording) == 0);
   CHECK(h.collector.calls == std::vector<std::string>{"Attach", "BeginRecord", "Pause"});
 }
@@ -274,14 +276,42 @@ TEST_CASE("PROF_STEP=auto: after a dropped provisional window the windows are th
   CHECK(h.session.LoopFound("auto: found"));
   for (uint64_t k = 0; k < 8; ++k) h.session.Step(10'000'000'000 + k * 100);  // markers on a later clock
   REQUIRE(h.writer.windows.size() == 2);
-  CHECK(h.writer.windows[0].discard);
+  CHECK(h.writer.windows[0].hold);
+  // The schedule's first window replaces the held one, which is dropped.
+  REQUIRE(h.writer.releases.size() == 1);
+  CHECK_FALSE(h.writer.releases[0].write);
   const WindowJob& w = h.writer.windows[1];
   CHECK_FALSE(w.discard);
+  CHECK_FALSE(w.hold);
   CHECK(w.meta.first_step == 3);
   CHECK(w.meta.last_step == 4);
   CHECK(w.meta.step_description == "auto: found");
   CHECK_FALSE(h.session.EndPartial("exit", 10'000'001'000));
   CHECK(h.writer.windows.size() == 2);
+  CHECK(h.writer.releases.size() == 1);
+}
+
+TEST_CASE("PROF_STEP=auto: a process that ends after the loop is found but before the schedule's first window writes "
+          "the run until the find",
+          "[session]") {
+  Config c = Schedule(0, 30, 2, 5, 1);  // the defaults
+  c.step_source = StepSource::kAuto;
+  Harness h(c);
+  h.session.BeginProvisionalIfCuda(1000);
+  CHECK(h.session.LoopFound("auto: launch of `k`"));
+  for (uint64_t k = 0; k < 5; ++k) h.session.Step(10'000'000'000 + k * 100);  // steps 0-3, no window
+  REQUIRE(h.writer.windows.size() == 1);
+  CHECK(h.writer.windows[0].hold);
+  CHECK(h.session.EndPartial("exit", 10'000'001'000));
+  CHECK(h.writer.windows.size() == 1);  // nothing open: the held window is what there is
+  REQUIRE(h.writer.releases.size() == 1);
+  CHECK(h.writer.releases[0].write);
+  CHECK(h.writer.releases[0].step_description.find("auto: launch of `k` (found after ") == 0);
+  CHECK(h.writer.releases[0].step_description.find("this window is the whole run from the first CUDA call until the "
+                                                   "loop was found)") != std::string::npos);
+  CHECK(h.writer.releases[0].note.find("PROF_STEP=auto: the process ended (exit) before the schedule's first window; "
+                                       "window 0 is the whole run from the first CUDA call until the loop was found") == 0);
+  CHECK(h.session.EndedBeforeFirstWindowMessage().empty());
 }
 
 TEST_CASE("PROF_STEP=auto: no loop by the timeout writes the provisional window, then time steps", "[session]") {
