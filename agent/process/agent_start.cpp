@@ -183,14 +183,14 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir, host_only_note, parent,
                sweeper = std::make_shared<TemporarySweeper>(config.output_dir)](const Window& w, std::string* note) {
     // A window that recorded nothing (a CPU-only fork-based worker, a
-    // shell between the launcher and the job) leaves no files.
-    // API records alone do not count: the writer's own version queries
-    // (EnrichWindow) show up as CUPTI RUNTIME records in the next window.
-    bool device_work = std::any_of(w.device_records.begin(), w.device_records.end(), [](const DeviceRecord& r) {
-      auto k = static_cast<DeviceKind>(r.kind);
-      return k != DeviceKind::kRuntimeApi && k != DeviceKind::kDriverApi && k != DeviceKind::kOverhead;
+    // shell between the launcher and the job) leaves no files. A call
+    // only CUPTI's records show (a device query no wrapper or callback
+    // records, such as cudaGetDeviceProperties) counts: libprof's own calls
+    // leave no record in a window (CuptiCollector::DrainCompletedLocked).
+    bool recorded = std::any_of(w.device_records.begin(), w.device_records.end(), [](const DeviceRecord& r) {
+      return static_cast<DeviceKind>(r.kind) != DeviceKind::kOverhead;
     });
-    if (w.host_events.empty() && !device_work && w.nvtx_ranges.empty() && w.alloc_samples.empty() &&
+    if (w.host_events.empty() && !recorded && w.nvtx_ranges.empty() && w.alloc_samples.empty() &&
         w.collectives.empty()) {
       *note = "not written: nothing was recorded in it";
       return true;
@@ -453,6 +453,15 @@ void OnCudaInitialized() {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session) return;
     rt->session->WatchCallsIfCuda();
+    {
+      // PROF_STEP=auto, still looking: the provisional window opens at the
+      // program's first CUDA call, so a program that only asks the device
+      // what it is (and ends before the agent thread's first look) still
+      // writes its calls. Before the note below: a window begun after it
+      // would expire it.
+      ExitSignalDeferral defer;  // takes Session::mu_
+      rt->session->BeginProvisionalIfCuda(NowNs());
+    }
     // The runtime call that initialized the driver entered before CUPTI's
     // callbacks were on: the collector must not take its driver calls for
     // the program's.

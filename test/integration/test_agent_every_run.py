@@ -14,13 +14,17 @@ writes only the schedule's window (the provisional one is dropped), with its
 kernels all inside the found steps. A loop-less run that goes on past the
 provisional window's event limit (16384 launches, copies and synchronizes,
 so that the window can always be written at exit) writes it when the limit
-is reached: one window, every kernel up to its end, and it says why.
+is reached: one window, every kernel up to its end, and it says why. A
+program that only queries the device (no launch, copy or synchronize) and
+ends at once writes a window holding every runtime call it made after the
+first (which initialized CUDA before recording began).
 """
 import glob
 import json
 import os
 import re
 import subprocess
+import sys
 import unittest
 
 import harness
@@ -29,7 +33,20 @@ ITER_LOOP = os.path.join(harness.WORKLOAD_DIR, "iter_loop")
 WHY = re.compile(r"no loop found in \d+\.\d s; this window is the whole run from the first CUDA call to its end \(exit\)")
 
 
-def run(test, args, mode, **env):
+# Asks the device what it is, through its own handle of libcudart, and ends.
+QUERIES = r"""
+import ctypes
+cudart = ctypes.CDLL("libcudart.so.13")
+count = ctypes.c_int()
+assert cudart.cudaGetDeviceCount(ctypes.byref(count)) == 0 and count.value > 0
+for attribute in range(1, 6):
+    value = ctypes.c_int()
+    assert cudart.cudaDeviceGetAttribute(ctypes.byref(value), attribute, 0) == 0
+    assert cudart.cudaSetDevice(0) == 0
+"""
+
+
+def run(test, args, mode, kind="kernel", **env):
     tmp = harness.scratch_dir(test, "everyrun-")
     out = os.path.join(tmp, "out")
     truth_path = os.path.join(tmp, "truth.jsonl")
@@ -37,8 +54,8 @@ def run(test, args, mode, **env):
     run_env[mode] = harness.LIBPROF_SO
     proc = harness.run(args, run_env, timeout=180)
     with open(truth_path) as f:
-        # Only the kernels are compared (a long run's log holds hundreds of thousands of lines).
-        truth = [json.loads(l) for l in f if l.startswith("{") and '"type":"kernel"' in l]
+        # Only one type is compared (a long run's log holds hundreds of thousands of lines).
+        truth = [json.loads(l) for l in f if l.startswith("{") and f'"type":"{kind}"' in l]
     return (proc, sorted(glob.glob(os.path.join(out, "*.pt.trace.json"))),
             sorted(glob.glob(os.path.join(out, "*.summary.txt"))), truth)
 
@@ -84,6 +101,28 @@ class EveryRunWritesAWindow(unittest.TestCase):
         # A bounded number of calls (about 14 a chunk), well under what auto
         # records while it looks, however fast the machine makes them.
         self.check_short([ITER_LOOP, "--mode", "no-loop", "--seconds", "0", "--iters", "200"])
+
+    def test_a_program_that_only_asks_the_device_what_it_is(self):
+        # Device queries only (no launch, copy or synchronize, which auto
+        # watches), through a dlopen handle, ending at once: the window
+        # opens at the driver's initialization inside the first call and
+        # holds every later call, from CUPTI's records.
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                proc, traces, summaries, truth = run(self, [sys.executable, "-c", QUERIES], mode, kind="api")
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                self.assertEqual(len(traces), 1, proc.stderr)
+                self.assertEqual(len(summaries), 1, proc.stderr)
+                self.assertRegex(proc.stderr, r"PROF_STEP=auto: " + WHY.pattern)
+                with open(traces[0]) as f:
+                    trace = json.load(f)
+                got = [(e["name"], e["args"]["correlation"]) for e in trace["traceEvents"]
+                       if e.get("cat") == "cuda_runtime"]
+                made = [(l["name"], l["correlation"]) for l in sorted(truth, key=lambda l: l["start_ns"])
+                        if l["domain"] == "runtime" and l["thread"] == l["pid"]]  # not libprof's threads
+                self.assertEqual(made[0][0], "cudaGetDeviceCount")
+                self.assertEqual(len(made), 11)
+                self.assertEqual(sorted(got, key=lambda c: c[1]), made[1:])
 
     def test_a_long_run_without_a_loop_writes_window_0_at_its_event_limit(self):
         limit = re.compile(r"no loop found in \d+\.\d s; this window is the whole run from the first CUDA call until auto "
