@@ -280,6 +280,13 @@ class CuptiCollector final : public DeviceCollector {
   // Bumped after the callbacks are off, so a call that entered before it
   // is seen as stale at its thread's next callback.
   std::atomic<uint32_t> off_epoch_{0};
+  // Released at the process's exit (OnExit: CUPTI's own exit hook runs
+  // before the agent's exit work). Nothing subscribes again after it: the
+  // agent thread may still begin a step before its exit work ends the
+  // session, and a new subscription would forget the calls of the windows
+  // the writer has still to collect (their records, flushed at the release,
+  // would belong to no window).
+  std::atomic<bool> exited_{false};
   // Bumped each time callbacks are narrowed to the watched ids, once the
   // others are off: a thread whose outermost call was not watched and
   // entered before it may never get that call's exit callback, so its depth

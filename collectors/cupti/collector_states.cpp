@@ -196,6 +196,7 @@ void CuptiCollector::TickImpl(uint64_t now_ns) {
   bool loaded_more = loads != loads_seen_;
   loads_seen_ = loads;
   if (!loaded_more && now_ns < next_probe_ns_) return;
+  if (exited_.load(std::memory_order_acquire)) return;
   // A library loaded since (it may carry a static cudart), or the interval
   // is up: watch through CUPTI again until kProbeSteps waiting steps pass.
   if (!loaded_more) probe_interval_ns_ = std::min<uint64_t>(probe_interval_ns_ * 2, 64'000'000'000ull);
@@ -208,6 +209,7 @@ void CuptiCollector::TickImpl(uint64_t now_ns) {
 void CuptiCollector::OnExitImpl() {
   // A forked child must not touch the parent's CUPTI session.
   if (getpid() != subscribed_pid_) return;
+  exited_.store(true, std::memory_order_release);
   // The exit path must not wait long: if a window is being collected (the
   // writer holds control_mutex_ while flushing), give it a moment, then go.
   std::unique_lock<std::mutex> lock(control_mutex_, std::defer_lock);

@@ -340,6 +340,7 @@ void CuptiCollector::NarrowToWatchedCallbacks() {
 }
 
 bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
+  if (exited_.load(std::memory_order_acquire)) return false;  // released at exit: for good
   // Subscribe before registering anything: a refused subscriber must not
   // take another tool's buffers or timestamps.
   if (!Subscribe()) return false;

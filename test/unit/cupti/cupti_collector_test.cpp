@@ -551,6 +551,29 @@ TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, w
   CHECK(Correlations(w) == std::vector<uint32_t>{1});
 }
 
+TEST_CASE("after the exit release nothing attaches CUPTI again, and the windows still queued keep their records",
+          "[collector]") {
+  // The process exits while the writer is behind: CUPTI's release at exit
+  // runs first (ReleaseAtExit), then the agent thread may still begin a
+  // step (a time step's warmup attaches) before the agent's exit work.
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(1);
+  uint64_t end = NowNs();
+  c.Pause();
+  c.OnExit();
+  c.Attach(h.config);  // the next window's warmup
+  c.WatchCalls(h.config);
+  CHECK(fake::State().subscribe_calls == 1);
+  CHECK_FALSE(fake::State().subscribed);
+  CHECK(fake::State().kinds.empty());
+  Window w = h.Collect(start, end);
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+  CHECK(w.meta.losses.device_records_missing == 0);
+}
+
 TEST_CASE("without a timestamp callback, CUPTI times are mapped onto the agent clock", "[collector]") {
   Harness h;
   fake::State().has_timestamp_callback = false;
