@@ -8,7 +8,6 @@
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include <climits>
 #include <cstdlib>
@@ -24,6 +23,7 @@
 #include "agent/base/hot_state.h"
 #include "agent/base/kernel_registry.h"
 #include "agent/base/log.h"
+#include "agent/base/runtime_frames.h"
 #include "agent/base/signal_deferral.h"
 #include "agent/base/strings.h"
 #include "agent/base/thread_id.h"
@@ -413,40 +413,6 @@ void StartAgent(const char* how) {
   InstallLifecycleHandlers();
   Log().debug("agent started via {} (pid {})", how, getpid());
 }
-
-namespace {
-
-// Whether a frame of a shared libcudart is on this thread's stack (at most
-// 64 frames up): inside the driver's first cuInit, that the program's first
-// runtime call is initializing the driver, rather than the program calling
-// cuInit itself. A static cudart's frames are the program's own and are not
-// told apart (its first call's driver calls after cuInit may then show).
-struct StackScan {
-  int frames = 0;
-  bool runtime = false;
-};
-
-_Unwind_Reason_Code ScanFrame(_Unwind_Context* context, void* arg) {
-  auto* scan = static_cast<StackScan*>(arg);
-  uintptr_t pc = _Unwind_GetIP(context);
-  Dl_info info;
-  if (pc != 0 && dladdr(reinterpret_cast<void*>(pc - 1), &info) != 0 && info.dli_fname != nullptr) {
-    const char* slash = std::strrchr(info.dli_fname, '/');
-    if (std::strncmp(slash != nullptr ? slash + 1 : info.dli_fname, "libcudart", 9) == 0) {
-      scan->runtime = true;
-      return _URC_END_OF_STACK;
-    }
-  }
-  return ++scan->frames < 64 ? _URC_NO_REASON : _URC_END_OF_STACK;
-}
-
-bool RuntimeOnThisStack() {
-  StackScan scan;
-  _Unwind_Backtrace(ScanFrame, &scan);
-  return scan.runtime;
-}
-
-}  // namespace
 
 void OnCudaInitialized() {
   try {

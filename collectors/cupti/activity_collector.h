@@ -69,6 +69,8 @@ class CuptiCollector final : public DeviceCollector {
   void Pause() override;
   void Finish() override;
   void NoteRuntimeCallInProgress() override;
+  // RuntimeOnThisStack, or a test's stand-in (a unit test has no libcudart).
+  void SetRuntimeOnStack(bool (*fn)()) { runtime_on_stack_ = fn; }
   void OnWaitingStep() override;
   bool WantsWaitingSteps() const override;
   void Tick(uint64_t now_ns) override;
@@ -287,6 +289,17 @@ class CuptiCollector final : public DeviceCollector {
   // the writer has still to collect (their records, flushed at the release,
   // would belong to no window).
   std::atomic<bool> exited_{false};
+  // Bumped each time callbacks come on after being off or narrowed (the
+  // subscription, Attach, Finish, the watched ids): a thread's first driver
+  // call seen at depth 0 since then may be inside a runtime call that
+  // entered while the runtime's callbacks were off. Such a call's device
+  // records carry the runtime call's id, which no window recorded: the
+  // driver call must not wait for one. runtime_on_stack_ tells (once per
+  // thread and bump; RuntimeOnThisStack, a test's stand-in). One count for
+  // every collector of the process: a thread's last value never matches a
+  // new collector's (a fork child's, a test's) by chance.
+  static inline std::atomic<uint32_t> on_epoch_{0};
+  bool (*runtime_on_stack_)() = nullptr;
   // Bumped each time callbacks are narrowed to the watched ids, once the
   // others are off: a thread whose outermost call was not watched and
   // entered before it may never get that call's exit callback, so its depth

@@ -60,6 +60,8 @@ struct CallbackThread {
   // a flag left over from a runtime exit no callback saw expires).
   bool unseen_runtime = false;
   uint64_t unseen_windows = 0;
+  // The collector's on_epoch_ at this thread's last callback.
+  uint32_t on_epoch = 0;
 };
 
 namespace {
@@ -344,6 +346,19 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   if (t.unseen_runtime && (runtime || t.unseen_windows != windows_begun_.load(std::memory_order_relaxed))) {
     t.unseen_runtime = false;
   }
+  uint32_t on_epoch = on_epoch_.load(std::memory_order_relaxed);
+  if (t.on_epoch != on_epoch) {
+    t.on_epoch = on_epoch;
+    // The first callback on this thread since callbacks came on: a driver
+    // call at depth 0 may be one the runtime makes inside a call that
+    // entered while they were off (a thread preempted across a window's
+    // start). That runtime call is no window's, nor is its device work.
+    if (!runtime && t.runtime_depth == 0 && t.driver_depth == 0 && !t.unseen_runtime && runtime_on_stack_ != nullptr &&
+        runtime_on_stack_()) {
+      t.unseen_runtime = true;
+      t.unseen_windows = windows_begun_.load(std::memory_order_relaxed);
+    }
+  }
   bool outermost = runtime ? t.runtime_depth == 0 : t.runtime_depth == 0 && t.driver_depth == 0 && !t.unseen_runtime;
   if (runtime && t.runtime_depth++ == 0) t.runtime_correlation = info->correlationId;
   if (!runtime) ++t.driver_depth;
@@ -369,7 +384,7 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
   if (runtime || tls_correlation_id == 0) tls_correlation_id = info->correlationId;
   if (runtime && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaDeviceReset_v3020) api_.ActivityFlushAll(0);
   uint8_t traits = CallTraits(runtime, cbid);
-  bool nested = !runtime && t.runtime_depth > 0;
+  bool nested = !runtime && (t.runtime_depth > 0 || t.unseen_runtime);
   bool expects = !nested && (traits & kTraitExpectsRecord) != 0 &&
                  !((traits & kTraitCountsBytes) != 0 && MovesZeroBytes(runtime, cbid, info->functionParams));
   if (expects) t.expecting_correlation = info->correlationId;

@@ -19,6 +19,7 @@
 #include "agent/base/clock.h"
 #include "agent/base/hot_state.h"
 #include "agent/base/log.h"
+#include "agent/base/runtime_frames.h"
 #include "agent/steps/step_markers.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
@@ -211,6 +212,7 @@ void CuptiCollector::EnableCallbacks(bool enable) {
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020);
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice);
   callbacks_live_.store(enable, std::memory_order_release);
+  if (enable) on_epoch_.fetch_add(1, std::memory_order_release);
 }
 
 void CuptiCollector::SetCallbacks(bool enable) {
@@ -320,6 +322,7 @@ void CuptiCollector::EnableWatchedCallbacks() {
   for (const uint32_t* id = DriverWorkCallbackIds(); *id != 0; ++id) {
     if (Watched(/*runtime=*/false, *id)) api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, *id);
   }
+  on_epoch_.fetch_add(1, std::memory_order_release);
 }
 
 void CuptiCollector::NarrowToWatchedCallbacks() {
@@ -505,9 +508,12 @@ void CuptiCollector::TakeWrappedCalls(std::vector<uint32_t>* ids) {
 namespace prof {
 
 std::unique_ptr<DeviceCollector> MakeCuptiCollector() {
-  return std::make_unique<cupti::CuptiCollector>([](const Config& config, cupti::CuptiApi* api, std::string* cause) {
-    return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
-  });
+  auto collector =
+      std::make_unique<cupti::CuptiCollector>([](const Config& config, cupti::CuptiApi* api, std::string* cause) {
+        return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
+      });
+  collector->SetRuntimeOnStack(&RuntimeOnThisStack);
+  return collector;
 }
 
 }  // namespace prof

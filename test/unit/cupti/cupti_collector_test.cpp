@@ -710,6 +710,56 @@ TEST_CASE("a call in progress when every callback went off does not make the thr
   CHECK(sink.ids[0] == 5);
 }
 
+bool g_runtime_on_stack = false;
+bool RuntimeOnStackStandIn() { return g_runtime_on_stack; }
+
+TEST_CASE("a runtime call that entered while the callbacks were off is no window's, nor are its driver call's records",
+          "[collector]") {
+  // PROF_STEP=time: between windows every callback is off. A thread enters
+  // cudaMemcpyAsync then, is preempted, and the runtime's own cuMemcpyAsync
+  // reaches the callbacks once the next window turned them on: at depth 0,
+  // but inside a runtime call (a libcudart frame is on the stack). Its
+  // device record carries the runtime call's id (CUPTI's rule for copies
+  // made from the runtime), which no window recorded.
+  Harness h;
+  auto& c = h.Attached();
+  c.SetRuntimeOnStack(&RuntimeOnStackStandIn);
+  constexpr uint32_t kCopy = CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020;
+  constexpr uint32_t kDriverCopy = CUPTI_DRIVER_TRACE_CBID_cuMemcpyAsync;
+  c.Pause();  // no window begun: every callback off now
+  REQUIRE(fake::State().callbacks.empty());
+  fake::Enter(kRuntime, kCopy, 10);  // CUPTI calls nothing
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  g_runtime_on_stack = true;
+  fake::Enter(kDriver, kDriverCopy, 11);
+  g_runtime_on_stack = false;
+  fake::Exit(kDriver, kDriverCopy, 11);
+  fake::Exit(kRuntime, kCopy, 10);
+  uint64_t now = NowNs();
+  fake::Write(fake::Kernel(10, now + 1000, now + 5000, "_Z6kernelv"));
+  h.Launch(12);  // the window's own call, after the straddling one returned
+  Window w = h.Collect(start, NowNs());
+  CHECK(Correlations(w) == std::vector<uint32_t>{12});
+  CHECK(w.meta.losses.device_records_missing == 0);
+}
+
+TEST_CASE("a driver call at depth 0 with no runtime frame on the stack is the program's own and awaits its record",
+          "[collector]") {
+  Harness h;
+  auto& c = h.Attached();
+  c.SetRuntimeOnStack(&RuntimeOnStackStandIn);
+  c.Pause();
+  c.Attach(h.config);
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  g_runtime_on_stack = false;
+  fake::Call(kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 20);  // a driver-API program's launch
+  Window w = h.Collect(start, NowNs());
+  CHECK(w.meta.losses.device_records_missing == 1);  // awaited: its record never came
+}
+
 }  // namespace
 }  // namespace prof::cupti
 
