@@ -56,11 +56,13 @@ WORKLOADS = {
     # Many small launches between stream synchronizes.
     "syncs": ["train_loop", "--steps", "60", "--tiny", "--kernels-per-step", "40", "--sync-memset"],
     # Not here yet: multithread (eight threads launching into their own
-    # streams). Under heavy load (this test 10x beside the real-programs
-    # check) about one run in ten had a window with a call held but its
-    # kernel record neither in it nor counted, or a CUPTI-only call
-    # (__cudaPopCallConfiguration) absent uncounted: as if CUPTI's callbacks
-    # were off for a moment while the wrappers recorded. Not understood yet.
+    # streams). With two busy loops beside it about one run in six has a
+    # window without a call that only CUPTI's RUNTIME record shows (no
+    # callback: cudaGetLastError, __cudaPushCallConfiguration): the
+    # collection does not wait for records of calls it never saw enter, and
+    # while the threads keep kernels in flight the buffer holding that
+    # record is never complete, so an unforced flush does not deliver it
+    # before the window is sealed.
     # 2D/3D and symbol copies, host functions, graphs, managed memory,
     # pools: each family's synchronizing calls.
     "families": ["api_families", "--iterations", "60"],
@@ -104,16 +106,25 @@ def device_records(trace):
     return [e for e in trace["traceEvents"] if e.get("cat") in DEVICE_CATS]
 
 
-def clock_offset(windows, ops):
+def clock_offset(windows, ops, calls=()):
     """Trace time (Unix ns) minus truth time, from a device record: CUPTI
     times it on the agent clock (timestamp callback), the same instant the
-    truth log's reported clock gives."""
+    truth log's reported clock gives. Windows whose budget dropped every
+    device record: from a call instead, to within the few microseconds
+    between the wrapper's clock read and the sim's (calls given)."""
     for trace, _ in windows:
         base = trace["baseTimeNanoseconds"]
         for e in device_records(trace):
             for op in ops.get(e["args"].get("correlation"), []):
                 if op["type"] == DEVICE_CATS[e["cat"]]:
                     return base + round(e["ts"] * 1000) - op["start_rep_ns"]
+    by_corr = {c["correlation"]: c for c in calls}
+    for trace, _ in windows:
+        base = trace["baseTimeNanoseconds"]
+        for e in trace["traceEvents"]:
+            call = by_corr.get(e.get("args", {}).get("correlation")) if e.get("cat") in API_CATS else None
+            if call is not None and e.get("ph") == "X":
+                return base + round(e["ts"] * 1000) - call["start_rep_ns"]
     return None
 
 
@@ -272,8 +283,8 @@ class WhatAWindowCannotHoldIsCountedAndReported(unittest.TestCase):
             with self.subTest(mode=mode):
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.assertGreaterEqual(len(windows), 1, proc.stderr)
-                offset = clock_offset(windows, ops)
-                self.assertIsNotNone(offset, "no device record to align the clocks")
+                offset = clock_offset(windows, ops, calls)
+                self.assertIsNotNone(offset, "no device record or call to align the clocks")
                 absent_total = counted_total = 0
                 for trace, summary in windows:
                     first = trace["libprof"]["window"]["first_step"]
