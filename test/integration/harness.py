@@ -159,3 +159,13 @@ def main():
     if result.testsRun and len(result.skipped) == result.testsRun:
         sys.exit(77)
     sys.exit(0)
+
+
+def true_dur_ns(event):
+    """A slice's duration in ns as libprof measured it: a slice that overlaps
+    the one before it on its track is clipped to nest in the trace, and its
+    true duration kept in args["unclipped dur"] (what `prof` reads). Ops one
+    stream runs one after the other can overlap by microseconds on the
+    reported clock, whose map from the GPU's is re-measured as the process
+    runs (sampling jitter on a loaded machine)."""
+    return event.get("args", {}).get("unclipped dur", event["dur"]) * 1000
