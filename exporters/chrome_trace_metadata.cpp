@@ -169,6 +169,9 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   if (l.host_events_late != 0) {
     out.Raw(", "); out.Key("host_events_late"); out.UInt(l.host_events_late);
   }
+  if (l.api_records_missing != 0) {
+    out.Raw(", "); out.Key("api_records_missing"); out.UInt(l.api_records_missing);
+  }
   out.Char('}');
   // Exact step spans and what was still allocated: `prof summary` rebuilds
   // the window from these (ns relative to baseTimeNanoseconds).

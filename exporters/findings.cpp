@@ -168,6 +168,7 @@ class FindingsBuilder {
     part("calls whose host event came after the window was sealed (their thread was descheduled between the "
          "call's return and its record)",
          l.host_events_late);
+    part("calls whose own CUPTI record never came (what shows a call no wrapper recorded)", l.api_records_missing);
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
     part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
@@ -190,8 +191,10 @@ class FindingsBuilder {
     cure(l.device_records_missing || l.device_records_untimed,
          "the GPU work had not finished when the window was sealed: raise PROF_FLUSH_TIMEOUT_MS, or let the window "
          "end before the process does");
-    cure(l.host_events_late, "a busy machine: leave libprof's writer and the program's threads a core, or raise "
-                             "PROF_FLUSH_TIMEOUT_MS");
+    // Records that did come late, not dropped ones: a thread descheduled
+    // between a call's return and its record.
+    cure(l.host_events_late || (l.api_records_missing && !l.cupti_records_dropped && !l.device_records_dropped),
+         "a busy machine: leave libprof's writer and the program's threads a core, or raise PROF_FLUSH_TIMEOUT_MS");
     cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
     cure(l.unrecorded_start_ns != 0,
          "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");

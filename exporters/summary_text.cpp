@@ -246,6 +246,9 @@ void Losses(const Summary& s, std::string* out) {
   if (l.host_events_late != 0) {
     *out += Printf(", host events late %llu", static_cast<unsigned long long>(l.host_events_late));
   }
+  if (l.api_records_missing != 0) {
+    *out += Printf(", calls' CUPTI records missing %llu", static_cast<unsigned long long>(l.api_records_missing));
+  }
   if (l.nvtx_ranges_dropped != 0 || l.nvtx_names_dropped != 0) {
     *out += Printf(", NVTX ranges dropped %llu, NVTX names dropped %llu",
                    static_cast<unsigned long long>(l.nvtx_ranges_dropped),

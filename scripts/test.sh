@@ -8,11 +8,10 @@ scripts/setup-deps.sh
 scripts/build.sh
 (cd "${BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" "$@")
 # The short-window check again with every core busy beside it (one busy
-# loop per core), LOAD_TRIALS times (0, the default, skips; skipped when
+# loop per core), LOAD_TRIALS times (default 3, 0 skips; skipped when
 # CTest arguments choose a subset): a window edge that races libprof's own
-# threads on a loaded machine fails here. Off by default until a call only
-# CUPTI's RUNTIME record shows is awaited by its window (docs/testing.md).
-if [ "${LOAD_TRIALS:-0}" != 0 ] && [ "$#" -eq 0 ]; then
+# threads on a loaded machine fails here.
+if [ "${LOAD_TRIALS:-3}" != 0 ] && [ "$#" -eq 0 ]; then
   kept=$(mktemp -d /tmp/libprof-load-trials-XXXXXX)
   if ! scripts/load-trials.sh -n "${LOAD_TRIALS}" -o "$kept" agent_short_windows; then
     cat "$kept"/*.log

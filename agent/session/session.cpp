@@ -492,6 +492,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   if (range_mode_) job.meta.range_description = range_description_;
   job.meta.losses.unrecorded_start_ns = std::min(window_unrecorded_ns_, end_ns - window_start_ns_);
   job.steps = std::move(spans_);
+  job.steps_at_calls = !time_steps_;
   spans_.clear();
   job.live_at_end = allocs_->LiveSnapshot();
   // At exit the process is waiting on us: bound the wait for late records.

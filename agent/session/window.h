@@ -48,6 +48,10 @@ struct LossCounts {
   // event had not arrived when it was sealed (the thread descheduled between
   // the call's return and its record for longer than the writer waits).
   uint64_t host_events_late = 0;
+  // Calls of the window whose own RUNTIME/DRIVER record (what shows a call
+  // no wrapper recorded) had not come by the deadline, or never came
+  // after CUPTI dropped records.
+  uint64_t api_records_missing = 0;
   // Time steps: how long after the window's first step began recording was
   // actually on (the agent thread, which turns it on at step boundaries, ran
   // that late). Calls made in that stretch are not in the window.

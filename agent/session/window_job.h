@@ -32,6 +32,12 @@ struct WindowJob {
   // Logged at info before the "written" line, only if the window's files
   // are written (Session::written_note_).
   std::string written_note;
+  // The step boundaries were taken at calls (a step marker, a range edge),
+  // not read off a clock (PROF_STEP=time:): the writer moves one that falls
+  // inside a call only CUPTI timed to the call's nearer end
+  // (AlignStepsWithCuptiCalls). A time step's boundary may truly fall
+  // inside a call.
+  bool steps_at_calls = false;
 };
 
 // The writer's side of the seam, so the session can be tested with a fake.

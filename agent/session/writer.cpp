@@ -146,7 +146,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
       std::sort(w.host_events.begin(), w.host_events.end(), before);
     }
   }
-  AlignStepsWithCuptiCalls(&w);
+  if (job.steps_at_calls) AlignStepsWithCuptiCalls(&w);
   if (deps.allocs != nullptr) w.alloc_samples = deps.allocs->TakeSamples(start, end, &w.meta.losses.alloc_samples_dropped);
   if (deps.nvtx != nullptr) w.nvtx_ranges = deps.nvtx->Take(start, end, &w.meta.losses.nvtx_ranges_dropped);
   if (deps.collectives != nullptr) {

@@ -45,7 +45,9 @@ struct WriterDeps {
 // before its boundary, a synchronize that ends one may end a little after.
 // A step boundary inside such a call on the main thread moves to the call's
 // nearer end, so the trace's step slices and the summary's per-step rows hold
-// the marking call in the step it belongs to. Part of SealWindow.
+// the marking call in the step it belongs to. Part of SealWindow, for steps
+// taken at calls only (WindowJob::steps_at_calls): a time step's boundary
+// is read off the clock and may truly fall inside a call.
 void AlignStepsWithCuptiCalls(Window* w);
 
 // Builds the sealed Window for a job: device records first (that wait is

@@ -94,6 +94,8 @@ class CuptiCollector final : public DeviceCollector {
   size_t decoded_capacity() const { return max_pending_; }
   // Raw buffers whose pages were handed back after decoding (0 before attach).
   uint64_t raw_buffers_evicted() const { return pool_ ? pool_->evictions() : 0; }
+  // Records of calls with no callback that came after their window was sealed.
+  uint64_t late_api_records() const { return late_api_records_.load(std::memory_order_relaxed); }
   const ClockMap& clock() const { return clock_; }
   static constexpr uint32_t kProbeStepsForTest = 3;
 
@@ -388,6 +390,23 @@ class CuptiCollector final : public DeviceCollector {
   uint64_t dropped_at_attach_ = 0;           // cupti_dropped_ at Attach
   std::atomic<uint64_t> warmup_dropped_{0};  // to subtract at the next collect
   uint64_t dropped_reported_ = 0;            // decode_mutex_: charged to windows or warmup so far
+  uint64_t refused_reported_ = 0;            // writer thread: pool refusals when the last window was sealed
+  // Since the last window was sealed, a buffer request was refused or CUPTI
+  // counted drops: a record not delivered yet may never come (writer thread).
+  bool MayHaveDroppedRecords() const;
+  // Writer thread: a forced flush, and the buffers it delivered decoded.
+  void ForceFlushAndDrain();
+  // No window after the one being collected has begun recording: a forced
+  // flush would untime only the work of calls between windows.
+  bool NoLaterWindowRecords() const;
+  // The id is one whose calls get callbacks while a window records (so
+  // the registry awaits their records).
+  static bool HasCallbackWhileRecording(bool runtime, uint32_t cbid);
+  // decode_mutex_: the window sealed last, and records of calls with no
+  // callback that came after it was written (a warning, and a count at exit).
+  uint64_t sealed_start_ns_ = 0;
+  uint64_t sealed_end_ns_ = 0;
+  std::atomic<uint64_t> late_api_records_{0};
 };
 
 }  // namespace prof::cupti

@@ -49,13 +49,14 @@ BufferPool::~BufferPool() {
   for (uint8_t* buffer : scratch_) FreeBuffer(buffer, buffer_bytes_);
 }
 
-uint8_t* BufferPool::Acquire() {
+uint8_t* BufferPool::Acquire(uint64_t now_ns) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Resident buffers first: an evicted one costs page faults to refill.
   for (std::vector<uint8_t*>* list : {&free_, &evicted_}) {
     if (!list->empty()) {
       uint8_t* buffer = list->back();
       list->pop_back();
+      held_.emplace_back(buffer, now_ns);
       return buffer;
     }
   }
@@ -63,6 +64,7 @@ uint8_t* BufferPool::Acquire() {
     uint8_t* buffer = AllocateBuffer(buffer_bytes_);
     if (buffer != nullptr) {
       all_.push_back(buffer);
+      held_.emplace_back(buffer, now_ns);
       return buffer;
     }
   }
@@ -92,6 +94,7 @@ void BufferPool::Release(uint8_t* buffer, size_t used_bytes, bool evict) {
     // (two rotate), and their records are only counted, never read.
     if (std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end()) return;
     if (std::find(all_.begin(), all_.end(), buffer) == all_.end()) return;  // not ours
+    std::erase_if(held_, [buffer](const auto& h) { return h.first == buffer; });
   }
   // Outside the lock (a system call, a memset): the buffer is nobody's until
   // pushed.
@@ -109,6 +112,11 @@ void BufferPool::Release(uint8_t* buffer, size_t used_bytes, bool evict) {
 bool BufferPool::IsScratch(const uint8_t* buffer) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return std::find(scratch_.begin(), scratch_.end(), buffer) != scratch_.end();
+}
+
+bool BufferPool::HeldSince(uint64_t t_ns) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::any_of(held_.begin(), held_.end(), [t_ns](const auto& h) { return h.second < t_ns; });
 }
 
 size_t BufferPool::allocated_bytes() const {

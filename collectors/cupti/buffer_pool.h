@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace prof::cupti {
@@ -28,7 +29,8 @@ class BufferPool {
   BufferPool& operator=(const BufferPool&) = delete;
 
   // A buffer of buffer_bytes(), or nullptr / a scratch buffer past the cap.
-  uint8_t* Acquire();
+  // now_ns: when CUPTI asked (HeldSince).
+  uint8_t* Acquire(uint64_t now_ns = 0);
   // Gives a buffer back (pool or scratch) once its records are read, zeroed
   // again: every buffer Acquire hands out is all zeros (fresh pages, and
   // here the used_bytes CUPTI wrote are cleared), which is what lets the
@@ -38,6 +40,11 @@ class BufferPool {
   // buffer costs no memory until CUPTI fills it again.
   void Release(uint8_t* buffer, size_t used_bytes, bool evict = false);
   bool IsScratch(const uint8_t* buffer) const;
+  // A pool buffer handed out before t_ns is not back yet: records written
+  // before t_ns may still be in CUPTI's hands (one it is filling, or one
+  // holding a record of device work still running, which a plain flush
+  // keeps).
+  bool HeldSince(uint64_t t_ns) const;
 
   size_t buffer_bytes() const { return buffer_bytes_; }
   size_t cap_bytes() const { return buffer_bytes_ * max_buffers_; }
@@ -58,6 +65,7 @@ class BufferPool {
   std::vector<uint8_t*> free_;     // pool buffers not held by CUPTI, pages resident
   std::vector<uint8_t*> evicted_;  // pool buffers not held by CUPTI, pages given back
   std::vector<uint8_t*> scratch_;  // fixed, allocated on first need
+  std::vector<std::pair<uint8_t*, uint64_t>> held_;  // pool buffers CUPTI has, with when it asked
   size_t next_scratch_ = 0;
   uint64_t refused_ = 0;
   uint64_t evictions_ = 0;

@@ -13,6 +13,7 @@
 #include "agent/base/thread_id.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
+#include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/collector_parts.h"
 #include "collectors/cupti/record_order.h"
 
@@ -45,8 +46,11 @@ bool IsDeviceWork(const DeviceRecord& r) {
 }
 
 // How long a window waits, once all its calls returned, for API records
-// still not delivered (they are written as a call returns; CUPTI may have
-// dropped them).
+// still not delivered when CUPTI may have dropped them (a buffer request
+// refused, or CUPTI counted drops): those never come. With no drop possible
+// they do come (CUPTI writes a call's record as it returns, after its exit
+// callback: a thread preempted in between delivers it late), and the window
+// waits for them until its deadline.
 constexpr uint64_t kApiRecordGraceNs = 50'000'000;
 
 bool IsApiRecord(const DeviceRecord& r) {
@@ -154,12 +158,46 @@ void CuptiCollector::ReadCuptiDropsLocked() {
   }
 }
 
+bool CuptiCollector::HasCallbackWhileRecording(bool runtime, uint32_t cbid) {
+  // libprof's own device queries are subscribed while recording too
+  // (EnableCallbacks); an application's call of them is awaited.
+  if (cbid == (runtime ? CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020 : CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice)) {
+    return true;
+  }
+  for (const uint32_t* id = runtime ? RuntimeCallbackIds() : DriverWorkCallbackIds(); *id != 0; ++id) {
+    if (*id == cbid) return true;
+  }
+  return false;
+}
+
+void CuptiCollector::ForceFlushAndDrain() {
+  {
+    std::lock_guard<std::mutex> control(control_mutex_);
+    FlushLocked(/*forced=*/true);
+  }
+  std::lock_guard<std::mutex> decode(decode_mutex_);
+  DrainCompletedLocked();
+}
+
+bool CuptiCollector::NoLaterWindowRecords() const {
+  // This window is the last one begun, and no window recorded since its
+  // pause (an Attach would have made the state kAttached again).
+  CollectorState state = state_.load(std::memory_order_acquire);
+  return windows_begun_.load(std::memory_order_acquire) <= windows_collected_.load(std::memory_order_acquire) + 1 &&
+         (state == CollectorState::kPaused || state == CollectorState::kFinishing);
+}
+
+bool CuptiCollector::MayHaveDroppedRecords() const {
+  return pool_->refused() != refused_reported_ ||
+         cupti_dropped_.load(std::memory_order_relaxed) != dropped_reported_;
+}
+
 void CuptiCollector::OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
   // No locks but the pool's leaf mutex: CUPTI may ask from inside a flush
   // that holds control_mutex_.
   *max_records = 0;
   if (!pool_) return;
-  *buffer = pool_->Acquire();
+  *buffer = pool_->Acquire(NowNs());
   *size = *buffer != nullptr ? pool_->buffer_bytes() : 0;
 }
 
@@ -195,6 +233,17 @@ void CuptiCollector::DrainCompletedLocked() {
       // after recording resumed), or its window was sealed already. No
       // window holds that call, so none holds its record.
       launch_ns = 0;
+    }
+    if (IsApiRecord(record) && launch_ns >= sealed_start_ns_ && launch_ns < sealed_end_ns_ &&
+        !HasCallbackWhileRecording(static_cast<DeviceKind>(record.kind) == DeviceKind::kRuntimeApi, record.cbid)) {
+      // A call with no callback of the window sealed last, whose record came
+      // after the window was written: not silent (awaited calls' records
+      // are counted missing when their window is sealed).
+      if (late_api_records_.fetch_add(1, std::memory_order_relaxed) == 0) {
+        Log().warn("a call's CUPTI record came after its window was written (its thread was descheduled between the "
+                   "call's return and the record, a busy machine); such records are counted and logged at exit");
+      }
+      return;
     }
     if (pending_.slots() >= max_pending_) pending_.Compact();
     if (pending_.slots() >= max_pending_) {
@@ -291,11 +340,22 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   // Without this a call's record could miss its window's grace and then be
   // no window's (a loaded run of many threads lost one now and then).
   bool force_flush = false;
+  // Calls with no callback (cudaGetLastError, the launch configuration
+  // calls) are not awaited, but their records are the window's too: by
+  // settled_ns those made before end_ns have been written (a thread
+  // descheduled for longer between such a call's return and CUPTI writing
+  // its record delivers it after its window was sealed: counted then).
+  uint64_t settled_ns = end_ns + ((config_.activities & (kActRuntime | kActDriver)) != 0 ? kApiRecordGraceNs : 0);
+  uint64_t forced_ns = 0;      // the last forced flush: what CUPTI wrote before it is delivered
+  bool force_if_last = false;  // force, if no later window records (checked under the lock Attach takes)
+  LaunchRegistry::Pending pending;
   for (;;) {
-    LaunchRegistry::Pending pending;
     {
       std::lock_guard<std::mutex> control(control_mutex_);
-      FlushLocked(/*forced=*/force_flush);
+      bool force = force_flush || (force_if_last && NoLaterWindowRecords());
+      force_if_last = false;
+      FlushLocked(/*forced=*/force);
+      if (force) forced_ns = NowNs();
     }
     {
       std::lock_guard<std::mutex> decode(decode_mutex_);
@@ -305,8 +365,9 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     bool timed_out = NowNs() >= deadline_ns;
     // Every call of the window returned, so all its device work is enqueued:
     // recording may stop (if the window's end paused it). Records of what is
-    // enqueued keep coming.
-    if (!stopped && (pending.in_progress == 0 || timed_out)) {
+    // enqueued keep coming. Not before settled_ns: a call with no callback
+    // still running (its thread descheduled) would lose its record.
+    if (!stopped && ((pending.in_progress == 0 && NowNs() >= settled_ns) || timed_out)) {
       std::lock_guard<std::mutex> control(control_mutex_);
       stopped = StopIfPausedLocked(/*collecting=*/true);
       if (stopped) continue;  // flush and look again at once
@@ -315,9 +376,33 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     // as each call returns) are in. API records CUPTI dropped never come: once
     // every call returned, they get a short grace, not the whole deadline.
     if (pending.in_progress == 0 && returned_ns == 0) returned_ns = NowNs();
-    bool api_done = pending.api_records == 0 || (returned_ns != 0 && NowNs() - returned_ns > kApiRecordGraceNs);
-    if ((outstanding == 0 && pending.in_progress == 0 && api_done) || timed_out) break;
+    bool api_done = pending.api_records == 0 ||
+                    (returned_ns != 0 && NowNs() - returned_ns > kApiRecordGraceNs && MayHaveDroppedRecords());
+    bool awaited_in = outstanding == 0 && pending.in_progress == 0 && api_done;
+    // A record of a call with no callback, written by settled_ns, may sit in
+    // a buffer CUPTI still holds: one it fills, or one that also holds a
+    // record of device work still running, which a plain flush keeps back
+    // until that work ends (CUPTI's documented flush). So the window is
+    // complete once every buffer CUPTI had by then came back, or a forced
+    // flush ran after it.
+    bool settled = NowNs() >= settled_ns;
+    bool held = forced_ns < settled_ns && pool_->HeldSince(settled_ns);
+    if (awaited_in && settled && !held) break;
+    if (timed_out) {
+      // Out of time with a buffer still out: force it out. Records of work
+      // still running come untimed, and are counted by their windows.
+      if (held) ForceFlushAndDrain();
+      break;
+    }
     force_flush = outstanding == 0 && pending.in_progress == 0 && pending.api_records > 0;
+    // A forced flush costs nothing when no later window records: what it
+    // delivers untimed is of calls between windows. Else a later window's
+    // work in flight would lose its times, so the window waits for CUPTI to
+    // hand the buffer over by itself (full, or its work done).
+    if (awaited_in && settled && NoLaterWindowRecords()) {
+      force_if_last = true;
+      continue;  // at once: nothing else is awaited
+    }
     // Detached (the process is exiting): the detach's forced flush was the
     // last delivery, just decoded; waiting longer would only cost the window
     // the exit path's bounded wait for the writer.
@@ -330,13 +415,9 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     // The last window: force out what CUPTI still holds (half-filled
     // buffers), since nothing more will come after the detach.
-    {
-      std::lock_guard<std::mutex> control(control_mutex_);
-      FlushLocked(/*forced=*/true);
-    }
+    ForceFlushAndDrain();
     std::lock_guard<std::mutex> decode(decode_mutex_);
-    DrainCompletedLocked();
-    outstanding = registry_->Outstanding(start_ns, end_ns);
+    outstanding = registry_->Outstanding(start_ns, end_ns, &pending);
   }
 
   std::lock_guard<std::mutex> decode(decode_mutex_);
@@ -353,6 +434,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   wrapped_ids_.clear();
   registry_->WrappedCalls(start_ns, end_ns, &wrapped_ids_);
   registry_->ForgetBefore(end_ns);
+  sealed_start_ns_ = start_ns;
+  sealed_end_ns_ = end_ns;
   // Built records of sealed windows: CUPTI's own of them, if any came late,
   // belong to no window now.
   if (!synth_ids_.empty()) {
@@ -364,6 +447,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
 
   LossCounts& losses = out->meta.losses;
   losses.device_records_missing += outstanding;
+  losses.api_records_missing += pending.api_records;
+  refused_reported_ = pool_->refused();
   losses.device_records_dropped += own_dropped_;
   std::erase_if(untimed_launch_ns_, [&](uint64_t launch_ns) {
     if (launch_ns >= end_ns) return false;  // a later window's

@@ -210,6 +210,9 @@ void CuptiCollector::OnExitImpl() {
   // A forked child must not touch the parent's CUPTI session.
   if (getpid() != subscribed_pid_) return;
   exited_.store(true, std::memory_order_release);
+  if (uint64_t late = late_api_records_.load(std::memory_order_relaxed); late != 0) {
+    Log().info("{} CUPTI records of calls came after their window was written; those windows lack them", late);
+  }
   // The exit path must not wait long: if a window is being collected (the
   // writer holds control_mutex_ while flushing), give it a moment, then go.
   std::unique_lock<std::mutex> lock(control_mutex_, std::defer_lock);

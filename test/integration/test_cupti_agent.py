@@ -163,13 +163,14 @@ class ThroughTheAgent(unittest.TestCase):
 class RepeatedWindows(unittest.TestCase):
     """PROF_REPEAT=2: CUPTI is paused between the windows and attached again;
     each window holds its own steps' work and nothing of the other's. Steps
-    last 50 ms here, so the wait step outlasts the first window's records:
-    recording stops once they are in (not at the step boundary, when calls
-    of the window may still be running) and before the next warmup."""
+    last 100 ms here, so the wait step outlasts the first window's records:
+    recording stops once they are in and 50 ms have passed since the window's
+    end (not at the step boundary, when calls of the window may still be
+    running, one with no callback unseen) and before the next warmup."""
 
     def test_each_window_holds_only_its_own_steps_work(self):
         schedule = dict(PROF_STEP="manual", PROF_WAIT=1, PROF_WARMUP=1, PROF_ACTIVE=2, PROF_REPEAT=2)
-        r = run_train_loop(schedule=schedule, args=("--host-sleep-us", "50000"))
+        r = run_train_loop(schedule=schedule, args=("--host-sleep-us", "100000"))
         require_agent(r)
         self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
         self.assertEqual(len(r.traces), 2)

@@ -333,6 +333,7 @@ class Reader {
       l.nvtx_names_dropped = get("nvtx_names_dropped");
       l.unrecorded_start_ns = get("unrecorded_start_ns");
       l.host_events_late = get("host_events_late");
+      l.api_records_missing = get("api_records_missing");
     }
     JsonValue config = l.Get("config");
     for (JsonValue v = config.is_object() ? config.first() : JsonValue(); v.valid(); v = config.next(v)) {

@@ -155,6 +155,8 @@ TEST_CASE("a time step acted on after its window began reports the stretch it di
   for (uint64_t k = 0; k < 4; ++k) on_time.Step(soon + (k + 1) * c.step_time_ns);
   REQUIRE(writer2.windows.size() == 1);
   CHECK(writer2.windows[0].meta.losses.unrecorded_start_ns == 0);
+  // Boundaries read off the clock: the writer leaves them where they are.
+  CHECK_FALSE(writer2.windows[0].steps_at_calls);
 }
 
 TEST_CASE("a window open from the agent's start reports no unrecorded stretch (attaching took the time)", "[session]") {
@@ -176,6 +178,7 @@ TEST_CASE("marker steps start with recording on: no unrecorded stretch", "[sessi
   h.StepTo(5);
   REQUIRE(h.writer.windows.size() == 1);
   CHECK(h.writer.windows[0].meta.losses.unrecorded_start_ns == 0);
+  CHECK(h.writer.windows[0].steps_at_calls);  // taken at calls: aligned with CUPTI's times of them
 }
 
 TEST_CASE("exit outside a window writes nothing and explains which variable to change", "[session]") {

@@ -2,11 +2,14 @@
 // records, timed by CUPTI outside the callback that observed the step marker:
 // AlignStepsWithCuptiCalls moves a step boundary that falls inside such a
 // call to the call's nearer end, and leaves wrapped calls and other threads'
-// calls alone.
+// calls alone. Only steps taken at calls move: a time step's boundary is
+// read off the clock and may truly fall inside a call.
 #include <catch2/catch.hpp>
 
 #include "agent/session/window.h"
+#include "agent/session/window_job.h"
 #include "agent/session/writer.h"
+#include "fakes.h"
 
 namespace prof {
 namespace {
@@ -61,6 +64,26 @@ TEST_CASE("wrapped calls and other threads' calls leave the boundaries where the
   CHECK(w.steps[1].start_ns == 2'000);
   CHECK(w.steps[1].end_ns == 3'000);
   CHECK(w.steps[2].start_ns == 3'000);
+}
+
+TEST_CASE("sealing moves boundaries of steps taken at calls, never those of time steps", "[writer]") {
+  for (bool at_calls : {true, false}) {
+    testing::FakeCollector collector;
+    collector.records.push_back(Api(1'990, 2'400, 60));  // straddles the boundary at 2'000
+    WriterDeps deps;
+    deps.collector = &collector;
+    WindowJob job;
+    job.meta.pid = kPid;
+    job.meta.start_ns = 1'000;
+    job.meta.end_ns = 4'000;
+    job.steps = ThreeSteps().steps;
+    job.steps_at_calls = at_calls;
+    Window w = SealWindow(std::move(job), deps);
+    INFO("steps taken at calls: " << at_calls);
+    REQUIRE(w.steps.size() == 3);
+    CHECK(w.steps[0].end_ns == (at_calls ? 1'990u : 2'000u));
+    CHECK(w.steps[1].start_ns == (at_calls ? 1'990u : 2'000u));
+  }
 }
 
 }  // namespace

@@ -941,4 +941,151 @@ TEST_CASE("without cuptiActivityEnableRuntimeApi, or when CUPTI refuses it, ever
   CHECK(ApiRecordsOf(w, 3).size() == 1);
 }
 
+TEST_CASE("a call's own RUNTIME record written long after its exit callback is still its window's", "[collector]") {
+  // CUPTI writes a call's record after the exit callback: a thread
+  // preempted in between (a loaded machine) delivers it late. With nothing
+  // dropped the record will come, so the window waits for it.
+  Harness h;
+  h.Attached();
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kSync, 7);  // no record at its exit
+  uint64_t returned = NowNs();
+  uint64_t end = NowNs();
+  bool written = false;
+  fake::State().before_flush = [&] {
+    if (written || NowNs() < returned + 150'000'000) return;
+    fake::Write(fake::RuntimeApi(7, kSync, start, returned));
+    written = true;
+  };
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/3'000'000'000);
+  uint64_t waited = NowNs() - before;
+  CHECK(ApiRecordsOf(w, 7).size() == 1);
+  CHECK(w.meta.losses.api_records_missing == 0);
+  CHECK(waited >= 140'000'000);
+  CHECK(waited < 2'500'000'000);  // done once it came, not at the deadline
+}
+
+TEST_CASE("a call whose own RUNTIME record never comes is counted missing at the deadline", "[collector]") {
+  Harness h;
+  h.Attached();
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kSync, 8);  // no record, ever
+  uint64_t end = NowNs();
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/200'000'000);
+  CHECK(NowNs() - before >= 200'000'000);
+  CHECK(ApiRecordsOf(w, 8).empty());
+  CHECK(w.meta.losses.api_records_missing == 1);
+  // The next window starts afresh: nothing of this one is still awaited.
+  uint64_t next = NowNs();
+  Window w2 = h.Collect(next, NowNs(), /*wait_ns=*/200'000'000);
+  CHECK(w2.meta.losses.api_records_missing == 0);
+}
+
+TEST_CASE("once CUPTI dropped records, a RUNTIME record not delivered gets a short grace, not the deadline",
+          "[collector]") {
+  Harness h;
+  h.Attached();
+  uint64_t start = NowNs();
+  fake::Call(kRuntime, kSync, 9);  // its record was among those dropped
+  fake::State().dropped = 3;
+  uint64_t end = NowNs();
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/5'000'000'000);
+  CHECK(NowNs() - before < 4'000'000'000);
+  CHECK(w.meta.losses.cupti_records_dropped == 3);
+  CHECK(w.meta.losses.api_records_missing == 1);
+}
+
+// A call with no callback (cudaGetLastError): CUPTI writes its record, and
+// nothing awaits it. It sits in the buffer CUPTI fills, which a plain flush
+// keeps while that buffer also holds work still running.
+uint64_t UnwatchedCallInBuffer(Harness& h, uint32_t correlation_id) {
+  fake::State().plain_flush_keeps_current = true;
+  uint64_t now = NowNs();
+  fake::Write(fake::RuntimeApi(correlation_id, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, now, now + 100));
+  (void)h;
+  return now;
+}
+
+TEST_CASE("a record of a call with no callback, in a buffer CUPTI keeps, is forced out when no later window records",
+          "[collector]") {
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  UnwatchedCallInBuffer(h, 21);
+  uint64_t end = NowNs();
+  c.Pause();
+  int forced_before = fake::State().forced_flushes;
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/3'000'000'000);
+  CHECK(ApiRecordsOf(w, 21).size() == 1);
+  CHECK(fake::State().forced_flushes == forced_before + 1);
+  CHECK(NowNs() - before < 2'000'000'000);  // at once, not at the deadline
+}
+
+TEST_CASE("while a later window records, the buffer is awaited rather than forced out", "[collector]") {
+  // A forced flush would hand over the later window's work still running
+  // without its times.
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  UnwatchedCallInBuffer(h, 22);
+  uint64_t end = NowNs();
+  c.Pause();
+  c.Attach(h.config);  // the next window: warmup, then recording
+  c.BeginRecord(NowNs());
+  uint64_t full_at = NowNs() + 100'000'000;  // CUPTI retires the buffer then (full, its work done)
+  fake::State().before_flush = [full_at] {
+    if (NowNs() >= full_at) fake::RetireCurrent();
+  };
+  int forced_before = fake::State().forced_flushes;
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/3'000'000'000);
+  uint64_t waited = NowNs() - before;
+  CHECK(ApiRecordsOf(w, 22).size() == 1);
+  CHECK(fake::State().forced_flushes == forced_before);
+  CHECK(waited >= 90'000'000);
+  CHECK(waited < 2'000'000'000);
+}
+
+TEST_CASE("a buffer still held at the deadline is forced out then, so the record is in its window", "[collector]") {
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  UnwatchedCallInBuffer(h, 23);
+  uint64_t end = NowNs();
+  c.Pause();
+  c.Attach(h.config);
+  c.BeginRecord(NowNs());
+  int forced_before = fake::State().forced_flushes;
+  uint64_t before = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/200'000'000);
+  CHECK(NowNs() - before >= 200'000'000);
+  CHECK(ApiRecordsOf(w, 23).size() == 1);
+  CHECK(fake::State().forced_flushes == forced_before + 1);
+}
+
+TEST_CASE("a record of a call with no callback that comes after its window was sealed is counted, in no window",
+          "[collector]") {
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  uint64_t made = NowNs();  // the call; its thread is descheduled before CUPTI writes the record
+  uint64_t end = NowNs();
+  Window first = h.Collect(start, end);
+  CHECK(first.device_records.empty());
+  CHECK(c.late_api_records() == 0);
+  fake::Write(fake::RuntimeApi(31, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, made, made + 10));
+  uint64_t next = NowNs();
+  Window second = h.Collect(next, NowNs());
+  CHECK(ApiRecordsOf(second, 31).empty());
+  CHECK(c.late_api_records() == 1);
+}
+
 }  // namespace prof::cupti

@@ -153,8 +153,14 @@ CUptiResult GetNextRecord(uint8_t* buffer, size_t valid, CUpti_Activity** record
 CUptiResult FlushAll(uint32_t flag) {
   ++g_state->flushes;
   if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) ++g_state->forced_flushes;
-  // Like CUPTI: a flush hands over the buffer being filled too.
-  if (g_state->buffer != nullptr && g_state->buffer_used > 0) RetireCurrent();
+  if (g_state->before_flush) g_state->before_flush();
+  // Like CUPTI: a flush hands over the buffer being filled too (unless it
+  // stands for one holding work still running, which only a forced flush
+  // hands over).
+  bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
+  if (g_state->buffer != nullptr && g_state->buffer_used > 0 && (forced || !g_state->plain_flush_keeps_current)) {
+    RetireCurrent();
+  }
   auto retired = std::move(g_state->retired);
   g_state->retired.clear();
   for (auto& [buffer, used] : retired) {

@@ -43,6 +43,13 @@ struct CuptiState {
   // Called by cuptiEnableCallback before it takes effect: another thread's
   // callbacks in the middle of the collector's enabling or disabling.
   std::function<void(CUpti_CallbackDomain, uint32_t cbid, uint32_t enable)> before_enable_callback;
+  // Called by cuptiActivityFlushAll before it hands buffers over, on the
+  // flushing thread: records that become ready late (a thread preempted
+  // between a call's exit callback and CUPTI writing its record).
+  std::function<void()> before_flush;
+  // A plain flush keeps the buffer being filled, as CUPTI keeps one that
+  // holds a record of device work still running; a forced one hands it over.
+  bool plain_flush_keeps_current = false;
 
   // What the collector did.
   int subscribe_calls = 0;

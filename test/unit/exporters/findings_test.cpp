@@ -260,6 +260,25 @@ TEST_CASE("data-loss fires when a window's start was not recorded, saying how lo
   CHECK(evidence.find("first 1.250 ms not recorded") != std::string::npos);
 }
 
+TEST_CASE("data-loss counts calls whose CUPTI record never came, and advises by cause", "[findings]") {
+  auto data_loss = [](const Window& w) {
+    for (const Finding& f : ComputeSummary(w).findings) {
+      if (f.id == "data-loss") return f;
+    }
+    return Finding{};
+  };
+  WindowBuilder b = Loop(2, 1, 100'000);
+  b.window().meta.losses.api_records_missing = 2;
+  Finding late = data_loss(b.Build());
+  CHECK(late.evidence.find("2 calls whose own CUPTI record never came") != std::string::npos);
+  CHECK(late.advice.find("a busy machine") != std::string::npos);
+  // Dropped by CUPTI: that cause's advice, not the busy machine's.
+  b.window().meta.losses.cupti_records_dropped = 4;
+  Finding dropped = data_loss(b.Build());
+  CHECK(dropped.advice.find("CUPTI's own buffers overflowed") != std::string::npos);
+  CHECK(dropped.advice.find("a busy machine") == std::string::npos);
+}
+
 TEST_CASE("interception-only fires when there are no GPU timings, with the cause", "[findings]") {
   WindowBuilder b = Loop(2, 1, 100'000);
   CHECK_FALSE(Fires(b.Build(), "interception-only"));

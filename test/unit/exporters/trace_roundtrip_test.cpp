@@ -21,6 +21,7 @@ Window Busy() {
   b.window().meta.config = {{"PROF_STEP", "sync"}};
   b.window().meta.losses.device_records_missing = 2;
   b.window().meta.losses.nvtx_names_dropped = 5;
+  b.window().meta.losses.api_records_missing = 3;
   b.window().meta.rank_known = true;
   b.window().meta.rank = 2;
   b.window().meta.world_size = 4;
@@ -93,6 +94,7 @@ void CheckSameSummary(const Summary& a, const Summary& b) {
   CHECK(a.meta.losses.device_records_missing == b.meta.losses.device_records_missing);
   CHECK(b.meta.losses.nvtx_names_dropped == 5);
   CHECK(a.meta.losses.nvtx_names_dropped == b.meta.losses.nvtx_names_dropped);
+  CHECK(b.meta.losses.api_records_missing == 3);
 }
 
 TEST_CASE("a libprof trace read back gives the agent's summary, number for number", "[roundtrip]") {
