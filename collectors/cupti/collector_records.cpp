@@ -404,9 +404,15 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
       continue;  // at once: nothing else is awaited
     }
     // Detached (the process is exiting): the detach's forced flush was the
-    // last delivery, just decoded; waiting longer would only cost the window
-    // the exit path's bounded wait for the writer.
-    if (state_.load(std::memory_order_acquire) == CollectorState::kDetached) break;
+    // last delivery; waiting longer would only cost the window the exit
+    // path's bounded wait for the writer. It may have come after this
+    // round's decoding: decode it, then stop.
+    if (state_.load(std::memory_order_acquire) == CollectorState::kDetached) {
+      std::lock_guard<std::mutex> decode(decode_mutex_);
+      DrainCompletedLocked();
+      outstanding = registry_->Outstanding(start_ns, end_ns, &pending);
+      break;
+    }
     // Records still on their way (GPU busy, CUPTI's worker): poll, bounded,
     // backing off to 16 ms (each poll flushes and scans the window's calls).
     std::this_thread::sleep_for(poll);

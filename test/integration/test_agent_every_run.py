@@ -151,6 +151,29 @@ class EveryRunWritesAWindow(unittest.TestCase):
                 # The run went on past the window.
                 self.assertGreater(len(truth_kernels(truth, trace["libprof"]["pid"])), len(got))
 
+    def test_threads_that_end_with_the_process_leave_their_window_whole(self):
+        # Eight threads launching into their own streams: window 0 ends at
+        # auto's event limit with thousands of kernels queued, and the
+        # process ends right after, while the writer still collects it. The
+        # records the exit path's forced flush delivers are the window's:
+        # none may be counted missing. No truth log: writing it slows the
+        # program enough that the window is collected before the exit.
+        for mode in harness.INJECTION_MODES:
+            with self.subTest(mode=mode):
+                out = os.path.join(harness.scratch_dir(self, "everyrun-"), "out")
+                env = harness.sim_env(PROF_OUTPUT_DIR=out)
+                env[mode] = harness.LIBPROF_SO
+                proc = harness.run([os.path.join(harness.WORKLOAD_DIR, "multithread"), "--threads", "8",
+                                    "--launches", "3000"], env, timeout=180)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                traces = glob.glob(os.path.join(out, "*.pt.trace.json"))
+                self.assertEqual(len(traces), 1, proc.stderr)
+                with open(traces[0]) as f:
+                    trace = json.load(f)
+                losses = trace["libprof"]["losses"]
+                self.assertEqual({k: v for k, v in losses.items() if v and k != "unrecorded_start_ns"}, {})
+                self.assertGreater(sum(e.get("cat") == "kernel" for e in trace["traceEvents"]), 1000)
+
     def test_a_found_loop_writes_only_the_schedules_window(self):
         for mode in harness.INJECTION_MODES:
             with self.subTest(mode=mode):
