@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agent/session/events.h"
+#include "agent/session/take_window.h"
 
 namespace prof {
 
@@ -27,7 +28,10 @@ class CollectiveStore {
  public:
   explicit CollectiveStore(size_t max_calls = 1u << 18) : max_calls_(max_calls) {}
   void SetCapacity(size_t max_calls);
-  void WindowOpens(uint64_t begin_ns) { window_begin_ns_.store(begin_ns, std::memory_order_relaxed); }
+  void WindowOpens(uint64_t begin_ns) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.Opens(begin_ns);
+  }
   void Add(const CollectiveCall& call);
   // Calls that started in [begin_ns, end_ns); older ones are dropped.
   std::vector<CollectiveCall> Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped);
@@ -46,7 +50,7 @@ class CollectiveStore {
   std::vector<CommInfo> comms_;
   size_t max_calls_;
   uint64_t dropped_ = 0;
-  std::atomic<uint64_t> window_begin_ns_{0};
+  OpenWindows open_;  // mu_
   std::atomic<int> nccl_version_{0};
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "agent/session/events.h"
+#include "agent/session/take_window.h"
 
 namespace prof {
 
@@ -17,10 +18,14 @@ class NvtxStore {
   // Past this many ranges held, Add drops and counts (the agent sets it from
   // PROF_BUFFER_MB: NvtxBudgetBytes / sizeof(NvtxRange)).
   void SetCapacity(size_t max_ranges);
-  // A window opens at begin_ns: ranges that started before it are in no
-  // window, so a full store may drop them at once (the writer's discard of
-  // them may come later).
-  void WindowOpens(uint64_t begin_ns) { window_begin_ns_.store(begin_ns, std::memory_order_relaxed); }
+  // A window opens at begin_ns: ranges that started before it and before
+  // every window the writer has not taken yet are in no window, so a full
+  // store may drop them at once (the writer's discard of them may come
+  // later); a window still being sealed keeps its ranges.
+  void WindowOpens(uint64_t begin_ns) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.Opens(begin_ns);
+  }
   void Add(const NvtxRange& range);
   // Ranges that started in [begin_ns, end_ns); older ones are dropped.
   // *dropped: ranges Add refused since the last Take.
@@ -32,7 +37,7 @@ class NvtxStore {
   std::vector<NvtxRange> ranges_;
   size_t max_ranges_;
   uint64_t dropped_ = 0;
-  std::atomic<uint64_t> window_begin_ns_{0};
+  OpenWindows open_;  // mu_
 };
 
 }  // namespace prof

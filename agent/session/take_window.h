@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 namespace prof {
@@ -29,5 +30,28 @@ std::vector<T> TakeWindowEntries(std::vector<T>& entries, uint64_t begin_ns, uin
   entries.resize(kept);
   return out;
 }
+
+// The windows opened and not yet taken, oldest first, for a bounded store
+// that frees room when full: it may drop only entries that started before
+// the oldest of them (a window the writer has not sealed yet keeps its
+// entries, however many windows opened since), or, when every window was
+// taken, before the latest opening. Not thread-safe: the store's lock.
+class OpenWindows {
+ public:
+  void Opens(uint64_t begin_ns) {
+    begins_.push_back(begin_ns);
+    latest_ = begin_ns;
+  }
+  // The writer took what started before end_ns (a window's [begin, end), or
+  // a discard of everything before end_ns).
+  void TakenBefore(uint64_t end_ns) {
+    while (!begins_.empty() && begins_.front() < end_ns) begins_.pop_front();
+  }
+  uint64_t DropBefore() const { return begins_.empty() ? latest_ : begins_.front(); }
+
+ private:
+  std::deque<uint64_t> begins_;
+  uint64_t latest_ = 0;
+};
 
 }  // namespace prof

@@ -50,5 +50,32 @@ TEST_CASE("ranges past the capacity are counted once at the next take", "[nvtx]"
   CHECK(dropped == 2);
 }
 
+TEST_CASE("a full store keeps the ranges of a window the writer has not taken, though a later one opened",
+          "[nvtx]") {
+  NvtxStore store(/*max_ranges=*/2);
+  auto names = [](const std::vector<NvtxRange>& v) {
+    std::vector<uint32_t> out;
+    for (const NvtxRange& r : v) out.push_back(r.name_id);
+    return out;
+  };
+  store.WindowOpens(10);
+  store.Add(Range(11, 12, 1));
+  store.Add(Range(12, 13, 2));  // full
+  store.WindowOpens(20);        // the writer still seals [10, 20)
+  store.Add(Range(21, 22, 3));  // no room: dropped, not window 10's ranges
+  uint64_t dropped = 0;
+  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{1, 2});
+  CHECK(dropped == 1);
+  store.Add(Range(22, 23, 4));
+  store.Add(Range(23, 24, 5));
+  store.WindowOpens(30);        // [20, 30) taken next; then the ranges before 30 may go
+  store.Add(Range(31, 32, 6));  // full: dropped while [20, 30) waits
+  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{4, 5});
+  store.Add(Range(32, 33, 7));
+  store.Add(Range(33, 34, 8));
+  store.Add(Range(34, 35, 9));  // full again; every window taken but 30: nothing before 30 to free
+  CHECK(names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{7, 8});
+}
+
 }  // namespace
 }  // namespace prof
