@@ -11,9 +11,10 @@ scripts/build.sh
 # loop per core), LOAD_TRIALS times (default 3, 0 skips; skipped when
 # CTest arguments choose a subset): a window edge that races libprof's own
 # threads on a loaded machine fails here.
-if [ "${LOAD_TRIALS:-3}" != 0 ] && [ "$#" -eq 0 ]; then
+load_trials=${LOAD_TRIALS:-3}
+if [ "$load_trials" != 0 ] && [ "$#" -eq 0 ]; then
   kept=$(mktemp -d /tmp/libprof-load-trials-XXXXXX)
-  if ! scripts/load-trials.sh -n "${LOAD_TRIALS}" -o "$kept" agent_short_windows; then
+  if ! scripts/load-trials.sh -n "$load_trials" -o "$kept" agent_short_windows; then
     cat "$kept"/*.log
     exit 1
   fi
