@@ -334,12 +334,6 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   auto poll = std::chrono::milliseconds(1);
   bool stopped = false;
   uint64_t returned_ns = 0;  // when every call of the window had returned
-  // Every call returned and its device records are in, but some API records
-  // are not: they may sit in a buffer a plain flush does not deliver (one
-  // holding records of work still running), so the next flushes are forced.
-  // Without this a call's record could miss its window's grace and then be
-  // no window's (a loaded run of many threads lost one now and then).
-  bool force_flush = false;
   // Calls with no callback (cudaGetLastError, the launch configuration
   // calls) are not awaited, but their records are the window's too: by
   // settled_ns those made before end_ns have been written (a thread
@@ -347,12 +341,15 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
   // its record delivers it after its window was sealed: counted then).
   uint64_t settled_ns = end_ns + ((config_.activities & (kActRuntime | kActDriver)) != 0 ? kApiRecordGraceNs : 0);
   uint64_t forced_ns = 0;      // the last forced flush: what CUPTI wrote before it is delivered
-  bool force_if_last = false;  // force, if no later window records (checked under the lock Attach takes)
+  // Force the next flush if no later window records (checked under the lock
+  // Attach takes): what a forced flush delivers untimed is then only work of
+  // calls between windows, while it would cost a later window its times.
+  bool force_if_last = false;
   LaunchRegistry::Pending pending;
   for (;;) {
     {
       std::lock_guard<std::mutex> control(control_mutex_);
-      bool force = force_flush || (force_if_last && NoLaterWindowRecords());
+      bool force = force_if_last && NoLaterWindowRecords();
       force_if_last = false;
       FlushLocked(/*forced=*/force);
       if (force) forced_ns = NowNs();
@@ -391,14 +388,20 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     if (timed_out) {
       // Out of time with a buffer still out: force it out. Records of work
       // still running come untimed, and are counted by their windows.
-      if (held) ForceFlushAndDrain();
+      if (held) {
+        ForceFlushAndDrain();
+        std::lock_guard<std::mutex> decode(decode_mutex_);
+        outstanding = registry_->Outstanding(start_ns, end_ns, &pending);
+      }
       break;
     }
-    force_flush = outstanding == 0 && pending.in_progress == 0 && pending.api_records > 0;
-    // A forced flush costs nothing when no later window records: what it
-    // delivers untimed is of calls between windows. Else a later window's
-    // work in flight would lose its times, so the window waits for CUPTI to
-    // hand the buffer over by itself (full, or its work done).
+    // Every call returned and its device records are in, but some API
+    // records are not: they may sit in a buffer a plain flush does not
+    // deliver (one holding records of work still running), so the next flush
+    // is forced if that costs nothing. Else, and for a buffer still held
+    // below, the window waits for CUPTI to hand the buffer over by itself
+    // (full, or its work done), and forces it at the deadline.
+    force_if_last = outstanding == 0 && pending.in_progress == 0 && pending.api_records > 0;
     if (awaited_in && settled && NoLaterWindowRecords()) {
       force_if_last = true;
       continue;  // at once: nothing else is awaited

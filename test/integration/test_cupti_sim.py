@@ -230,11 +230,18 @@ class Faults(unittest.TestCase):
         self.assertEqual(got, expected)
         self.assertEqual(w["device_records_missing"], 0)
 
-    def test_records_later_than_the_deadline_are_missing_not_misplaced(self):
+    def test_records_later_than_the_deadline_are_forced_out_or_missing_never_misplaced(self):
+        # CUPTI's worker would hand the buffers over 400 ms late; at the
+        # 20 ms deadline the window forces out what CUPTI still holds: each
+        # of its operations is then in it or counted missing, never both.
         r = probe("--windows", 2, "--launches", 10, "--wait-ms", 20, SIM_CUPTI_LATE_MS=400)
         self.assertEqual(r.proc.returncode, 0, r.proc.stderr)
         first = r.windows[0]
-        self.assertGreater(first["device_records_missing"], 0)
+        expected = collections.Counter(truth_key(o) for o in r.ops_in(first))
+        got = collections.Counter(device_key(x) for x in r.records[0] if x["kind"] != RUNTIME_API)
+        self.assertLessEqual(got, expected)
+        self.assertEqual(sum(got.values()) + first["device_records_missing"] + first.get("device_records_untimed", 0),
+                         sum(expected.values()))
         # Window 1's late records must not show up in window 2.
         first_corr = {o["correlation"] for o in r.ops_in(first)}
         self.assertFalse(any(x["correlation"] in first_corr for x in r.records[1]))
