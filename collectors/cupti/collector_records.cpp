@@ -180,6 +180,9 @@ void CuptiCollector::ForceFlushAndDrain() {
 }
 
 bool CuptiCollector::NoLaterWindowRecords() const {
+  // The process is exiting (OnExit may not have got the lock to detach):
+  // no window records again.
+  if (exited_.load(std::memory_order_acquire)) return true;
   // This window is the last one begun, and no window recorded since its
   // pause (an Attach would have made the state kAttached again).
   CollectorState state = state_.load(std::memory_order_acquire);
@@ -364,7 +367,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     // recording may stop (if the window's end paused it). Records of what is
     // enqueued keep coming. Not before settled_ns: a call with no callback
     // still running (its thread descheduled) would lose its record.
-    if (!stopped && ((pending.in_progress == 0 && NowNs() >= settled_ns) || timed_out)) {
+    if (!stopped && ((pending.in_progress == 0 && NowNs() >= settled_ns) || timed_out ||
+                     exited_.load(std::memory_order_acquire))) {
       std::lock_guard<std::mutex> control(control_mutex_);
       stopped = StopIfPausedLocked(/*collecting=*/true);
       if (stopped) continue;  // flush and look again at once
@@ -382,7 +386,8 @@ void CuptiCollector::CollectWindowImpl(uint64_t start_ns, uint64_t end_ns, uint6
     // until that work ends (CUPTI's documented flush). So the window is
     // complete once every buffer CUPTI had by then came back, or a forced
     // flush ran after it.
-    bool settled = NowNs() >= settled_ns;
+    // Exiting: the process waits on this window; its threads are ending.
+    bool settled = NowNs() >= settled_ns || exited_.load(std::memory_order_acquire);
     bool held = forced_ns < settled_ns && pool_->HeldSince(settled_ns);
     if (awaited_in && settled && !held) break;
     if (timed_out) {
