@@ -17,7 +17,7 @@ void CollectiveStore::Add(const CollectiveCall& call) {
     auto before = [begin](const CollectiveCall& c) { return c.start_ns < begin; };
     calls_.erase(std::remove_if(calls_.begin(), calls_.end(), before), calls_.end());
     if (calls_.size() >= max_calls_) {
-      ++dropped_;
+      open_.Dropped();
       return;
     }
   }
@@ -30,8 +30,7 @@ std::vector<CollectiveCall> CollectiveStore::Take(uint64_t begin_ns, uint64_t en
   std::vector<CollectiveCall> out =
       TakeWindowEntries(calls_, begin_ns, end_ns, [](const CollectiveCall& c) { return c.start_ns; });
   std::sort(out.begin(), out.end(), [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
-  *dropped += dropped_;
-  dropped_ = 0;
+  *dropped += open_.TakeDrops(begin_ns, end_ns);
   return out;
 }
 

@@ -49,7 +49,6 @@ class CollectiveStore {
   std::vector<CollectiveCall> calls_;
   std::vector<CommInfo> comms_;
   size_t max_calls_;
-  uint64_t dropped_ = 0;
   OpenWindows open_;  // mu_
   std::atomic<int> nccl_version_{0};
 };

@@ -17,7 +17,7 @@ void NvtxStore::Add(const NvtxRange& range) {
     auto before = [begin](const NvtxRange& r) { return r.start_ns < begin; };
     ranges_.erase(std::remove_if(ranges_.begin(), ranges_.end(), before), ranges_.end());
     if (ranges_.size() >= max_ranges_) {
-      ++dropped_;
+      open_.Dropped();
       return;
     }
   }
@@ -29,8 +29,7 @@ std::vector<NvtxRange> NvtxStore::Take(uint64_t begin_ns, uint64_t end_ns, uint6
   open_.TakenBefore(end_ns);
   std::vector<NvtxRange> out =
       TakeWindowEntries(ranges_, begin_ns, end_ns, [](const NvtxRange& r) { return r.start_ns; });
-  *dropped += dropped_;
-  dropped_ = 0;
+  *dropped += open_.TakeDrops(begin_ns, end_ns);
   return out;
 }
 

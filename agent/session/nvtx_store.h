@@ -36,7 +36,6 @@ class NvtxStore {
   std::mutex mu_;
   std::vector<NvtxRange> ranges_;
   size_t max_ranges_;
-  uint64_t dropped_ = 0;
   OpenWindows open_;  // mu_
 };
 

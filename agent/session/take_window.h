@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <vector>
 
 namespace prof {
@@ -49,9 +50,26 @@ class OpenWindows {
   }
   uint64_t DropBefore() const { return begins_.empty() ? latest_ : begins_.front(); }
 
+  // An entry the store had no room for: charged to the window opened last.
+  void Dropped() { ++drops_[latest_]; }
+  // What a take owes: a window's [begin, end) the drops charged to openings
+  // before end (its discard, taken first, cleared the earlier ones); a
+  // discard (begin == end) clears those before begin and owes nothing, so
+  // drops of a window that opened before the writer ran its discard stay
+  // that window's.
+  uint64_t TakeDrops(uint64_t begin_ns, uint64_t end_ns) {
+    uint64_t owed = 0;
+    for (auto it = drops_.begin(); it != drops_.end() && it->first < end_ns;) {
+      if (end_ns > begin_ns) owed += it->second;
+      it = drops_.erase(it);
+    }
+    return owed;
+  }
+
  private:
   std::deque<uint64_t> begins_;
   uint64_t latest_ = 0;
+  std::map<uint64_t, uint64_t> drops_;  // opening -> entries dropped while it was the latest
 };
 
 }  // namespace prof

@@ -65,16 +65,30 @@ TEST_CASE("a full store keeps the ranges of a window the writer has not taken, t
   store.Add(Range(21, 22, 3));  // no room: dropped, not window 10's ranges
   uint64_t dropped = 0;
   CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{1, 2});
-  CHECK(dropped == 1);
+  CHECK(dropped == 0);  // dropped while [20, 30) was the latest opened: that window's
   store.Add(Range(22, 23, 4));
   store.Add(Range(23, 24, 5));
   store.WindowOpens(30);        // [20, 30) taken next; then the ranges before 30 may go
   store.Add(Range(31, 32, 6));  // full: dropped while [20, 30) waits
   CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{4, 5});
+  CHECK(dropped == 1);
   store.Add(Range(32, 33, 7));
   store.Add(Range(33, 34, 8));
   store.Add(Range(34, 35, 9));  // full again; every window taken but 30: nothing before 30 to free
   CHECK(names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{7, 8});
+  CHECK(dropped == 3);
+}
+
+TEST_CASE("drops of a window that opened before the writer ran its discard are that window's", "[nvtx]") {
+  NvtxStore store(/*max_ranges=*/1);
+  uint64_t dropped = 0;
+  store.WindowOpens(10);
+  store.Add(Range(11, 12, 1));
+  store.Add(Range(12, 13, 2));  // dropped in window [10, 20)
+  store.Take(10, 10, &dropped);  // the writer's discard for that opening, run late
+  CHECK(dropped == 0);
+  CHECK(store.Take(10, 20, &dropped).size() == 1);
+  CHECK(dropped == 1);
 }
 
 }  // namespace
