@@ -7,6 +7,7 @@
 #include <string>
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "agent/base/clock.h"
 #include "agent/base/hot_state.h"
@@ -998,26 +999,30 @@ TEST_CASE("once CUPTI dropped records, a RUNTIME record not delivered gets a sho
   CHECK(w.meta.losses.api_records_missing == 1);
 }
 
-// A call with no callback (cudaGetLastError): CUPTI writes its record, and
-// nothing awaits it. It sits in the buffer CUPTI fills, which a plain flush
-// keeps while that buffer also holds work still running.
-uint64_t UnwatchedCallInBuffer(Harness& h, uint32_t correlation_id) {
+// A window that recorded a call with no callback (cudaGetLastError): CUPTI
+// wrote its record, and nothing awaits it. It sits in the buffer CUPTI
+// fills, which a plain flush keeps while that buffer also holds work still
+// running. The window is paused; with later_window the next one records.
+std::pair<uint64_t, uint64_t> WindowWithUnwatchedCall(Harness& h, uint32_t correlation_id, bool later_window) {
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
   fake::State().plain_flush_keeps_current = true;
   uint64_t now = NowNs();
   fake::Write(fake::RuntimeApi(correlation_id, CUPTI_RUNTIME_TRACE_CBID_cudaGetLastError_v3020, now, now + 100));
-  (void)h;
-  return now;
+  uint64_t end = NowNs();
+  c.Pause();
+  if (later_window) {
+    c.Attach(h.config);  // the next window: warmup, then recording
+    c.BeginRecord(NowNs());
+  }
+  return {start, end};
 }
 
 TEST_CASE("a record of a call with no callback, in a buffer CUPTI keeps, is forced out when no later window records",
           "[collector]") {
   Harness h;
-  auto& c = h.Attached();
-  uint64_t start = NowNs();
-  c.BeginRecord(start);
-  UnwatchedCallInBuffer(h, 21);
-  uint64_t end = NowNs();
-  c.Pause();
+  auto [start, end] = WindowWithUnwatchedCall(h, 21, /*later_window=*/false);
   int forced_before = fake::State().forced_flushes;
   uint64_t before = NowNs();
   Window w = h.Collect(start, end, /*wait_ns=*/3'000'000'000);
@@ -1030,14 +1035,7 @@ TEST_CASE("while a later window records, the buffer is awaited rather than force
   // A forced flush would hand over the later window's work still running
   // without its times.
   Harness h;
-  auto& c = h.Attached();
-  uint64_t start = NowNs();
-  c.BeginRecord(start);
-  UnwatchedCallInBuffer(h, 22);
-  uint64_t end = NowNs();
-  c.Pause();
-  c.Attach(h.config);  // the next window: warmup, then recording
-  c.BeginRecord(NowNs());
+  auto [start, end] = WindowWithUnwatchedCall(h, 22, /*later_window=*/true);
   uint64_t full_at = NowNs() + 100'000'000;  // CUPTI retires the buffer then (full, its work done)
   fake::State().before_flush = [full_at] {
     if (NowNs() >= full_at) fake::RetireCurrent();
@@ -1054,14 +1052,7 @@ TEST_CASE("while a later window records, the buffer is awaited rather than force
 
 TEST_CASE("a buffer still held at the deadline is forced out then, so the record is in its window", "[collector]") {
   Harness h;
-  auto& c = h.Attached();
-  uint64_t start = NowNs();
-  c.BeginRecord(start);
-  UnwatchedCallInBuffer(h, 23);
-  uint64_t end = NowNs();
-  c.Pause();
-  c.Attach(h.config);
-  c.BeginRecord(NowNs());
+  auto [start, end] = WindowWithUnwatchedCall(h, 23, /*later_window=*/true);
   int forced_before = fake::State().forced_flushes;
   uint64_t before = NowNs();
   Window w = h.Collect(start, end, /*wait_ns=*/200'000'000);
