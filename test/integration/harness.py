@@ -62,6 +62,49 @@ def need(*paths):
             raise unittest.SkipTest(f"{p or 'a path CTest did not set'} is not built")
 
 
+# CI sets CI=true (.ci/run does too): there a registry or tool that is not
+# reachable is a broken set-up, and the test that needs it fails.
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+# The tests' Python environment (scripts/python-venv.sh; CTest passes its path).
+VENV = os.environ.get("PROF_TEST_VENV", "")
+VENV_PYTHON = os.path.join(VENV, "bin", "python") if VENV else ""
+# The lines unavailable() skipped with: main() then reports the whole file as
+# skipped to CTest, even when its other tests passed.
+UNAVAILABLE = []
+
+
+def unavailable(what, why):
+    """Stops the calling test (or its class, from setUpClass) because a
+    registry or tool it needs is not there: outside CI it skips with one line
+    naming `what` and `why`; under CI=true it fails with that line, so a broken
+    install never passes as a green run."""
+    line = f"{what} unavailable: {why}"
+    if CI:
+        raise AssertionError(line + " (CI=true: a missing tool fails the test)")
+    UNAVAILABLE.append(line)
+    raise unittest.SkipTest(line)
+
+
+def need_venv(*modules):
+    """The venv's python, once it imports `modules`; else unavailable(): the
+    reason scripts/python-venv.sh wrote when PyPI could not be reached, or
+    what is missing."""
+    if not VENV_PYTHON:
+        unavailable("the tests' venv", "PROF_TEST_VENV is not set (run the test through CTest)")
+    marker = os.path.join(VENV, "unreachable")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            unavailable(", ".join(modules) or "the tests' venv", f.read().strip())
+    if not os.access(VENV_PYTHON, os.X_OK):
+        unavailable("the tests' venv", f"{VENV_PYTHON} is missing (scripts/setup-deps.sh makes it)")
+    proc = subprocess.run([VENV_PYTHON, "-c", "import " + ", ".join(modules or ("sys",))],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        unavailable(", ".join(modules), f"{VENV_PYTHON} cannot import them ({last}; scripts/setup-deps.sh installs them)")
+    return VENV_PYTHON
+
+
 def clean_env(**extra):
     """The caller's environment without any PROF_*/SIM_* leaking in, plus extra."""
     env = {k: v for k, v in os.environ.items()
@@ -152,11 +195,17 @@ def summary_table(text, title):
 def main():
     """Run the module's tests. unittest exits 0 when every test was skipped,
     which CTest would report as passed; exit 77 (CTest's skip code) then, so a
-    run that proved nothing shows as skipped."""
+    run that proved nothing shows as skipped, and also when a test skipped
+    because a registry or tool was unavailable (unavailable()), so that the
+    skip is counted whatever else passed."""
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():
         sys.exit(1)
-    if result.testsRun and len(result.skipped) == result.testsRun:
+    if UNAVAILABLE:
+        print("skipped, unavailable: " + "; ".join(sorted(set(UNAVAILABLE))), file=sys.stderr)
+        sys.exit(77)
+    # A class skipped in setUpClass counts as a skip with no test run.
+    if result.skipped and len(result.skipped) >= result.testsRun:
         sys.exit(77)
     sys.exit(0)
 

@@ -29,7 +29,7 @@ if VERSION:
         if not os.path.exists(marker):
             raise SystemExit(f"{PYTHON} is missing: run scripts/python-debian.sh {VERSION}")
         with open(marker) as f:
-            UNAVAILABLE = f"CPython {VERSION} could not be fetched: {f.read().strip()}"
+            UNAVAILABLE = f.read().strip()
 SCHEDULE = dict(PROF_STEP="manual", PROF_WAIT="1", PROF_WARMUP="1", PROF_ACTIVE="3", PROF_REPEAT="1")
 
 
@@ -70,7 +70,7 @@ def only_debian_python(cls):
 class PythonStacks(unittest.TestCase):
     def setUp(self):
         if UNAVAILABLE:
-            self.skipTest(UNAVAILABLE)
+            harness.unavailable(f"CPython {VERSION}", UNAVAILABLE)
         self.model = workload("python_model.py")
         need(harness.LIBPROF_SO, self.model, workload("libctypes_workload.so"))
         self.site = sites(self.model)
