@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages libprof builds and tests with. Idempotent: it
-# runs apt-get only when something is missing. The CUDA toolkit is expected at
+# Installs the Debian packages libprof builds and tests with, and the tests'
+# own interpreters and Python packages under .deps/. Idempotent: it runs
+# apt-get only when something is missing, pip only when test/requirements*.txt
+# changed. The CUDA toolkit is expected at
 # $CUDA_HOME (default /usr/local/cuda); it is not an apt package here.
 set -euo pipefail
 
 # chromium: the report page's browser tests (test/browser), headless.
-packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 binutils clang libclang-rt-14-dev chromium)
-# Node.js runs the browser tests; Debian's, unless a node with npm is there.
-command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
+# python3-venv: `python3 -m venv` for the tests' Python packages (below).
+packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 python3-venv binutils clang libclang-rt-14-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -27,14 +28,13 @@ if [ ! -x "$cuda_home/bin/nvcc" ]; then
 fi
 
 # CPython 3.14 and 3.15 for the Python call-site tests, unpacked into
-# .deps/python (nothing installed). Unreachable registry: the tests skip.
+# .deps/python (nothing installed). Unreachable registry: the tests skip, or
+# fail under CI=true.
 "$(dirname "$0")/python-debian.sh" || [ $? -eq 2 ]
 
-# The browser tests' npm packages (playwright-core drives chromium; speedscope
-# reads folded stacks), at the versions test/browser/package-lock.json pins.
-browser_dir=$(cd "$(dirname "$0")/.." && pwd)/test/browser
-if ! cmp -s "$browser_dir/package-lock.json" "$browser_dir/node_modules/.installed-lock.json"; then
-  echo "setup-deps: npm ci in test/browser"
-  (cd "$browser_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
-   cp package-lock.json node_modules/.installed-lock.json)
-fi
+# The tests' Python packages from PyPI (Playwright, Holistic Trace Analysis),
+# hash-pinned in test/requirements*.txt, into the venv .deps/venv (nothing
+# installed into the system Python; pip's cache, outside the clone, keeps the
+# downloads). Unreachable registry: the tests that need them skip, or fail
+# under CI=true.
+"$(dirname "$0")/python-venv.sh" || [ $? -eq 2 ]
