@@ -1,15 +1,12 @@
 #!/usr/bin/env python3
 """Compares libprof's communication/compute overlap with Holistic Trace Analysis's.
 
-A developer check, not part of CI: HTA comes from PyPI, which CI machines
-cannot reach. Install it first (pip install HolisticTraceAnalysis), or use a
-source checkout of HTA on PYTHONPATH with Debian's python3-numpy, -pandas,
--plotly, -networkx, -pydot, -psutil and -yaml (HTA imports psutil and yaml
-without listing them; jupyterlab, which it lists, is not needed), run by
-Debian's own interpreter:
+HTA comes from PyPI into the tests' venv (scripts/setup-deps.sh installs it
+there, hash-pinned: test/requirements-nodeps.txt), so run the script with that
+venv's python; CTest's hta_overlap test (test/integration/test_hta.py) runs it
+on simulated four-rank jobs:
 
-    scripts/hta-overlap-check.py TRACE_DIR [--prof build/tools/prof/prof] [--tolerance 1.0]
-    PYTHONPATH=/path/to/HolisticTraceAnalysis /usr/bin/python3 scripts/hta-overlap-check.py TRACE_DIR
+    .deps/venv/bin/python scripts/hta-overlap-check.py TRACE_DIR [--prof build/tools/prof/prof] [--tolerance 1.0]
 
 TRACE_DIR holds one trace per rank (*.pt.trace.json[.gz], as a multi-rank job
 writes them). HTA's TraceAnalysis(trace_dir).get_comm_comp_overlap() gives,
@@ -17,7 +14,7 @@ per rank, the percentage of communication-kernel time during which compute
 kernels also ran; `prof merge` computes the same figure (the per-rank table's
 "Comm overlapped (%)" column). The check passes when every rank's two figures
 are within --tolerance percentage points. Exit status: 0 agree, 1 disagree,
-2 usage or a tool failed, 77 HTA is not installed.
+2 usage or a tool failed, 77 HTA is not importable (not the venv's python).
 """
 import argparse
 import os
@@ -67,7 +64,7 @@ def main():
     try:
         import hta  # noqa: F401
     except ImportError:
-        print("HTA is not importable (pip install HolisticTraceAnalysis, or a checkout on PYTHONPATH); nothing checked",
+        print("HTA is not importable: run this with .deps/venv/bin/python (scripts/setup-deps.sh); nothing checked",
               file=sys.stderr)
         return 77
     ours = prof_overlap(args.prof, args.trace_dir)
