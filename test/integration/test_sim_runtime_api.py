@@ -213,5 +213,112 @@ class SimRuntimeApiTest(unittest.TestCase):
         self.assertNotEqual(first["context"], second["context"], "a new context after reset")
 
 
+class SimFrameworkEntryPointsTest(unittest.TestCase):
+    """Entry points a framework binds at load (PyTorch's libraries are opened
+    with RTLD_NOW): each behaves as documented, or says it is not modelled."""
+
+    def test_pointer_attributes_tell_device_pinned_managed_and_ordinary_memory(self):
+        results, _ = run_script("""
+            class Attrs(ctypes.Structure):
+                _fields_ = [("type", ctypes.c_int), ("device", ctypes.c_int),
+                            ("devicePointer", ctypes.c_void_p), ("hostPointer", ctypes.c_void_p)]
+            d, h, m = ptr(), ptr(), ptr()
+            rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(4096))
+            rt.cudaMallocHost(ctypes.byref(h), ctypes.c_size_t(4096))
+            rt.cudaMallocManaged(ctypes.byref(m), ctypes.c_size_t(4096), 1)
+            plain = ctypes.create_string_buffer(64)
+            for name, p in (("device", d.value + 100), ("pinned", h.value), ("managed", m.value),
+                            ("plain", ctypes.addressof(plain))):
+                a = Attrs()
+                rc = rt.cudaPointerGetAttributes(ctypes.byref(a), ctypes.c_void_p(p))
+                out(name, f"{rc} {a.type} {a.device} {a.devicePointer == p} {a.hostPointer == p}")
+        """)
+        # cudaMemoryType: 0 unregistered, 1 host, 2 device, 3 managed.
+        self.assertEqual(results, {"device": "0 2 0 True False", "pinned": "0 1 0 True True",
+                                   "managed": "0 3 0 True True", "plain": "0 0 -2 False True"})
+
+    def test_stream_priority_is_kept_within_the_device_range(self):
+        results, _ = run_script("""
+            lo, hi = ctypes.c_int(), ctypes.c_int()
+            rt.cudaDeviceGetStreamPriorityRange(ctypes.byref(lo), ctypes.byref(hi))
+            for asked in (0, -3, -100, 7):
+                s, p = ptr(), ctypes.c_int(99)
+                rt.cudaStreamCreateWithPriority(ctypes.byref(s), 1, asked)
+                out(f"prio{asked}", f"{rt.cudaStreamGetPriority(s, ctypes.byref(p))} {p.value}")
+            p = ctypes.c_int(99)
+            out("default", f"{rt.cudaStreamGetPriority(None, ctypes.byref(p))} {p.value}")
+            out("range", f"{lo.value} {hi.value}")
+        """)
+        self.assertEqual(results, {"prio0": "0 0", "prio-3": "0 -3", "prio-100": "0 -5", "prio7": "0 0",
+                                   "default": "0 0", "range": "0 -5"})
+
+    def test_capture_info_and_the_threads_capture_mode(self):
+        results, _ = run_script("""
+            s = ptr(); rt.cudaStreamCreate(ctypes.byref(s))
+            status, cid, n = ctypes.c_int(9), ctypes.c_ulonglong(0), ctypes.c_size_t(7)
+            graph, deps = ptr(), ctypes.c_void_p()
+            def info():
+                rc = rt.cudaStreamGetCaptureInfo(s, ctypes.byref(status), ctypes.byref(cid), ctypes.byref(graph),
+                                                 ctypes.byref(deps), None, ctypes.byref(n))
+                return f"{rc} {status.value} {n.value}"
+            out("idle", info())
+            out("begin", rt.cudaStreamBeginCapture(s, 0))
+            out("capturing", info())
+            first_id = cid.value
+            d = ptr(); rt.cudaMallocAsync(ctypes.byref(d), ctypes.c_size_t(256), None)
+            rt.cudaStreamSynchronize(None)
+            out("memset", rt.cudaMemsetAsync(d, 0, ctypes.c_size_t(256), s))
+            out("after_node", info())
+            g = ptr(); out("end", rt.cudaStreamEndCapture(s, ctypes.byref(g)))
+            out("same_graph", g.value == graph.value)
+            out("begin2", rt.cudaStreamBeginCapture(s, 0))
+            info(); out("new_id", cid.value != first_id)
+            rt.cudaStreamEndCapture(s, ctypes.byref(g))
+            mode = ctypes.c_int(2)  # relaxed
+            out("exchange1", f"{rt.cudaThreadExchangeStreamCaptureMode(ctypes.byref(mode))} {mode.value}")
+            out("exchange2", f"{rt.cudaThreadExchangeStreamCaptureMode(ctypes.byref(mode))} {mode.value}")
+            bad = ctypes.c_int(9)
+            out("bad_mode", rt.cudaThreadExchangeStreamCaptureMode(ctypes.byref(bad)))
+        """)
+        self.assertEqual(results["idle"], "0 0 7")  # NONE; the other outputs untouched
+        self.assertEqual(results["capturing"], "0 1 0")  # ACTIVE, no node yet
+        self.assertEqual(results["after_node"], "0 1 1")
+        self.assertEqual(results["same_graph"], "True")
+        self.assertEqual(results["new_id"], "True")
+        self.assertEqual(results["exchange1"], "0 0")  # the old mode, global, handed back
+        self.assertEqual(results["exchange2"], "0 2")
+        self.assertEqual(results["bad_mode"], "1")  # cudaErrorInvalidValue
+
+    def test_event_record_with_flags_records_and_rejects_unknown_flags(self):
+        results, lines = run_script("""
+            e = ptr(); rt.cudaEventCreate(ctypes.byref(e))
+            d = ptr(); rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(1 << 20))
+            rt.cudaMemsetAsync(d, 0, ctypes.c_size_t(1 << 20), None)
+            out("record", rt.cudaEventRecordWithFlags(e, None, 1))  # cudaEventRecordExternal
+            out("sync", rt.cudaEventSynchronize(e))
+            out("query", rt.cudaEventQuery(e))
+            out("bad", rt.cudaEventRecordWithFlags(e, None, 4))
+        """)
+        self.assertEqual(results, {"record": "0", "sync": "0", "query": "0", "bad": "1"})
+
+    def test_pci_bus_id_and_library_api(self):
+        results, _ = run_script("""
+            buf = ctypes.create_string_buffer(32)
+            out("bus", f"{rt.cudaDeviceGetPCIBusId(buf, 32, 0)} {buf.value.decode()}")
+            out("bad_device", rt.cudaDeviceGetPCIBusId(buf, 32, 3))
+            ptx = b".version 8.0\\n.target sm_90\\n.address_size 64\\n.visible .entry k()\\n{\\nret;\\n}\\n"
+            lib, kern = ptr(), ptr()
+            out("load", rt.cudaLibraryLoadData(ctypes.byref(lib), ptx, None, None, 0, None, None, 0))
+            out("kernel", rt.cudaLibraryGetKernel(ctypes.byref(kern), lib, b"k"))
+            out("unload", rt.cudaLibraryUnload(lib))
+            n = ctypes.c_uint()
+            out("count", rt.cudaLibraryGetKernelCount(ctypes.byref(n), lib))
+        """)
+        self.assertEqual(results["bus"], "0 00000000:18:00.0")
+        self.assertEqual(results["bad_device"], "101")  # cudaErrorInvalidDevice
+        self.assertEqual((results["load"], results["kernel"], results["unload"]), ("0", "0", "0"))
+        self.assertEqual(results["count"], "801")  # cudaErrorNotSupported: not modelled
+
+
 if __name__ == "__main__":
     harness.main()

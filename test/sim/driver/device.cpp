@@ -85,11 +85,18 @@ uint64_t Device::EffectiveTailLocked(CUstream_st* s) {
   return std::max(s->tail_ns, legacy_.tail_ns);
 }
 
-CUstream Device::CreateStream(bool non_blocking) {
+CUstream Device::CreateStream(bool non_blocking, int priority) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto* s = new CUstream_st{next_stream_id_++, non_blocking, 0, false};
+  s->priority = std::clamp(priority, kGreatestStreamPriority, kLeastStreamPriority);
   streams_.insert(s);
   return s;
+}
+
+int Device::StreamPriority(CUstream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) return 0;
+  return streams_.count(stream) ? stream->priority : 0;
 }
 
 bool Device::DestroyStream(CUstream stream) {

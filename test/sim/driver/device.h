@@ -7,13 +7,14 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
-#include <vector>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 #include "../hub.h"
 
@@ -24,6 +25,7 @@ struct CUstream_st {
   uint64_t tail_ns;   // sim clock: previous work on this stream ends (or a waited event fires)
   bool destroyed;     // kept after cuStreamDestroy: its pending work still occupies the device
   uint32_t deferred = 0;  // entries of Device's deferred queue on this stream (not yet placed)
+  int priority = 0;       // as created, clamped to the device's range (kept, not modelled)
 };
 struct CUevent_st {
   uint32_t id;
@@ -36,6 +38,7 @@ struct CUevent_st {
 struct CUfunc_st {
   std::string name;       // mangled device name, as registered
   std::string demangled;
+  std::atomic<int> max_dynamic_shared{48 * 1024};  // cuFuncSetAttribute (kernel_model.h's default)
 };
 struct CUctx_st {
   uint32_t uid;
@@ -63,6 +66,10 @@ struct Placement {
 
 inline constexpr uint32_t kLegacyStreamId = 7;  // the id CUPTI gives the legacy default stream
 inline constexpr uint32_t kDeviceId = 0;
+// Stream priorities as an H100 reports them (cuCtxGetStreamPriorityRange):
+// lower numbers are higher priorities.
+inline constexpr int kLeastStreamPriority = 0;
+inline constexpr int kGreatestStreamPriority = -5;
 
 class Device {
  public:
@@ -70,7 +77,8 @@ class Device {
 
   // ---- streams. Handles: NULL and CU_STREAM_LEGACY are the legacy default
   // stream, CU_STREAM_PER_THREAD the caller's per-thread default stream.
-  CUstream CreateStream(bool non_blocking);
+  CUstream CreateStream(bool non_blocking, int priority = 0);
+  int StreamPriority(CUstream stream);  // 0 for the default streams
   bool DestroyStream(CUstream stream);
   bool IsValid(CUstream stream);
   uint32_t StreamId(CUstream stream);

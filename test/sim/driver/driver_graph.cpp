@@ -401,3 +401,79 @@ SIM_DRIVER_EXPORT CUresult cuGraphDestroy(CUgraph hGraph) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphDestroy), "cuGraphDestroy", &params,
                                [&] { return sim::Destroy(&sim::Graphs::graphs, hGraph); });
 }
+
+// ---- what a capture looks like from outside (cuStreamGetCaptureInfo), and
+// the calling thread's capture mode.
+
+namespace {
+
+// The dependency set a capture hands out stays valid until the thread's
+// next call on the stream: one slot per thread is enough.
+thread_local CUgraphNode t_capture_tail = nullptr;
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+// The sim captures in one sequence (graph.h): the open dependency set is the
+// last node captured, or empty before the first.
+CUresult CaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
+                     const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* num_deps) {
+  if (!status) return CUDA_ERROR_INVALID_VALUE;
+  sim::Device& device = sim::Device::Get();
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  sim::Graphs& g = sim::GraphState();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  auto it = g.capturing.find(device.StreamId(stream));
+  if (it == g.capturing.end()) {
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;  // the other outputs are left as they were, as documented
+    return CUDA_SUCCESS;
+  }
+  CUgraph_st* captured = it->second;
+  *status = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  if (id) *id = captured->id;  // each capture makes a graph of its own
+  if (graph) *graph = captured;
+  t_capture_tail = captured->nodes.empty() ? nullptr : captured->nodes.back().get();
+  if (deps) *deps = t_capture_tail ? &t_capture_tail : nullptr;
+  if (edges) *edges = nullptr;  // all default edges
+  if (num_deps) *num_deps = t_capture_tail ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+SIM_DRIVER_EXPORT CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
+                                                     cuuint64_t* id_out, CUgraph* graph_out,
+                                                     const CUgraphNode** dependencies_out,
+                                                     const CUgraphEdgeData** edgeData_out,
+                                                     size_t* numDependencies_out) {
+  cuStreamGetCaptureInfo_v3_params params{hStream, captureStatus_out, id_out, graph_out,
+                                          dependencies_out, edgeData_out, numDependencies_out};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamGetCaptureInfo_v3), "cuStreamGetCaptureInfo_v3", &params, [&] {
+    return CaptureInfo(hStream, captureStatus_out, id_out, graph_out, dependencies_out, edgeData_out,
+                       numDependencies_out);
+  });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream, CUstreamCaptureStatus* captureStatus_out,
+                                                          cuuint64_t* id_out, CUgraph* graph_out,
+                                                          const CUgraphNode** dependencies_out,
+                                                          const CUgraphEdgeData** edgeData_out,
+                                                          size_t* numDependencies_out) {
+  cuStreamGetCaptureInfo_v3_ptsz_params params{hStream, captureStatus_out, id_out, graph_out,
+                                               dependencies_out, edgeData_out, numDependencies_out};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamGetCaptureInfo_v3_ptsz), "cuStreamGetCaptureInfo_v3_ptsz",
+                               &params, [&] {
+                                 return CaptureInfo(sim::PerThread(hStream), captureStatus_out, id_out, graph_out,
+                                                    dependencies_out, edgeData_out, numDependencies_out);
+                               });
+}
+
+// The mode is kept per thread and handed back; the sim does not refuse the
+// calls a stricter mode forbids during a capture.
+SIM_DRIVER_EXPORT CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  cuThreadExchangeStreamCaptureMode_params params{mode};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuThreadExchangeStreamCaptureMode),
+                               "cuThreadExchangeStreamCaptureMode", &params, [&]() -> CUresult {
+                                 if (!mode || *mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+                                 std::swap(*mode, t_capture_mode);
+                                 return CUDA_SUCCESS;
+                               });
+}

@@ -232,3 +232,18 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxRelease_v2), "cuDevicePrimaryCtxRelease_v2", &params,
                                [&] { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; });
 }
+
+// The bus id as "domain:bus:device.function" from the device's PCI
+// attributes, as lspci and nvidia-smi print it.
+SIM_DRIVER_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  cuDeviceGetPCIBusId_params params{pciBusId, len, dev};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetPCIBusId), "cuDeviceGetPCIBusId", &params, [&]() -> CUresult {
+    if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    std::snprintf(pciBusId, static_cast<size_t>(len), "%08x:%02x:%02x.0",
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+    return CUDA_SUCCESS;
+  });
+}

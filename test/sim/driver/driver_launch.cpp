@@ -47,8 +47,6 @@ CUfunc_st* KernelNamed(const char* name) {
   return slot.get();
 }
 
-namespace {
-
 bool IsKernel(const CUfunc_st* f) {
   if (!f) return false;
   KernelTable& kernels = Kernels();
@@ -56,8 +54,6 @@ bool IsKernel(const CUfunc_st* f) {
   auto it = kernels.by_name.find(f->name);
   return it != kernels.by_name.end() && it->second.get() == f;
 }
-
-}  // namespace
 
 CUresult KernelOp(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                   unsigned shared_bytes, SimOp* out, uint64_t* duration_ns) {

@@ -46,14 +46,14 @@ SIM_DRIVER_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags
   });
 }
 
-// Priorities are accepted and ignored: the model has no preemption.
+// Priorities are kept (cuStreamGetPriority) but not modelled: no preemption.
 SIM_DRIVER_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsigned int flags, int priority) {
   cuStreamCreateWithPriority_params params{phStream, flags, priority};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamCreateWithPriority), "cuStreamCreateWithPriority", &params,
                                [&]() -> CUresult {
                                  if (!phStream || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
                                  Device::Get().RetainPrimaryContext();
-                                 *phStream = Device::Get().CreateStream(flags & CU_STREAM_NON_BLOCKING);
+                                 *phStream = Device::Get().CreateStream(flags & CU_STREAM_NON_BLOCKING, priority);
                                  return CUDA_SUCCESS;
                                });
 }
@@ -241,4 +241,44 @@ SIM_DRIVER_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventDestroy_v2), "cuEventDestroy_v2", &params, [&] {
     return Device::Get().DestroyEvent(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   });
+}
+
+namespace {
+CUresult StreamPriority(CUstream stream, int* priority) {
+  if (!priority) return CUDA_ERROR_INVALID_VALUE;
+  if (!Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  *priority = Device::Get().StreamPriority(stream);
+  return CUDA_SUCCESS;
+}
+
+// CU_EVENT_RECORD_EXTERNAL only changes what a capture makes of the record
+// (an external event node); outside a capture it records as cuEventRecord.
+CUresult EventRecordWithFlags(CUevent event, CUstream stream, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  return sim::EventRecord(event, stream);
+}
+}  // namespace
+
+SIM_DRIVER_EXPORT CUresult cuStreamGetPriority(CUstream hStream, int* priority) {
+  cuStreamGetPriority_params params{hStream, priority};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamGetPriority), "cuStreamGetPriority", &params,
+                               [&] { return StreamPriority(hStream, priority); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuStreamGetPriority_ptsz(CUstream hStream, int* priority) {
+  cuStreamGetPriority_ptsz_params params{hStream, priority};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamGetPriority_ptsz), "cuStreamGetPriority_ptsz", &params,
+                               [&] { return StreamPriority(sim::PerThread(hStream), priority); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  cuEventRecordWithFlags_params params{hEvent, hStream, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecordWithFlags), "cuEventRecordWithFlags", &params,
+                               [&] { return EventRecordWithFlags(hEvent, hStream, flags); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  cuEventRecordWithFlags_ptsz_params params{hEvent, hStream, flags};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecordWithFlags_ptsz), "cuEventRecordWithFlags_ptsz", &params,
+                               [&] { return EventRecordWithFlags(hEvent, sim::PerThread(hStream), flags); });
 }

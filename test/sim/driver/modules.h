@@ -22,5 +22,7 @@ namespace sim {
 
 // The kernel handle for a mangled name (driver_launch.cpp); one per name.
 CUfunc_st* KernelNamed(const char* name);
+// Whether f is a handle KernelNamed returned (CUfunction and CUkernel alike).
+bool IsKernel(const CUfunc_st* f);
 
 }  // namespace sim

@@ -87,6 +87,7 @@ struct ncclComm {
   bool plugin_on = false;          // init succeeded: events as the mask asks
   bool finalized = false;
   bool aborted = false;
+  std::atomic<int> next_user_op{0};  // ncclRedOpCreatePreMulSum: the next operator is ncclNumOps + this
   std::atomic<int> in_flight{0};  // launched kernels not yet released
 };
 

@@ -160,7 +160,13 @@ SIM_RUNTIME_EXPORT cudaError_t cudaDeviceGetStreamPriorityRange(int* leastPriori
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaDeviceGetStreamPriorityRange_v5050), "cudaDeviceGetStreamPriorityRange",
                           &params, [&] {
     if (leastPriority) *leastPriority = 0;
-    if (greatestPriority) *greatestPriority = -5;  // an H100's range
+    if (greatestPriority) *greatestPriority = -5;  // an H100's range (driver/device.h)
     return cudaSuccess;
   });
+}
+
+SIM_RUNTIME_EXPORT cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  cudaDeviceGetPCIBusId_v4010_params params{pciBusId, len, device};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaDeviceGetPCIBusId_v4010), "cudaDeviceGetPCIBusId", &params,
+                          [&] { return FromDriver(Driver().cuDeviceGetPCIBusId(pciBusId, len, device)); });
 }

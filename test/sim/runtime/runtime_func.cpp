@@ -1,29 +1,17 @@
 // Runtime: kernel attributes and the occupancy calculator for registered
-// kernels. The sim does not parse device code, so every kernel is described
-// as the model's: 32 registers per thread, no static shared, local or
-// constant memory, sm_90 binary and PTX. Occupancy follows the H100's
-// per-SM limits (2048 threads, 32 blocks, 65536 registers, 228 KiB shared
-// memory of which 1 KiB is reserved per block).
+// kernels, described as ../kernel_model.h describes every kernel.
 #include <algorithm>
 #include <map>
 #include <mutex>
 
+#include "../kernel_model.h"
 #include "registry.h"
 
 using simrt::RuntimeCall;
 
 namespace {
 
-constexpr int kRegistersPerThread = 32;
-constexpr int kMaxThreadsPerBlock = 1024;
-constexpr int kWarpSize = 32;
-constexpr int kMaxWarpsPerSm = 64;
-constexpr int kMaxBlocksPerSm = 32;
-constexpr int kRegistersPerSm = 65536;
-constexpr size_t kSharedPerSm = 233472;          // 228 KiB
-constexpr size_t kReservedSharedPerBlock = 1024;  // reserved by the driver per block (sm_80+)
-constexpr int kDefaultMaxDynamicShared = 48 * 1024;
-constexpr int kOptInMaxShared = 232448;           // 227 KiB
+using namespace sim;  // the kernel model's constants
 
 struct FuncSettings {
   int max_dynamic_shared = kDefaultMaxDynamicShared;
@@ -47,14 +35,7 @@ FuncSettings SettingsOf(const void* func) {
 
 // Active blocks of `block_size` threads per SM (0 when the block cannot run).
 int ActiveBlocks(const void* func, int block_size, size_t dynamic_shared) {
-  if (block_size <= 0 || block_size > kMaxThreadsPerBlock) return 0;
-  if (dynamic_shared > static_cast<size_t>(SettingsOf(func).max_dynamic_shared)) return 0;
-  const int warps = (block_size + kWarpSize - 1) / kWarpSize;
-  int blocks = std::min(kMaxBlocksPerSm, kMaxWarpsPerSm / warps);
-  blocks = std::min(blocks, kRegistersPerSm / (warps * kWarpSize * kRegistersPerThread));
-  const size_t shared = dynamic_shared + kReservedSharedPerBlock;
-  blocks = std::min(blocks, static_cast<int>(kSharedPerSm / shared));
-  return blocks;
+  return ActiveBlocksPerSm(block_size, dynamic_shared, SettingsOf(func).max_dynamic_shared);
 }
 
 }  // namespace

@@ -143,3 +143,30 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemGetInfo_v3020), "cudaMemGetInfo", &params,
                           [&] { return FromDriver(Driver().cuMemGetInfo(free, total)); });
 }
+
+// Since CUDA 11 ordinary host memory is not an error: it is "unregistered".
+SIM_RUNTIME_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
+  cudaPointerGetAttributes_v4000_params params{attributes, ptr};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaPointerGetAttributes_v4000), "cudaPointerGetAttributes", &params,
+                          [&]() -> cudaError_t {
+    if (!attributes) return cudaErrorInvalidValue;
+    const auto address = reinterpret_cast<CUdeviceptr>(ptr);
+    unsigned memory_type = 0;
+    unsigned managed = 0;
+    if (Driver().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address) != CUDA_SUCCESS) {
+      *attributes = cudaPointerAttributes{};
+      attributes->type = cudaMemoryTypeUnregistered;
+      attributes->device = -2;  // no device's
+      attributes->hostPointer = const_cast<void*>(ptr);
+      return cudaSuccess;
+    }
+    Driver().cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
+    *attributes = cudaPointerAttributes{};
+    attributes->type = managed ? cudaMemoryTypeManaged
+                               : (memory_type == CU_MEMORYTYPE_HOST ? cudaMemoryTypeHost : cudaMemoryTypeDevice);
+    Driver().cuPointerGetAttribute(&attributes->device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
+    Driver().cuPointerGetAttribute(&attributes->devicePointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address);
+    Driver().cuPointerGetAttribute(&attributes->hostPointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, address);
+    return cudaSuccess;
+  });
+}
