@@ -1,33 +1,98 @@
 #include "agent/base/signal_deferral.h"
 
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "agent/base/thread_id.h"
 
 namespace prof {
 namespace {
-// initial-exec: the handler reads these, and must not be the first to touch
-// a dynamically allocated TLS block (__tls_get_addr may allocate).
-__attribute__((tls_model("initial-exec"))) thread_local int t_depth = 0;
-__attribute__((tls_model("initial-exec"))) thread_local volatile sig_atomic_t t_pending = 0;
+
+// One word per slot: 0 free, else (kernel tid << 8 | pending signal, 0 if
+// none). Written by the owning thread (claim, release) and by a handler
+// running on that same thread (the signal), so the only contention is
+// between threads claiming free slots. A cache line each: threads in their
+// sections at the same time do not share one.
+struct alignas(64) Slot {
+  std::atomic<uint64_t> word{0};
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "the handler needs a lock-free word");
+constexpr uint64_t kSignalMask = 0xff;
+static_assert(NSIG - 1 <= static_cast<int>(kSignalMask), "a signal number fits in the word's low byte");
+
+Slot g_slots[kExitDeferralSlots];
+std::atomic<uint64_t> g_missed{0};
+
+// Ordinary thread-locals: read and written only in normal context.
+thread_local int t_depth = 0;   // nesting of this thread's sections
+thread_local int t_slot = -1;   // slot held by the outermost section, or -1
+
+// A free slot for tid, or -1. The search starts at a place that differs
+// between threads, so concurrent claims rarely meet on one word.
+int Claim(uint32_t tid) {
+  uint64_t mine = static_cast<uint64_t>(tid) << 8;
+  int start = static_cast<int>(tid % kExitDeferralSlots);
+  for (int n = 0; n < kExitDeferralSlots; ++n) {
+    int i = (start + n) % kExitDeferralSlots;
+    uint64_t expected = 0;
+    // A load first: a held slot costs no locked instruction.
+    if (g_slots[i].word.load(std::memory_order_relaxed) == 0 &&
+        g_slots[i].word.compare_exchange_strong(expected, mine, std::memory_order_seq_cst)) {
+      return i;
+    }
+  }
+  g_missed.fetch_add(1, std::memory_order_relaxed);
+  return -1;
+}
+
 }  // namespace
 
 ExitSignalDeferral::ExitSignalDeferral() {
-  ++t_depth;
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);  // the handler sees depth before any lock is taken
+  if (t_depth++ > 0) return;
+  // seq_cst claim: nothing the section does (taking a lock) is moved before
+  // it, so a handler that does not find the slot finds the thread holding none.
+  t_slot = Claim(ThisThreadId());
 }
 
 ExitSignalDeferral::~ExitSignalDeferral() {
-  __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (--t_depth == 0 && t_pending != 0) {
-    int sig = t_pending;
-    t_pending = 0;
-    raise(sig);  // now on a thread that holds none of our locks
-  }
+  if (--t_depth > 0) return;
+  int slot = t_slot;
+  t_slot = -1;
+  if (slot < 0) return;
+  // One step frees the slot and takes what a handler left: a signal landing
+  // before it is in `old`; one landing after it finds no slot and takes the
+  // exit path itself, on a thread that now holds none of our locks.
+  uint64_t old = g_slots[slot].word.exchange(0, std::memory_order_seq_cst);
+  int sig = static_cast<int>(old & kSignalMask);
+  if (sig != 0) raise(sig);
 }
 
 bool DeferExitSignal(int sig) {
-  if (t_depth == 0) return false;
-  if (t_pending == 0) t_pending = sig;
-  return true;
+  // The kernel's answer, not a cached one: a thread-local may not be read here.
+  uint64_t tid = static_cast<uint64_t>(syscall(SYS_gettid));
+  for (Slot& slot : g_slots) {
+    uint64_t word = slot.word.load(std::memory_order_acquire);
+    if (word == 0 || (word >> 8) != tid) continue;
+    // Only this thread (interrupted here) could change its own slot.
+    if ((word & kSignalMask) == 0) {
+      slot.word.compare_exchange_strong(word, word | (static_cast<uint64_t>(sig) & kSignalMask),
+                                        std::memory_order_seq_cst);
+    }
+    return true;
+  }
+  return false;
+}
+
+uint64_t ExitSignalDeferralsMissed() { return g_missed.load(std::memory_order_relaxed); }
+
+void ExitSignalDeferralAfterFork() {
+  ThreadIdsAfterFork();  // this thread's next claims use the child's tid
+  for (Slot& slot : g_slots) slot.word.store(0, std::memory_order_relaxed);
+  g_missed.store(0, std::memory_order_relaxed);
+  if (t_slot >= 0) t_slot = Claim(ThisThreadId());
 }
 
 }  // namespace prof

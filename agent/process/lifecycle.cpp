@@ -218,6 +218,7 @@ void InstallHandler(int sig, void (*handler)(int, siginfo_t*, void*), bool only_
 }
 
 void OnForkChild() {
+  ExitSignalDeferralAfterFork();
   g_agent_pid.store(getpid());
   g_forked_child.store(true);
   g_exit_state.store(0);
@@ -273,6 +274,11 @@ void RunExitWork(const char* reason) {
     // Normal windows still being written and the partial one: bounded.
     if (!rt->writer->Drain(ExitBudgetNs(rt->config))) {
       Log().warn("the last window was still being written when the process ended ({})", reason);
+    }
+    if (uint64_t missed = ExitSignalDeferralsMissed(); missed > 0) {
+      Log().info("exit-signal deferral: {} section(s) found all {} slots held (that many threads inside libprof "
+                 "at once); an exit signal landing in one would not have waited for its locks (signal_deferral.h)",
+                 missed, kExitDeferralSlots);
     }
     std::string message = rt->session->EndedBeforeFirstWindowMessage();
     if (!message.empty() && ProcessHasCudaLoaded()) {

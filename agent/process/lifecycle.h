@@ -22,7 +22,8 @@
 //  SIGSEGV/   (only where the host left the default action) no window:
 //  SIGBUS/... the process state cannot be trusted. Temporaries unlinked,
 //             one line, then the default action.
-//  fork       child: every lock we own is re-initialised, the parent's
+//  fork       child: every lock we own is re-initialised, the exit-signal
+//             deferral table emptied (the parent's threads are gone), the parent's
 //             Runtime is abandoned (its buffers, threads, half-window) and a
 //             fresh agent starts with the child's pid, its PROF_NAME (if any)
 //             suffixed _pid<pid>. When the parent had loaded no CUDA library

@@ -13,6 +13,10 @@ NCCL_EXPORTS = {
     "ncclCommDestroy", "ncclCommAbort", "ncclAllReduce", "ncclBroadcast", "ncclBcast", "ncclReduce",
     "ncclAllGather", "ncclReduceScatter", "ncclAlltoAll", "ncclGather", "ncclScatter", "ncclSend", "ncclRecv",
     "ncclGroupStart", "ncclGroupEnd", "ncclProfiler_v4", "ncclProfiler_v5", "ncclProfiler_v6"}
+# A dynamic relocation to an offset from the thread pointer: an initial-exec
+# (static TLS) access (x86-64 R_X86_64_TPOFF64/32, AArch64 R_AARCH64_TLS_TPREL).
+# Not DTPOFF/DTPMOD/TLSDESC, the models a dlopen'ed library may use.
+STATIC_TLS_RELOC = re.compile(r"\bR_(X86_64_TPOFF(32|64)|AARCH64_TLS_TPREL\w*)\b")
 
 
 def tool(*args):
@@ -46,6 +50,19 @@ class LibrarySurface(unittest.TestCase):
         # A named version node would stop cudaMalloc@libcudart.so.13 references binding to us.
         out = tool("readelf", "-V", harness.LIBPROF_SO)
         self.assertNotIn("Version definition section", out)
+
+    def test_needs_no_static_tls_so_a_dlopen_into_a_loaded_process_succeeds(self):
+        # CUDA_INJECTION64_PATH and NVTX_INJECTION64_PATH load libprof by
+        # dlopen, when a process (PyTorch) may have used up glibc's static TLS
+        # surplus; a library marked STATIC_TLS is then refused.
+        flags = [l.strip() for l in tool("readelf", "-d", harness.LIBPROF_SO).splitlines() if "(FLAGS" in l]
+        self.assertFalse(any("STATIC_TLS" in l for l in flags), flags)
+        initial_exec = [l for l in tool("readelf", "-rW", harness.LIBPROF_SO).splitlines() if STATIC_TLS_RELOC.search(l)]
+        self.assertEqual(initial_exec, [], "initial-exec thread-locals (or objects linked in with them)")
+        load = "import ctypes, sys\nctypes.CDLL(sys.argv[1])\nprint('loaded')\n"
+        proc = subprocess.run(["python3", "-c", load, harness.LIBPROF_SO], capture_output=True, text=True,
+                              env=harness.clean_env(PROF_ENABLE="0", GLIBC_TUNABLES="glibc.rtld.optional_static_tls=0"))
+        self.assertEqual(proc.stdout, "loaded\n", proc.stderr)
 
 
 if __name__ == "__main__":
