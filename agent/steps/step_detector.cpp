@@ -112,12 +112,15 @@ class Evaluator {
     const double core_min = p_.core_fraction * segs;
     uint64_t noise = 0;
     bool core_host_side = false;  // the iteration holds a copy, memset, sync or NVTX range
+    bool core_device_work = false;  // the iteration launches a kernel or a graph
     for (size_t u = 0; u < stats_.size(); ++u) {
       const TokenStats& t = stats_[u];
       if (t.present == 0) continue;
       bool core = t.present >= core_min;
       TokenKind kind = KindOfToken(d_.token[u]);
-      if (core && kind != TokenKind::kLaunch && kind != TokenKind::kGraph) core_host_side = true;
+      bool launch = kind == TokenKind::kLaunch || kind == TokenKind::kGraph;
+      if (core && !launch) core_host_side = true;
+      if (core && launch) core_device_work = true;
       if (!core) noise += t.total;
     }
     uint32_t core_distinct = 0;
@@ -126,6 +129,13 @@ class Evaluator {
       // One event repeated is a run inside an iteration (200 launches of one
       // kernel), not a training loop.
       v.why = "a single event repeated";
+      return v;
+    }
+    if (!core_device_work) {
+      // Copies and synchronizes alone repeat while a program moves data in
+      // (PyTorch's model.to(device): one copy and one synchronize per
+      // parameter tensor, hundreds of times); a training loop computes.
+      v.why = "no kernel in the repeating part (data moved in, not a loop that computes)";
       return v;
     }
     if (noise > p_.max_noise_share * static_cast<double>(events)) {

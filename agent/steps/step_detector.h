@@ -9,7 +9,9 @@
 // occurrences cut the stream into segments, one per iteration if the
 // candidate is right. A candidate is accepted when its segments repeat the
 // whole stream:
-//   - core tokens (present in >= 75 % of segments) make up the iteration;
+//   - core tokens (present in >= 75 % of segments) make up the iteration,
+//     and they include a kernel or graph launch (copies and synchronizes
+//     alone are data moved in: a model's parameters, one by one);
 //     the other tokens are noise (a data-dependent extra kernel, an
 //     evaluation pass now and then, warm-up work) and may be at most 25 % of
 //     the events;

@@ -129,6 +129,41 @@ TEST_CASE("an analysis that runs late decides on the events an on-time one would
   CHECK(late.detection().iterations <= 50);
 }
 
+TEST_CASE("a model's parameters moved in one by one are not a loop: the training loop after them is", "[auto]") {
+  // PyTorch's model.to(device) on a model with 300 parameter tensors: a
+  // pageable host-to-device copy and a stream synchronize per tensor, a
+  // perfectly regular pair, then the training loop (each iteration loads its
+  // batch, computes and synchronizes on the loss).
+  Stream s;
+  for (int p = 0; p < 300; ++p) s.Add({kH2D, kSync});
+  for (int i = 0; i < 200; ++i) {
+    s.Begin();
+    s.Add({kH2D, kH2D});
+    for (int k = 0; k < 20; ++k) s.Add(K(20 + k));
+    s.Add({kD2H, kSync});
+  }
+  size_t seen = 0;
+  Detection d = DecideLikeTheAgent(s, &seen);
+  REQUIRE(d.found);
+  CHECK(d.launches == 20);
+  CHECK(seen <= 50);
+  // One step per iteration of the loop and none in the set-up. The cut may
+  // sit inside the batch's copies: (synchronize, copy) also closed every
+  // set-up pair, so the pair of the batch's two copies is the one boundary
+  // that is the loop's alone.
+  std::vector<size_t> fired = Fire(s, d.marker);
+  REQUIRE(fired.size() == s.starts.size());
+  for (size_t i = 0; i < fired.size(); ++i) {
+    size_t end = i + 1 < s.starts.size() ? s.starts[i + 1] : s.tokens.size();
+    CHECK((fired[i] >= s.starts[i] && fired[i] < end));
+  }
+  // Copies and synchronizes alone, however regular, are never taken.
+  Stream setup_only;
+  for (int p = 0; p < 2000; ++p) setup_only.Add({kH2D, kSync});
+  Detection none = DetectPeriod(setup_only.tokens.data(), setup_only.ticks.data(), setup_only.tokens.size());
+  CHECK_FALSE(none.found);
+}
+
 TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
   Stream s;
   for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
