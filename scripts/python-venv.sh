@@ -15,10 +15,13 @@
 #                                  files above
 #
 # How the files are made: test/requirements.in and scripts/pin-python-deps.sh.
-# Downloads go through pip's own cache (~/.cache/pip, or $PIP_CACHE_DIR),
-# outside the clone, so another clone on the same machine downloads nothing
-# again. When the files have not changed since the last install (the stamp
-# $PY_VENV/.installed-requirements), nothing runs.
+# The wheels are downloaded (pip download) into a wheelhouse outside the clone,
+# $LIBPROF_WHEELS (default ~/.cache/libprof/wheels), and installed from there
+# only (--no-index), so another clone on the same machine downloads nothing
+# again. (pip's own HTTP cache is not enough: the registry these machines reach
+# sends no caching headers, and pip then stores nothing.) When the files have
+# not changed since the last install (the stamp $PY_VENV/.installed-requirements),
+# nothing runs.
 #
 # Exit status: 0 ready; 2 when PyPI cannot be reached (the file
 # $PY_VENV/unreachable then says why, and the tests that need these packages
@@ -28,6 +31,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 venv=${PY_VENV:-$root/.deps/venv}
 python=${PYTHON3:-python3}
 stamp=$venv/.installed-requirements
+wheels=${LIBPROF_WHEELS:-${XDG_CACHE_HOME:-$HOME/.cache}/libprof/wheels}
 made_from=$("$python" -c 'import sys; print(sys.version.split()[0], sys.base_prefix)') || {
   echo "python-venv: no $python to make the venv from" >&2; exit 1; }
 
@@ -64,12 +68,21 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check --no-input --timeout 
 args=() nodeps_args=()
 for f in "${resolved[@]}"; do args+=(-r "$f"); done
 for f in "${nodeps[@]}"; do nodeps_args+=(-r "$f"); done
-echo "python-venv: installing ${all[*]#"$root"/} into ${venv#"$root"/}"
-{
-  [ ${#args[@]} -eq 0 ] || "${pip[@]}" install --require-hashes "${args[@]}"
-} >"$log" 2>&1 && {
-  [ ${#nodeps_args[@]} -eq 0 ] || "${pip[@]}" install --require-hashes --no-deps "${nodeps_args[@]}"
-} >>"$log" 2>&1
+# pip reads the wheelhouse only (no index): every file is checked against its hash.
+from_wheels() {
+  { [ ${#args[@]} -eq 0 ] ||
+      "${pip[@]}" install --require-hashes --no-index --find-links "$wheels" "${args[@]}"; } &&
+  { [ ${#nodeps_args[@]} -eq 0 ] ||
+      "${pip[@]}" install --require-hashes --no-index --find-links "$wheels" --no-deps "${nodeps_args[@]}"; }
+}
+# pip download keeps a file already in the wheelhouse and fetches the others.
+fetch() {
+  { [ ${#args[@]} -eq 0 ] || "${pip[@]}" download --require-hashes -d "$wheels" "${args[@]}"; } &&
+  { [ ${#nodeps_args[@]} -eq 0 ] || "${pip[@]}" download --require-hashes --no-deps -d "$wheels" "${nodeps_args[@]}"; }
+}
+mkdir -p "$wheels"
+echo "python-venv: installing ${all[*]#"$root"/} into ${venv#"$root"/} (wheels kept in $wheels)"
+from_wheels >"$log" 2>&1 || { echo "== fetching into $wheels" && fetch && from_wheels; } >>"$log" 2>&1
 status=$?
 if [ $status -ne 0 ]; then
   # pip retries a refused or timed-out connection with a WARNING naming the error, then gives up.

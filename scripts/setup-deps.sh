@@ -34,7 +34,7 @@ fi
 
 # The tests' Python packages from PyPI (Playwright, Holistic Trace Analysis),
 # hash-pinned in test/requirements*.txt, into the venv .deps/venv (nothing
-# installed into the system Python; pip's cache, outside the clone, keeps the
-# downloads). Unreachable registry: the tests that need them skip, or fail
-# under CI=true.
+# installed into the system Python; the wheels are kept outside the clone, in
+# ~/.cache/libprof/wheels). Unreachable registry: the tests that need them
+# skip, or fail under CI=true.
 "$(dirname "$0")/python-venv.sh" || [ $? -eq 2 ]
