@@ -194,8 +194,11 @@ class AutoStepFallsBack(unittest.TestCase):
     def check_fallback(self, mode):
         if not (os.path.exists(harness.LIBPROF_SO) and os.path.exists(ITER_LOOP)):
             self.skipTest("libprof.so or iter_loop not built")
-        # 4 s: window 0 (tens of thousands of calls) is written while the time steps run.
-        args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "4", "--iters", "1"]
+        # 4 s: window 0 is written while the time steps run. 200 us between
+        # chunks keeps the time steps' window to thousands of calls, not the
+        # 135,000 back-to-back chunks give (a 50 MB trace, which a machine
+        # loaded by CTest's other tests did not write within the exit budget).
+        args = [ITER_LOOP, "--mode", "no-loop", "--seconds", "4", "--iters", "1", "--chunk-gap-us", "200"]
         proc, traces, summaries, truth = run_loop(self, args, mode=mode, truth=False, PROF_AUTO_TIMEOUT="1s", PROF_WAIT=2,
                                                   PROF_WARMUP=1, PROF_ACTIVE=2)
         self.assertEqual(proc.returncode, 0, proc.stderr)

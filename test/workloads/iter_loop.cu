@@ -128,7 +128,7 @@ void NoLoopChunk(const Bufs& b) {
 int Usage() {
   fprintf(stderr,
           "usage: iter_loop [--mode simple|two-streams|accum4|eval10|extra10|varying|long-first|no-loop|nvtx|"
-          "profiler-api] [--iters N] [--seconds S] [--range-every N] [--loader-us U]\n"
+          "profiler-api] [--iters N] [--seconds S] [--range-every N] [--loader-us U] [--chunk-gap-us U]\n"
           "                 [--range-api runtime|driver] [--nvtx-style push|start-end|domain] [--nested] [--leave-open]\n");
   return 2;
 }
@@ -183,6 +183,7 @@ int main(int argc, char** argv) {
   double seconds = 0;
   int range_every = 20;
   int loader_us = 300;
+  int chunk_gap_us = 0;  // no-loop: host time between chunks (0: back to back)
   Ranges marks;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -191,6 +192,7 @@ int main(int argc, char** argv) {
     else if (a == "--seconds" && i + 1 < argc) seconds = atof(argv[++i]);
     else if (a == "--range-every" && i + 1 < argc) range_every = atoi(argv[++i]);
     else if (a == "--loader-us" && i + 1 < argc) loader_us = atoi(argv[++i]);
+    else if (a == "--chunk-gap-us" && i + 1 < argc) chunk_gap_us = atoi(argv[++i]);
     else if (a == "--range-api" && i + 1 < argc) marks.api = argv[++i];
     else if (a == "--nvtx-style" && i + 1 < argc) marks.style = argv[++i];
     else if (a == "--nested") marks.nested = true;
@@ -279,6 +281,7 @@ int main(int argc, char** argv) {
       TrainIteration(b);
     } else if (mode == "no-loop") {
       NoLoopChunk(b);
+      if (chunk_gap_us > 0) usleep(chunk_gap_us);
     } else if (mode == "nvtx" || mode == "profiler-api") {
       // A marked region every range_every iterations: iterations k*N+5 .. k*N+7
       // (--leave-open: the last region is never ended; --nested: a second
