@@ -81,7 +81,7 @@ fetch() {
   { [ ${#nodeps_args[@]} -eq 0 ] || "${pip[@]}" download --require-hashes --no-deps -d "$wheels" "${nodeps_args[@]}"; }
 }
 mkdir -p "$wheels"
-echo "python-venv: installing ${all[*]#"$root"/} into ${venv#"$root"/} (wheels kept in $wheels)"
+echo "python-venv: installing ${resolved[*]#"$root"/}${nodeps[*]:+, then without dependencies ${nodeps[*]#"$root"/},} into ${venv#"$root"/} (wheels kept in $wheels)"
 from_wheels >"$log" 2>&1 || { echo "== fetching into $wheels" && fetch && from_wheels; } >>"$log" 2>&1
 status=$?
 if [ $status -ne 0 ]; then
