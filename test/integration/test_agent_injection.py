@@ -16,7 +16,10 @@ left for libraries loaded later, as in a PyTorch process by the time CUDA
 dlopens the injection library (glibc's tunable
 glibc.rtld.optional_static_tls=0 makes that condition without PyTorch).
 libprof.so loads there in both modes and writes the window of the sim's
-kernels.
+kernels, also through libprof-inject.so.
+
+InjectLoaderSaysWhy: CUDA_INJECTION64_PATH=libprof-inject.so beside a
+libprof.so that cannot load says so on stderr (NVIDIA's driver is silent).
 """
 import glob
 import json
@@ -136,15 +139,45 @@ STATIC_TLS_LIB_SOURCE = """
 __attribute__((tls_model("initial-exec"))) __thread char static_tls_block[{size}];
 int touch_static_tls(void) {{ return ++static_tls_block[0]; }}
 """
+# What CUDA_INJECTION64_PATH may name instead of libprof.so: it loads
+# libprof.so from its folder and says on stderr when that fails.
+INJECT_LOADER_SO = os.path.join(os.path.dirname(harness.LIBPROF_SO), "libprof-inject.so") if harness.LIBPROF_SO else ""
+
+
+def static_tls_library(test, folder, name):
+    """Builds, in folder, a library needing as much static TLS as libprof.so
+    has thread-locals (at least 1 KiB); skips test without a C compiler."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        test.skipTest("no C compiler to build a library with static TLS")
+    segment = [l.split() for l in subprocess.run(["readelf", "-lW", harness.LIBPROF_SO], capture_output=True,
+                                                 text=True, check=True).stdout.splitlines()
+               if l.split()[:1] == ["TLS"]]
+    size = max(int(segment[0][5], 16), 1024) if segment else 1024
+    src = os.path.join(folder, "static_tls.c")
+    lib = os.path.join(folder, name)
+    with open(src, "w") as f:
+        f.write(STATIC_TLS_LIB_SOURCE.format(size=size))
+    subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src], check=True, capture_output=True)
+    return lib
 
 
 class LoadedProcess(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        harness.need(harness.LIBPROF_SO, TRAIN_LOOP)
+        harness.need(harness.LIBPROF_SO, INJECT_LOADER_SO, TRAIN_LOOP)
         cls.tmp = tempfile.TemporaryDirectory()
         cls.bare = harness.run(ARGS, harness.sim_env(GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS))
-        cls.runs = harness.run_in_each_mode(ARGS, cls.tmp.name, GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS, **SCHEDULE)
+        cls.runs = {}
+        for mode, variable, lib in (("LD_PRELOAD", "LD_PRELOAD", harness.LIBPROF_SO),
+                                    ("CUDA_INJECTION64_PATH", "CUDA_INJECTION64_PATH", harness.LIBPROF_SO),
+                                    ("libprof-inject.so", "CUDA_INJECTION64_PATH", INJECT_LOADER_SO)):
+            out = os.path.join(cls.tmp.name, mode)
+            truth = out + ".truth.jsonl"
+            env = harness.sim_env(GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS, PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth,
+                                  **SCHEDULE)
+            env[variable] = lib
+            cls.runs[mode] = (harness.run(ARGS, env), out, truth)
 
     @classmethod
     def tearDownClass(cls):
@@ -155,18 +188,7 @@ class LoadedProcess(unittest.TestCase):
         # libprof.so's own, so the runs below are the condition and not a
         # pass by default (glibc also keeps a little room that the tunable
         # does not remove: smaller blocks may still fit).
-        cc = shutil.which("cc") or shutil.which("gcc")
-        if cc is None:
-            self.skipTest("no C compiler to build a library with static TLS")
-        segment = [l.split() for l in subprocess.run(["readelf", "-lW", harness.LIBPROF_SO], capture_output=True,
-                                                     text=True, check=True).stdout.splitlines()
-                   if l.split()[:1] == ["TLS"]]
-        size = max(int(segment[0][5], 16), 1024) if segment else 1024
-        src = os.path.join(self.tmp.name, "static_tls.c")
-        lib = os.path.join(self.tmp.name, "libstatic_tls.so")
-        with open(src, "w") as f:
-            f.write(STATIC_TLS_LIB_SOURCE.format(size=size))
-        subprocess.run([cc, "-shared", "-fPIC", "-o", lib, src], check=True, capture_output=True)
+        lib = static_tls_library(self, self.tmp.name, "libstatic_tls.so")
         load = "import ctypes, sys\ntry:\n    ctypes.CDLL(sys.argv[1])\nexcept OSError as e:\n    print(e)\n"
         tight = harness.run(["python3", "-c", load, lib], harness.clean_env(GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS))
         self.assertIn("cannot allocate memory in static TLS block", tight.stdout)
@@ -177,7 +199,7 @@ class LoadedProcess(unittest.TestCase):
             with self.subTest(mode=mode):
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.assertEqual(proc.stdout, self.bare.stdout)
-                self.assertNotIn("static TLS", proc.stderr)
+                self.assertNotIn("[libprof] error", proc.stderr)
                 traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
                 self.assertEqual(len(traces), 1, f"{mode}: no window in a process without static TLS room; "
                                                   f"stderr: {proc.stderr}")
@@ -191,6 +213,41 @@ class LoadedProcess(unittest.TestCase):
                 self.assertEqual(len(ids), len(set(ids)), "a kernel appears twice")
                 # Exactly the kernels the sim ran between the window's first and last.
                 self.assertEqual(set(ids), {c for c in truth if min(ids) <= c <= max(ids)})
+
+
+class InjectLoaderSaysWhy(unittest.TestCase):
+    """libprof-inject.so beside a libprof.so that cannot load: NVIDIA's driver
+    would say nothing; the loader says which file and why, once, and the
+    program runs on as without libprof."""
+
+    def run_beside(self, make_agent, **env):
+        harness.need(INJECT_LOADER_SO, TRAIN_LOOP)
+        folder = harness.scratch_dir(self, "inject-loader-")
+        loader = os.path.join(folder, "libprof-inject.so")
+        shutil.copy(INJECT_LOADER_SO, loader)
+        agent = make_agent(folder)
+        bare = harness.run(ARGS[:1] + ["--steps", "10"], harness.sim_env(**env))
+        proc = harness.run(ARGS[:1] + ["--steps", "10"], harness.sim_env(CUDA_INJECTION64_PATH=loader, **env))
+        self.assertEqual(proc.returncode, bare.returncode, proc.stderr)
+        self.assertEqual(proc.stdout, bare.stdout)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("[libprof]")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(f"[libprof] error: CUDA_INJECTION64_PATH: {agent} cannot be loaded (", lines[0])
+        self.assertIn("this process is not profiled", lines[0])
+        return lines[0]
+
+    def test_a_file_that_is_no_library(self):
+        def garbage(folder):
+            path = os.path.join(folder, "libprof.so")
+            with open(path, "w") as f:
+                f.write("not a library\n")
+            return path
+        self.run_beside(garbage)
+
+    def test_a_library_that_needs_static_tls_in_a_process_with_none_left(self):
+        line = self.run_beside(lambda folder: static_tls_library(self, folder, "libprof.so"),
+                               GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS)
+        self.assertIn("cannot allocate memory in static TLS block", line)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,8 @@ class Install(unittest.TestCase):
     def test_installs_the_library_the_tool_and_the_header(self):
         self.assertEqual(self.result.returncode, 0, self.result.stdout + self.result.stderr)
         self.assertTrue(os.path.exists(self.lib))
+        # The injection loader opens the libprof.so of its own folder.
+        self.assertTrue(os.path.exists(os.path.join(self.prefix, "lib", "libprof-inject.so")))
         self.assertTrue(os.access(os.path.join(self.prefix, "bin", "prof"), os.X_OK))
         self.assertTrue(os.path.exists(os.path.join(self.prefix, "include", "libprof.h")))
         r = sh(os.path.join(self.prefix, "bin", "prof"), "--version")

@@ -1,4 +1,7 @@
-"""libprof.so's ELF surface: what it needs at load time and what it exports."""
+"""libprof.so's ELF surface: what it needs at load time and what it exports;
+and libprof-inject.so's, which must load wherever NVIDIA's driver runs."""
+import os
+import platform
 import re
 import subprocess
 import unittest
@@ -63,6 +66,36 @@ class LibrarySurface(unittest.TestCase):
         proc = subprocess.run(["python3", "-c", load, harness.LIBPROF_SO], capture_output=True, text=True,
                               env=harness.clean_env(PROF_ENABLE="0", GLIBC_TUNABLES="glibc.rtld.optional_static_tls=0"))
         self.assertEqual(proc.stdout, "loaded\n", proc.stderr)
+
+
+# libprof-inject.so (agent/process/inject_loader.c), built beside libprof.so.
+INJECT_LOADER_SO = os.path.join(os.path.dirname(harness.LIBPROF_SO), "libprof-inject.so") if harness.LIBPROF_SO else ""
+# The architecture's first glibc version: all a library bound to it needs.
+OLDEST_GLIBC = {"x86_64": "GLIBC_2.2.5", "aarch64": "GLIBC_2.17"}
+
+
+class InjectLoaderSurface(unittest.TestCase):
+    def setUp(self):
+        harness.need(INJECT_LOADER_SO)
+
+    def test_no_tls_no_cxx_runtime_only_libc_and_libdl(self):
+        self.assertNotIn(" TLS ", tool("readelf", "-lW", INJECT_LOADER_SO))
+        dynamic = tool("readelf", "-d", INJECT_LOADER_SO)
+        self.assertNotIn("STATIC_TLS", dynamic)
+        needed = set(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dynamic))
+        self.assertLessEqual(needed, {"libc.so.6", "libdl.so.2"})
+
+    def test_needs_only_the_oldest_glibc_symbol_versions(self):
+        oldest = OLDEST_GLIBC.get(platform.machine())
+        if oldest is None:
+            self.skipTest(f"no oldest glibc version known for {platform.machine()}")
+        versions = set(re.findall(r"Name: (\S+)", tool("readelf", "-V", INJECT_LOADER_SO)))
+        self.assertEqual(versions, {oldest})
+
+    def test_exports_only_the_injection_entry_points_and_prof_step(self):
+        names = {line.split()[-1] for line in tool("nm", "-D", "--defined-only", INJECT_LOADER_SO).splitlines()
+                 if line.strip()}
+        self.assertEqual(names, {"InitializeInjection", "InitializeInjectionNvtx2", "prof_step"})
 
 
 if __name__ == "__main__":
