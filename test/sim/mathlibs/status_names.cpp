@@ -1,0 +1,37 @@
+#include "status_names.h"
+
+namespace simmath {
+namespace {
+struct Entry {
+  cublasStatus_t status;
+  const char* name;
+  const char* text;
+};
+const Entry kStatuses[] = {
+    {CUBLAS_STATUS_SUCCESS, "CUBLAS_STATUS_SUCCESS", "success"},
+    {CUBLAS_STATUS_NOT_INITIALIZED, "CUBLAS_STATUS_NOT_INITIALIZED", "the library was not initialized"},
+    {CUBLAS_STATUS_ALLOC_FAILED, "CUBLAS_STATUS_ALLOC_FAILED", "the resource allocation failed"},
+    {CUBLAS_STATUS_INVALID_VALUE, "CUBLAS_STATUS_INVALID_VALUE", "an invalid numeric value was used as an argument"},
+    {CUBLAS_STATUS_ARCH_MISMATCH, "CUBLAS_STATUS_ARCH_MISMATCH", "an absent device architectural feature is required"},
+    {CUBLAS_STATUS_MAPPING_ERROR, "CUBLAS_STATUS_MAPPING_ERROR", "an access to GPU memory space failed"},
+    {CUBLAS_STATUS_EXECUTION_FAILED, "CUBLAS_STATUS_EXECUTION_FAILED", "the GPU program failed to execute"},
+    {CUBLAS_STATUS_INTERNAL_ERROR, "CUBLAS_STATUS_INTERNAL_ERROR", "an internal operation failed"},
+    {CUBLAS_STATUS_NOT_SUPPORTED, "CUBLAS_STATUS_NOT_SUPPORTED", "the functionality requested is not supported"},
+    {CUBLAS_STATUS_LICENSE_ERROR, "CUBLAS_STATUS_LICENSE_ERROR", "the functionality requested requires some license"},
+};
+const Entry* Find(cublasStatus_t status) {
+  for (const Entry& e : kStatuses)
+    if (e.status == status) return &e;
+  return nullptr;
+}
+}  // namespace
+
+const char* CublasStatusName(cublasStatus_t status) {
+  const Entry* e = Find(status);
+  return e ? e->name : "<unknown>";
+}
+const char* CublasStatusString(cublasStatus_t status) {
+  const Entry* e = Find(status);
+  return e ? e->text : "<unknown>";
+}
+}  // namespace simmath
