@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 
-#include "agent/base/thread_id.h"
 
 namespace prof {
 namespace {
@@ -26,17 +26,21 @@ static_assert(NSIG - 1 <= static_cast<int>(kSignalMask), "a signal number fits i
 Slot g_slots[kExitDeferralSlots];
 std::atomic<uint64_t> g_missed{0};
 
-// Ordinary thread-locals: read and written only in normal context.
-thread_local int t_depth = 0;   // nesting of this thread's sections
-thread_local int t_slot = -1;   // slot held by the outermost section, or -1
+// Ordinary thread-locals, read and written only in normal context; one
+// struct, so a section finds them with one TLS lookup.
+struct ThreadState {
+  int depth = 0;     // nesting of this thread's sections
+  int slot = -1;     // slot held by the outermost section, or -1
+  uint32_t tid = 0;  // kernel tid, 0 until the first section (a fork child's thread: set again)
+};
+thread_local ThreadState t_state;
 
-// A free slot for tid, or -1. The search starts at a place that differs
-// between threads, so concurrent claims rarely meet on one word.
-int Claim(uint32_t tid) {
-  uint64_t mine = static_cast<uint64_t>(tid) << 8;
-  int start = static_cast<int>(tid % kExitDeferralSlots);
-  for (int n = 0; n < kExitDeferralSlots; ++n) {
-    int i = (start + n) % kExitDeferralSlots;
+uint32_t KernelTid() { return static_cast<uint32_t>(syscall(SYS_gettid)); }
+
+// A free slot for tid other than `first` (held), or -1; counted when none.
+__attribute__((noinline)) int ClaimElsewhere(uint64_t mine, int first) {
+  for (int n = 1; n < kExitDeferralSlots; ++n) {
+    int i = (first + n) % kExitDeferralSlots;
     uint64_t expected = 0;
     // A load first: a held slot costs no locked instruction.
     if (g_slots[i].word.load(std::memory_order_relaxed) == 0 &&
@@ -48,19 +52,33 @@ int Claim(uint32_t tid) {
   return -1;
 }
 
+// A free slot for tid, or -1. The first place tried differs between threads
+// (tid modulo the table) and is nearly always free: one CAS.
+int Claim(uint32_t tid) {
+  uint64_t mine = static_cast<uint64_t>(tid) << 8;
+  int first = static_cast<int>(tid % kExitDeferralSlots);
+  uint64_t expected = 0;
+  if (g_slots[first].word.compare_exchange_strong(expected, mine, std::memory_order_seq_cst)) return first;
+  return ClaimElsewhere(mine, first);
+}
+
 }  // namespace
 
 ExitSignalDeferral::ExitSignalDeferral() {
-  if (t_depth++ > 0) return;
+  ThreadState* t = &t_state;
+  if (t->depth++ > 0) return;
+  if (t->tid == 0) t->tid = KernelTid();
   // seq_cst claim: nothing the section does (taking a lock) is moved before
   // it, so a handler that does not find the slot finds the thread holding none.
-  t_slot = Claim(ThisThreadId());
+  int slot = Claim(t->tid);
+  t->slot = slot;
 }
 
 ExitSignalDeferral::~ExitSignalDeferral() {
-  if (--t_depth > 0) return;
-  int slot = t_slot;
-  t_slot = -1;
+  ThreadState& t = t_state;
+  if (--t.depth > 0) return;
+  int slot = t.slot;
+  t.slot = -1;
   if (slot < 0) return;
   // One step frees the slot and takes what a handler left: a signal landing
   // before it is in `old`; one landing after it finds no slot and takes the
@@ -89,10 +107,13 @@ bool DeferExitSignal(int sig) {
 uint64_t ExitSignalDeferralsMissed() { return g_missed.load(std::memory_order_relaxed); }
 
 void ExitSignalDeferralAfterFork() {
-  ThreadIdsAfterFork();  // this thread's next claims use the child's tid
   for (Slot& slot : g_slots) slot.word.store(0, std::memory_order_relaxed);
   g_missed.store(0, std::memory_order_relaxed);
-  if (t_slot >= 0) t_slot = Claim(ThisThreadId());
+  // The only thread of the child: its tid changed (the others' cached tids
+  // went with their threads).
+  ThreadState& t = t_state;
+  t.tid = KernelTid();
+  if (t.slot >= 0) t.slot = Claim(t.tid);
 }
 
 }  // namespace prof

@@ -17,8 +17,10 @@
 // (kernel tid << 8 | pending signal); the handler finds its slot by the tid
 // from a gettid system call and stores the signal into it; leaving, the
 // thread takes the word back with one exchange, which frees the slot and
-// yields the signal in the same step. Depth and slot index stay in ordinary
-// thread-locals, read only outside handlers. When every slot is held (more
+// yields the signal in the same step: one CAS and one exchange per outermost
+// section, no system call (the thread's tid is kept in an ordinary
+// thread-local from its first section on). Depth, slot index and tid stay in
+// ordinary thread-locals, read only outside handlers. When every slot is held (more
 // than kExitDeferralSlots threads inside libprof at once) a section runs
 // without deferral (a signal then takes the exit path at once, which at worst
 // waits out the exit budget) and is counted.
@@ -49,8 +51,10 @@ uint64_t ExitSignalDeferralsMissed();
 
 // In a fork child, on the forking thread: the parent's other threads are gone
 // but their slots (and their tids, which new threads may be given again)
-// are still in the table; and this thread, if inside a section, now has
-// another tid. Empties the table and claims this thread's slot again.
+// are still in the table; and this thread now has another tid. Empties the
+// table and claims this thread's slot again if it is inside a section. (A
+// vfork child, which runs on its parent's thread-locals until it execs,
+// claims with the parent's tid: its sections are not deferred.)
 void ExitSignalDeferralAfterFork();
 
 }  // namespace prof
