@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 
-
 namespace prof {
 namespace {
 
