@@ -15,8 +15,8 @@ LoadedProcess: the same program in a process whose loader has no static TLS
 left for libraries loaded later, as in a PyTorch process by the time CUDA
 dlopens the injection library (glibc's tunable
 glibc.rtld.optional_static_tls=0 makes that condition without PyTorch).
-libprof.so loads there in both modes and writes the window of the sim's
-kernels, also through libprof-inject.so.
+libprof.so loads there in both modes (and through NVTX_INJECTION64_PATH)
+and writes the window of the sim's kernels, also through libprof-inject.so.
 
 InjectLoaderSaysWhy: CUDA_INJECTION64_PATH=libprof-inject.so beside a
 libprof.so that cannot load says so on stderr (NVIDIA's driver is silent).
@@ -177,6 +177,7 @@ class LoadedProcess(unittest.TestCase):
             env = harness.sim_env(GLIBC_TUNABLES=NO_STATIC_TLS_SURPLUS, PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth,
                                   **SCHEDULE)
             env[variable] = lib
+            env["NVTX_INJECTION64_PATH"] = lib  # NVTX dlopens it too (prof run sets it)
             cls.runs[mode] = (harness.run(ARGS, env), out, truth)
 
     @classmethod
@@ -204,7 +205,10 @@ class LoadedProcess(unittest.TestCase):
                 self.assertEqual(len(traces), 1, f"{mode}: no window in a process without static TLS room; "
                                                   f"stderr: {proc.stderr}")
                 with open(traces[0]) as f:
-                    kernels = [e for e in json.load(f)["traceEvents"] if e.get("cat") == "kernel"]
+                    events = json.load(f)["traceEvents"]
+                kernels = [e for e in events if e.get("cat") == "kernel"]
+                # NVTX's dlopen of it worked as well: the program's ranges are there.
+                self.assertIn("train_step", {e["name"] for e in events if e.get("cat") == "user_annotation"})
                 with open(truth_path) as f:
                     truth = {t["correlation"] for t in map(json.loads, (l for l in f if l.startswith("{")))
                              if t.get("type") == "kernel"}
