@@ -1,25 +1,21 @@
 // cuDNN's version queries, status strings and handle (cuDNN API reference,
 // cudnn_graph library: cudnnCreate, cudnnSetStream, cudnnGetVersion, ...).
-// Every other cuDNN entry point is a generated stub answering
-// CUDNN_STATUS_NOT_SUPPORTED (gen_stubs.py), so a framework probing cuDNN
-// at start-up finds a cuDNN 9 that supports no operation.
+// The backend (graph) API is cudnn_backend.cpp; every other cuDNN entry
+// point is a generated stub answering CUDNN_STATUS_NOT_SUPPORTED
+// (gen_stubs.py).
 #include <cudnn.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "cudnn_handle.h"
 #include "launch.h"
-
-struct cudnnContext {
-  uint64_t magic;
-  cudaStream_t stream;  // cudnnSetStream; NULL: the legacy default stream
-};
 
 namespace {
 
-constexpr uint64_t kLiveCudnn = 0x73696d63646e6e48ull;
-bool Live(cudnnHandle_t h) { return h && h->magic == kLiveCudnn; }
+using simmath::kLiveCudnn;
+bool Live(cudnnHandle_t h) { return simmath::LiveCudnn(h); }
 
 // The version reported (major*10000 + minor*100 + patch): the build's
 // choice (CMakeLists.txt: the newest cuDNN 9 header it found, since a
