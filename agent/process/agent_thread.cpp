@@ -88,8 +88,8 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
   if (a->Analyze()) {
     uint64_t now = NowNs();
     std::string what = a->Describe(now);
-    if (!rt->session->LoopFound("auto: " + what)) return stop_looking();
-    Log().info("PROF_STEP=auto: step = {}", what);
+    if (!rt->session->LoopFound("auto: " + what, a->iterations_before())) return stop_looking();
+    Log().info("PROF_STEP=auto: step = {}", rt->session->StepDescription().substr(std::string("auto: ").size()));
     uint32_t keep = rt->session->finished() ? 0 : AutoMarkerBits(a->marker());  // PROF_RANGE's ranges may all be recorded
     // An NVTX range's id must stay its name's for good (agent/base/strings.h).
     for (uint32_t token : {a->marker().token, a->marker().prev}) {

@@ -135,7 +135,7 @@ std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
                      (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9, until);
 }
 
-bool Session::LoopFound(const std::string& description) {
+bool Session::LoopFound(const std::string& description, uint64_t iterations_before) {
   Locked lock(this);
   if (counting_ || finished_) return false;
   provisional_pending_.store(false, std::memory_order_relaxed);
@@ -150,12 +150,27 @@ bool Session::LoopFound(const std::string& description) {
     EndProvisionalLocked(now_ns, /*write=*/true, false, "", "the run from the first CUDA call until the loop was found");
   }
   meta_template_.step_description = description;
+  // Steps are the loop's iterations while the schedule's first warm-up is
+  // still ahead; past it, numbering from the discovery still gives a window.
+  const uint64_t first_warmup = uint64_t{config_.skip_first} + config_.wait;
+  first_loop_step_ = iterations_before <= first_warmup ? iterations_before : 0;
+  if (iterations_before > first_warmup) {
+    meta_template_.step_description +=
+        fmt::format("; found after the schedule's first window would have begun (iteration {}): steps counted from "
+                    "the loop's discovery",
+                    iterations_before);
+  }
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
     return true;
   }
   start_on_marker_ = true;
   return true;
+}
+
+std::string Session::StepDescription() {
+  Locked lock(this);
+  return meta_template_.step_description;
 }
 
 void Session::AnchorToCollectives(std::function<uint64_t()> collectives) {
@@ -275,7 +290,7 @@ void Session::Step(uint64_t now_ns) {
   }
   if (!counting_) {
     if (start_on_marker_ && !finished_) {
-      uint64_t first_step = 0;
+      uint64_t first_step = first_loop_step_;
       if (collectives_ && !AnchoredFirstStep(&first_step)) return;
       start_on_marker_ = false;
       BeginCounting(now_ns, first_step);

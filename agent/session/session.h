@@ -40,8 +40,9 @@ class Session {
 
   // A step marker at now_ns: ends the current step, starts the next
   // (torch.profiler's prof.step()). With PROF_STEP=auto, markers before the
-  // loop is found are ignored, and the first marker after LoopFound() starts
-  // step 0, so step 0 is the first whole iteration.
+  // loop is found are not seen here, and the first marker after LoopFound()
+  // starts the step numbered by the loop's own iterations (LoopFound), so
+  // step k is the loop's iteration k, counted from 0.
   // Tries QuietStep first.
   void Step(uint64_t now_ns);
 
@@ -68,10 +69,18 @@ class Session {
   // calls no wrapper sees still make steps. Once; cheap when done.
   void WatchCallsIfCuda();
   // PROF_STEP=auto found the loop: `description` says what a step is (for the
-  // windows' metadata); the next marker starts step 0. False, and nothing
-  // changes, once counting began or the session finished (the process is
-  // exiting: the exit already said auto was still looking).
-  bool LoopFound(const std::string& description);
+  // windows' metadata); `iterations_before` iterations of the loop had begun
+  // by then, so the next marker starts step `iterations_before`: the
+  // schedule counts the loop's iterations from its first, not from its
+  // discovery (a model's set-up before the loop does not count). When the
+  // first window would already have begun (a loop found late), the next
+  // marker starts step 0 instead, and the description says so. False, and
+  // nothing changes, once counting began or the session finished (the
+  // process is exiting: the exit already said auto was still looking).
+  bool LoopFound(const std::string& description, uint64_t iterations_before = 0);
+  // What a step is, as the windows' metadata says it (LoopFound's
+  // description and how steps are numbered).
+  std::string StepDescription();
   // Multi-rank jobs (PROF_STEP=auto, no PROF_RANGE): once the loop is found,
   // steps are numbered by the job's iteration rather than from 0 at the
   // first marker, so that every rank's step k is the same iteration whenever
@@ -230,6 +239,7 @@ class Session {
   // falls back to time steps); start_on_marker_: the next Step() begins step 0.
   bool counting_ = true;
   bool start_on_marker_ = false;
+  uint64_t first_loop_step_ = 0;  // the step the first marker after LoopFound starts
   // The provisional window (BeginProvisionalIfCuda): still to open, and open.
   std::atomic<bool> provisional_pending_{false};
   bool provisional_ = false;

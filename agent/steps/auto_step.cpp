@@ -1,5 +1,8 @@
 #include "agent/steps/auto_step.h"
 
+#include <unordered_map>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -142,6 +145,7 @@ bool AutoStep::Analyze() {
       marker_ = detection_.marker;
       last_.store(0, std::memory_order_relaxed);
       state_.store(State::kDecided, std::memory_order_release);
+      iterations_before_ = CountMarkers();
       return true;
     }
     if (len == n) break;
@@ -154,6 +158,48 @@ bool AutoStep::Analyze() {
     analysed_count_ = 0;
   }
   return false;
+}
+
+uint64_t AutoStep::CountMarkers() const {
+  if (observed_total_.load(std::memory_order_relaxed) != 0) return 0;  // started over: the start is gone
+  // Every event appended before the decision took effect (a writer that
+  // took its slot just before may still be storing: at most a stray miss).
+  uint64_t n = count_.load(std::memory_order_acquire);
+  if (n > capacity_) n = capacity_;
+  std::vector<uint32_t> tape;
+  tape.reserve(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t token = tokens_[i].load(std::memory_order_acquire);
+    if (token != 0) tape.push_back(token);
+  }
+  std::vector<size_t> at;
+  uint32_t prev = 0;
+  for (size_t i = 0; i < tape.size(); ++i) {
+    if (tape[i] == marker_.token && (marker_.prev == 0 || prev == marker_.prev)) at.push_back(i);
+    prev = tape[i];
+  }
+  if (at.size() < 2) return at.size();
+  // A pair marker (the last event of one iteration, the first of the next)
+  // cannot fire at the loop's first iteration, whose previous event is
+  // set-up: the loop ran one iteration more than it fired when what comes
+  // just before its first firing is an iteration's work.
+  return at.size() + (IterationBefore(tape, at[0], at[1]) ? 1 : 0);
+}
+
+bool AutoStep::IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second) {
+  const size_t len = second - first;
+  if (first < len) return false;
+  std::unordered_map<uint32_t, int64_t> counts;
+  for (size_t i = first; i < second; ++i) ++counts[tape[i]];
+  size_t shared = 0;
+  for (size_t i = first - len; i < first; ++i) {
+    auto it = counts.find(tape[i]);
+    if (it != counts.end() && it->second > 0) {
+      --it->second;
+      ++shared;
+    }
+  }
+  return 4 * shared >= 3 * len;  // three quarters of an iteration's events, as the detector's core
 }
 
 bool AutoStep::TimedOut(uint64_t now_ns, uint64_t timeout_ns, uint64_t start_ns) const {

@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/base/api_ids.h"
 #include "agent/steps/step_detector.h"
@@ -88,8 +89,16 @@ class AutoStep {
   State state() const { return state_.load(std::memory_order_acquire); }
   const StepMarker& marker() const { return marker_; }
   const Detection& detection() const { return detection_; }
+  // Iterations of the loop that had begun when it was found: occurrences of
+  // the marker on the tape (the first one begins iteration 0). 0 when the
+  // tape was started over (its earlier iterations are not known).
+  uint64_t iterations_before() const { return iterations_before_; }
   uint64_t first_event_ns() const { return first_event_ns_.load(std::memory_order_relaxed); }
   uint64_t events_observed() const { return observed_total_.load(std::memory_order_relaxed) + count_.load(std::memory_order_relaxed); }
+
+  // Whether tape[first - (second - first), first) holds an iteration: most
+  // of the events of the iteration [first, second).
+  static bool IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second);
 
   // "launch of `optimizer_step` after `cudaStreamSynchronize`; 6 launches and 1 sync per step; found after 24
   // iterations, 3.2 s" (now_ns: when decided).
@@ -115,6 +124,7 @@ class AutoStep {
 
  private:
   void Append(uint32_t token);
+  uint64_t CountMarkers() const;  // iterations begun on the tape (0 if it was started over)
 
   const size_t capacity_;
   std::unique_ptr<std::atomic<uint32_t>[], FreeDeleter> tokens_;  // calloc'd: untouched until appended to
@@ -127,6 +137,7 @@ class AutoStep {
   uint64_t analysed_count_ = 0;    // agent thread only
   bool ignore_gaps_ = false;       // set before the agent thread starts
   StepMarker marker_;              // written before state_ becomes kDecided (release)
+  uint64_t iterations_before_ = 0; // agent thread, at the decision
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;
   std::function<void()> first_;

@@ -164,6 +164,28 @@ TEST_CASE("a model's parameters moved in one by one are not a loop: the training
   CHECK_FALSE(none.found);
 }
 
+TEST_CASE("the tape counts the loop's iterations from its first, set-up not included", "[auto]") {
+  // Parameters moved in, then a loop whose marker pairs its first copy with
+  // the previous iteration's last kernel: it cannot fire at iteration 0
+  // (whose previous event is set-up), which still counts.
+  Stream s;
+  for (int p = 0; p < 40; ++p) s.Add({kH2D, kSync});
+  const int ran = 30;
+  for (int i = 0; i < ran; ++i) {
+    s.Add({kH2D, kH2D});
+    for (int k = 0; k < 8; ++k) s.Add(K(30 + k));
+    s.Add(kMemset);
+  }
+  AutoStep a(1 << 12, nullptr, nullptr);
+  for (uint32_t t : s.tokens) a.Observe(t);
+  REQUIRE(a.Analyze());
+  CHECK(a.iterations_before() == ran);
+  // Set-up that is not an iteration's work does not count.
+  std::vector<uint32_t> tape{kH2D, kSync, kH2D, kSync, K(1), K(2), K(3), kMemset, K(1), K(2), K(3), kMemset};
+  CHECK_FALSE(AutoStep::IterationBefore(tape, 4, 8));
+  CHECK(AutoStep::IterationBefore(tape, 8, 12));
+}
+
 TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
   Stream s;
   for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
