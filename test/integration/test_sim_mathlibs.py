@@ -287,6 +287,9 @@ class MathLibsTest(unittest.TestCase):
             r, n = bget(heur, 202, T_DESC, 0, None); out("count_query", r); out("count", n)
             cfg = bcreate(ENGINECFG)
             r, n = bget(heur, 202, T_DESC, 1, (ctypes.c_void_p * 1)(cfg.value)); out("results", r)
+            # cuDNN keeps copies: the frontend destroys its graph before the plan is built.
+            for dsc in (op, g, heur):
+                out("destroy", dnn.cudnnBackendDestroyDescriptor(dsc))
             plan = bcreate(PLAN)
             bset(plan, 400, T_HANDLE, ctypes.c_void_p, [h.value]); bset(plan, 401, T_DESC, ctypes.c_void_p, [cfg.value])
             out("plan", dnn.cudnnBackendFinalize(plan))

@@ -5,7 +5,10 @@
 // plan: the heuristic offers one engine config (one engine, no knobs, no
 // notes), plans need no workspace, and cudnnBackendExecute launches one
 // kernel on the handle's stream, named and sized from the operation graph
-// (backend_kernel.h). Nothing is computed.
+// (backend_kernel.h). Nothing is computed. A descriptor set as another's
+// attribute is kept as a snapshot taken at the Set (as cuDNN copies it):
+// the caller may destroy or reuse its own afterwards, as the cuDNN
+// frontend does, and nothing a plan refers to can change under it.
 #include <cudnn.h>
 
 #include <cstring>
@@ -20,6 +23,9 @@
 #include "launch.h"
 
 namespace simmath {
+
+struct BackendDesc;
+
 namespace {
 
 constexpr uint64_t kLiveDesc = 0x73696d636462656eull;
@@ -27,7 +33,8 @@ constexpr uint64_t kLiveDesc = 0x73696d636462656eull;
 struct Attr {
   cudnnBackendAttributeType_t type;
   int64_t count;
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes;                            // values of every type but descriptors
+  std::vector<std::shared_ptr<const BackendDesc>> descs;  // CUDNN_TYPE_BACKEND_DESCRIPTOR: snapshots
 };
 
 }  // namespace
@@ -37,9 +44,6 @@ struct BackendDesc {
   cudnnBackendDescriptorType_t type;
   bool finalized = false;
   std::map<int, Attr> attrs;
-  // Descriptors the library made for this one (an engine config's engine),
-  // shared with the copies a Get hands out.
-  std::vector<std::shared_ptr<BackendDesc>> owned;
   BackendKernel kernel;  // an execution plan's, decided when it is finalized
 };
 
@@ -71,9 +75,16 @@ BackendDesc* AsDesc(void* p) {
   return d && d->magic == kLiveDesc ? d : nullptr;
 }
 
+// Stores an attribute; descriptor values (already checked live) as snapshots.
 void Put(BackendDesc* d, int name, cudnnBackendAttributeType_t type, int64_t count, const void* values) {
-  Attr a{type, count, std::vector<uint8_t>(static_cast<size_t>(count) * ElementBytes(type))};
-  if (!a.bytes.empty()) memcpy(a.bytes.data(), values, a.bytes.size());
+  Attr a{type, count, {}, {}};
+  if (type == CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+    for (int64_t i = 0; i < count; ++i)
+      a.descs.push_back(std::make_shared<const BackendDesc>(*AsDesc(static_cast<void* const*>(values)[i])));
+  } else {
+    a.bytes.resize(static_cast<size_t>(count) * ElementBytes(type));
+    if (!a.bytes.empty()) memcpy(a.bytes.data(), values, a.bytes.size());
+  }
   d->attrs[name] = std::move(a);
 }
 
@@ -85,7 +96,6 @@ cudnnStatus_t CopyInto(const BackendDesc& from, void* to_ptr) {
   BackendDesc* to = AsDesc(to_ptr);
   if (!to || to->type != from.type) return CUDNN_STATUS_BAD_PARAM;
   to->attrs = from.attrs;
-  to->owned = from.owned;
   to->kernel = from.kernel;
   to->finalized = from.finalized;
   return CUDNN_STATUS_SUCCESS;
@@ -95,16 +105,15 @@ cudnnStatus_t CopyInto(const BackendDesc& from, void* to_ptr) {
 cudnnStatus_t FillEngineConfig(const BackendDesc& heur, void* cfg_ptr) {
   BackendDesc* cfg = AsDesc(cfg_ptr);
   if (!cfg || cfg->type != CUDNN_BACKEND_ENGINECFG_DESCRIPTOR) return CUDNN_STATUS_BAD_PARAM;
-  auto engine = std::make_shared<BackendDesc>();
-  engine->type = CUDNN_BACKEND_ENGINE_DESCRIPTOR;
+  BackendDesc engine;
+  engine.type = CUDNN_BACKEND_ENGINE_DESCRIPTOR;
   auto graph = heur.attrs.find(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH);
-  if (graph != heur.attrs.end()) engine->attrs[CUDNN_ATTR_ENGINE_OPERATION_GRAPH] = graph->second;
-  PutInt(engine.get(), CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0);
-  engine->finalized = true;
+  if (graph != heur.attrs.end()) engine.attrs[CUDNN_ATTR_ENGINE_OPERATION_GRAPH] = graph->second;
+  PutInt(&engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, 0);
+  engine.finalized = true;
   cfg->attrs.clear();
-  void* engine_ptr = engine.get();
-  Put(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_ptr);
-  cfg->owned = {engine};
+  void* engine_ptr = &engine;
+  Put(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine_ptr);  // a snapshot of it
   cfg->finalized = true;
   return CUDNN_STATUS_SUCCESS;
 }
@@ -163,12 +172,8 @@ cudnnStatus_t GetComputed(const BackendDesc& d, int name, cudnnBackendAttributeT
 
 const BackendDesc* DescAttr(const BackendDesc& d, int name, size_t index) {
   auto it = d.attrs.find(name);
-  if (it == d.attrs.end() || it->second.type != CUDNN_TYPE_BACKEND_DESCRIPTOR ||
-      index >= static_cast<size_t>(it->second.count))
-    return nullptr;
-  void* p = nullptr;
-  memcpy(&p, it->second.bytes.data() + index * sizeof(void*), sizeof(void*));
-  return AsDesc(p);
+  if (it == d.attrs.end() || index >= it->second.descs.size()) return nullptr;
+  return it->second.descs[index].get();
 }
 
 size_t DescCount(const BackendDesc& d, int name) {
@@ -226,7 +231,6 @@ cudnnStatus_t cudnnBackendInitialize(cudnnBackendDescriptor_t descriptor) {
   BackendDesc* d = AsDesc(descriptor);
   if (!d) return CUDNN_STATUS_BAD_PARAM;
   d->attrs.clear();
-  d->owned.clear();
   d->finalized = false;
   return CUDNN_STATUS_SUCCESS;
 }
