@@ -1,3 +1,5 @@
+// The strings cuBLAS documents for each cublasStatus_t (cuBLAS library
+// documentation, "cublasStatus_t"), for both libraries' Get*Status* calls.
 #include "status_names.h"
 
 namespace simmath {
