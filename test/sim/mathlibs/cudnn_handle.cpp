@@ -1,6 +1,6 @@
 // cuDNN's version queries, status strings and handle (cuDNN API reference,
 // cudnn_graph library: cudnnCreate, cudnnSetStream, cudnnGetVersion, ...).
-// The backend (graph) API is cudnn_backend.cpp; every other cuDNN entry
+// The backend (graph) API is cudnn_backend_*.cpp; every other cuDNN entry
 // point is a generated stub answering CUDNN_STATUS_NOT_SUPPORTED
 // (gen_stubs.py).
 #include <cudnn.h>
