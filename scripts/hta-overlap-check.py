@@ -9,9 +9,9 @@ on simulated four-rank jobs:
     .deps/venv/bin/python scripts/hta-overlap-check.py TRACE_DIR [--prof build/tools/prof/prof] [--tolerance 1.0]
 
 TRACE_DIR holds one trace per rank (*.pt.trace.json[.gz], as a multi-rank job
-writes them). HTA's TraceAnalysis(trace_dir).get_comm_comp_overlap() gives,
-per rank, the percentage of communication-kernel time during which compute
-kernels also ran; `prof merge` computes the same figure (the per-rank table's
+writes them). HTA's get_comm_comp_overlap() gives, per rank, the percentage of
+communication-kernel time during which compute kernels also ran, over the
+whole window (TraceAnalysis(..., include_last_profiler_step=True)); `prof merge` computes the same figure (the per-rank table's
 "Comm overlapped (%)" column). The check passes when every rank's two figures
 are within --tolerance percentage points. Exit status: 0 agree, 1 disagree,
 2 usage or a tool failed, 77 HTA is not importable (not the venv's python).
@@ -50,7 +50,9 @@ def prof_overlap(prof, trace_dir):
 def hta_overlap(trace_dir):
     from hta.trace_analysis import TraceAnalysis  # noqa: imported here so --help works without HTA
 
-    analyzer = TraceAnalysis(trace_dir=trace_dir)
+    # HTA leaves out the GPU work launched in the last ProfilerStep# unless told
+    # otherwise; prof merge counts the whole window, and so must HTA here.
+    analyzer = TraceAnalysis(trace_dir=trace_dir, include_last_profiler_step=True)
     df = analyzer.get_comm_comp_overlap(visualize=False)
     return {int(row["rank"]): float(row["comp_comm_overlap_pctg"]) for _, row in df.iterrows()}
 

@@ -9,10 +9,10 @@ percentage point.
 
 The figures are not trivial ones: each step's four bucketed all-reduces run
 on a second stream beside 500 us backward kernels, so about three quarters of
-the communication time is overlapped on every rank; with rank 2 held 60 ms a
-step on the host, the other ranks spend their all-reduces waiting with
-nothing to compute (a few percent overlapped) while rank 2 keeps its three
-quarters.
+the communication time is overlapped (less on a rank that waited for another
+the scheduler held up, on a loaded machine); with rank 2 held 60 ms a step on
+the host, the other ranks spend their all-reduces waiting with nothing to
+compute (a few percent overlapped) while rank 2 keeps its three quarters.
 
 Without the venv's HTA the test skips saying why (it fails under CI=true)."""
 import glob
@@ -73,10 +73,10 @@ class HtaOverlap(unittest.TestCase):
         self.assertEqual(proc.stdout.strip().splitlines()[-1], "agree")
         return rows
 
-    def test_every_rank_overlaps_three_quarters_in_both(self):
+    def test_every_rank_of_a_balanced_job_agrees(self):
         rows = self.overlap(self.run_job())
         for rank, (ours, theirs) in rows.items():
-            self.assertAlmostEqual(ours, 75.0, delta=5.0, msg=f"rank {rank}")
+            self.assertGreater(ours, 25.0, f"rank {rank}: {rows}")
             self.assertLessEqual(abs(ours - theirs), 1.0, f"rank {rank}")
 
     def test_a_slowed_rank_keeps_its_overlap_and_the_others_lose_theirs(self):
@@ -84,6 +84,8 @@ class HtaOverlap(unittest.TestCase):
         self.assertAlmostEqual(rows[2][0], 75.0, delta=5.0, msg=str(rows))
         for rank in (0, 1, 3):
             self.assertLess(rows[rank][0], 20.0, f"rank {rank}: {rows}")
+        for rank, (ours, theirs) in rows.items():
+            self.assertLessEqual(abs(ours - theirs), 1.0, f"rank {rank}")
 
 
 if __name__ == "__main__":
