@@ -171,7 +171,7 @@ class CudnnGraphTest(unittest.TestCase):
         self.assertEqual(kernel["block"], [THREADS, 1, 1])
         self.assertEqual(kernel["stream"], stream)
         self.assertEqual(kernel["end_ns"] - kernel["start_ns"], truth.kernel_ns(kernel))
-        self.assertEqual(kernel["api"], "cuLaunchKernelEx")  # a driver launch, as from NVIDIA's static runtime
+        self.assertEqual(kernel["api"], "cudaLaunchKernel")  # the runtime linked into NVIDIA's libraries
 
     def test_an_attention_graph_runs_one_flash_kernel_on_the_handles_stream_timed_by_its_flops(self):
         results, lines = run_script(SDPA_FORWARD, """

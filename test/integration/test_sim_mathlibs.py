@@ -105,7 +105,7 @@ class MathLibsTest(unittest.TestCase):
         self.assertEqual(kernel["grid"], grid)
         self.assertEqual(kernel["stream"], stream)
         self.assertEqual(kernel["end_ns"] - kernel["start_ns"], truth.kernel_ns(kernel))
-        self.assertEqual(kernel["api"], "cuLaunchKernelEx")  # a driver launch, as from NVIDIA's static runtime
+        self.assertEqual(kernel["api"], "cudaLaunchKernel")  # the runtime linked into NVIDIA's libraries
 
     def test_gemms_launch_one_kernel_on_the_handles_stream_named_and_timed_by_the_model(self):
         results, lines = run_script("""

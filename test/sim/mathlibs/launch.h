@@ -3,8 +3,8 @@
 // dlopen libcuda.so.1, take the driver's entry points with
 // cuGetProcAddress, and launch kernels loaded from a library of their own
 // (cuLibraryLoadData on PTX naming the kernel, cuLibraryGetKernel,
-// cuLaunchKernelEx), so the launch is a driver call from the library's
-// calling thread, as with NVIDIA's statically linked runtime.
+// cuLaunchKernelEx) inside a runtime cudaLaunchKernel, as from NVIDIA's
+// statically linked runtime, on the library's calling thread.
 #pragma once
 
 #include <cuda.h>
