@@ -135,7 +135,7 @@ std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
                      (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9, until);
 }
 
-bool Session::LoopFound(const std::string& description, uint64_t iterations_before) {
+bool Session::LoopFound(const std::string& description, std::function<uint64_t()> iteration_now) {
   Locked lock(this);
   if (counting_ || finished_) return false;
   provisional_pending_.store(false, std::memory_order_relaxed);
@@ -150,22 +150,30 @@ bool Session::LoopFound(const std::string& description, uint64_t iterations_befo
     EndProvisionalLocked(now_ns, /*write=*/true, false, "", "the run from the first CUDA call until the loop was found");
   }
   meta_template_.step_description = description;
-  // Steps are the loop's iterations while the schedule's first warm-up is
-  // still ahead; past it, numbering from the discovery still gives a window.
-  const uint64_t first_warmup = uint64_t{config_.skip_first} + config_.wait;
-  first_loop_step_ = iterations_before <= first_warmup ? iterations_before : 0;
-  if (iterations_before > first_warmup) {
-    meta_template_.step_description +=
-        fmt::format("; found after the schedule's first window would have begun (iteration {}): steps counted from "
-                    "the loop's discovery",
-                    iterations_before);
-  }
+  iteration_now_ = std::move(iteration_now);
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
     return true;
   }
   start_on_marker_ = true;
   return true;
+}
+
+uint64_t Session::LoopIterationLocked() {
+  if (!iteration_now_) return 0;
+  const uint64_t k = iteration_now_();
+  iteration_now_ = nullptr;  // asked once, at the first marker
+  Log().debug("PROF_STEP=auto: the first marker after the decision begins the loop's iteration {}", k);
+  // Steps are the loop's iterations while the schedule's first warm-up is
+  // still ahead; past it, numbering from the discovery still gives a window.
+  const uint64_t first_warmup = config_.skip_first + config_.wait;
+  if (k <= first_warmup) return k;
+  std::string note = fmt::format(
+      "found after the schedule's first window would have begun (iteration {}): steps counted from the loop's discovery",
+      k);
+  meta_template_.step_description += "; " + note;
+  Log().info("PROF_STEP=auto: {}", note);
+  return 0;
 }
 
 std::string Session::StepDescription() {
@@ -290,7 +298,7 @@ void Session::Step(uint64_t now_ns) {
   }
   if (!counting_) {
     if (start_on_marker_ && !finished_) {
-      uint64_t first_step = first_loop_step_;
+      uint64_t first_step = LoopIterationLocked();
       if (collectives_ && !AnchoredFirstStep(&first_step)) return;
       start_on_marker_ = false;
       BeginCounting(now_ns, first_step);

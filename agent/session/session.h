@@ -69,15 +69,15 @@ class Session {
   // calls no wrapper sees still make steps. Once; cheap when done.
   void WatchCallsIfCuda();
   // PROF_STEP=auto found the loop: `description` says what a step is (for the
-  // windows' metadata); `iterations_before` iterations of the loop had begun
-  // by then, so the next marker starts step `iterations_before`: the
-  // schedule counts the loop's iterations from its first, not from its
-  // discovery (a model's set-up before the loop does not count). When the
-  // first window would already have begun (a loop found late), the next
-  // marker starts step 0 instead, and the description says so. False, and
-  // nothing changes, once counting began or the session finished (the
-  // process is exiting: the exit already said auto was still looking).
-  bool LoopFound(const std::string& description, uint64_t iterations_before = 0);
+  // windows' metadata). The next marker starts the step `iteration_now()`
+  // returns then (the loop's iteration it begins, counted from the loop's
+  // first: the schedule counts the loop's iterations, not the set-up before
+  // them nor the time auto took); with no function, or when that step is
+  // past the schedule's first warm-up (a loop found late), it starts step
+  // 0 and the description says so. False, and nothing changes, once
+  // counting began or the session finished (the process is exiting: the
+  // exit already said auto was still looking).
+  bool LoopFound(const std::string& description, std::function<uint64_t()> iteration_now = nullptr);
   // What a step is, as the windows' metadata says it (LoopFound's
   // description and how steps are numbered).
   std::string StepDescription();
@@ -239,7 +239,8 @@ class Session {
   // falls back to time steps); start_on_marker_: the next Step() begins step 0.
   bool counting_ = true;
   bool start_on_marker_ = false;
-  uint64_t first_loop_step_ = 0;  // the step the first marker after LoopFound starts
+  std::function<uint64_t()> iteration_now_;  // LoopFound's: the step the first marker after it starts
+  uint64_t LoopIterationLocked();  // that step, asked once (mu_ held)
   // The provisional window (BeginProvisionalIfCuda): still to open, and open.
   std::atomic<bool> provisional_pending_{false};
   bool provisional_ = false;

@@ -1,6 +1,7 @@
 #include "agent/steps/auto_step.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 #include <fmt/format.h>
@@ -143,6 +144,7 @@ bool AutoStep::Analyze() {
     detection_ = DetectPeriod(tokens.data(), ignore_gaps_ ? nullptr : ticks.data(), len);
     if (detection_.found) {
       marker_ = detection_.marker;
+      KeepCore(detection_.core);
       last_.store(0, std::memory_order_relaxed);
       state_.store(State::kDecided, std::memory_order_release);
       iterations_before_ = CountMarkers();
@@ -160,46 +162,74 @@ bool AutoStep::Analyze() {
   return false;
 }
 
-uint64_t AutoStep::CountMarkers() const {
+void AutoStep::KeepCore(const std::vector<uint32_t>& core) {
+  core_.fill(0);
+  core_filter_ = !core.empty() && core.size() <= kCoreSlots * 3 / 4;
+  if (!core_filter_) return;
+  for (uint32_t token : core) {
+    uint32_t i = (token * 2654435761u) >> 24;
+    while (core_[i] != 0 && core_[i] != token) i = (i + 1) & (kCoreSlots - 1);
+    core_[i] = token;
+  }
+}
+
+uint64_t AutoStep::CountMarkers() {
   if (observed_total_.load(std::memory_order_relaxed) != 0) return 0;  // started over: the start is gone
   // Every event appended before the decision took effect (a writer that
   // took its slot just before may still be storing: at most a stray miss).
   uint64_t n = count_.load(std::memory_order_acquire);
   if (n > capacity_) n = capacity_;
   std::vector<uint32_t> tape;
+  std::vector<uint64_t> at_ticks;
   tape.reserve(n);
-  for (uint64_t i = 0; i < n; ++i) {
-    uint32_t token = tokens_[i].load(std::memory_order_acquire);
-    if (token != 0) tape.push_back(token);
-  }
   std::vector<size_t> at;
   uint32_t prev = 0;
-  for (size_t i = 0; i < tape.size(); ++i) {
-    if (tape[i] == marker_.token && (marker_.prev == 0 || prev == marker_.prev)) at.push_back(i);
-    prev = tape[i];
+  for (uint64_t i = 0; i < n; ++i) {
+    uint32_t token = tokens_[i].load(std::memory_order_acquire);
+    if (token == 0) continue;
+    if (token == marker_.token && (marker_.prev == 0 || prev == marker_.prev)) {
+      at.push_back(tape.size());
+      at_ticks.push_back(ticks_[i].load(std::memory_order_relaxed));
+    }
+    tape.push_back(token);
+    // As Observe matches a pair marker once the loop runs; before its first
+    // firing (set-up), every event counts.
+    if (at.empty() || IsCore(token)) prev = token;
   }
   if (at.size() < 2) return at.size();
-  // A pair marker (the last event of one iteration, the first of the next)
-  // cannot fire at the loop's first iteration, whose previous event is
-  // set-up: the loop ran one iteration more than it fired when what comes
-  // just before its first firing is an iteration's work.
+  std::vector<uint64_t> gaps;
+  for (size_t i = 1; i < at_ticks.size(); ++i) gaps.push_back(at_ticks[i] - at_ticks[i - 1]);
+  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+  period_ticks_ = gaps[gaps.size() / 2];
+  last_marker_ticks_ = at_ticks.back();
+  // The marker's first firing begins the loop's second iteration when the
+  // loop's work came before it: a pair marker (the last event of one
+  // iteration, the first of the next) cannot fire at the first iteration,
+  // whose previous event is set-up, and a marker inside the iteration (an
+  // optimizer kernel) fires after the first iteration's forward pass.
   return at.size() + (IterationBefore(tape, at[0], at[1]) ? 1 : 0);
+}
+
+uint64_t AutoStep::IterationNow() const {
+  if (iterations_before_ == 0 || period_ticks_ == 0) return iterations_before_;
+  const uint64_t now = Ticks();
+  const uint64_t since = now > last_marker_ticks_ ? now - last_marker_ticks_ : 0;
+  uint64_t later = (since + period_ticks_ / 2) / period_ticks_;  // iterations begun since the tape's last
+  if (later == 0) later = 1;
+  return iterations_before_ - 1 + later;
 }
 
 bool AutoStep::IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second) {
   const size_t len = second - first;
-  if (first < len) return false;
-  std::unordered_map<uint32_t, int64_t> counts;
-  for (size_t i = first; i < second; ++i) ++counts[tape[i]];
+  if (first == 0 || len == 0) return false;
+  // Kinds of events, not counts: a first iteration does extra work of a few
+  // kinds (an optimizer creating its state: a memset per parameter), which
+  // must not hide the loop's kernels around it.
+  std::unordered_set<uint32_t> iteration(tape.begin() + first, tape.begin() + second);
+  std::unordered_set<uint32_t> before(tape.begin() + (first > len ? first - len : 0), tape.begin() + first);
   size_t shared = 0;
-  for (size_t i = first - len; i < first; ++i) {
-    auto it = counts.find(tape[i]);
-    if (it != counts.end() && it->second > 0) {
-      --it->second;
-      ++shared;
-    }
-  }
-  return 4 * shared >= 3 * len;  // three quarters of an iteration's events, as the detector's core
+  for (uint32_t token : iteration) shared += before.count(token);
+  return 2 * shared >= iteration.size();  // half of an iteration's kinds of work: the loop had begun
 }
 
 bool AutoStep::TimedOut(uint64_t now_ns, uint64_t timeout_ns, uint64_t start_ns) const {

@@ -18,6 +18,7 @@
 //               steps; Observe() is no longer called (no hot bit asks).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -63,7 +64,7 @@ class AutoStep {
     }
     if (s != State::kDecided) return false;
     bool fire = token == marker_.token && (marker_.prev == 0 || last_.load(std::memory_order_relaxed) == marker_.prev);
-    if (marker_.prev != 0) last_.store(token, std::memory_order_relaxed);
+    if (marker_.prev != 0 && IsCore(token)) last_.store(token, std::memory_order_relaxed);
     return fire;
   }
 
@@ -89,15 +90,23 @@ class AutoStep {
   State state() const { return state_.load(std::memory_order_acquire); }
   const StepMarker& marker() const { return marker_; }
   const Detection& detection() const { return detection_; }
-  // Iterations of the loop that had begun when it was found: occurrences of
-  // the marker on the tape (the first one begins iteration 0). 0 when the
-  // tape was started over (its earlier iterations are not known).
+  // Iterations of the loop that had begun when it was found (from the
+  // marker's occurrences on the tape); 0 when the tape was started over (its
+  // earlier iterations are not known).
   uint64_t iterations_before() const { return iterations_before_; }
+  // Any thread, after the decision: the iteration a marker seen now begins,
+  // counted from the loop's first (0 when iterations_before() is). Markers
+  // may go unseen for a while after the decision (under injection the
+  // callbacks for the marker's calls come on at the agent thread's next
+  // poll), so this goes by the time since the tape's last occurrence of the
+  // marker, in iterations of the tape's median length.
+  uint64_t IterationNow() const;
   uint64_t first_event_ns() const { return first_event_ns_.load(std::memory_order_relaxed); }
   uint64_t events_observed() const { return observed_total_.load(std::memory_order_relaxed) + count_.load(std::memory_order_relaxed); }
 
-  // Whether tape[first - (second - first), first) holds an iteration: most
-  // of the events of the iteration [first, second).
+  // Whether the loop had begun before `first`: the stretch of the same
+  // length before it holds half the kinds of events of the iteration
+  // [first, second).
   static bool IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second);
 
   // "launch of `optimizer_step` after `cudaStreamSynchronize`; 6 launches and 1 sync per step; found after 24
@@ -124,7 +133,17 @@ class AutoStep {
 
  private:
   void Append(uint32_t token);
-  uint64_t CountMarkers() const;  // iterations begun on the tape (0 if it was started over)
+  // Whether token is one of the iteration's core tokens (Detection::core);
+  // every token is when there were too many to keep. Decided only.
+  bool IsCore(uint32_t token) const {
+    if (!core_filter_) return true;
+    for (uint32_t i = (token * 2654435761u) >> 24;; i = (i + 1) & (kCoreSlots - 1)) {
+      if (core_[i] == token) return true;
+      if (core_[i] == 0) return false;
+    }
+  }
+  void KeepCore(const std::vector<uint32_t>& core);
+  uint64_t CountMarkers();  // iterations begun on the tape (0 if it was started over); sets the period
 
   const size_t capacity_;
   std::unique_ptr<std::atomic<uint32_t>[], FreeDeleter> tokens_;  // calloc'd: untouched until appended to
@@ -137,7 +156,12 @@ class AutoStep {
   uint64_t analysed_count_ = 0;    // agent thread only
   bool ignore_gaps_ = false;       // set before the agent thread starts
   StepMarker marker_;              // written before state_ becomes kDecided (release)
-  uint64_t iterations_before_ = 0; // agent thread, at the decision
+  static constexpr uint32_t kCoreSlots = 256;  // open addressing, at most 3/4 full
+  std::array<uint32_t, kCoreSlots> core_{};    // written before state_ becomes kDecided (release)
+  bool core_filter_ = false;
+  uint64_t iterations_before_ = 0; // agent thread, at the decision (before state_ is read as decided)
+  uint64_t last_marker_ticks_ = 0;  // the tape's last occurrence of the marker
+  uint64_t period_ticks_ = 0;       // median time between its occurrences on the tape
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;
   std::function<void()> first_;

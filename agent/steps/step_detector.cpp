@@ -51,6 +51,7 @@ struct Verdict {
   bool wait = false;  // not rejected for good: a possible outer loop needs more repeats
   uint32_t period = 0;
   uint32_t kind_counts[7] = {};
+  std::vector<uint32_t> core;  // tokens in most segments (accepted only)
   std::string why;
 };
 
@@ -129,6 +130,19 @@ class Evaluator {
       // One event repeated is a run inside an iteration (200 launches of one
       // kernel), not a training loop.
       v.why = "a single event repeated";
+      return v;
+    }
+    // More kinds of events outside the repeating part than in it: the
+    // candidate repeats inside a longer iteration seen once or twice so far
+    // (each layer's backward pass inside a training step), whose other work
+    // has not come back often enough to be told from noise yet.
+    uint32_t noise_distinct = 0;
+    for (const TokenStats& t : stats_) noise_distinct += (t.present > 0 && t.present < core_min) ? 1 : 0;
+    if (noise_distinct > core_distinct) {
+      v.why = fmt::format("{} kinds of events outside the repeating part, {} in it: a longer iteration, not seen "
+                          "often enough yet",
+                          noise_distinct, core_distinct);
+      v.wait = true;
       return v;
     }
     if (!core_device_work) {
@@ -223,6 +237,9 @@ class Evaluator {
       if (at[s + 1] - at[s] != v.period) continue;
       for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++v.kind_counts[static_cast<int>(KindOfToken(d_.token[d_.seq[pos]]))];
       break;
+    }
+    for (size_t u = 0; u < stats_.size(); ++u) {
+      if (stats_[u].present >= core_min) v.core.push_back(d_.token[u]);
     }
     v.accepted = true;
     return v;
@@ -386,6 +403,7 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
     out.syncs = v.kind_counts[static_cast<int>(TokenKind::kSync)];
     out.nvtx = v.kind_counts[static_cast<int>(TokenKind::kNvtx)];
     out.iterations = static_cast<uint32_t>(c->at.size());
+    out.core = std::move(v.core);
     break;
   }
   out.candidates_tried = tried;

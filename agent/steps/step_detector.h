@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace prof {
 
@@ -67,6 +68,11 @@ struct Detection {
   uint32_t syncs = 0;
   uint32_t nvtx = 0;
   uint32_t iterations = 0;      // marker occurrences seen in the analysed stream
+  // The iteration's core tokens (in most of its segments). Once the loop
+  // runs, a pair marker's `prev` is matched against the last core event
+  // seen, so other work between the two (a loss read back every 10th
+  // iteration: a copy and a synchronize) does not hide an iteration's start.
+  std::vector<uint32_t> core;
   // When not found: why (for the fallback's log line).
   uint32_t distinct_tokens = 0;
   uint32_t distinct_pairs = 0;

@@ -122,7 +122,9 @@ class AutoStepFindsIterations(unittest.TestCase):
             trace = json.load(f)
         meta = trace["libprof"]
         self.assertTrue(meta["step"].startswith("auto: "), meta.get("step"))
-        self.assertIn(meta["step"][len("auto: "):], chosen[0])
+        # A loop found late (the agent thread behind on a loaded machine) adds
+        # how its steps are numbered, in a line of its own.
+        self.assertIn(meta["step"][len("auto: "):].split("; found after the schedule's first window")[0], chosen[0])
         with open(summaries[0]) as f:
             summary = f.read()
         self.assertIn("step = auto: ", summary.splitlines()[1])

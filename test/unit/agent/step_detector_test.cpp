@@ -184,6 +184,51 @@ TEST_CASE("the tape counts the loop's iterations from its first, set-up not incl
   std::vector<uint32_t> tape{kH2D, kSync, kH2D, kSync, K(1), K(2), K(3), kMemset, K(1), K(2), K(3), kMemset};
   CHECK_FALSE(AutoStep::IterationBefore(tape, 4, 8));
   CHECK(AutoStep::IterationBefore(tape, 8, 12));
+  // A first iteration padded with work of one kind (an optimizer zeroing its
+  // state, a memset per parameter) is still the loop's.
+  std::vector<uint32_t> padded{kH2D, kSync, K(1), K(2), K(3), K(4), kMemset, kMemset, kMemset, kMemset,
+                               K(5), K(6), K(7), K(8)};
+  for (int k = 1; k <= 8; ++k) padded.push_back(K(k));
+  CHECK(AutoStep::IterationBefore(padded, 14, 22));
+}
+
+TEST_CASE("a pair marker still fires when occasional work comes between its two events", "[auto]") {
+  // A loop that reads its loss back every 10th iteration (a copy to the
+  // host and a synchronize between the optimizer's last kernel and the next
+  // batch's copies): the iteration still starts at every batch.
+  Stream s;
+  for (int i = 0; i < 120; ++i) {
+    s.Begin();
+    s.Add({kH2D, kH2D});
+    for (int k = 0; k < 10; ++k) s.Add(K(40 + k % 5));
+    s.Add(K(50), 40000);  // the optimizer, after the host's longest gap
+    if (i % 10 == 0) s.Add({kD2H, kSync});
+  }
+  AutoStep a(1 << 14, nullptr, nullptr);
+  for (uint32_t t : s.tokens) {
+    if (a.state() == AutoStep::State::kDetecting) {
+      a.Observe(t);
+      a.Analyze();
+    }
+  }
+  REQUIRE(a.state() == AutoStep::State::kDecided);
+  // Replay the whole stream through the decided marker, as the agent matches it.
+  AutoStep replay(1 << 14, nullptr, nullptr);
+  for (size_t i = 0; i < 600 && replay.state() == AutoStep::State::kDetecting; ++i) {
+    replay.Observe(s.tokens[i]);
+    replay.Analyze();
+  }
+  REQUIRE(replay.marker().token == a.marker().token);
+  std::vector<size_t> fired;
+  for (size_t i = 600; i < s.tokens.size(); ++i) {
+    if (replay.Observe(s.tokens[i])) fired.push_back(i);
+  }
+  std::vector<size_t> truth;
+  for (size_t st : s.starts) {
+    if (st >= 600) truth.push_back(st);
+  }
+  REQUIRE(fired.size() == truth.size());
+  for (size_t i = 0; i + 1 < truth.size(); ++i) CHECK((fired[i] >= truth[i] && fired[i] < truth[i + 1]));
 }
 
 TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
