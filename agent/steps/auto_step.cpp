@@ -180,28 +180,26 @@ uint64_t AutoStep::CountMarkers() {
   uint64_t n = count_.load(std::memory_order_acquire);
   if (n > capacity_) n = capacity_;
   std::vector<uint32_t> tape;
-  std::vector<uint64_t> at_ticks;
   tape.reserve(n);
-  std::vector<size_t> at;
-  uint32_t prev = 0;
   for (uint64_t i = 0; i < n; ++i) {
     uint32_t token = tokens_[i].load(std::memory_order_acquire);
-    if (token == 0) continue;
-    if (token == marker_.token && (marker_.prev == 0 || prev == marker_.prev)) {
-      at.push_back(tape.size());
-      at_ticks.push_back(ticks_[i].load(std::memory_order_relaxed));
-    }
-    tape.push_back(token);
-    // As Observe matches a pair marker once the loop runs; before its first
-    // firing (set-up), every event counts.
-    if (at.empty() || IsCore(token)) prev = token;
+    if (token != 0) tape.push_back(token);
+  }
+  // The loop starts no earlier than its first kernel: set-up before it
+  // (parameters copied in) is not matched, and from there the marker is
+  // matched as Observe matches it.
+  size_t start = 0;
+  while (start < tape.size() && !(IsCore(tape[start]) && (KindOfToken(tape[start]) == TokenKind::kLaunch ||
+                                                         KindOfToken(tape[start]) == TokenKind::kGraph))) {
+    ++start;
+  }
+  std::vector<size_t> at;
+  uint32_t prev = 0;
+  for (size_t i = start; i < tape.size(); ++i) {
+    if (tape[i] == marker_.token && (marker_.prev == 0 || prev == marker_.prev)) at.push_back(i);
+    if (IsCore(tape[i])) prev = tape[i];
   }
   if (at.size() < 2) return at.size();
-  std::vector<uint64_t> gaps;
-  for (size_t i = 1; i < at_ticks.size(); ++i) gaps.push_back(at_ticks[i] - at_ticks[i - 1]);
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  period_ticks_ = gaps[gaps.size() / 2];
-  last_marker_ticks_ = at_ticks.back();
   // The marker's first firing begins the loop's second iteration when the
   // loop's work came before it: a pair marker (the last event of one
   // iteration, the first of the next) cannot fire at the first iteration,
@@ -211,12 +209,9 @@ uint64_t AutoStep::CountMarkers() {
 }
 
 uint64_t AutoStep::IterationNow() const {
-  if (iterations_before_ == 0 || period_ticks_ == 0) return iterations_before_;
-  const uint64_t now = Ticks();
-  const uint64_t since = now > last_marker_ticks_ ? now - last_marker_ticks_ : 0;
-  uint64_t later = (since + period_ticks_ / 2) / period_ticks_;  // iterations begun since the tape's last
-  if (later == 0) later = 1;
-  return iterations_before_ - 1 + later;
+  if (iterations_before_ == 0) return 0;
+  const uint64_t since = fired_.load(std::memory_order_relaxed);  // this marker included
+  return iterations_before_ - 1 + (since == 0 ? 1 : since);
 }
 
 bool AutoStep::IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second) {

@@ -65,6 +65,7 @@ class AutoStep {
     if (s != State::kDecided) return false;
     bool fire = token == marker_.token && (marker_.prev == 0 || last_.load(std::memory_order_relaxed) == marker_.prev);
     if (marker_.prev != 0 && IsCore(token)) last_.store(token, std::memory_order_relaxed);
+    if (fire) fired_.fetch_add(1, std::memory_order_relaxed);
     return fire;
   }
 
@@ -94,12 +95,11 @@ class AutoStep {
   // marker's occurrences on the tape); 0 when the tape was started over (its
   // earlier iterations are not known).
   uint64_t iterations_before() const { return iterations_before_; }
-  // Any thread, after the decision: the iteration a marker seen now begins,
-  // counted from the loop's first (0 when iterations_before() is). Markers
-  // may go unseen for a while after the decision (under injection the
-  // callbacks for the marker's calls come on at the agent thread's next
-  // poll), so this goes by the time since the tape's last occurrence of the
-  // marker, in iterations of the tape's median length.
+  // Any thread, on a marker after the decision: the iteration it begins,
+  // counted from the loop's first (0 when iterations_before() is): the
+  // tape's count and the markers matched since (the agent thread is busy
+  // for a while after the decision, sealing the provisional window, before
+  // the session counts them).
   uint64_t IterationNow() const;
   uint64_t first_event_ns() const { return first_event_ns_.load(std::memory_order_relaxed); }
   uint64_t events_observed() const { return observed_total_.load(std::memory_order_relaxed) + count_.load(std::memory_order_relaxed); }
@@ -143,7 +143,7 @@ class AutoStep {
     }
   }
   void KeepCore(const std::vector<uint32_t>& core);
-  uint64_t CountMarkers();  // iterations begun on the tape (0 if it was started over); sets the period
+  uint64_t CountMarkers();  // iterations begun on the tape (0 if it was started over)
 
   const size_t capacity_;
   std::unique_ptr<std::atomic<uint32_t>[], FreeDeleter> tokens_;  // calloc'd: untouched until appended to
@@ -160,8 +160,7 @@ class AutoStep {
   std::array<uint32_t, kCoreSlots> core_{};    // written before state_ becomes kDecided (release)
   bool core_filter_ = false;
   uint64_t iterations_before_ = 0; // agent thread, at the decision (before state_ is read as decided)
-  uint64_t last_marker_ticks_ = 0;  // the tape's last occurrence of the marker
-  uint64_t period_ticks_ = 0;       // median time between its occurrences on the tape
+  std::atomic<uint64_t> fired_{0};  // markers matched since the decision
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;
   std::function<void()> first_;

@@ -36,6 +36,10 @@ FLAME = """box => {
 TABLES = """tables => Object.fromEntries(tables.map(t => [t.id, {
   head: Array.from(t.querySelectorAll('thead th')).map(th => th.textContent),
   rows: Array.from(t.querySelectorAll('tbody tr')).map(tr => Array.from(tr.children).map(td => td.textContent)),
+  // Name cells whose text does not all show (cut, not wrapped).
+  clipped: Array.from(t.querySelectorAll('td.name'))
+      .filter(td => td.scrollWidth > td.clientWidth + 1 || td.scrollHeight > td.clientHeight + 1)
+      .map(td => td.textContent),
 }]))"""
 
 FINDINGS = """list => list.map(f => ({

@@ -155,6 +155,7 @@ class ReportPages(unittest.TestCase):
                 continue
             self.assertEqual(t[table_id]["head"], head, table_id)
             self.assertEqual(t[table_id]["rows"], rows, table_id)
+            self.assertEqual(t[table_id]["clipped"], [], f"{table_id}: names not shown whole")
         head, rows = section_table(summary, "Steps")
         if rows:
             self.assertEqual(t["table-steps"]["head"], head)

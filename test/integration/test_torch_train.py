@@ -214,6 +214,29 @@ class TorchTrainUnderLibprof(unittest.TestCase):
             self.assertLess(busy, 50)
         self.each_mode(check)
 
+    def test_the_report_page_shows_pytorchs_kernel_names_whole(self):
+        chromium = os.environ.get("CHROMIUM") or "/usr/bin/chromium"
+        if not os.access(chromium, os.X_OK):
+            harness.unavailable("chromium", f"{chromium} is not installed (scripts/setup-deps.sh installs Debian's)")
+        python = harness.need_venv("playwright")
+        probe = os.path.join(HERE, "..", "browser", "probe_page.py")
+        mode, run = next(iter(self.runs.items()))
+        path, trace = self.window(run[4])
+        page = path.replace(".pt.trace.json", ".report.html")
+        shot = os.path.join(self.work, "torch-report.png")
+        proc = subprocess.run([python, probe, page, shot], capture_output=True, text=True, timeout=240,
+                              env=dict(os.environ, CHROMIUM=chromium))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        result = json.loads(proc.stdout)
+        self.assertEqual(result["errors"], [], "console errors")
+        kernels = result["tables"]["table-kernels"]
+        names = [row[-1] for row in kernels["rows"]]
+        traced = {e["name"] for e in trace["traceEvents"] if e.get("cat") == "kernel"}
+        self.assertEqual(set(names), traced)
+        # PyTorch's templated names differ only near their end: every row shows whole.
+        self.assertTrue(any(n.startswith("void at::native::elementwise_kernel<") for n in names), names[:5])
+        self.assertEqual(kernels["clipped"], [])
+
 
 def validate(path):
     if not (harness.PROF_TOOL and os.path.exists(harness.PROF_TOOL)):
