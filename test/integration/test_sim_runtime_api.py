@@ -320,5 +320,39 @@ class SimFrameworkEntryPointsTest(unittest.TestCase):
         self.assertEqual(results["count"], "801")  # cudaErrorNotSupported: not modelled
 
 
+class SimFatBinaryTest(unittest.TestCase):
+    """Fat binaries are read entry by entry: a compressed entry (PyTorch's
+    libraries register nothing else) is unknown, whatever bytes it holds,
+    so any kernel name may be in it; readable entries are still read."""
+
+    def test_fat_binary_entries_readable_and_compressed(self):
+        results, _ = run_script("""
+            import struct
+            cu = ctypes.CDLL(os.path.join(os.environ["SIM_LIB_DIR"], "libcuda.so.1"))
+            cu.cuInit(0)
+            ctx = ctypes.c_void_p(); cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0); cu.cuCtxSetCurrent(ctx)
+            def entry(kind, payload):
+                payload += b"\\0" * (-len(payload) % 8)
+                return struct.pack("<HHIQ", kind, 0x0101, 64, len(payload)) + b"\\0" * 48 + payload
+            def fatbin(*entries):
+                body = b"".join(entries)
+                return struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(body)) + body
+            ptx = b".version 8.0\\n.target sm_90\\n.address_size 64\\n.visible .entry a()\\n{\\nret;\\n}\\n\\0"
+            # A compressed payload: zstd's magic, then bytes that happen to hold an ELF header.
+            packed = b"\\x28\\xb5\\x2f\\xfd" + b"\\x7fELF\\x02\\x01\\x01" + bytes(range(200))
+            for name, image in (("ptx_only", fatbin(entry(1, ptx))),
+                                ("mixed", fatbin(entry(1, ptx), entry(2, packed))),
+                                ("compressed_only", fatbin(entry(2, packed)))):
+                buf = ctypes.create_string_buffer(image, len(image))
+                mod, f = ctypes.c_void_p(), ctypes.c_void_p()
+                rc = cu.cuModuleLoadData(ctypes.byref(mod), buf)
+                a = cu.cuModuleGetFunction(ctypes.byref(f), mod, b"a")
+                b = cu.cuModuleGetFunction(ctypes.byref(f), mod, b"b")
+                out(name, f"{rc} {a} {b}")
+        """)
+        # CUDA_ERROR_NOT_FOUND (500) only where every entry could be read.
+        self.assertEqual(results, {"ptx_only": "0 0 500", "mixed": "0 0 0", "compressed_only": "0 0 0"})
+
+
 if __name__ == "__main__":
     harness.main()

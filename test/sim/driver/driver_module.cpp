@@ -92,9 +92,9 @@ CUresult LoadModule(CUmodule* module, const void* image, size_t size) {
   if (!module || !image || size == 0) return CUDA_ERROR_INVALID_VALUE;
   if (size_t linked = LinkedSize(image)) size = linked;
   Device::Get().RetainPrimaryContext();
-  // Unreadable contents (a compressed fat binary, or a stand-in image a
-  // test registers by hand) load with unknown contents: every kernel name
-  // is accepted and no variable is found.
+  // Unreadable contents (a fat binary of compressed entries, or a stand-in
+  // image a test registers by hand) load with unknown contents: every
+  // kernel name is accepted and no variable is found.
   *module = Load(image, size);
   return CUDA_SUCCESS;
 }
@@ -102,7 +102,10 @@ CUresult LoadModule(CUmodule* module, const void* image, size_t size) {
 CUresult GetFunction(CUfunction* f, CUmod_st* module, const char* name) {
   if (!f || !name || !*name) return CUDA_ERROR_INVALID_VALUE;
   if (!IsModule(module)) return CUDA_ERROR_INVALID_HANDLE;
-  if (module->contents.known && !module->contents.functions.count(name)) return CUDA_ERROR_NOT_FOUND;
+  // A fat binary with compressed entries is known only in part: a name not
+  // among its readable entries may be in a compressed one.
+  const ImageContents& contents = module->contents;
+  if (contents.known && !contents.compressed && !contents.functions.count(name)) return CUDA_ERROR_NOT_FOUND;
   *f = KernelNamed(name);
   return CUDA_SUCCESS;
 }

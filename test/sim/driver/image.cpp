@@ -88,6 +88,51 @@ bool ReadPtx(const char* text, size_t size, ImageContents* out) {
   return true;
 }
 
+// A fat binary, walked entry by entry rather than searched: a compressed
+// entry's bytes may hold anything, the ELF magic included. The container
+// header (16 bytes: magic, version, its own size, the entries' size) is
+// followed by entries, each a header (kind: 1 PTX, 2 ELF; its own size at
+// byte 4; the payload's size at byte 8) and the payload; several
+// containers may follow each other. A payload that is neither an ELF image
+// nor PTX text is compressed, and what it holds stays unknown (as to any
+// driver that cannot decompress it): the contents are then known only as
+// far as the uncompressed entries tell.
+ImageContents ReadFatbin(const unsigned char* p, size_t size) {
+  ImageContents out;
+  size_t container = 0;
+  while (container + 16 <= size) {
+    uint32_t magic = 0;
+    uint16_t header = 0;
+    uint64_t entries_bytes = 0;
+    Read(p, size, container, &magic);
+    Read(p, size, container + 6, &header);
+    Read(p, size, container + 8, &entries_bytes);
+    if (magic != kFatbinMagic || header < 16 || entries_bytes > size - container - header) break;
+    const size_t end = container + header + entries_bytes;
+    size_t entry = container + header;
+    while (entry + 16 <= end) {
+      uint16_t kind = 0;
+      uint32_t entry_header = 0;
+      uint64_t payload = 0;
+      Read(p, size, entry, &kind);
+      Read(p, size, entry + 4, &entry_header);
+      Read(p, size, entry + 8, &payload);
+      if (entry_header < 16 || entry_header > end - entry || payload > end - entry - entry_header) break;
+      const unsigned char* data = p + entry + entry_header;
+      if (payload >= 4 && memcmp(data, "\x7f" "ELF", 4) == 0) {
+        if (ReadElf(data, payload, &out)) out.known = true;
+      } else if (kind == 1 && ReadPtx(reinterpret_cast<const char*>(data), payload, &out)) {
+        out.known = true;
+      } else {
+        out.compressed = true;
+      }
+      entry += entry_header + payload;
+    }
+    container = end;
+  }
+  return out;
+}
+
 }  // namespace
 
 size_t ImageSize(const void* image) {
@@ -129,8 +174,9 @@ ImageContents ReadImage(const void* image, size_t size) {
     memcpy(&data, p + 8, sizeof data);
     return ReadImage(data, ImageSize(data));
   }
-  // Every embedded ELF (a fat binary holds one per architecture; a linked
-  // image here is several images back to back), then PTX text.
+  if (magic == kFatbinMagic) return ReadFatbin(p, size);
+  // Every embedded ELF (a linked image here is several images back to back),
+  // then PTX text.
   for (size_t at = 0; at + 4 <= size; ++at) {
     if (p[at] == 0x7f && memcmp(p + at, "\x7f" "ELF", 4) == 0 && ReadElf(p + at, size - at, &out)) out.known = true;
   }

@@ -1,8 +1,10 @@
 // What a device code image holds, read the way the driver would find it:
-// ELF cubins (alone or inside a fat binary, uncompressed) give their kernel
-// (STT_FUNC) and variable (STT_OBJECT) symbols with sizes and initial
-// bytes; PTX text gives its .entry names. A compressed fat binary cannot be
-// read here: its contents are then unknown (Known() is false).
+// ELF cubins (alone, or entries of a fat binary, walked entry by entry)
+// give their kernel (STT_FUNC) and variable (STT_OBJECT) symbols with sizes
+// and initial bytes; PTX text gives its .entry names. A compressed entry
+// cannot be read here: a fat binary of compressed entries only (PyTorch's
+// libraries register such images) has unknown contents (known is false),
+// and any name may be looked up in it.
 #pragma once
 
 #include <stddef.h>
@@ -23,7 +25,8 @@ struct ImageVariable {
 struct ImageContents {
   std::set<std::string> functions;
   std::map<std::string, ImageVariable> variables;
-  bool known = false;  // some ELF or PTX was read
+  bool known = false;       // some ELF or PTX was read
+  bool compressed = false;  // a fat binary entry could not be read (compressed)
 };
 
 // Size of the image at `image` (ELF, fat binary, fat binary wrapper or
