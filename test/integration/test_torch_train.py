@@ -237,6 +237,34 @@ class TorchTrainUnderLibprof(unittest.TestCase):
         self.assertTrue(any(n.startswith("void at::native::elementwise_kernel<") for n in names), names[:5])
         self.assertEqual(kernels["clipped"], [])
 
+class TorchJiteratorOnTheSim(unittest.TestCase):
+    """PyTorch's jiterator: NVIDIA's real NVRTC compiles the kernel (it asks
+    the sim's driver for a private table, which the sim answers with
+    CUDA_ERROR_NOT_FOUND, and goes on), the driver loads the cubin and finds
+    the kernel by name, and cuLaunchKernel runs it."""
+
+    def test_nvrtc_compiled_kernels_load_and_launch_through_the_driver(self):
+        harness.need(SIMRUN)
+        python = harness.need_venv("torch")
+        with tempfile.TemporaryDirectory() as tmp:
+            truth_path = os.path.join(tmp, "truth.jsonl")
+            script = ("import torch\n"
+                      "x = torch.randn(1000, device='cuda')\n"
+                      "torch.special.airy_ai(x); torch.special.bessel_j0(x)\n"
+                      "torch.cuda.synchronize()\n")
+            proc = subprocess.run([SIMRUN, python, "-c", script], capture_output=True, text=True, timeout=300,
+                                  env=harness.clean_env(SIM_TRUTH_FILE=truth_path))
+            self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+            lines = truth.read(truth_path)
+        kernels = {k["name"]: k for k in truth.of_type(lines, "kernel")}
+        for name in ("airy_ai_forward_vectorized4_kernel", "bessel_j0_forward_vectorized4_kernel"):
+            self.assertIn(name, kernels)
+            self.assertEqual(kernels[name]["api"], "cuLaunchKernel")
+        loads = [a for a in truth.api(lines) if a["name"] == "cuModuleLoadData"]
+        self.assertEqual(len(loads), 2)
+        self.assertTrue(all(a["result"] == 0 for a in loads))
+
+
 
 def validate(path):
     if not (harness.PROF_TOOL and os.path.exists(harness.PROF_TOOL)):

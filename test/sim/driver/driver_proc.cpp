@@ -31,6 +31,7 @@ const ProcEntry kProcs[] = {
     SIM_PROC_UNTIL("cuGetProcAddress", cuGetProcAddress, 11030, 12000),
     SIM_PROC("cuGetProcAddress", cuGetProcAddress_v2, 12000),
     SIM_PROC("cuGetErrorString", cuGetErrorString, 6000),
+    SIM_PROC("cuGetExportTable", cuGetExportTable, 3000),
     SIM_PROC("cuGetErrorName", cuGetErrorName, 6000),
     SIM_PROC("cuDeviceGet", cuDeviceGet, 2000),
     SIM_PROC("cuDeviceGetCount", cuDeviceGetCount, 2000),
@@ -275,6 +276,19 @@ CUresult Lookup(const char* symbol, void** pfn, int cuda_version, cuuint64_t fla
 
 }  // namespace
 }  // namespace sim
+
+// The driver's private function tables (cuda.h declares the entry point
+// and documents nothing of it): the sim has none, and says so for every
+// table id, as a driver without the table would. NVRTC asks for one at compile time and goes on
+// without it; a library that cannot (NVIDIA's cuBLAS) fails to start.
+SIM_DRIVER_EXPORT CUresult cuGetExportTable(const void** ppExportTable, const CUuuid* pExportTableId) {
+  cuGetExportTable_params params{ppExportTable, pExportTableId};
+  return sim::DriverCall(SIM_DRIVER_CBID(cuGetExportTable), "cuGetExportTable", &params, [&]() -> CUresult {
+    if (!ppExportTable || !pExportTableId) return CUDA_ERROR_INVALID_VALUE;
+    *ppExportTable = nullptr;
+    return CUDA_ERROR_NOT_FOUND;
+  });
+}
 
 SIM_DRIVER_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags,
                                                CUdriverProcAddressQueryResult* symbolStatus) {
