@@ -125,6 +125,20 @@ def run(cmd, env, timeout=120, **kw):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout, **kw)
 
 
+def run_sim_script(source, read_truth, **env):
+    """Runs Python `source` in a child process on the sim (a fresh stack and
+    truth log per call; SIM_LIB_DIR names the sim's folder), which prints one
+    "key value" line per check. Returns ({key: value}, the truth log's lines
+    as read_truth(path) reads them); a failing child fails the caller."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "truth.jsonl")
+        proc = run([sys.executable, "-c", source], sim_env(SIM_TRUTH_FILE=path, SIM_LIB_DIR=SIM_LIB_DIR, **env))
+        lines = read_truth(path)
+    if proc.returncode != 0:
+        raise AssertionError(proc.stderr)
+    return dict(line.split(" ", 1) for line in proc.stdout.splitlines()), lines
+
+
 def scratch_dir(test, prefix):
     """A new temporary directory that test removes when it ends (a run's truth
     log and traces can take hundreds of MB; a long test session must not fill

@@ -135,15 +135,7 @@ PRELUDE = textwrap.dedent("""
 
 
 def run_script(*parts):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "truth.jsonl")
-        proc = harness.run([sys.executable, "-c", PRELUDE + "".join(textwrap.dedent(p) for p in parts)],
-                           harness.sim_env(SIM_TRUTH_FILE=path, SIM_LIB_DIR=harness.SIM_LIB_DIR))
-        lines = truth.read(path)
-    if proc.returncode != 0:
-        raise AssertionError(proc.stderr)
-    results = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    return results, lines
+    return harness.run_sim_script(PRELUDE + "".join(textwrap.dedent(p) for p in parts), truth.read)
 
 
 # The composite attention graph cudnn-frontend builds (softmax spelled out):

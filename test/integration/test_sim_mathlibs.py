@@ -83,15 +83,7 @@ PRELUDE = textwrap.dedent("""
 
 
 def run_script(body, **env):
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "truth.jsonl")
-        proc = harness.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
-                           harness.sim_env(SIM_TRUTH_FILE=path, SIM_LIB_DIR=harness.SIM_LIB_DIR, **env))
-        lines = truth.read(path)
-    if proc.returncode != 0:
-        raise AssertionError(proc.stderr)
-    results = dict(line.split(" ", 1) for line in proc.stdout.splitlines())
-    return results, lines
+    return harness.run_sim_script(PRELUDE + textwrap.dedent(body), truth.read, **env)
 
 
 class MathLibsTest(unittest.TestCase):
