@@ -7,7 +7,6 @@ the graph and timed by the FLOP model; attributes are type-checked as
 cudnn_graph.h documents them, and misuse gets the documented statuses."""
 import os
 import sys
-import tempfile
 import textwrap
 import unittest
 

@@ -4,9 +4,7 @@ memory; 2D copies and memsets honour pitches; errors and the last-error
 state behave as documented; cudaDeviceReset re-creates the context."""
 import ctypes
 import os
-import subprocess
 import sys
-import tempfile
 import textwrap
 import unittest
 
