@@ -69,8 +69,11 @@ def comparable(summary):
     """What every path must agree on in one summary."""
     findings = re.findall(r"^ \[([a-z0-9-]+)\]", summary, re.M)
     out = {"findings": sorted(f for f in findings if f not in TIMED_FINDINGS),
-           # The step source, less when auto decided (its thread looks now and then).
-           "step line": [re.sub(r"; found after [0-9]+ iterations, [0-9.]+ s$|, [0-9.]+ s$", "", l)
+           # The step source, less when auto decided (its thread looks now and
+           # then): how many iterations it took, and at which iteration the
+           # loop was found when that was after the first window's warm-up.
+           "step line": [re.sub(r"; found after [0-9]+ iterations, [0-9.]+ s(?=;|$)|, [0-9.]+ s$", "",
+                                re.sub(r" \(iteration [0-9]+\)(?=: steps counted from the loop's discovery)", "", l))
                          for l in re.findall(r"^step = .*$", summary, re.M)]}
     out["kernels"] = sorted((r[-1], r[2]) for r in table(summary, "CUDA GPU Kernel Summary (cuda_gpu_kern_sum)"))
     out["api"] = sorted((r[-1], r[2]) for r in table(summary, "CUDA API Summary (cuda_api_sum)"))
