@@ -94,6 +94,12 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNod
                      [&] { return cudaErrorNotSupported; });
 }
 
+SIM_RUNTIME_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
+  cudaGraphDebugDotPrint_v11030_params params{graph, path, flags};
+  return RuntimeCall(SIM_RUNTIME_CBID(cudaGraphDebugDotPrint_v11030), "cudaGraphDebugDotPrint", &params,
+                     [&] { return cudaErrorNotSupported; });
+}
+
 SIM_RUNTIME_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
                                                             cudaGraphEdgeData* edgeData,
                                                             size_t* pNumDependencies) {

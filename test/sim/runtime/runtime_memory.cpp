@@ -1,4 +1,8 @@
 // Runtime: allocators (device, stream-ordered, pinned host, managed, pitched).
+#include <cstddef>
+#include <cstring>
+
+#include "personality.h"
 #include "runtime_state.h"
 
 using simrt::Driver;
@@ -145,6 +149,16 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
 }
 
 // Since CUDA 11 ordinary host memory is not an error: it is "unregistered".
+// CUDA 13 appended `long reserved[8]` to struct cudaPointerAttributes; a
+// CUDA 12 caller's struct ends before it (24 bytes, CUDA 12.9's
+// driver_types.h), so the CUDA 12 personality writes only that much.
+#if SIM_CUDA_MAJOR == 12
+constexpr size_t kPointerAttributesSize = offsetof(cudaPointerAttributes, reserved);
+static_assert(kPointerAttributesSize == 24);
+#else
+constexpr size_t kPointerAttributesSize = sizeof(cudaPointerAttributes);
+#endif
+
 SIM_RUNTIME_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes* attributes, const void* ptr) {
   cudaPointerGetAttributes_v4000_params params{attributes, ptr};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaPointerGetAttributes_v4000), "cudaPointerGetAttributes", &params,
@@ -153,20 +167,20 @@ SIM_RUNTIME_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttrib
     const auto address = reinterpret_cast<CUdeviceptr>(ptr);
     unsigned memory_type = 0;
     unsigned managed = 0;
+    cudaPointerAttributes a{};
     if (Driver().cuPointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address) != CUDA_SUCCESS) {
-      *attributes = cudaPointerAttributes{};
-      attributes->type = cudaMemoryTypeUnregistered;
-      attributes->device = -2;  // no device's
-      attributes->hostPointer = const_cast<void*>(ptr);
-      return cudaSuccess;
+      a.type = cudaMemoryTypeUnregistered;
+      a.device = -2;  // no device's
+      a.hostPointer = const_cast<void*>(ptr);
+    } else {
+      Driver().cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
+      a.type = managed ? cudaMemoryTypeManaged
+                       : (memory_type == CU_MEMORYTYPE_HOST ? cudaMemoryTypeHost : cudaMemoryTypeDevice);
+      Driver().cuPointerGetAttribute(&a.device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
+      Driver().cuPointerGetAttribute(&a.devicePointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address);
+      Driver().cuPointerGetAttribute(&a.hostPointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, address);
     }
-    Driver().cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address);
-    *attributes = cudaPointerAttributes{};
-    attributes->type = managed ? cudaMemoryTypeManaged
-                               : (memory_type == CU_MEMORYTYPE_HOST ? cudaMemoryTypeHost : cudaMemoryTypeDevice);
-    Driver().cuPointerGetAttribute(&attributes->device, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address);
-    Driver().cuPointerGetAttribute(&attributes->devicePointer, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, address);
-    Driver().cuPointerGetAttribute(&attributes->hostPointer, CU_POINTER_ATTRIBUTE_HOST_POINTER, address);
+    memcpy(attributes, &a, kPointerAttributesSize);
     return cudaSuccess;
   });
 }

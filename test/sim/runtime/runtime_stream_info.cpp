@@ -1,5 +1,6 @@
 // Runtime: what a stream tells about itself (priority, capture state), the
 // thread's capture mode, and event records with flags, each on the driver's.
+#include "personality.h"
 #include "runtime_state.h"
 
 using simrt::Driver;
@@ -29,6 +30,35 @@ SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
         reinterpret_cast<const CUgraphEdgeData**>(edgeData_out), numDependencies_out));
   });
 }
+
+#if SIM_CUDA_MAJOR == 12
+// CUDA 12's form without edge data (CUDA 13 removed it); its parameters as
+// CUDA 12's generated_cuda_runtime_api_meta.h lays them out.
+struct SimStreamGetCaptureInfoV2Params {
+  cudaStream_t stream;
+  enum cudaStreamCaptureStatus* captureStatus_out;
+  unsigned long long* id_out;
+  cudaGraph_t* graph_out;
+  const cudaGraphNode_t** dependencies_out;
+  size_t* numDependencies_out;
+};
+
+SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo_v2(cudaStream_t stream,
+                                                           enum cudaStreamCaptureStatus* captureStatus_out,
+                                                           unsigned long long* id_out, cudaGraph_t* graph_out,
+                                                           const cudaGraphNode_t** dependencies_out,
+                                                           size_t* numDependencies_out) {
+  SimStreamGetCaptureInfoV2Params params{stream, captureStatus_out, id_out, graph_out, dependencies_out,
+                                         numDependencies_out};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaStreamGetCaptureInfo_v2_v11030), "cudaStreamGetCaptureInfo_v2",
+                          &params, [&] {
+    return FromDriver(Driver().cuStreamGetCaptureInfo(
+        S(stream), reinterpret_cast<CUstreamCaptureStatus*>(captureStatus_out), reinterpret_cast<cuuint64_t*>(id_out),
+        reinterpret_cast<CUgraph*>(graph_out), reinterpret_cast<const CUgraphNode**>(dependencies_out), nullptr,
+        numDependencies_out));
+  });
+}
+#endif
 
 SIM_RUNTIME_EXPORT cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode* mode) {
   cudaThreadExchangeStreamCaptureMode_v10010_params params{mode};
