@@ -19,7 +19,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps=${PY_DEPS:-$root/.deps/python}
 versions=("$@")
 [ ${#versions[@]} -gt 0 ] || versions=(3.14 3.15)
-mkdir -p "$deps/bin" "$deps/debs" "$deps/apt/state/lists/partial" "$deps/apt/cache/archives/partial"
+mkdir -p "$deps/bin"
+# shellcheck source-path=SCRIPTDIR source=lib/debian-apt.sh
+. "$root/scripts/lib/debian-apt.sh"
 
 # The libraries the interpreter and its standard-library extensions link,
 # taken from sid too so that sid's glibc loads sid's builds of them.
@@ -33,24 +35,8 @@ ready() { [ -x "$deps/bin/python$1" ] && [ -f "$deps/root/usr/include/python$1/P
 need=()
 for v in "${versions[@]}"; do ready "$v" || need+=("$v"); done
 if [ ${#need[@]} -gt 0 ]; then
-  conf="$deps/apt/apt.conf"
-  printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main\n' \
-    > "$deps/apt/sources.list"
-  cat > "$conf" <<EOF
-Dir::Etc::sourcelist "$deps/apt/sources.list";
-Dir::Etc::sourceparts "/nonexistent";
-Dir::State "$deps/apt/state";
-Dir::State::status "$deps/apt/state/status";
-Dir::Cache "$deps/apt/cache";
-APT::Architecture "amd64";
-Debug::NoLocking "1";
-Acquire::Retries "1";
-Acquire::http::Timeout "20";
-EOF
-  touch "$deps/apt/state/status"
-  export APT_CONFIG=$conf
-  if ! apt-get update -qq >"$deps/apt/update.log" 2>&1 || ! apt-cache show python3.14 >/dev/null 2>&1; then
-    why="the Debian registry (sid) is unreachable: $(tail -1 "$deps/apt/update.log")"
+  if ! debian_apt_setup "$deps" main || ! apt-cache show python3.14 >/dev/null 2>&1; then
+    why=${debian_apt_why:-"the Debian registry (sid) has no python3.14"}
     echo "python-debian: $why"
     echo "$why" > "$deps/unreachable"  # the tests skip with this reason
     exit 2
@@ -60,15 +46,12 @@ EOF
     read -r -a more <<<"$(per_version "$v")"
     pkgs+=("${more[@]}")
   done
-  (cd "$deps/debs" && apt-get download -qq "${pkgs[@]}" >"$deps/apt/download.log" 2>&1) || {
-    why="apt-get download from the Debian registry (sid) failed: $(tail -2 "$deps/apt/download.log" | tr '\n' ' ')"
-    echo "python-debian: $why"
-    echo "$why" > "$deps/unreachable"
+  if ! debian_apt_download "$deps" "${pkgs[@]}"; then
+    echo "python-debian: $debian_apt_why"
+    echo "$debian_apt_why" > "$deps/unreachable"
     exit 2
-  }
-  rm -rf "$deps/root"
-  mkdir -p "$deps/root"
-  for deb in "$deps"/debs/*.deb; do dpkg -x "$deb" "$deps/root" || exit 1; done
+  fi
+  debian_unpack "$deps/debs" "$deps/root" || exit 1
 fi
 
 rm -f "$deps/unreachable"
