@@ -88,7 +88,7 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
   if (a->Analyze()) {
     uint64_t now = NowNs();
     std::string what = a->Describe(now);
-    if (!rt->session->LoopFound("auto: " + what, [a] { return a->IterationNow(); })) return stop_looking();
+    if (!rt->session->LoopFound("auto: " + what, a->iterations_before())) return stop_looking();
     Log().info("PROF_STEP=auto: step = {}", rt->session->StepDescription().substr(std::string("auto: ").size()));
     uint32_t keep = rt->session->finished() ? 0 : AutoMarkerBits(a->marker());  // PROF_RANGE's ranges may all be recorded
     // An NVTX range's id must stay its name's for good (agent/base/strings.h).

@@ -24,15 +24,15 @@
 // loads on an older glibc (found in libdl.so.2, a DT_NEEDED here) and on a
 // newer one (found in libc).
 #if defined(__x86_64__)
-#define LIBPROF_OLD_GLIBC "GLIBC_2.2.5"
+#define OLDEST_GLIBC_VERSION "GLIBC_2.2.5"
 #elif defined(__aarch64__)
-#define LIBPROF_OLD_GLIBC "GLIBC_2.17"
+#define OLDEST_GLIBC_VERSION "GLIBC_2.17"
 #endif
-#ifdef LIBPROF_OLD_GLIBC
-__asm__(".symver dlopen, dlopen@" LIBPROF_OLD_GLIBC);
-__asm__(".symver dlsym, dlsym@" LIBPROF_OLD_GLIBC);
-__asm__(".symver dlerror, dlerror@" LIBPROF_OLD_GLIBC);
-__asm__(".symver dladdr, dladdr@" LIBPROF_OLD_GLIBC);
+#ifdef OLDEST_GLIBC_VERSION
+__asm__(".symver dlopen, dlopen@" OLDEST_GLIBC_VERSION);
+__asm__(".symver dlsym, dlsym@" OLDEST_GLIBC_VERSION);
+__asm__(".symver dlerror, dlerror@" OLDEST_GLIBC_VERSION);
+__asm__(".symver dladdr, dladdr@" OLDEST_GLIBC_VERSION);
 #endif
 
 #define EXPORT __attribute__((visibility("default")))

@@ -135,7 +135,7 @@ std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
                      (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9, until);
 }
 
-bool Session::LoopFound(const std::string& description, std::function<uint64_t()> iteration_now) {
+bool Session::LoopFound(const std::string& description, uint64_t iterations_before) {
   Locked lock(this);
   if (counting_ || finished_) return false;
   provisional_pending_.store(false, std::memory_order_relaxed);
@@ -150,7 +150,7 @@ bool Session::LoopFound(const std::string& description, std::function<uint64_t()
     EndProvisionalLocked(now_ns, /*write=*/true, false, "", "the run from the first CUDA call until the loop was found");
   }
   meta_template_.step_description = description;
-  iteration_now_ = std::move(iteration_now);
+  loop_iterations_before_ = iterations_before;
   if (range_mode_) {
     counting_ = true;  // markers delimit steps inside ranges from now on
     return true;
@@ -160,9 +160,10 @@ bool Session::LoopFound(const std::string& description, std::function<uint64_t()
 }
 
 uint64_t Session::LoopIterationLocked() {
-  if (!iteration_now_) return 0;
-  const uint64_t k = iteration_now_();
-  iteration_now_ = nullptr;  // asked once, at the first marker
+  if (loop_iterations_before_ == 0) return 0;
+  // The tape's last iteration was iterations_before - 1; each marker since,
+  // this one included, began the next.
+  const uint64_t k = loop_iterations_before_ + markers_unnumbered_;
   Log().debug("PROF_STEP=auto: the first marker after the decision begins the loop's iteration {}", k);
   // Steps are the loop's iterations while the schedule's first warm-up is
   // still ahead; past it, numbering from the discovery still gives a window.
@@ -297,6 +298,7 @@ void Session::Step(uint64_t now_ns) {
     return;
   }
   if (!counting_) {
+    if (!start_on_marker_) ++markers_unnumbered_;  // auto decided; LoopFound has not run yet
     if (start_on_marker_ && !finished_) {
       uint64_t first_step = LoopIterationLocked();
       if (collectives_ && !AnchoredFirstStep(&first_step)) return;

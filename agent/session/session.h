@@ -69,15 +69,17 @@ class Session {
   // calls no wrapper sees still make steps. Once; cheap when done.
   void WatchCallsIfCuda();
   // PROF_STEP=auto found the loop: `description` says what a step is (for the
-  // windows' metadata). The next marker starts the step `iteration_now()`
-  // returns then (the loop's iteration it begins, counted from the loop's
-  // first: the schedule counts the loop's iterations, not the set-up before
-  // them nor the time auto took); with no function, or when that step is
-  // past the schedule's first warm-up (a loop found late), it starts step
-  // 0 and the description says so. False, and nothing changes, once
-  // counting began or the session finished (the process is exiting: the
-  // exit already said auto was still looking).
-  bool LoopFound(const std::string& description, std::function<uint64_t()> iteration_now = nullptr);
+  // windows' metadata); `iterations_before` iterations of the loop had begun
+  // on auto's tape. The next marker starts the step of the loop's iteration
+  // it begins, counted from the loop's first (the schedule counts the
+  // loop's iterations, not the set-up before them nor the time auto took):
+  // iterations_before, plus the markers that came between the decision and
+  // this call (the agent thread seals the provisional window in between).
+  // With 0, or when that step is past the schedule's first warm-up (a loop
+  // found late), it starts step 0 and the description says so. False, and
+  // nothing changes, once counting began or the session finished (the
+  // process is exiting: the exit already said auto was still looking).
+  bool LoopFound(const std::string& description, uint64_t iterations_before = 0);
   // What a step is, as the windows' metadata says it (LoopFound's
   // description and how steps are numbered).
   std::string StepDescription();
@@ -236,11 +238,12 @@ class Session {
   uint64_t window_unrecorded_ns_ = 0;  // the open window's start not recorded (LossCounts::unrecorded_start_ns)
 
   // PROF_STEP=auto: counting_ is false until the loop is found (or auto
-  // falls back to time steps); start_on_marker_: the next Step() begins step 0.
+  // falls back to time steps); start_on_marker_: the next Step() begins counting.
   bool counting_ = true;
   bool start_on_marker_ = false;
-  std::function<uint64_t()> iteration_now_;  // LoopFound's: the step the first marker after it starts
-  uint64_t LoopIterationLocked();  // that step, asked once (mu_ held)
+  uint64_t loop_iterations_before_ = 0;  // LoopFound's
+  uint64_t markers_unnumbered_ = 0;      // markers before counting began (auto decided, LoopFound not yet)
+  uint64_t LoopIterationLocked();        // the step the first marker after LoopFound starts (mu_ held)
   // The provisional window (BeginProvisionalIfCuda): still to open, and open.
   std::atomic<bool> provisional_pending_{false};
   bool provisional_ = false;

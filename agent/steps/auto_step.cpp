@@ -208,12 +208,6 @@ uint64_t AutoStep::CountMarkers() {
   return at.size() + (IterationBefore(tape, at[0], at[1]) ? 1 : 0);
 }
 
-uint64_t AutoStep::IterationNow() const {
-  if (iterations_before_ == 0) return 0;
-  const uint64_t since = fired_.load(std::memory_order_relaxed);  // this marker included
-  return iterations_before_ - 1 + (since == 0 ? 1 : since);
-}
-
 bool AutoStep::IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second) {
   const size_t len = second - first;
   if (first == 0 || len == 0) return false;

@@ -65,7 +65,6 @@ class AutoStep {
     if (s != State::kDecided) return false;
     bool fire = token == marker_.token && (marker_.prev == 0 || last_.load(std::memory_order_relaxed) == marker_.prev);
     if (marker_.prev != 0 && IsCore(token)) last_.store(token, std::memory_order_relaxed);
-    if (fire) fired_.fetch_add(1, std::memory_order_relaxed);
     return fire;
   }
 
@@ -93,14 +92,8 @@ class AutoStep {
   const Detection& detection() const { return detection_; }
   // Iterations of the loop that had begun when it was found (from the
   // marker's occurrences on the tape); 0 when the tape was started over (its
-  // earlier iterations are not known).
+  // earlier iterations are not known). Agent thread, after Analyze decided.
   uint64_t iterations_before() const { return iterations_before_; }
-  // Any thread, on a marker after the decision: the iteration it begins,
-  // counted from the loop's first (0 when iterations_before() is): the
-  // tape's count and the markers matched since (the agent thread is busy
-  // for a while after the decision, sealing the provisional window, before
-  // the session counts them).
-  uint64_t IterationNow() const;
   uint64_t first_event_ns() const { return first_event_ns_.load(std::memory_order_relaxed); }
   uint64_t events_observed() const { return observed_total_.load(std::memory_order_relaxed) + count_.load(std::memory_order_relaxed); }
 
@@ -159,8 +152,7 @@ class AutoStep {
   static constexpr uint32_t kCoreSlots = 256;  // open addressing, at most 3/4 full
   std::array<uint32_t, kCoreSlots> core_{};    // written before state_ becomes kDecided (release)
   bool core_filter_ = false;
-  uint64_t iterations_before_ = 0; // agent thread, at the decision (before state_ is read as decided)
-  std::atomic<uint64_t> fired_{0};  // markers matched since the decision
+  uint64_t iterations_before_ = 0; // agent thread, at the decision
   Detection detection_;            // agent thread; read after the decision
   std::function<void()> wake_;
   std::function<void()> first_;
