@@ -1,6 +1,8 @@
 #include "agent/steps/auto_step.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -175,14 +177,21 @@ void AutoStep::KeepCore(const std::vector<uint32_t>& core) {
 
 uint64_t AutoStep::CountMarkers() {
   if (observed_total_.load(std::memory_order_relaxed) != 0) return 0;  // started over: the start is gone
-  // Every event appended before the decision took effect (a writer that
-  // took its slot just before may still be storing: at most a stray miss).
+  // Every event appended before the decision took effect. A writer that
+  // took its slot just before may still be storing (descheduled between its
+  // fetch_add and its store on a loaded machine): a missed marker would
+  // number every later step one short, so its store is waited for, a while.
   uint64_t n = count_.load(std::memory_order_acquire);
   if (n > capacity_) n = capacity_;
   std::vector<uint32_t> tape;
   tape.reserve(n);
+  int waits_left = 100;  // 200 us each, for all slots together
   for (uint64_t i = 0; i < n; ++i) {
     uint32_t token = tokens_[i].load(std::memory_order_acquire);
+    while (token == 0 && waits_left-- > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      token = tokens_[i].load(std::memory_order_acquire);
+    }
     if (token != 0) tape.push_back(token);
   }
   // The loop starts no earlier than its first kernel: set-up before it
