@@ -343,149 +343,219 @@
     return 'hsl(' + (200 + (hue(name) % 60)) + ',55%,' + (38 + (hue(name) % 25)) + '%)';
   }
 
+  // ---- the timeline: lanes on a canvas, zoomed and panned by the reader
+
+  // The timeline's layout in CSS pixels: a lane's height, the time axis', the
+  // steps' row's, and the lane labels' width on the left.
+  const LANE_H = 20, AXIS_H = 22, STEP_H = 16, LABEL_W = 210;
+
   function timeline(w) {
     const s = section('timeline', 'Timeline',
       'One lane per GPU stream and per host thread that made CUDA calls, over the whole window. Scroll to zoom at the pointer, drag to pan, double-click to reset; hover an item for its name, duration and Python call site. Items closer than ' + duration(w.timeline.bin) + ' are drawn as one block (the page keeps the window small); the full trace has every event.');
-    const tl = w.timeline;
-    const S = w.strings;
-    const lanes = tl.lanes;
-    const laneH = 20, axisH = 22, stepH = 16, labelW = 210;
-    const wrap = el('div', { class: 'timeline-wrap' });
-    const canvas = el('canvas');
-    wrap.append(canvas);
-    const controls = el('div', { class: 'controls' });
-    let view = [0, Math.max(1, w.span)];
-    const zoom = (factor, center) => {
-      const c = center === undefined ? (view[0] + view[1]) / 2 : center;
-      let a = c - (c - view[0]) * factor, b = c + (view[1] - c) * factor;
-      if (b - a < 1000) { const m = (a + b) / 2; a = m - 500; b = m + 500; }
-      view = [Math.max(0, a), Math.min(w.span, b)];
-      if (view[1] <= view[0]) view = [0, Math.max(1, w.span)];
-      draw();
+    const tl = {
+      w,
+      data: w.timeline,  // {bin, steps: [[step, start, dur]], lanes: [{label, kind, items}]}
+      S: w.strings,
+      section: s,
+      canvas: el('canvas'),
+      view: [0, Math.max(1, w.span)],  // what is shown: ns from the window's start
+      width: 1000,  // the canvas' CSS width, set again by each draw
+      height: AXIS_H + STEP_H + w.timeline.lanes.length * LANE_H + 6,
+      drag: null,  // while the reader drags: {x: where it began, view: the view then}
     };
-    controls.append(
-      el('button', { text: 'zoom in', onclick: () => zoom(0.5) }), ' ',
-      el('button', { text: 'zoom out', onclick: () => zoom(2) }), ' ',
-      el('button', { text: 'reset', onclick: () => { view = [0, Math.max(1, w.span)]; draw(); } }), ' ',
-      el('span', { class: 'note', id: 'timeline-range' }));
-    s.append(controls, wrap);
-    const height = axisH + stepH + lanes.length * laneH + 6;
-    let width = 1000;
-    function x(t) { return labelW + ((t - view[0]) / (view[1] - view[0])) * (width - labelW - 8); }
-    function draw() {
-      width = Math.max(600, Math.min(1460, (s.clientWidth || document.body.clientWidth - 40)));
-      const ratio = window.devicePixelRatio || 1;
-      canvas.width = width * ratio;
-      canvas.height = height * ratio;
-      canvas.style.width = width + 'px';
-      canvas.style.height = height + 'px';
-      const g = canvas.getContext('2d');
-      g.setTransform(ratio, 0, 0, ratio, 0, 0);
-      g.clearRect(0, 0, width, height);
-      g.font = '11px system-ui, sans-serif';
-      // Axis.
-      g.fillStyle = '#5b6673';
-      g.strokeStyle = '#e5e8ec';
-      for (let i = 0; i <= 8; ++i) {
-        const t = view[0] + ((view[1] - view[0]) * i) / 8;
-        const px = x(t);
-        g.beginPath(); g.moveTo(px, axisH - 4); g.lineTo(px, height); g.stroke();
-        g.fillText('+' + duration(t), Math.min(px + 2, width - 60), 12);
-      }
-      // Steps.
-      g.fillText('steps', 6, axisH + 11);
-      tl.steps.forEach(([step, start, dur], i) => {
-        const a = Math.max(labelW, x(start)), b = Math.min(width - 8, x(start + dur));
-        if (b <= a) return;
-        g.fillStyle = i % 2 ? '#dfe6ee' : '#c9d5e2';
-        g.fillRect(a, axisH, b - a, stepH - 2);
-        g.fillStyle = '#1d232b';
-        if (b - a > 30) g.fillText('step ' + step, a + 3, axisH + 11);
-      });
-      // Lanes.
-      lanes.forEach((lane, li) => {
-        const y = axisH + stepH + li * laneH;
-        g.fillStyle = li % 2 ? '#fafbfc' : '#f2f4f7';
-        g.fillRect(0, y, width, laneH);
-        g.fillStyle = '#1d232b';
-        g.fillText(lane.label.length > 32 ? lane.label.slice(0, 31) + '\u2026' : lane.label, 6, y + 14);
-        const lo = lowerBound(lane.items, view[0] - w.span);  // items may start before the view
-        for (let i = Math.max(0, lo); i < lane.items.length; ++i) {
-          const [start, dur, name] = lane.items[i];
-          if (start > view[1]) break;
-          if (start + dur < view[0]) continue;
-          const a = Math.max(labelW, x(start)), b = Math.min(width - 8, x(start + dur));
-          g.fillStyle = itemColor(S[name], lane.kind);
-          g.fillRect(a, y + 3, Math.max(1, b - a), laneH - 6);
-        }
-      });
-      document.getElementById('timeline-range').textContent =
-        'showing +' + duration(view[0]) + ' to +' + duration(view[1]) + ' of ' + duration(w.span);
-    }
-    function lowerBound(items, t) {
-      let lo = 0, hi = items.length;
-      while (lo < hi) { const m = (lo + hi) >> 1; if (items[m][0] < t) lo = m + 1; else hi = m; }
-      return lo;
-    }
-    function at(event) {
-      const r = canvas.getBoundingClientRect();
-      const px = event.clientX - r.left, py = event.clientY - r.top;
-      const li = Math.floor((py - axisH - stepH) / laneH);
-      const t = view[0] + ((px - labelW) / (width - labelW - 8)) * (view[1] - view[0]);
-      return { px, py, li, t };
-    }
-    let drag = null;
-    canvas.addEventListener('wheel', (e) => {
-      e.preventDefault();
-      const p = at(e);
-      if (p.px < labelW) return;
-      zoom(e.deltaY > 0 ? 1.25 : 0.8, p.t);
-    }, { passive: false });
-    canvas.addEventListener('mousedown', (e) => { drag = { x: e.clientX, view: view.slice() }; canvas.style.cursor = 'grabbing'; });
-    window.addEventListener('mouseup', () => { drag = null; canvas.style.cursor = 'grab'; });
-    canvas.addEventListener('dblclick', () => { view = [0, Math.max(1, w.span)]; draw(); });
-    canvas.addEventListener('mouseleave', hideTip);
-    canvas.addEventListener('mousemove', (e) => {
-      if (drag) {
-        const dt = ((drag.x - e.clientX) / (width - labelW - 8)) * (drag.view[1] - drag.view[0]);
-        const len = drag.view[1] - drag.view[0];
-        const a = Math.min(Math.max(0, drag.view[0] + dt), w.span - len);
-        view = [a, a + len];
-        draw();
-        return;
-      }
-      const p = at(e);
-      if (p.py < axisH + stepH && p.py >= axisH) {
-        const st = tl.steps.find(([, start, dur]) => p.t >= start && p.t < start + dur);
-        if (st) return showTip(e, [['step ' + st[0], duration(st[2]) + ', at +' + duration(st[1])]]);
-      }
-      if (p.li < 0 || p.li >= lanes.length || p.px < labelW) return hideTip();
-      const lane = lanes[p.li];
-      const slack = ((view[1] - view[0]) / (width - labelW)) * 2;  // two pixels
-      let best = null;
-      const lo = lowerBound(lane.items, p.t - w.span);
-      for (let i = Math.max(0, lo); i < lane.items.length; ++i) {
-        const it = lane.items[i];
-        if (it[0] > p.t + slack) break;
-        if (it[0] + it[1] + slack >= p.t) best = it;
-      }
-      if (!best) return hideTip();
-      const [start, dur, name, site, count] = best;
-      const lines = [[S[name], '']];
-      if (count > 1) lines.push([count + ' items', 'drawn as one block (named after its longest), ' + duration(dur) + ' from first start to last end']);
-      else lines.push(['duration', duration(dur)]);
-      lines.push(['at', '+' + duration(start)]);
-      lines.push(['call site', S[site] || '(none recorded)']);
-      lines.push(['lane', lane.label]);
-      showTip(e, lines);
-    });
-    window.addEventListener('resize', draw);
-    requestAnimationFrame(draw);
+    s.append(timelineControls(tl), el('div', { class: 'timeline-wrap' }, tl.canvas));
+    listenTimeline(tl);
+    requestAnimationFrame(() => drawTimeline(tl));
     const trace = w.trace_file || '<trace>.pt.trace.json';
     s.append(el('p', { class: 'note', text: 'Every event, zoomable to the nanosecond: open the trace in Perfetto (ui.perfetto.dev, \u201cOpen trace file\u201d), or from a shell with Perfetto\u2019s own script:' }));
     s.append(el('code', { class: 'cmd', id: 'perfetto-command', text: 'python3 open_trace_in_ui -i ' + trace + '   # tools/open_trace_in_ui in the Perfetto repository' }));
     return s;
   }
+
+  function timelineControls(tl) {
+    return el('div', { class: 'controls' },
+      el('button', { text: 'zoom in', onclick: () => zoomTimeline(tl, 0.5) }), ' ',
+      el('button', { text: 'zoom out', onclick: () => zoomTimeline(tl, 2) }), ' ',
+      el('button', { text: 'reset', onclick: () => resetTimeline(tl) }), ' ',
+      el('span', { class: 'note', id: 'timeline-range' }));
+  }
+
+  function resetTimeline(tl) {
+    tl.view = [0, Math.max(1, tl.w.span)];
+    drawTimeline(tl);
+  }
+
+  // Zooms by FACTOR (under 1: in) about CENTER (ns; the view's middle when
+  // not given), showing at least a microsecond and nothing outside the window.
+  function zoomTimeline(tl, factor, center) {
+    const view = tl.view, span = tl.w.span;
+    const c = center === undefined ? (view[0] + view[1]) / 2 : center;
+    let a = c - (c - view[0]) * factor, b = c + (view[1] - c) * factor;
+    if (b - a < 1000) { const m = (a + b) / 2; a = m - 500; b = m + 500; }
+    tl.view = [Math.max(0, a), Math.min(span, b)];
+    if (tl.view[1] <= tl.view[0]) tl.view = [0, Math.max(1, span)];
+    drawTimeline(tl);
+  }
+
+  // Dragging: the view follows the pointer, as long as it stays inside the window.
+  function panTimeline(tl, event) {
+    const drag = tl.drag;
+    const dt = ((drag.x - event.clientX) / (tl.width - LABEL_W - 8)) * (drag.view[1] - drag.view[0]);
+    const len = drag.view[1] - drag.view[0];
+    const a = Math.min(Math.max(0, drag.view[0] + dt), tl.w.span - len);
+    tl.view = [a, a + len];
+    drawTimeline(tl);
+  }
+
+  // The canvas x of time T (ns from the window's start).
+  function timelineX(tl, t) {
+    return LABEL_W + ((t - tl.view[0]) / (tl.view[1] - tl.view[0])) * (tl.width - LABEL_W - 8);
+  }
+
+  // Where EVENT is on the canvas: its pixels, the lane under it (negative
+  // above the lanes) and the time under it.
+  function timelinePoint(tl, event) {
+    const r = tl.canvas.getBoundingClientRect();
+    const px = event.clientX - r.left, py = event.clientY - r.top;
+    const li = Math.floor((py - AXIS_H - STEP_H) / LANE_H);
+    const t = tl.view[0] + ((px - LABEL_W) / (tl.width - LABEL_W - 8)) * (tl.view[1] - tl.view[0]);
+    return { px, py, li, t };
+  }
+
+  // The first of ITEMS (sorted by start) that starts at or after T.
+  function lowerBound(items, t) {
+    let lo = 0, hi = items.length;
+    while (lo < hi) { const m = (lo + hi) >> 1; if (items[m][0] < t) lo = m + 1; else hi = m; }
+    return lo;
+  }
+
+  // Sizes the canvas to the page (sharp on high-density screens) and draws it all.
+  function drawTimeline(tl) {
+    const canvas = tl.canvas, height = tl.height;
+    tl.width = Math.max(600, Math.min(1460, (tl.section.clientWidth || document.body.clientWidth - 40)));
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = tl.width * ratio;
+    canvas.height = height * ratio;
+    canvas.style.width = tl.width + 'px';
+    canvas.style.height = height + 'px';
+    const g = canvas.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, tl.width, height);
+    g.font = '11px system-ui, sans-serif';
+    drawTimeAxis(g, tl);
+    drawStepRow(g, tl);
+    drawLanes(g, tl);
+    document.getElementById('timeline-range').textContent =
+      'showing +' + duration(tl.view[0]) + ' to +' + duration(tl.view[1]) + ' of ' + duration(tl.w.span);
+  }
+
+  // Nine ticks across the view, each with its time and a grid line.
+  function drawTimeAxis(g, tl) {
+    g.fillStyle = '#5b6673';
+    g.strokeStyle = '#e5e8ec';
+    for (let i = 0; i <= 8; ++i) {
+      const t = tl.view[0] + ((tl.view[1] - tl.view[0]) * i) / 8;
+      const px = timelineX(tl, t);
+      g.beginPath(); g.moveTo(px, AXIS_H - 4); g.lineTo(px, tl.height); g.stroke();
+      g.fillText('+' + duration(t), Math.min(px + 2, tl.width - 60), 12);
+    }
+  }
+
+  // The steps' row under the axis: alternate shades, a label where it fits.
+  function drawStepRow(g, tl) {
+    g.fillStyle = '#5b6673';
+    g.fillText('steps', 6, AXIS_H + 11);
+    tl.data.steps.forEach(([step, start, dur], i) => {
+      const a = Math.max(LABEL_W, timelineX(tl, start)), b = Math.min(tl.width - 8, timelineX(tl, start + dur));
+      if (b <= a) return;
+      g.fillStyle = i % 2 ? '#dfe6ee' : '#c9d5e2';
+      g.fillRect(a, AXIS_H, b - a, STEP_H - 2);
+      g.fillStyle = '#1d232b';
+      if (b - a > 30) g.fillText('step ' + step, a + 3, AXIS_H + 11);
+    });
+  }
+
+  // A lane per stream and host thread: its label, then each item in view,
+  // at least a pixel wide.
+  function drawLanes(g, tl) {
+    const view = tl.view;
+    tl.data.lanes.forEach((lane, li) => {
+      const y = AXIS_H + STEP_H + li * LANE_H;
+      g.fillStyle = li % 2 ? '#fafbfc' : '#f2f4f7';
+      g.fillRect(0, y, tl.width, LANE_H);
+      g.fillStyle = '#1d232b';
+      g.fillText(lane.label.length > 32 ? lane.label.slice(0, 31) + '\u2026' : lane.label, 6, y + 14);
+      const lo = lowerBound(lane.items, view[0] - tl.w.span);  // items may start before the view
+      for (let i = Math.max(0, lo); i < lane.items.length; ++i) {
+        const [start, dur, name] = lane.items[i];
+        if (start > view[1]) break;
+        if (start + dur < view[0]) continue;
+        const a = Math.max(LABEL_W, timelineX(tl, start)), b = Math.min(tl.width - 8, timelineX(tl, start + dur));
+        g.fillStyle = itemColor(tl.S[name], lane.kind);
+        g.fillRect(a, y + 3, Math.max(1, b - a), LANE_H - 6);
+      }
+    });
+  }
+
+  // Scroll zooms at the pointer, a drag pans, a double click resets, and
+  // hovering names what is under the pointer.
+  function listenTimeline(tl) {
+    const canvas = tl.canvas;
+    canvas.addEventListener('wheel', (e) => {
+      e.preventDefault();
+      const p = timelinePoint(tl, e);
+      if (p.px < LABEL_W) return;
+      zoomTimeline(tl, e.deltaY > 0 ? 1.25 : 0.8, p.t);
+    }, { passive: false });
+    canvas.addEventListener('mousedown', (e) => { tl.drag = { x: e.clientX, view: tl.view.slice() }; canvas.style.cursor = 'grabbing'; });
+    window.addEventListener('mouseup', () => { tl.drag = null; canvas.style.cursor = 'grab'; });
+    canvas.addEventListener('dblclick', () => resetTimeline(tl));
+    canvas.addEventListener('mouseleave', hideTip);
+    canvas.addEventListener('mousemove', (e) => (tl.drag ? panTimeline(tl, e) : timelineTip(tl, e)));
+    window.addEventListener('resize', () => drawTimeline(tl));
+  }
+
+  // The tooltip for the pointer: the step under it in the steps' row, or the
+  // item under it in a lane; none elsewhere.
+  function timelineTip(tl, event) {
+    const p = timelinePoint(tl, event);
+    if (p.py < AXIS_H + STEP_H && p.py >= AXIS_H) {
+      const st = tl.data.steps.find(([, start, dur]) => p.t >= start && p.t < start + dur);
+      if (st) return showTip(event, [['step ' + st[0], duration(st[2]) + ', at +' + duration(st[1])]]);
+    }
+    const lanes = tl.data.lanes;
+    if (p.li < 0 || p.li >= lanes.length || p.px < LABEL_W) return hideTip();
+    const item = itemAt(tl, lanes[p.li], p.t);
+    if (!item) return hideTip();
+    showTip(event, itemTip(tl, lanes[p.li], item));
+  }
+
+  // LANE's item at time T, give or take two pixels: of those, the last to start.
+  function itemAt(tl, lane, t) {
+    const slack = ((tl.view[1] - tl.view[0]) / (tl.width - LABEL_W)) * 2;  // two pixels
+    let best = null;
+    const lo = lowerBound(lane.items, t - tl.w.span);
+    for (let i = Math.max(0, lo); i < lane.items.length; ++i) {
+      const it = lane.items[i];
+      if (it[0] > t + slack) break;
+      if (it[0] + it[1] + slack >= t) best = it;
+    }
+    return best;
+  }
+
+  // An item's tooltip lines: name, duration (or the block it stands for), start, call site, lane.
+  function itemTip(tl, lane, item) {
+    const [start, dur, name, site, count] = item;
+    const lines = [[tl.S[name], '']];
+    if (count > 1) lines.push([count + ' items', 'drawn as one block (named after its longest), ' + duration(dur) + ' from first start to last end']);
+    else lines.push(['duration', duration(dur)]);
+    lines.push(['at', '+' + duration(start)]);
+    lines.push(['call site', tl.S[site] || '(none recorded)']);
+    lines.push(['lane', lane.label]);
+    return lines;
+  }
+
+  // ---- sections: the tables, the call sites and flame graph, memory
 
   function tables(w) {
     const s = section('tables', 'GPU kernels, CUDA API and memory operations',
