@@ -37,6 +37,7 @@
 #include "exporters/json_writer.h"
 #include "exporters/python_sites.h"
 #include "exporters/window_index.h"
+#include "model/collectives.h"
 
 namespace prof {
 namespace {

@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/byte_sink.h"
 
 namespace prof {

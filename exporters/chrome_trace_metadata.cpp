@@ -10,6 +10,7 @@
 #include "exporters/collectives.h"
 #include "exporters/cuda_names.h"
 #include "exporters/window_index.h"
+#include "model/collectives.h"
 
 namespace prof::chrome {
 namespace {

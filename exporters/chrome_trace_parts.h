@@ -6,7 +6,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/cuda_names.h"
 #include "exporters/json_writer.h"
 

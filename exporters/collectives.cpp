@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "exporters/json_writer.h"
+#include "model/collectives.h"
 
 namespace prof {
 

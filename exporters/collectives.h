@@ -1,4 +1,4 @@
-// NCCL collectives in a window (agent/session/collective_store.h): which kernel each
+// NCCL collectives in a window (model/events.h, model/collectives.h): which kernel each
 // call launched, the sizes Kineto and nccl-tests speak of, and which GPU
 // work is communication. Pure functions of a Window.
 #pragma once
@@ -8,7 +8,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

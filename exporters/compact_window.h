@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/chunked_vector.h"
 
 namespace prof {

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 
 namespace prof {
 

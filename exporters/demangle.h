@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

@@ -2,8 +2,8 @@
 // configuration and the device's limits (DeviceProps).
 #pragma once
 
-#include "agent/session/events.h"
-#include "agent/session/window.h"
+#include "model/events.h"
+#include "model/window.h"
 
 namespace prof {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/summary.h"
 
 namespace prof {

@@ -13,6 +13,7 @@
 #include "exporters/stats.h"
 #include "exporters/summary.h"
 #include "exporters/window_index.h"
+#include "model/collectives.h"
 
 namespace prof {
 

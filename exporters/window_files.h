@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/file_system.h"
 
 namespace prof {

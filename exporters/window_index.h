@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

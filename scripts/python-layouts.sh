@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Prints, from an installed CPython's own headers, every offset and constant
 # that collectors/python/py_layout.cpp holds for that version, in the form of
-# test/unit/python/layouts/<major.minor>.txt (the unit tests compare the
+# test/unit/collectors/python/layouts/<major.minor>.txt (the unit tests compare the
 # table with those files). Usage:
 #
 #   scripts/python-layouts.sh [--free-threaded] PYTHON [OUT_FILE]

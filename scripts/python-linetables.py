@@ -1,9 +1,9 @@
 """Dumps co_linetable test data from the running interpreter, for
-test/unit/python (collectors/python/line_table.h must give, for every code
+test/unit/collectors/python (collectors/python/line_table.h must give, for every code
 offset, the line this interpreter's own co_lines() gives). Run it with the
 interpreter whose format is to be captured:
 
-    python3.X scripts/python-linetables.py > test/unit/python/linetables/3.X.txt
+    python3.X scripts/python-linetables.py > test/unit/collectors/python/linetables/3.X.txt
 
 Output, one code object per line:
     <name> <co_firstlineno> <co_linetable hex> <start>:<end>:<line>,...

@@ -2,10 +2,10 @@
 # Developer check of Python call sites on every supported CPython, not only
 # the Debian python3 that CI runs. For each interpreter it
 #   1. prints the layout facts from that interpreter's headers and compares
-#      them with test/unit/python/layouts/<version>.txt (what the unit tests
+#      them with test/unit/collectors/python/layouts/<version>.txt (what the unit tests
 #      hold the table to),
 #   2. dumps its line tables and compares them with
-#      test/unit/python/linetables/<version>.txt,
+#      test/unit/collectors/python/linetables/<version>.txt,
 #   3. runs the agent_python integration test with that interpreter
 #      (PROF_TEST_PYTHON) against the build tree.
 #
@@ -53,12 +53,12 @@ for py in "${pythons[@]}"; do
   echo "== CPython $full ($py)"
   status=ok
   if "$here/python-layouts.sh" "$py" /tmp/libprof-layout.$$ 2>/dev/null &&
-     diff -q /tmp/libprof-layout.$$ "$root/test/unit/python/layouts/$version$ft.txt" >/dev/null; then
+     diff -q /tmp/libprof-layout.$$ "$root/test/unit/collectors/python/layouts/$version$ft.txt" >/dev/null; then
     echo "   layout facts: same as layouts/$version$ft.txt"
   else
     echo "   layout facts: DIFFER from layouts/$version$ft.txt (or headers missing)"; status=failed
   fi
-  if "$py" "$here/python-linetables.py" | diff -q - "$root/test/unit/python/linetables/$version.txt" >/dev/null; then
+  if "$py" "$here/python-linetables.py" | diff -q - "$root/test/unit/collectors/python/linetables/$version.txt" >/dev/null; then
     echo "   line tables: same as linetables/$version.txt"
   else
     echo "   line tables: DIFFER from linetables/$version.txt"; status=failed

@@ -18,19 +18,19 @@
 #include <memory>
 #include <thread>
 
-#include "agent/base/clock.h"
-#include "agent/base/config_loader.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/kernel_registry.h"
-#include "agent/base/log.h"
-#include "agent/base/runtime_frames.h"
-#include "agent/base/signal_deferral.h"
-#include "agent/base/strings.h"
-#include "agent/base/thread_id.h"
+#include "base/clock.h"
+#include "base/config_loader.h"
+#include "base/hot_state.h"
+#include "base/kernel_registry.h"
+#include "base/log.h"
+#include "base/runtime_frames.h"
+#include "base/signal_deferral.h"
+#include "base/strings.h"
+#include "base/thread_id.h"
 #include "agent/process/agent_thread.h"
 #include "agent/process/bindings.h"
 #include "agent/process/lifecycle.h"
-#include "agent/process/loader_guard.h"
+#include "base/loader_guard.h"
 #include "agent/runtime/runtime.h"
 #include "collectors/python/python_stacks.h"
 #include "exporters/atomic_file.h"
@@ -396,7 +396,7 @@ void StartAgent(const char* how) {
     Log().debug("another libprof is loaded in this process; this copy ({}) stays idle", how);
     return;
   }
-  // Before any other fork handler of ours (agent/process/loader_guard.h).
+  // Before any other fork handler of ours (base/loader_guard.h).
   InstallLoaderForkGuard();
   Log();  // created now, so a bad PROF_LOG_LEVEL / PROF_LOG_FILE is reported at start
   Config config = LoadConfigFromEnvironment();

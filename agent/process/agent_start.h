@@ -1,7 +1,7 @@
 // Starting the one agent of this process (see lifecycle.h for what runs when).
 #pragma once
 
-#include "agent/base/config.h"
+#include "base/config.h"
 
 namespace prof {
 

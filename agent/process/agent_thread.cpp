@@ -11,11 +11,11 @@
 #include <atomic>
 #include <thread>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/log.h"
-#include "agent/base/strings.h"
-#include "agent/base/thread_id.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/log.h"
+#include "base/strings.h"
+#include "base/thread_id.h"
 #include "agent/process/lifecycle.h"
 #include "agent/steps/step_markers.h"
 
@@ -91,7 +91,7 @@ void AutoWork(Runtime* rt, uint64_t start_ns) {
     if (!rt->session->LoopFound("auto: " + what, a->iterations_before())) return stop_looking();
     Log().info("PROF_STEP=auto: step = {}", rt->session->StepDescription().substr(std::string("auto: ").size()));
     uint32_t keep = rt->session->finished() ? 0 : AutoMarkerBits(a->marker());  // PROF_RANGE's ranges may all be recorded
-    // An NVTX range's id must stay its name's for good (agent/base/strings.h).
+    // An NVTX range's id must stay its name's for good (base/strings.h).
     for (uint32_t token : {a->marker().token, a->marker().prev}) {
       if (KindOfToken(token) == TokenKind::kNvtx) Strings().Pin(IdOfToken(token));
     }

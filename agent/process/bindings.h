@@ -6,8 +6,8 @@
 
 #include <memory>
 
-#include "agent/base/config.h"
-#include "agent/session/device_collector.h"
+#include "base/config.h"
+#include "base/device_collector.h"
 #include "agent/session/writer.h"
 
 namespace prof {

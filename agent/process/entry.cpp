@@ -5,10 +5,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "agent/base/export.h"
+#include "base/export.h"
 #include "agent/process/agent_start.h"
 #include "agent/process/lifecycle.h"
-#include "agent/runtime/hooks.h"
+#include "base/agent_hooks.h"
 
 namespace prof {
 namespace {

@@ -14,12 +14,12 @@
 #include <cstring>
 #include <string_view>
 
-#include "agent/base/clock.h"
-#include "agent/base/log.h"
-#include "agent/base/signal_deferral.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/signal_deferral.h"
 #include "agent/process/agent_start.h"
 #include "agent/process/agent_thread.h"
-#include "agent/process/loader_guard.h"
+#include "base/loader_guard.h"
 #include "agent/runtime/runtime.h"
 #include "exporters/atomic_file.h"
 
@@ -259,7 +259,7 @@ bool ProcessHasCudaLoaded() {
   bool found = false;
   if (g_forked_child.load(std::memory_order_relaxed)) found = CudaInProcMaps();
   else {
-    LoaderSection section;  // agent/process/loader_guard.h: a fork now would hang its child
+    LoaderSection section;  // base/loader_guard.h: a fork now would hang its child
     dl_iterate_phdr(HasCudaLibrary, &found);
   }
   if (found) g_cuda_seen.store(true, std::memory_order_relaxed);

@@ -1,11 +1,12 @@
-#include "agent/runtime/hooks.h"
+#include "base/agent_hooks.h"
 
-#include "agent/base/clock.h"
-#include "agent/base/signal_deferral.h"
-#include "agent/base/strings.h"
+#include "base/clock.h"
+#include "base/signal_deferral.h"
+#include "base/strings.h"
 #include "agent/runtime/runtime.h"
 #include "agent/steps/auto_step.h"
 #include "agent/steps/capture_range.h"
+#include "model/collectives.h"
 
 namespace prof::hooks {
 

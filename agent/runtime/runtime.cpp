@@ -1,6 +1,6 @@
 #include "agent/runtime/runtime.h"
 
-#include "agent/base/kernel_registry.h"
+#include "base/kernel_registry.h"
 
 namespace prof {
 namespace {

@@ -1,6 +1,6 @@
 // The live agent of this process: configuration and the parts that hold
 // state. Created once by agent/process/agent_start.cpp (or by a test or benchmark)
-// and installed for the collectors to find through agent/runtime/hooks.h. It is
+// and installed for the collectors to find through base/agent_hooks.h. It is
 // never destroyed: wrappers, the writer and the exit path may run until the
 // very end of the process.
 #pragma once
@@ -9,14 +9,14 @@
 #include <memory>
 #include <mutex>
 
-#include "agent/base/config.h"
+#include "base/config.h"
 #include "agent/session/alloc_tracker.h"
 #include "agent/session/collective_store.h"
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 #include "agent/session/event_buffers.h"
 #include "agent/session/nvtx_store.h"
 #include "agent/session/session.h"
-#include "agent/session/stack_source.h"
+#include "base/stack_source.h"
 #include "agent/session/writer.h"
 #include "agent/steps/auto_step.h"
 #include "agent/steps/marker_matcher.h"

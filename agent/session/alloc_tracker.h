@@ -9,9 +9,9 @@
 #include <mutex>
 #include <vector>
 
-#include "agent/base/api_ids.h"
-#include "agent/base/live_table.h"
-#include "agent/session/events.h"
+#include "model/api_ids.h"
+#include "base/live_table.h"
+#include "model/events.h"
 
 namespace prof {
 

@@ -9,20 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/session/events.h"
+#include "model/collectives.h"
+#include "model/events.h"
 #include "agent/session/take_window.h"
 
 namespace prof {
 
-// One communicator this process is a rank of.
-struct CommInfo {
-  uint64_t id = 0;       // equal on every rank: a hash of its unique id (wrappers) or NCCL's commHash (plugin)
-  int rank = 0;          // this process's rank in it
-  int nranks = 0;
-  uint64_t parent = 0;   // ncclCommSplit: the parent's id
-  int color = -1;        // ncclCommSplit's colour
-  uint8_t source = 0;    // CollSource
-};
 
 class CollectiveStore {
  public:
@@ -52,16 +44,5 @@ class CollectiveStore {
   OpenWindows open_;  // mu_
   std::atomic<int> nccl_version_{0};
 };
-
-// "AllReduce", ... as NCCL names them; "?" out of range.
-const char* CollFuncName(uint8_t func);
-// Kineto's "Collective name" (PyTorch's names): "allreduce", "broadcast", ...
-const char* CollKinetoName(uint8_t func);
-// Kineto's "dtype" (c10 scalar type names) for an ncclDataType_t: "Float", ...; "" unknown.
-const char* CollDtypeName(int datatype);
-// Bytes per element of an ncclDataType_t; 0 unknown.
-int CollTypeBytes(int datatype);
-// "2.28.9" from NCCL_VERSION_CODE-style numbers (22809; 2.8 and older: 2804); "" for 0.
-std::string NcclVersionText(int code);
 
 }  // namespace prof

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

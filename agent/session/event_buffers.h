@@ -35,14 +35,14 @@
 #include <mutex>
 #include <vector>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 
 namespace prof {
 
 // PROF_BUFFER_MB is one budget: half for the device side (the CUPTI
 // collector sizes its raw buffer pool and decoded records from it), and of
 // the host half a sixteenth of the whole for NVTX range
-// names (agent/base/strings.h), one for stored NVTX ranges, the rest for events.
+// names (base/strings.h), one for stored NVTX ranges, the rest for events.
 inline constexpr uint64_t NvtxNameBytes(uint64_t budget_bytes) { return budget_bytes / 16; }
 inline constexpr uint64_t NvtxRangeBytes(uint64_t budget_bytes) { return budget_bytes / 16; }
 inline constexpr uint64_t HostEventBytes(uint64_t budget_bytes) {

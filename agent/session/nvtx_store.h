@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 #include "agent/session/take_window.h"
 
 namespace prof {

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/log.h"
-#include "agent/base/strings.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/log.h"
+#include "base/strings.h"
 #include "agent/steps/step_markers.h"
 
 namespace prof {
@@ -417,7 +417,7 @@ void Session::OpenRangeLocked(uint64_t now_ns, const std::string& range_name) {
   window_open_ = true;
   window_first_step_ = step_;
   window_start_ns_ = now_ns;
-  // NVTX names used from now on are this window's (agent/base/strings.h).
+  // NVTX names used from now on are this window's (base/strings.h).
   names_generation_ = Strings().BeginWindow();
   spans_.clear();
   range_has_calls_.store(false, std::memory_order_relaxed);
@@ -468,7 +468,7 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
     window_open_ = true;
     window_first_step_ = step_;
     window_start_ns_ = now_ns;
-    // NVTX names used from now on are this window's (agent/base/strings.h).
+    // NVTX names used from now on are this window's (base/strings.h).
     names_generation_ = Strings().BeginWindow();
     // A marker starts its step when it is seen, with recording already on;
     // a time step starts at its nominal boundary, which the agent thread may

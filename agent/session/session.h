@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/config.h"
+#include "base/config.h"
 #include "agent/session/alloc_tracker.h"
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 #include "agent/session/window_job.h"
 #include "agent/steps/capture_range.h"
 #include "agent/steps/schedule.h"
@@ -226,7 +226,7 @@ class Session {
   uint64_t window_first_step_ = 0;
   uint64_t window_start_ns_ = 0;
   std::vector<StepSpan> spans_;  // steps of the open window
-  uint32_t names_generation_ = 0;  // the open window's NVTX name generation (agent/base/strings.h)
+  uint32_t names_generation_ = 0;  // the open window's NVTX name generation (base/strings.h)
   uint64_t windows_ended_ = 0;
   bool attach_pending_ = false;   // a cycle began before CUDA was loaded
   bool watching_calls_ = false;   // WatchCalls done (PROF_STEP counts calls)

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof {
 

@@ -10,10 +10,10 @@
 #include <thread>
 #include <unordered_set>
 
-#include "agent/base/clock.h"
-#include "agent/base/log.h"
-#include "agent/base/strings.h"
-#include "agent/base/thread_id.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/strings.h"
+#include "base/thread_id.h"
 
 namespace prof {
 namespace {

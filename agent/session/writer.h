@@ -14,10 +14,10 @@
 
 #include "agent/session/alloc_tracker.h"
 #include "agent/session/collective_store.h"
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 #include "agent/session/event_buffers.h"
 #include "agent/session/nvtx_store.h"
-#include "agent/session/stack_source.h"
+#include "base/stack_source.h"
 #include "agent/session/window_job.h"
 
 namespace prof {

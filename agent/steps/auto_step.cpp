@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "agent/base/clock.h"
+#include "base/clock.h"
 
 #if defined(__x86_64__)
 #include <x86intrin.h>

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/api_ids.h"
+#include "model/api_ids.h"
 #include "agent/steps/step_detector.h"
 #include "agent/steps/step_markers.h"
 

@@ -2,7 +2,7 @@
 
 #include <string>
 
-#include "agent/base/strings.h"
+#include "base/strings.h"
 #include "agent/steps/marker_matcher.h"
 
 namespace prof {
@@ -37,23 +37,13 @@ RangeEdge ClassifyRangeEvent(const Config& config, MarkerMatcher* matcher, const
     case RangeKind::kNvtx:
       if (event.site != MarkerSite::kNvtxRange && event.site != MarkerSite::kNvtxRangeEnd) break;
       if (matcher == nullptr) break;
-      // A name the table dropped (agent/base/strings.h) is matched as given.
+      // A name the table dropped (base/strings.h) is matched as given.
       if (event.name_id == kDroppedNameId ? !matcher->MatchesText(event.name_text) : !matcher->Matches(event.name_id)) break;
       edge = {event.site == MarkerSite::kNvtxRange ? RangeEdgeKind::kBegin : RangeEdgeKind::kEnd, event.range_key,
               event.name_id};
       break;
   }
   return edge;
-}
-
-std::string QualifiedNvtxName(const char* domain, const char* name) {
-  std::string out;
-  if (domain != nullptr && *domain != 0) {
-    out = domain;
-    out += '@';
-  }
-  out += name != nullptr ? name : "";
-  return out;
 }
 
 bool CaptureRanges::Begin(uint64_t key) {

@@ -26,7 +26,7 @@
 #include <cstdint>
 #include <string>
 
-#include "agent/base/config.h"
+#include "base/config.h"
 #include "agent/steps/step_markers.h"
 
 namespace prof {
@@ -42,10 +42,6 @@ struct RangeEdge {
 // Whether an observed event begins or ends a PROF_RANGE range. matcher: the
 // nvtx:<regex> (names are matched once each); may be null for cudaProfilerApi.
 RangeEdge ClassifyRangeEvent(const Config& config, MarkerMatcher* matcher, const ObservedEvent& event);
-
-// Names the NVTX injection gives ranges for the matcher: "domain@name" for a
-// range in a domain the program created, the bare name otherwise.
-std::string QualifiedNvtxName(const char* domain, const char* name);
 
 class CaptureRanges {
  public:

@@ -1,6 +1,6 @@
 #include "agent/steps/marker_matcher.h"
 
-#include "agent/base/strings.h"
+#include "base/strings.h"
 
 namespace prof {
 

@@ -30,7 +30,7 @@ class MarkerMatcher {
 
  private:
   // Direct-mapped by id, tagged with it: (id << 2) | state, state 1 no, 2 yes
-  // (0: empty). NVTX names get fresh ids over time (agent/base/strings.h), so any
+  // (0: empty). NVTX names get fresh ids over time (base/strings.h), so any
   // id may be cached; emptied when the table's ids start over (id_epoch).
   static constexpr uint32_t kCached = 1u << 18;
   std::optional<std::regex> regex_;

@@ -2,20 +2,11 @@
 
 #include <array>
 
-#include "agent/base/hot_state.h"
-#include "agent/base/strings.h"
+#include "base/hot_state.h"
+#include "base/strings.h"
 #include "agent/steps/marker_matcher.h"
 
 namespace prof {
-
-std::string_view BaseApiName(std::string_view name) {
-  for (std::string_view suffix : {"_ptsz", "_ptds"}) {
-    if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
-      return name.substr(0, name.size() - suffix.size());
-    }
-  }
-  return name;
-}
 
 void ArmApiMarker(ApiId fn) {
   std::string_view base = fn != ApiId::kCount ? BaseApiName(ApiName(fn)) : std::string_view();

@@ -38,9 +38,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/api_ids.h"
-#include "agent/base/hot_state.h"
-#include "agent/session/device_collector.h"
+#include "model/api_ids.h"
+#include "base/hot_state.h"
+#include "base/device_collector.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -141,7 +141,7 @@ class CuptiCollector final : public DeviceCollector {
   void NarrowToWatchedCallbacks();
   // What a call of the id registers while recording (kTrait* bits).
   uint8_t TraitsOf(bool runtime, CUpti_CallbackId cbid) const;
-  // The call of an id as agent/api_ids.h names it (ApiId::kCount: none).
+  // The call of an id as model/api_ids.h names it (ApiId::kCount: none).
   ApiId HostApi(bool runtime, CUpti_CallbackId cbid) const {
     return cbid < kMaxWatchedCbid
                ? static_cast<ApiId>(host_api_[runtime ? 0 : 1][cbid].load(std::memory_order_relaxed))
@@ -172,7 +172,7 @@ class CuptiCollector final : public DeviceCollector {
   void MaybeGoQuietFromApiExit();
   bool ResubscribeLocked(bool new_probe);
   // A call of a watched id that no wrapper fed, although the hot bits now
-  // would have made a wrapper feed it (agent/base/hot_state.h): so no wrapper saw
+  // would have made a wrapper feed it (base/hot_state.h): so no wrapper saw
   // it. (A call the bits do not ask for is no sign: PROF_STEP=auto decided
   // on a marker that does not need its kind, api:<fn> and the other calls.)
   bool Unfed(bool runtime, CUpti_CallbackId cbid) const {
@@ -246,7 +246,7 @@ class CuptiCollector final : public DeviceCollector {
   static constexpr uint8_t kTraitExpectsRecord = 1;     // leaves a kernel/memcpy/memset record of an enabled kind
   static constexpr uint8_t kTraitCountsBytes = 2;       // a copy or memset: leaves none when it moves zero bytes
   static constexpr uint8_t kTraitExpectsApiRecord = 4;  // its own RUNTIME/DRIVER record is enabled
-  static constexpr uint8_t kTraitHostEvent = 8;         // a call of agent/api_ids.h: a host event when no wrapper records it
+  static constexpr uint8_t kTraitHostEvent = 8;         // a call of model/api_ids.h: a host event when no wrapper records it
   std::atomic<uint8_t> call_traits_[2][kMaxWatchedCbid] = {};
   // Per domain and id: its ApiId (kCount: none), set with call_traits_.
   static_assert(kApiCount < 256, "an ApiId fits the table's bytes");

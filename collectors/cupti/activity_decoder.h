@@ -1,4 +1,4 @@
-// CUPTI activity records -> prof::DeviceRecord (agent/session/events.h), each kind
+// CUPTI activity records -> prof::DeviceRecord (model/events.h), each kind
 // read through the struct the loaded CUPTI delivers (record_layouts.h: CUDA
 // 12.x Kernel9, Memcpy5/6, Synchronization/2, Memory3; CUDA 13.0 Kernel10,
 // Memcpy6, Synchronization2, Memory4; MemcpyPtoP4, Memset4 and API
@@ -7,7 +7,7 @@
 
 #include <cupti.h>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/name_table.h"
 #include "collectors/cupti/record_layouts.h"

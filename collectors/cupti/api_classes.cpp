@@ -3,7 +3,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/steps/step_markers.h"
+#include "model/observed_event.h"
 
 namespace prof::cupti {
 namespace {

@@ -6,13 +6,13 @@
 
 #include <cstdint>
 
-#include "agent/base/api_ids.h"
-#include "agent/session/events.h"
+#include "model/api_ids.h"
+#include "model/events.h"
 
 namespace prof::cupti {
 
 // The call of this runtime (runtime) or driver callback id as libprof's
-// event model knows it (agent/api_ids.h); ApiId::kCount when it is none
+// event model knows it (model/api_ids.h); ApiId::kCount when it is none
 // (and for the registration calls).
 ApiId HostApiOf(bool runtime, uint32_t cbid);
 

@@ -1,4 +1,4 @@
-// CUPTI time -> agent time (agent/base/clock.h). Preferred: CUPTI is handed a
+// CUPTI time -> agent time (base/clock.h). Preferred: CUPTI is handed a
 // timestamp callback returning prof::NowNs(), and the map is the identity.
 // Where that is unavailable, CUPTI's clock is sampled against the agent's
 // in pairs (agent, cupti, agent) and the tightest pair gives the offset;

@@ -9,13 +9,13 @@
 #include <mutex>
 #include <string_view>
 
-#include "agent/base/api_ids.h"
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/strings.h"
-#include "agent/base/thread_id.h"
-#include "agent/runtime/hooks.h"
-#include "agent/session/events.h"
+#include "model/api_ids.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/strings.h"
+#include "base/thread_id.h"
+#include "base/agent_hooks.h"
+#include "model/events.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/call_arguments.h"

@@ -8,9 +8,9 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/base/clock.h"
-#include "agent/base/log.h"
-#include "agent/base/thread_id.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/thread_id.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/activity_decoder.h"
 #include "collectors/cupti/api_classes.h"

@@ -10,9 +10,9 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/base/clock.h"
-#include "agent/base/log.h"
-#include "agent/process/loader_guard.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "base/loader_guard.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/collector_parts.h"
 
@@ -29,7 +29,7 @@ int CountLoads(dl_phdr_info* info, size_t, void* data) {
 
 uint64_t LoadedObjects() {
   uint64_t adds = 0;
-  LoaderSection section;  // agent/process/loader_guard.h: the agent thread calls this once a second
+  LoaderSection section;  // base/loader_guard.h: the agent thread calls this once a second
   dl_iterate_phdr(CountLoads, &adds);
   return adds;
 }

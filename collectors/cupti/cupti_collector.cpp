@@ -16,11 +16,11 @@
 #include <mutex>
 #include <thread>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/log.h"
-#include "agent/base/runtime_frames.h"
-#include "agent/steps/step_markers.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/log.h"
+#include "base/runtime_frames.h"
+#include "model/observed_event.h"
 #include "collectors/cupti/activity_collector.h"
 #include "collectors/cupti/api_classes.h"
 #include "collectors/cupti/call_arguments.h"
@@ -204,7 +204,7 @@ bool CuptiCollector::Subscribe() {
 
 void CuptiCollector::EnableCallbacks(bool enable) {
   SetCallbacks(enable);
-  // libprof's own device queries (agent/session/device_collector.h: OwnCudaCall) are
+  // libprof's own device queries (base/device_collector.h: OwnCudaCall) are
   // seen while recording, so their records are known as libprof's and
   // dropped. Not subscribed while only watching calls for step markers: a
   // program that asks for its device constantly pays nothing then.

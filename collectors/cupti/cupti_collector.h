@@ -1,11 +1,11 @@
-// The CUPTI collector: the DeviceCollector (agent/session/device_collector.h) that
+// The CUPTI collector: the DeviceCollector (base/device_collector.h) that
 // fills windows with GPU activity records. This header deliberately does not
 // include cupti.h; only collectors/cupti/*.cpp do.
 #pragma once
 
 #include <memory>
 
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 
 namespace prof {
 

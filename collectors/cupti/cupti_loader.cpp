@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/log.h"
-#include "agent/process/loader_guard.h"
+#include "base/log.h"
+#include "base/loader_guard.h"
 
 namespace prof::cupti {
 namespace {
@@ -116,7 +116,7 @@ CuptiSearch ProcessSearch(const std::string& configured) {
   search.configured = configured;
   LoadedLibs libs;
   {
-    LoaderSection section;  // agent/process/loader_guard.h
+    LoaderSection section;  // base/loader_guard.h
     dl_iterate_phdr(VisitObject, &libs);
   }
   search.already_loaded = libs.cupti;
@@ -156,7 +156,7 @@ bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
     // loader's search. Neither falls through to anything else.
     void* handle = nullptr;
     {
-      LoaderSection section;  // agent/process/loader_guard.h: adding a library takes the lock a fork must not copy held
+      LoaderSection section;  // base/loader_guard.h: adding a library takes the lock a fork must not copy held
       handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (loaded ? RTLD_NOLOAD : 0));
     }
     std::string answer;

@@ -52,7 +52,7 @@ class LaunchRegistry {
   // appended after the call returns (WrappedCalls).
   void OnExit(uint32_t correlation_id, bool succeeded, bool api_record_comes = true, bool wrapped = false);
 
-  // A call libprof made itself (agent/session/device_collector.h: OwnCudaCall) on an
+  // A call libprof made itself (base/device_collector.h: OwnCudaCall) on an
   // application thread: nothing is expected from it, and its records are
   // not the application's (IsOwn).
   void OnOwnCall(uint32_t correlation_id, uint64_t enter_ns);

@@ -5,8 +5,8 @@
 
 // The agent's string table, when this tree has it (it lands with the agent
 // session); otherwise the window's own table is extended.
-#if __has_include("agent/base/strings.h")
-#include "agent/base/strings.h"
+#if __has_include("base/strings.h")
+#include "base/strings.h"
 #define LIBPROFCUPTI_GLOBAL_STRINGS 1
 #endif
 

@@ -41,7 +41,7 @@ class NameTable {
 };
 
 // Maps the collector's name ids into a window's string table. With the
-// agent's process-wide table (agent/base/strings.h) a name gets that table's id,
+// agent's process-wide table (base/strings.h) a name gets that table's id,
 // so a snapshot the writer takes before or after CollectWindow agrees; the
 // window's table is extended to cover the ids used. Without it, names the
 // window lacks are appended (id 0 stays "").

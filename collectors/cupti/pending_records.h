@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 
 namespace prof::cupti {
 

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "agent/session/events.h"
+#include "model/events.h"
 
 namespace prof::cupti {
 

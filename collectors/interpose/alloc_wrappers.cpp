@@ -4,7 +4,7 @@
 // small next to what the runtime does in an allocation.
 #include <cuda_runtime_api.h>
 
-#include "agent/base/export.h"
+#include "base/export.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 

@@ -14,7 +14,7 @@
 #include <cstring>
 #include <utility>
 
-#include "agent/base/export.h"
+#include "base/export.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 

@@ -15,15 +15,15 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "agent/base/api_ids.h"
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/kernel_registry.h"
-#include "agent/base/thread_id.h"
-#include "agent/runtime/hooks.h"
-#include "agent/session/device_collector.h"
-#include "agent/session/events.h"
-#include "agent/steps/step_markers.h"
+#include "model/api_ids.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/kernel_registry.h"
+#include "base/thread_id.h"
+#include "base/agent_hooks.h"
+#include "base/device_collector.h"
+#include "model/events.h"
+#include "base/agent_hooks.h"
 #include "collectors/interpose/real_functions.h"
 
 #define AGENT_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/log.h"
-#include "agent/process/loader_guard.h"
+#include "base/log.h"
+#include "base/loader_guard.h"
 
 namespace prof::interpose {
 namespace internal {
@@ -62,7 +62,7 @@ int CollectPaths(dl_phdr_info* info, size_t, void* data) {
 void* FindInLoadedLibraries(const char* prefix, const char* name) {
   FindContext ctx{prefix, {}};
   {
-    LoaderSection section;  // agent/process/loader_guard.h
+    LoaderSection section;  // base/loader_guard.h
     dl_iterate_phdr(CollectPaths, &ctx);
   }
   for (const std::string& path : ctx.paths) {

@@ -17,7 +17,7 @@
 #include <atomic>
 #include <cstddef>
 
-#include "agent/base/api_ids.h"
+#include "model/api_ids.h"
 
 namespace prof::interpose {
 

@@ -6,9 +6,9 @@
 
 #include <type_traits>
 
-#include "agent/base/export.h"
-#include "agent/base/kernel_registry.h"
-#include "agent/base/strings.h"
+#include "base/export.h"
+#include "base/kernel_registry.h"
+#include "base/strings.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"
 

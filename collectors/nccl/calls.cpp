@@ -4,9 +4,10 @@
 #include <mutex>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/thread_id.h"
-#include "agent/runtime/hooks.h"
+#include "base/clock.h"
+#include "base/thread_id.h"
+#include "base/agent_hooks.h"
+#include "model/collectives.h"
 
 namespace prof::nccl {
 namespace {

@@ -6,9 +6,9 @@
 #include <atomic>
 #include <cstdint>
 
-#include "agent/session/collective_store.h"
-#include "agent/session/device_collector.h"
-#include "agent/session/events.h"
+#include "model/events.h"
+#include "base/device_collector.h"
+#include "model/events.h"
 
 namespace prof::nccl {
 

@@ -12,11 +12,11 @@
 #include <cstring>
 #include <new>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/thread_id.h"
-#include "agent/process/loader_guard.h"
-#include "agent/runtime/hooks.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/thread_id.h"
+#include "base/loader_guard.h"
+#include "base/agent_hooks.h"
 #include "collectors/nccl/calls.h"
 #include "collectors/nccl/profiler_abi.h"
 
@@ -47,7 +47,7 @@ void NoteVersion() {
   if (done.exchange(true)) return;
   void* fn = nullptr;
   {
-    LoaderSection section;  // agent/process/loader_guard.h
+    LoaderSection section;  // base/loader_guard.h
     fn = dlsym(RTLD_DEFAULT, "pncclGetVersion");
     if (fn == nullptr) {
       if (void* lib = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD)) fn = dlsym(lib, "pncclGetVersion");

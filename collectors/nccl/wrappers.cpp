@@ -15,11 +15,11 @@
 #include <atomic>
 #include <cstring>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/log.h"
-#include "agent/process/loader_guard.h"
-#include "agent/runtime/hooks.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/log.h"
+#include "base/loader_guard.h"
+#include "base/agent_hooks.h"
 #include "collectors/nccl/calls.h"
 
 #define NCCL_WRAPPER extern "C" __attribute__((visibility("default")))
@@ -29,7 +29,7 @@ namespace prof::nccl {
 namespace {
 
 void* ResolveReal(const char* strong_name, const char* name) {
-  LoaderSection section;  // agent/process/loader_guard.h
+  LoaderSection section;  // base/loader_guard.h
   void* fn = dlsym(RTLD_NEXT, strong_name);
   if (fn == nullptr) fn = dlsym(RTLD_NEXT, name);
   if (fn == nullptr) {

@@ -15,16 +15,16 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "agent/base/clock.h"
-#include "agent/base/config.h"
-#include "agent/base/export.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/log.h"
-#include "agent/base/signal_deferral.h"
-#include "agent/base/strings.h"
-#include "agent/base/thread_id.h"
-#include "agent/runtime/hooks.h"
-#include "agent/steps/capture_range.h"
+#include "base/clock.h"
+#include "base/config.h"
+#include "base/export.h"
+#include "base/hot_state.h"
+#include "base/log.h"
+#include "base/signal_deferral.h"
+#include "base/strings.h"
+#include "base/thread_id.h"
+#include "base/agent_hooks.h"
+#include "model/observed_event.h"
 
 namespace prof::nvtx {
 namespace {
@@ -62,7 +62,7 @@ bool Recording() { return (LoadHotBits() & kHotRecording) != 0; }
 // A range's name is interned only while something needs it: a window warming
 // up or recording, or a step source that matches range names. Otherwise the
 // range carries no name (it is never stored), so a program that names every
-// range differently costs no memory between windows (agent/base/strings.h).
+// range differently costs no memory between windows (base/strings.h).
 bool NamesWanted() { return (LoadHotBits() & (kHotRecording | kHotNvtxNames)) != 0; }
 
 // The first name the table could not hold is said once.

@@ -6,9 +6,9 @@
 // pycore_interpframe_structs.h, Include/cpython/code.h,
 // Include/cpython/unicodeobject.h, Include/internal/pycore_stackref.h,
 // Include/internal/pycore_debug_offsets.h); scripts/python-layouts.sh prints
-// them again from an installed interpreter's headers, and test/unit/python
+// them again from an installed interpreter's headers, and test/unit/collectors/python
 // checks the table against those printouts
-// (test/unit/python/layouts/<version>.txt).
+// (test/unit/collectors/python/layouts/<version>.txt).
 //
 // 3.13 and later describe their own layout in _PyRuntime.debug_offsets
 // (_Py_DebugOffsets); `debug` says where that description keeps each offset

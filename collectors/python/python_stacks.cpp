@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "agent/base/log.h"
-#include "agent/base/strings.h"
+#include "base/log.h"
+#include "base/strings.h"
 #include "collectors/python/safe_read.h"
 
 namespace prof::python {

@@ -42,8 +42,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/session/stack_source.h"
-#include "agent/session/window.h"
+#include "base/stack_source.h"
+#include "model/window.h"
 #include "collectors/python/frame_walk.h"
 #include "collectors/python/py_layout.h"
 

@@ -17,10 +17,10 @@
 #include <memory>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/config.h"
+#include "base/clock.h"
+#include "base/config.h"
 #include "agent/runtime/runtime.h"
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 #include "agent/session/session.h"
 #include "agent/session/writer.h"
 #include "test/bench/harness.h"

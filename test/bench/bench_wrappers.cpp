@@ -24,10 +24,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "agent/base/api_ids.h"
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/kernel_registry.h"
+#include "model/api_ids.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/kernel_registry.h"
 #include "agent/runtime/runtime.h"
 #include "agent/steps/auto_step.h"
 #include "collectors/interpose/real_functions.h"

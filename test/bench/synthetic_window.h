@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 
 namespace prof::bench {
 

@@ -15,7 +15,7 @@ import harness
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
 import sim_truth as truth  # noqa: E402,F401  (re-exported for the tests)
 
-# What the interposer wraps (agent/base/api_ids.h), as names in the trace.
+# What the interposer wraps (model/api_ids.h), as names in the trace.
 INTERCEPTED = {
     "cudaLaunchKernel", "cudaLaunchKernel_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz",
     "cudaLaunchCooperativeKernel", "cudaLaunchCooperativeKernel_ptsz", "cudaGraphLaunch", "cudaGraphLaunch_ptsz",

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "exporters/findings.h"
+#include "model/collectives.h"
 #include "tools/prof/event_fields.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"

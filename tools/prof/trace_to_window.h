@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/compact_window.h"
 #include "tools/prof/event_fields.h"
 

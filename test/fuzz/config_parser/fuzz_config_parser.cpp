@@ -1,4 +1,4 @@
-// libFuzzer target: the PROF_* parser (agent/base/config.cpp) on arbitrary bytes.
+// libFuzzer target: the PROF_* parser (base/config.cpp) on arbitrary bytes.
 // The input is split at NUL bytes: the first part is PROF_CONFIG_FILE's
 // content, the next parts are environment values for the keys in order.
 // Whatever the bytes, parsing must not crash, hang or read out of bounds
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/config_loader.h"
+#include "base/config_loader.h"
 
 namespace {
 

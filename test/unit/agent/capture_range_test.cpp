@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/strings.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/strings.h"
 #include "agent/runtime/runtime.h"
 #include "agent/session/alloc_tracker.h"
 #include "agent/session/session.h"

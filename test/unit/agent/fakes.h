@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/session/device_collector.h"
+#include "base/device_collector.h"
 #include "agent/session/window_job.h"
 
 namespace prof::testing {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
-#include "agent/base/strings.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
+#include "base/strings.h"
 #include "agent/runtime/runtime.h"
 #include "fakes.h"
 

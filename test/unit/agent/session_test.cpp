@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
 #include "agent/session/session.h"
 #include "fakes.h"
 

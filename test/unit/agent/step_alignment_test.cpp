@@ -6,7 +6,7 @@
 // read off the clock and may truly fall inside a call.
 #include <catch2/catch.hpp>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "agent/session/window_job.h"
 #include "agent/session/writer.h"
 #include "fakes.h"

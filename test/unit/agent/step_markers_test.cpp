@@ -2,7 +2,7 @@
 // PROF_STEP, whichever feed (wrapper, CUPTI, NVTX, prof_step) saw them.
 #include <catch2/catch.hpp>
 
-#include "agent/base/strings.h"
+#include "base/strings.h"
 #include "agent/runtime/runtime.h"
 #include "agent/steps/step_markers.h"
 

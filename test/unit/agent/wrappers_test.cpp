@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "agent/base/clock.h"
-#include "agent/base/hot_state.h"
+#include "base/clock.h"
+#include "base/hot_state.h"
 #include "agent/runtime/runtime.h"
 #include "collectors/interpose/intercept.h"
 #include "collectors/interpose/real_functions.h"

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <thread>
 
-#include "agent/base/clock.h"
+#include "base/clock.h"
 #include "agent/session/event_buffers.h"
 #include "agent/session/writer.h"
 #include "fakes.h"

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "agent/session/window.h"
+#include "model/window.h"
 #include "exporters/byte_sink.h"
 #include "exporters/chrome_trace.h"
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "agent/base/api_ids.h"
+#include "model/api_ids.h"
 
 namespace prof {
 
