@@ -137,6 +137,13 @@ void simhub_set_graph_hook(SimGraphHook hook);
 // stream, per_thread picks the calling thread's per-thread default stream
 // instead of the legacy one.
 int simhub_stream_id(void* stream, int per_thread, uint32_t* id);
+
+// Devices (README "Several devices"): how many the process sees
+// (SIM_DEVICE_COUNT), and the ordinal of the calling thread's current
+// context's device (0 while it made none current). Plain queries: no API
+// call, no callback.
+int simhub_device_count(void);
+int simhub_current_device(void);
 int simhub_graph_id(void* graph, uint32_t* id);
 int simhub_graph_exec_id(void* graph_exec, uint32_t* id);
 int simhub_graph_node_id(void* node, uint64_t* id);

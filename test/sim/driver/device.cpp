@@ -4,6 +4,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 
 #include "../hub_internal.h"
@@ -12,10 +14,66 @@
 namespace sim {
 namespace {
 
-thread_local CUstream_st* t_per_thread_stream = nullptr;
-thread_local CUctx_st* t_context = nullptr;  // a created context current on this thread
+// The calling thread's per-thread default stream on each device.
+thread_local CUstream_st* t_per_thread_stream[kMaxDevices] = {};
+// The context the thread made current (nullptr: device 0's primary).
+thread_local CUctx_st* t_context = nullptr;
 
 constexpr size_t kAlignment = 256;  // cudaMalloc's guarantee
+
+size_t Rounded(size_t bytes) { return std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment); }
+
+// Memory of every device (one address space, as with unified addressing).
+// Leaf lock: never held while a device's mutex is taken.
+struct Allocation {
+  size_t bytes;
+  int kind;
+  bool owned;
+  int device;  // -1: host memory
+};
+struct MemoryMap {
+  std::mutex mutex;
+  std::map<uintptr_t, Allocation> by_start;
+};
+MemoryMap& Memory() {
+  static MemoryMap* memory = new MemoryMap();  // never destroyed: atexit handlers still free
+  return *memory;
+}
+
+bool OnDeviceKind(int kind) {
+  return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED ||
+         kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC || kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC;
+}
+
+// Primary context ids come from one counter over all devices (created
+// contexts count from 1000, driver_ctx.cpp).
+std::atomic<uint32_t> g_next_primary_uid{1};
+
+int ReadDeviceCount() {
+  const char* value = simhub_fault("DEVICE_COUNT");
+  if (!value) return 1;
+  char* end = nullptr;
+  const long n = std::strtol(value, &end, 10);
+  if (*end != '\0' || n < 1 || n > kMaxDevices) {
+    std::fprintf(stderr, "sim: SIM_DEVICE_COUNT=%s is not a count in 1..%d; using 1\n", value, kMaxDevices);
+    return 1;
+  }
+  return static_cast<int>(n);
+}
+
+struct Devices {
+  int count;
+  Device* at[kMaxDevices];
+};
+Devices& All() {
+  // Never destroyed: atexit handlers still use them.
+  static Devices* devices = [] {
+    auto* d = new Devices{ReadDeviceCount(), {}};
+    for (int i = 0; i < d->count; ++i) d->at[i] = new Device(i);
+    return d;
+  }();
+  return *devices;
+}
 
 }  // namespace
 
@@ -35,6 +93,7 @@ struct SimGate {
   void* arg;
   bool released = false;  // guarded by the Device's mutex
   uint64_t release_ns = 0;
+  sim::Device* device = nullptr;  // set when its kernel is enqueued (before on_start)
 };
 
 namespace sim {
@@ -45,28 +104,66 @@ void Place(SimOp* op, const Placement& at) {
     op->graph_node_id = t_graph_node_id;
   }
   op->correlation_id = OuterCorrelationId();
-  op->context_id = Device::Get().ContextUid();
+  op->device_id = at.device_id;
+  op->context_id = at.context_uid ? at.context_uid : Device::Get().ContextUid();
   op->stream_id = at.stream_id;
   op->launch_ns = at.launch_ns;
   op->start_ns = at.start_ns;
   op->end_ns = at.end_ns;
 }
 
+Device::Device(int ordinal) : ordinal_(ordinal) {
+  legacy_.device = this;
+  context_.uid = 0;
+  context_.device = ordinal;
+}
+
+int Device::Count() { return All().count; }
+
+Device* Device::At(int ordinal) {
+  Devices& d = All();
+  return ordinal >= 0 && ordinal < d.count ? d.at[ordinal] : nullptr;
+}
+
 Device& Device::Get() {
-  static Device* device = new Device();  // never destroyed: atexit handlers still use it
-  return *device;
+  Devices& d = All();
+  const int ordinal = t_context ? t_context->device : 0;
+  return *d.at[ordinal >= 0 && ordinal < d.count ? ordinal : 0];
+}
+
+Device& Device::Of(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) return Get();
+  Devices& d = All();
+  for (int i = 0; i < d.count; ++i) {
+    Device* device = d.at[i];
+    std::lock_guard<std::mutex> lock(device->mutex_);
+    if (device->streams_.count(stream)) return *device;
+  }
+  return Get();
+}
+
+Device& Device::Of(CUevent event) {
+  Devices& d = All();
+  for (int i = 0; i < d.count; ++i) {
+    Device* device = d.at[i];
+    std::lock_guard<std::mutex> lock(device->mutex_);
+    if (device->events_.count(event)) return *device;
+  }
+  return Get();
 }
 
 CUstream_st* Device::ResolveLocked(CUstream stream) {
   if (stream == nullptr || stream == CU_STREAM_LEGACY) return &legacy_;
   if (stream == CU_STREAM_PER_THREAD) {
-    if (!t_per_thread_stream) {
+    CUstream_st*& mine = t_per_thread_stream[ordinal_];
+    if (!mine) {
       // The per-thread default stream synchronises with the legacy stream like
       // any blocking stream, but not with other streams.
-      t_per_thread_stream = new CUstream_st{next_stream_id_++, false, 0, false};
-      streams_.insert(t_per_thread_stream);
+      mine = new CUstream_st{next_stream_id_++, false, 0, false};
+      mine->device = this;
+      streams_.insert(mine);
     }
-    return t_per_thread_stream;
+    return mine;
   }
   return (streams_.count(stream) && !stream->destroyed) ? stream : nullptr;
 }
@@ -89,6 +186,7 @@ CUstream Device::CreateStream(bool non_blocking, int priority) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto* s = new CUstream_st{next_stream_id_++, non_blocking, 0, false};
   s->priority = std::clamp(priority, kGreatestStreamPriority, kLeastStreamPriority);
+  s->device = this;
   streams_.insert(s);
   return s;
 }
@@ -145,7 +243,7 @@ Placement Device::Enqueue(CUstream stream, uint64_t duration_ns) {
   const uint64_t now = simhub_now_ns();
   const uint64_t start = std::max(now + kLaunchLatencyNs, EffectiveTailLocked(s));
   s->tail_ns = start + duration_ns;
-  return Placement{now, start, s->tail_ns, s->id};
+  return Placement{now, start, s->tail_ns, s->id, static_cast<uint32_t>(ordinal_), ContextUidLocked()};
 }
 
 uint64_t Device::StreamDoneNs(CUstream stream) {
@@ -199,7 +297,11 @@ void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, c
     std::lock_guard<std::mutex> lock(mutex_);
     CUstream_st* s = ResolveLocked(stream);
     if (!s) s = &legacy_;
-    deferred_.push_back(Deferred{Deferred::kKernel, s, nullptr, now, duration_ns, op, api, gate, false});
+    if (gate) gate->device = this;
+    SimOp mine = op;
+    mine.device_id = static_cast<uint32_t>(ordinal_);
+    mine.context_id = ContextUidLocked();
+    deferred_.push_back(Deferred{Deferred::kKernel, s, nullptr, now, duration_ns, mine, api, gate, false});
     ++s->deferred;
     ProcessLocked(&ready);
   }
@@ -287,6 +389,7 @@ void Device::Report(Ready& ready) {
 CUevent Device::CreateEvent(unsigned flags) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto* e = new CUevent_st{next_event_id_++, flags, false, 0};
+  e->device = this;
   events_.insert(e);
   return e;
 }
@@ -339,6 +442,14 @@ void Device::WaitEvent(CUstream stream, CUevent event) {
   s->tail_ns = std::max(s->tail_ns, event->time_ns);
 }
 
+void Device::WaitForTime(CUstream stream, uint64_t time_ns) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  CUstream_st* s = ResolveLocked(stream);
+  if (!s) return;
+  WaitSettledLocked(lock, s);
+  s->tail_ns = std::max(s->tail_ns, time_ns);
+}
+
 Device::EventState Device::StateOf(CUevent event) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
@@ -354,59 +465,91 @@ Device::EventState Device::SettledStateOf(CUevent event) {
 }
 
 void* Device::Allocate(size_t bytes, int memory_kind) {
-  const size_t rounded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
-  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t rounded = Rounded(bytes);
   const bool on_device = memory_kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-  if (on_device && device_bytes_ + rounded > kTotalMemBytes) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on_device && device_bytes_ + rounded > kTotalMemBytes) return nullptr;
+    if (on_device) device_bytes_ += rounded;
+  }
   void* p = aligned_alloc(kAlignment, rounded);
-  if (!p) return nullptr;
-  allocations_[reinterpret_cast<uintptr_t>(p)] = Allocation{bytes, memory_kind, true};
-  if (on_device) device_bytes_ += rounded;
+  if (!p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (on_device) device_bytes_ -= rounded;
+    return nullptr;
+  }
+  const int device = OnDeviceKind(memory_kind) ? ordinal_ : -1;
+  std::lock_guard<std::mutex> lock(Memory().mutex);
+  Memory().by_start[reinterpret_cast<uintptr_t>(p)] = Allocation{bytes, memory_kind, true, device};
   return p;
 }
 
 bool Device::Release(void* ptr, int expected_kind, size_t* bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == allocations_.end() || !it->second.owned) return false;
-  // cudaFree accepts managed memory too; cudaFreeHost only host allocations.
-  const int kind = it->second.kind;
-  const bool host = kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-  if ((expected_kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) != host) return false;
-  if (bytes) *bytes = it->second.bytes;
-  if (kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
-    device_bytes_ -= std::max<size_t>(kAlignment, (it->second.bytes + kAlignment - 1) / kAlignment * kAlignment);
+  Allocation freed{};
+  {
+    MemoryMap& memory = Memory();
+    std::lock_guard<std::mutex> lock(memory.mutex);
+    auto it = memory.by_start.find(reinterpret_cast<uintptr_t>(ptr));
+    if (it == memory.by_start.end() || !it->second.owned) return false;
+    // cudaFree accepts managed memory too; cudaFreeHost only host allocations.
+    const bool host = it->second.kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+    if ((expected_kind == CUPTI_ACTIVITY_MEMORY_KIND_PINNED) != host) return false;
+    freed = it->second;
+    memory.by_start.erase(it);
   }
-  allocations_.erase(it);
+  if (bytes) *bytes = freed.bytes;
+  if (freed.kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE) {
+    Device* owner = At(freed.device);  // freeing another device's memory is allowed (cudaFree)
+    if (owner) {
+      std::lock_guard<std::mutex> lock(owner->mutex_);
+      owner->device_bytes_ -= Rounded(freed.bytes);
+    }
+  }
   free(ptr);
   return true;
 }
 
 void Device::Register(void* ptr, size_t bytes, int memory_kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  allocations_[reinterpret_cast<uintptr_t>(ptr)] = Allocation{bytes, memory_kind, false};
+  const int device = OnDeviceKind(memory_kind) ? ordinal_ : -1;
+  std::lock_guard<std::mutex> lock(Memory().mutex);
+  Memory().by_start[reinterpret_cast<uintptr_t>(ptr)] = Allocation{bytes, memory_kind, false, device};
 }
 
 void Device::Forget(void* ptr) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it != allocations_.end() && !it->second.owned) allocations_.erase(it);
+  MemoryMap& memory = Memory();
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  auto it = memory.by_start.find(reinterpret_cast<uintptr_t>(ptr));
+  if (it != memory.by_start.end() && !it->second.owned) memory.by_start.erase(it);
 }
 
-int Device::KindOf(const void* ptr) {
-  const auto address = reinterpret_cast<uintptr_t>(ptr);
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.upper_bound(address);
-  if (it == allocations_.begin()) return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+namespace {
+// The allocation holding address, or nullptr (the memory map's lock held).
+const Allocation* Holding(uintptr_t address) {
+  auto& by_start = Memory().by_start;
+  auto it = by_start.upper_bound(address);
+  if (it == by_start.begin()) return nullptr;
   --it;
-  if (address < it->first + std::max<size_t>(it->second.bytes, 1)) return it->second.kind;
-  return CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+  return address < it->first + std::max<size_t>(it->second.bytes, 1) ? &it->second : nullptr;
+}
+}  // namespace
+
+int Device::KindOf(const void* ptr) {
+  std::lock_guard<std::mutex> lock(Memory().mutex);
+  const Allocation* a = Holding(reinterpret_cast<uintptr_t>(ptr));
+  return a ? a->kind : CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+}
+
+int Device::DeviceOf(const void* ptr) {
+  std::lock_guard<std::mutex> lock(Memory().mutex);
+  const Allocation* a = Holding(reinterpret_cast<uintptr_t>(ptr));
+  return a ? a->device : -1;
 }
 
 bool Device::IsAllocationStart(const void* ptr, int memory_kind) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = allocations_.find(reinterpret_cast<uintptr_t>(ptr));
-  return it != allocations_.end() && it->second.kind == memory_kind;
+  MemoryMap& memory = Memory();
+  std::lock_guard<std::mutex> lock(memory.mutex);
+  auto it = memory.by_start.find(reinterpret_cast<uintptr_t>(ptr));
+  return it != memory.by_start.end() && it->second.kind == memory_kind;
 }
 
 size_t Device::DeviceBytesInUse() {
@@ -420,13 +563,14 @@ CUcontext Device::RetainPrimaryContext() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!context_alive_) {
       context_alive_ = true;
-      context_.uid = next_context_uid_++;
+      context_.uid = g_next_primary_uid.fetch_add(1);
       created = true;
     }
   }
   if (created) {
-    SetCurrentContext(&context_, context_.uid);
-    FireResourceHook(/*is_destroy=*/0, &context_, context_.uid, kDeviceId);
+    // API calls of threads that made no context current report device 0's.
+    if (ordinal_ == 0) SetCurrentContext(&context_, context_.uid);
+    FireResourceHook(/*is_destroy=*/0, &context_, context_.uid, static_cast<uint32_t>(ordinal_));
   }
   return &context_;
 }
@@ -436,12 +580,30 @@ void Device::ResetPrimaryContext() {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!context_alive_) return;
     context_alive_ = false;
+    peers_ = 0;
   }
-  FireResourceHook(/*is_destroy=*/1, &context_, context_.uid, kDeviceId);
-  SetCurrentContext(nullptr, 0);
+  FireResourceHook(/*is_destroy=*/1, &context_, context_.uid, static_cast<uint32_t>(ordinal_));
+  if (ordinal_ == 0) SetCurrentContext(nullptr, 0);
+}
+
+bool Device::PrimaryActive() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return context_alive_;
+}
+
+Device* Device::PrimaryOwner(CUcontext context) {
+  if (!context) return nullptr;
+  Devices& d = All();
+  for (int i = 0; i < d.count; ++i) {
+    if (d.at[i]->IsPrimary(context)) return d.at[i];
+  }
+  return nullptr;
 }
 
 void Device::SetThreadContext(CUctx_st* context) {
+  // Device 0's primary is the thread's default: kept as nullptr, so API
+  // calls report it through the process-wide context the hub keeps.
+  if (context && At(0)->IsPrimary(context)) context = nullptr;
   t_context = context;
   SetThreadApiContext(context, context ? context->uid : 0);
 }
@@ -449,15 +611,37 @@ void Device::SetThreadContext(CUctx_st* context) {
 CUctx_st* Device::ThreadContext() { return t_context; }
 
 CUcontext Device::CurrentContext() {
-  if (t_context) return t_context;
-  std::lock_guard<std::mutex> lock(mutex_);
-  return context_alive_ ? &context_ : nullptr;
+  if (t_context) {
+    Device* owner = PrimaryOwner(t_context);
+    return (!owner || owner->PrimaryActive()) ? t_context : nullptr;
+  }
+  Device* first = At(0);
+  return first->PrimaryActive() ? first->Primary() : nullptr;
 }
 
 uint32_t Device::ContextUid() {
-  if (t_context) return t_context->uid;
   std::lock_guard<std::mutex> lock(mutex_);
+  return ContextUidLocked();
+}
+
+uint32_t Device::ContextUidLocked() {
+  if (t_context && t_context->device == ordinal_) return t_context->uid;
   return context_.uid;
+}
+
+bool Device::PeerAccessEnabled(int peer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return peer >= 0 && peer < kMaxDevices && (peers_ >> peer) & 1u;
+}
+
+void Device::SetPeerAccess(int peer, bool enabled) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (peer < 0 || peer >= kMaxDevices) return;
+  if (enabled) {
+    peers_ |= 1u << peer;
+  } else {
+    peers_ &= ~(1u << peer);
+  }
 }
 
 void WaitUntilNs(uint64_t sim_ns) {
@@ -486,7 +670,7 @@ extern "C" __attribute__((visibility("default"))) int simhub_stream_id(void* str
   if (!id) return 0;
   CUstream s = static_cast<CUstream>(stream);
   if (!s && per_thread) s = CU_STREAM_PER_THREAD;
-  sim::Device& device = sim::Device::Get();
+  sim::Device& device = sim::Device::Of(s);
   if (!device.IsValid(s)) return 0;
   *id = device.StreamId(s);
   return 1;
@@ -511,5 +695,12 @@ extern "C" __attribute__((visibility("default"))) SimGate* simhub_gate_create(ui
 extern "C" __attribute__((visibility("default"))) void simhub_gate_arm(SimGate* gate) { sim::t_armed_gate = gate; }
 
 extern "C" __attribute__((visibility("default"))) void simhub_gate_release(SimGate* gate, uint64_t release_ns) {
-  if (gate) sim::Device::Get().ReleaseGate(gate, release_ns);
+  // The gate's device: its kernel was enqueued (and announced its start) before any release.
+  if (gate) (gate->device ? *gate->device : sim::Device::Get()).ReleaseGate(gate, release_ns);
+}
+
+extern "C" __attribute__((visibility("default"))) int simhub_device_count(void) { return sim::Device::Count(); }
+
+extern "C" __attribute__((visibility("default"))) int simhub_current_device(void) {
+  return sim::Device::Get().ordinal();
 }

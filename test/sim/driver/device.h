@@ -1,7 +1,8 @@
-// State of the one simulated device: streams and their timelines, events,
-// memory ("device memory" is host memory, so copies really move bytes), and
-// the primary context. Thread-safe; one mutex, never held while sleeping or
-// while calling a hook.
+// State of each simulated device (SIM_DEVICE_COUNT of them, default 1):
+// its streams and their timelines, its events, its memory ("device memory"
+// is host memory, so copies really move bytes) and its primary context.
+// Each device is thread-safe with its own mutex, never held while sleeping
+// or while calling a hook, and never held while another device's is taken.
 #pragma once
 
 #include <cuda.h>
@@ -19,13 +20,18 @@
 #include "../hub.h"
 
 // The opaque driver handle types of cuda.h, defined here.
+namespace sim {
+class Device;
+}
+
 struct CUstream_st {
-  uint32_t id;        // CUPTI stream id
+  uint32_t id;        // CUPTI stream id (per device, as per context in CUDA)
   bool non_blocking;  // CU_STREAM_NON_BLOCKING: no implicit sync with the legacy stream
   uint64_t tail_ns;   // sim clock: previous work on this stream ends (or a waited event fires)
   bool destroyed;     // kept after cuStreamDestroy: its pending work still occupies the device
   uint32_t deferred = 0;  // entries of Device's deferred queue on this stream (not yet placed)
   int priority = 0;       // as created, clamped to the device's range (kept, not modelled)
+  sim::Device* device = nullptr;  // the device it belongs to (the one current at creation)
 };
 struct CUevent_st {
   uint32_t id;
@@ -33,6 +39,7 @@ struct CUevent_st {
   bool recorded;
   uint64_t time_ns;  // sim clock: when the work before the record completes
   bool pending = false;  // recorded behind deferred work: time_ns not known yet
+  sim::Device* device = nullptr;  // the device current at creation
 };
 // CUfunction and CUkernel handles both point to one of these.
 struct CUfunc_st {
@@ -42,6 +49,7 @@ struct CUfunc_st {
 };
 struct CUctx_st {
   uint32_t uid;
+  int device = 0;  // ordinal of the device it belongs to
 };
 // A memory pool (driver_pool.cpp): its attributes and what it holds.
 struct CUmemPoolHandle_st {
@@ -52,6 +60,8 @@ struct CUmemPoolHandle_st {
   uint64_t used_bytes = 0;       // live allocations from this pool
   uint64_t used_high_bytes = 0;  // high-water mark since last reset
   int access_flags = 3;          // CU_MEM_ACCESS_FLAGS_PROT_READWRITE for its own device
+  int device = 0;                // the device its memory is on
+  uint32_t peer_access = 0;      // bit d: device d may read and write it (cuMemPoolSetAccess)
 };
 
 namespace sim {
@@ -62,10 +72,12 @@ struct Placement {
   uint64_t start_ns;
   uint64_t end_ns;
   uint32_t stream_id;
+  uint32_t device_id = 0;    // the stream's device
+  uint32_t context_uid = 0;  // the context its work carries (Device::ContextUid)
 };
 
-inline constexpr uint32_t kLegacyStreamId = 7;  // the id CUPTI gives the legacy default stream
-inline constexpr uint32_t kDeviceId = 0;
+inline constexpr uint32_t kLegacyStreamId = 7;  // the id CUPTI gives the legacy default stream (on every device)
+inline constexpr int kMaxDevices = 16;           // SIM_DEVICE_COUNT's upper bound
 // Stream priorities as an H100 reports them (cuCtxGetStreamPriorityRange):
 // lower numbers are higher priorities.
 inline constexpr int kLeastStreamPriority = 0;
@@ -73,7 +85,21 @@ inline constexpr int kGreatestStreamPriority = -5;
 
 class Device {
  public:
+  explicit Device(int ordinal);
+
+  // The device of the calling thread's current context (device 0 while the
+  // thread has made none current, as a new thread starts on device 0).
   static Device& Get();
+  // Device `ordinal`, or nullptr outside [0, Count()).
+  static Device* At(int ordinal);
+  // SIM_DEVICE_COUNT (1..kMaxDevices), read once; 1 when unset or invalid.
+  static int Count();
+  // The device a handle belongs to. The default streams (NULL, legacy,
+  // per-thread) are the current device's; a handle no device knows answers
+  // the current device, whose IsValid then says no.
+  static Device& Of(CUstream stream);
+  static Device& Of(CUevent event);
+  int ordinal() const { return ordinal_; }
 
   // ---- streams. Handles: NULL and CU_STREAM_LEGACY are the legacy default
   // stream, CU_STREAM_PER_THREAD the caller's per-thread default stream.
@@ -111,6 +137,9 @@ class Device {
   void RecordEvent(CUevent event, CUstream stream);
   // Later work on the stream starts after the event's time (if recorded).
   void WaitEvent(CUstream stream, CUevent event);
+  // Later work on the stream starts after time_ns (another device's event,
+  // already settled); the host waits while the stream's own work is deferred.
+  void WaitForTime(CUstream stream, uint64_t time_ns);
   struct EventState {
     bool valid;
     bool recorded;
@@ -121,35 +150,49 @@ class Device {
   EventState StateOf(CUevent event);  // a consistent snapshot; a pending event reads as recorded at UINT64_MAX
   EventState SettledStateOf(CUevent event);  // waits (host blocked) until a pending event's time is known
 
-  // ---- memory. memory_kind is CUpti_ActivityMemoryKind.
+  // ---- memory. memory_kind is CUpti_ActivityMemoryKind. One address space
+  // for all devices (unified addressing): an allocation is made on this
+  // device, and the lookups (KindOf, DeviceOf, ...) see every device's.
   void* Allocate(size_t bytes, int memory_kind);  // nullptr: out of memory
-  // Forgets an allocation made by Allocate; false if ptr is not one.
+  // Forgets an allocation made by Allocate (on any device); false if ptr is not one.
   bool Release(void* ptr, int expected_kind, size_t* bytes);
   // Registers memory mapped by cuMemMap (not owned: Forget does not free it).
   void Register(void* ptr, size_t bytes, int memory_kind);
   void Forget(void* ptr);
-  int KindOf(const void* ptr);  // PAGEABLE when not ours
+  static int KindOf(const void* ptr);  // PAGEABLE when not ours
+  // The device whose memory holds ptr (device, managed and static memory),
+  // -1 for host memory and memory the sim does not know.
+  static int DeviceOf(const void* ptr);
   // Whether ptr is where an allocation of this memory kind starts.
-  bool IsAllocationStart(const void* ptr, int memory_kind);
-  size_t DeviceBytesInUse();
+  static bool IsAllocationStart(const void* ptr, int memory_kind);
+  size_t DeviceBytesInUse();  // this device's
   static constexpr size_t kTotalMemBytes = 85520809984ull;  // 79.6 GiB, as an H100 80GB reports
 
-  // ---- primary context
+  // ---- contexts
   CUcontext RetainPrimaryContext();  // creates it on first use (resource hook fires)
   void ResetPrimaryContext();        // destroys it (resource hook fires)
-  CUcontext CurrentContext();  // the calling thread's (cuCtxCreate/PushCurrent), else the primary
-  uint32_t ContextUid();       // of that context (ops carry it)
-  // A context made by cuCtxCreate current on this thread (nullptr: back to the primary).
+  bool PrimaryActive();              // created and not reset
+  CUcontext Primary() { return &context_; }
+  // The calling thread's current context: one it made current (cuCtxCreate,
+  // cuCtxSetCurrent, cuCtxPushCurrent; a device's primary through
+  // cudaSetDevice), else device 0's primary once it exists, else nullptr.
+  static CUcontext CurrentContext();
+  // The context work on this device carries when the calling thread
+  // enqueues it: the thread's current context if it is on this device, else
+  // this device's primary.
+  uint32_t ContextUid();
+  // `context` current on this thread (nullptr: back to device 0's primary).
   static void SetThreadContext(CUctx_st* context);
-  bool IsPrimary(CUcontext context) { return context == &context_; }
   static CUctx_st* ThreadContext();
+  // The device whose primary context `context` is, else nullptr.
+  static Device* PrimaryOwner(CUcontext context);
+  bool IsPrimary(CUcontext context) { return context == &context_; }
+
+  // ---- peer access (cuCtxEnablePeerAccess): from this device's contexts to `peer`'s memory
+  bool PeerAccessEnabled(int peer);
+  void SetPeerAccess(int peer, bool enabled);
 
  private:
-  struct Allocation {
-    size_t bytes;
-    int kind;
-    bool owned;
-  };
   // One entry of the deferred queue, in enqueue order.
   struct Deferred {
     enum Kind { kKernel, kRecord, kWait } kind;
@@ -171,6 +214,7 @@ class Device {
     std::vector<ReadyOp> ops;
     std::vector<std::pair<SimGate*, uint64_t>> starts;
   };
+  uint32_t ContextUidLocked();
   bool UnsettledLocked(CUstream_st* s);  // its effective tail depends on a deferred entry
   void ProcessLocked(Ready* ready);
   void Report(Ready& ready);  // outside the lock
@@ -183,6 +227,7 @@ class Device {
   // per thread or per request does not make every device-wide query slower.
   void RetireLocked(CUstream_st* s);
 
+  const int ordinal_;
   std::mutex mutex_;  // guards everything below
   std::condition_variable settled_;  // signalled when deferred entries are placed
   std::deque<Deferred> deferred_;
@@ -192,13 +237,12 @@ class Device {
   uint64_t retired_tail_ns_ = 0;               // latest tail of the retired streams
   uint64_t retired_blocking_tail_ns_ = 0;      // the same over the blocking ones
   std::unordered_set<CUevent_st*> events_;
-  std::map<uintptr_t, Allocation> allocations_;  // by start address
   size_t device_bytes_ = 0;
   uint32_t next_stream_id_ = 13;
   uint32_t next_event_id_ = 1;
-  CUctx_st context_{1};
-  uint32_t next_context_uid_ = 1;
+  CUctx_st context_;
   bool context_alive_ = false;
+  uint32_t peers_ = 0;  // bit d: peer access to device d enabled
 };
 
 // Ops enqueued on this thread belong to this executable graph and node

@@ -1,8 +1,20 @@
 #include "device_attributes.h"
 
 namespace sim {
+namespace {
 
-int DeviceAttribute(CUdevice_attribute attribute) {
+// PCI bus ids of the first eight ordinals, spread as an 8-GPU server's are
+// (each GPU behind its own switch); further devices continue past the last.
+constexpr int kBusIds[] = {0x18, 0x2a, 0x3a, 0x5d, 0x9a, 0xab, 0xba, 0xdb};
+
+int BusId(int ordinal) {
+  constexpr int kKnown = static_cast<int>(sizeof kBusIds / sizeof kBusIds[0]);
+  return ordinal < kKnown ? kBusIds[ordinal < 0 ? 0 : ordinal] : kBusIds[kKnown - 1] + (ordinal - kKnown + 1);
+}
+
+}  // namespace
+
+int DeviceAttribute(CUdevice_attribute attribute, int ordinal) {
   switch (attribute) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: return 1024;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: return 1024;
@@ -23,7 +35,7 @@ int DeviceAttribute(CUdevice_attribute attribute) {
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: return 1;
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS: return 1;
     case CU_DEVICE_ATTRIBUTE_ECC_ENABLED: return 1;
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return 0x18;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: return BusId(ordinal);
     case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE: return 2619000;  // kHz
     case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH: return 5120;
     case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE: return 52428800;

@@ -5,7 +5,9 @@
 
 namespace sim {
 
-// Value of a CUdevice_attribute; 0 for attributes the simulation does not model.
-int DeviceAttribute(CUdevice_attribute attribute);
+// Value of a CUdevice_attribute on device `ordinal`; 0 for attributes the
+// simulation does not model. Every device is the same H100; only its PCI
+// bus id differs.
+int DeviceAttribute(CUdevice_attribute attribute, int ordinal);
 
 }  // namespace sim

@@ -1,6 +1,6 @@
 // Driver: context-wide settings that change no device timeline: the profiler
 // switch (cuProfilerStart/Stop), resource limits, context flags, and peer
-// access (one device here, so there is never a peer).
+// access between devices (every pair of distinct devices can, as over NVLink).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cudaProfiler.h>
 
@@ -38,15 +38,15 @@ bool KnownLimit(CUlimit limit) {
          limit == CU_LIMIT_MAX_L2_FETCH_GRANULARITY || limit == CU_LIMIT_PERSISTING_L2_CACHE_SIZE;
 }
 
-// Primary context flags (scheduling policy, map host, lmem resize). Settable
-// before and after the context is active in CUDA >= 11.
-std::atomic<unsigned> g_primary_flags{0};
+// Primary context flags (scheduling policy, map host, lmem resize), per
+// device. Settable before and after the context is active in CUDA >= 11.
+std::atomic<unsigned> g_primary_flags[kMaxDevices] = {};
 constexpr unsigned kCtxFlagsMask = CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
                                    CU_CTX_SYNC_MEMOPS;
 
 }  // namespace
 
-unsigned PrimaryContextFlags() { return g_primary_flags.load(); }
+unsigned PrimaryContextFlags() { return g_primary_flags[Device::Get().ordinal()].load(); }
 
 }  // namespace sim
 
@@ -56,13 +56,13 @@ using sim::InitializedDriverCall;
 // the API callbacks). Nested calls are allowed and harmless.
 SIM_DRIVER_EXPORT CUresult cuProfilerStart(void) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuProfilerStart), "cuProfilerStart", nullptr, [&]() -> CUresult {
-    return sim::Device::Get().CurrentContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return sim::Device::CurrentContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
   });
 }
 
 SIM_DRIVER_EXPORT CUresult cuProfilerStop(void) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuProfilerStop), "cuProfilerStop", nullptr, [&]() -> CUresult {
-    return sim::Device::Get().CurrentContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+    return sim::Device::CurrentContext() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
   });
 }
 
@@ -96,7 +96,7 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned 
   cuDevicePrimaryCtxSetFlags_v2_params params{dev, flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxSetFlags_v2), "cuDevicePrimaryCtxSetFlags_v2",
                                &params, [&]() -> CUresult {
-                                 if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+                                 if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
                                  if (flags & ~sim::kCtxFlagsMask) return CUDA_ERROR_INVALID_VALUE;
                                  // At most one scheduling policy.
                                  const unsigned sched = flags & CU_CTX_SCHED_MASK;
@@ -104,7 +104,7 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned 
                                      sched != CU_CTX_SCHED_BLOCKING_SYNC) {
                                    return CUDA_ERROR_INVALID_VALUE;
                                  }
-                                 sim::g_primary_flags.store(flags);
+                                 sim::g_primary_flags[dev].store(flags);
                                  return CUDA_SUCCESS;
                                });
 }
@@ -114,9 +114,10 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxGetState), "cuDevicePrimaryCtxGetState", &params,
                                [&]() -> CUresult {
                                  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
-                                 if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-                                 *flags = sim::g_primary_flags.load();
-                                 *active = sim::Device::Get().CurrentContext() ? 1 : 0;
+                                 sim::Device* device = sim::Device::At(dev);
+                                 if (!device) return CUDA_ERROR_INVALID_DEVICE;
+                                 *flags = sim::g_primary_flags[dev].load();
+                                 *active = device->PrimaryActive() ? 1 : 0;
                                  return CUDA_SUCCESS;
                                });
 }
@@ -125,34 +126,57 @@ SIM_DRIVER_EXPORT CUresult cuCtxGetFlags(unsigned int* flags) {
   cuCtxGetFlags_params params{flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxGetFlags), "cuCtxGetFlags", &params, [&]() -> CUresult {
     if (!flags) return CUDA_ERROR_INVALID_VALUE;
-    if (!sim::Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext current = sim::Device::CurrentContext();
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
     // Host memory can always be mapped on a unified-addressing device.
-    *flags = sim::g_primary_flags.load() | CU_CTX_MAP_HOST;
+    *flags = sim::g_primary_flags[current->device].load() | CU_CTX_MAP_HOST;
     return CUDA_SUCCESS;
   });
 }
 
-// One device: it is never its own peer (cuDeviceCanAccessPeer answers 0 for
-// dev == peerDev), and enabling access to the current context's own device
-// is CUDA_ERROR_INVALID_DEVICE, as documented.
+// Every pair of distinct devices can access each other (an NVLink-connected
+// board); a device is not its own peer (cuDeviceCanAccessPeer answers 0 for
+// dev == peerDev). Access is enabled from the current context's device to
+// the peer context's device: CUDA_ERROR_INVALID_DEVICE when they are the
+// same device, ..._PEER_ACCESS_ALREADY_ENABLED the second time,
+// ..._PEER_ACCESS_NOT_ENABLED when disabling what was never enabled.
 SIM_DRIVER_EXPORT CUresult cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
   cuDeviceCanAccessPeer_params params{canAccessPeer, dev, peerDev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceCanAccessPeer), "cuDeviceCanAccessPeer", &params,
                                [&]() -> CUresult {
                                  if (!canAccessPeer) return CUDA_ERROR_INVALID_VALUE;
-                                 if (dev != 0 || peerDev != 0) return CUDA_ERROR_INVALID_DEVICE;
-                                 *canAccessPeer = 0;
+                                 if (!sim::Device::At(dev) || !sim::Device::At(peerDev)) return CUDA_ERROR_INVALID_DEVICE;
+                                 *canAccessPeer = dev != peerDev ? 1 : 0;
                                  return CUDA_SUCCESS;
                                });
 }
+
+namespace {
+// The devices of the current context and of `peer` (a live context), or an error.
+CUresult PeerPair(CUcontext peer, sim::Device** from, sim::Device** to) {
+  if (!peer) return CUDA_ERROR_INVALID_CONTEXT;
+  CUcontext current = sim::Device::CurrentContext();
+  if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+  sim::Device* peer_device = sim::Device::At(peer->device);
+  sim::Device* owner = sim::Device::PrimaryOwner(peer);
+  if (!peer_device || (owner && !owner->PrimaryActive())) return CUDA_ERROR_INVALID_CONTEXT;
+  *from = sim::Device::At(current->device);
+  *to = peer_device;
+  return CUDA_SUCCESS;
+}
+}  // namespace
 
 SIM_DRIVER_EXPORT CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
   cuCtxEnablePeerAccess_params params{peerContext, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxEnablePeerAccess), "cuCtxEnablePeerAccess", &params,
                                [&]() -> CUresult {
                                  if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
-                                 if (!peerContext) return CUDA_ERROR_INVALID_CONTEXT;
-                                 return CUDA_ERROR_INVALID_DEVICE;  // the peer is this very device
+                                 sim::Device *from = nullptr, *to = nullptr;
+                                 if (CUresult r = PeerPair(peerContext, &from, &to); r != CUDA_SUCCESS) return r;
+                                 if (from == to) return CUDA_ERROR_INVALID_DEVICE;  // not its own peer
+                                 if (from->PeerAccessEnabled(to->ordinal())) return CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+                                 from->SetPeerAccess(to->ordinal(), true);
+                                 return CUDA_SUCCESS;
                                });
 }
 
@@ -160,7 +184,10 @@ SIM_DRIVER_EXPORT CUresult cuCtxDisablePeerAccess(CUcontext peerContext) {
   cuCtxDisablePeerAccess_params params{peerContext};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxDisablePeerAccess), "cuCtxDisablePeerAccess", &params,
                                [&]() -> CUresult {
-                                 if (!peerContext) return CUDA_ERROR_INVALID_CONTEXT;
-                                 return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+                                 sim::Device *from = nullptr, *to = nullptr;
+                                 if (CUresult r = PeerPair(peerContext, &from, &to); r != CUDA_SUCCESS) return r;
+                                 if (!from->PeerAccessEnabled(to->ordinal())) return CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+                                 from->SetPeerAccess(to->ordinal(), false);
+                                 return CUDA_SUCCESS;
                                });
 }

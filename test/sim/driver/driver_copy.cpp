@@ -57,7 +57,10 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   // has no device work to time.
   if (width * height * depth == 0) return CUDA_SUCCESS;
   if (!dst.base || !src.base) return CUDA_ERROR_INVALID_VALUE;
-  Device& device = Device::Get();
+  // A copy may go to a stream of a device other than the current one (CUDA:
+  // "a memory copy will succeed even if it is issued to a stream that is not
+  // associated to the current device"); it runs on the stream's device.
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   // Into a capturing stream: a graph node, whose bytes move when the graph runs.
   if (IsCapturing(stream)) return CaptureCopy(stream, src, dst, width, height, depth) ? CUDA_SUCCESS
@@ -77,7 +80,6 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   op.dst_kind = dst_kind;
   op.bytes = width * height * depth;
   const uint64_t duration_ns = CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind);
-  op.device_id = kDeviceId;
   if (!HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) {
     // Queued like a kernel behind a collective waiting for its peers.
     Place(&op, Placement{});
@@ -113,7 +115,7 @@ CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size
   // Zero bytes: no device operation, no MEMSET record (cudaMemset "fills
   // the first count bytes"; none to fill is no work).
   if (width * rows == 0) return CUDA_SUCCESS;
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (IsCapturing(stream)) return CaptureMemset(stream, dst, pitch, value, width, rows)
@@ -125,7 +127,6 @@ CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size
   op.bytes = width * rows;
   op.address = reinterpret_cast<uint64_t>(dst);
   op.dst_kind = device.KindOf(dst);
-  op.device_id = kDeviceId;
   Place(&op, Placement{});
   device.EnqueueOp(stream, MemsetDurationNs(op.bytes), op, OuterFunctionName(), nullptr);
   return CUDA_SUCCESS;
@@ -174,7 +175,8 @@ SIM_DRIVER_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* pCopy, CUstre
                                [&] { return sim::Copy2D(pCopy, hStream, /*synchronous=*/false); });
 }
 
-// One device: a peer copy is a device-to-device copy.
+// A peer copy is a device-to-device copy on the stream (the legacy stream:
+// the current device's), timed as one; the contexts only name the devices.
 SIM_DRIVER_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
                                         CUcontext srcContext, size_t ByteCount) {
   cuMemcpyPeer_params params{dstDevice, dstContext, srcDevice, srcContext, ByteCount};

@@ -29,7 +29,7 @@ Graphs& State() { return GraphState(); }
 bool IsLegacy(CUstream stream) { return stream == nullptr || stream == CU_STREAM_LEGACY; }
 
 CUresult BeginCapture(CUstream stream) {
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (IsLegacy(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // the legacy stream cannot be captured
   const uint32_t stream_id = device.StreamId(stream);
@@ -44,7 +44,7 @@ CUresult BeginCapture(CUstream stream) {
 
 CUresult EndCapture(CUstream stream, CUgraph* graph_out) {
   if (!graph_out) return CUDA_ERROR_INVALID_VALUE;
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   Graphs& g = State();
   std::lock_guard<std::mutex> lock(g.mutex);
@@ -83,7 +83,7 @@ CUresult RunNodes(const std::vector<CUgraphNode_st>& nodes, uint32_t graph_id, C
 CUresult RunConditional(const CUgraphNode_st& node, uint32_t graph_id, CUstream stream);
 
 CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (IsCapturing(stream)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;  // child graphs: not modelled
   std::vector<CUgraphNode_st> nodes;
@@ -101,7 +101,7 @@ CUresult LaunchGraph(CUgraphExec exec, CUstream stream) {
 // One after another on the launch stream, dependencies first (Kahn's
 // order, ties in creation order); every op belongs to the launch call.
 CUresult RunNodes(const std::vector<CUgraphNode_st>& nodes, uint32_t graph_id, CUstream stream) {
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   std::vector<size_t> order;
   std::vector<bool> done(nodes.size(), false);
   while (order.size() < nodes.size()) {
@@ -195,7 +195,7 @@ CUresult Destroy(std::set<T*> Graphs::*set, T* object) {
 
 bool IsCapturing(CUstream stream) {
   if (IsLegacy(stream)) return false;
-  const uint32_t stream_id = Device::Get().StreamId(stream);
+  const uint32_t stream_id = Device::Of(stream).StreamId(stream);
   Graphs& g = State();
   std::lock_guard<std::mutex> lock(g.mutex);
   return g.capturing.count(stream_id) != 0;
@@ -203,7 +203,7 @@ bool IsCapturing(CUstream stream) {
 
 bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns) {
   if (IsLegacy(stream)) return false;
-  const uint32_t stream_id = Device::Get().StreamId(stream);
+  const uint32_t stream_id = Device::Of(stream).StreamId(stream);
   SimGraphEvent event{};
   {
     Graphs& g = State();
@@ -235,7 +235,7 @@ namespace {
 // Adds a node to the graph a capturing stream feeds, after its last node.
 bool Capture(CUstream stream, CUgraphNode_st node) {
   if (IsLegacy(stream)) return false;
-  const uint32_t stream_id = Device::Get().StreamId(stream);
+  const uint32_t stream_id = Device::Of(stream).StreamId(stream);
   CUgraph graph = nullptr;
   {
     Graphs& g = State();
@@ -364,7 +364,7 @@ SIM_DRIVER_EXPORT CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCapture
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamIsCapturing), "cuStreamIsCapturing", &params,
                                [&]() -> CUresult {
                                  if (!captureStatus) return CUDA_ERROR_INVALID_VALUE;
-                                 if (!sim::Device::Get().IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+                                 if (!sim::Device::Of(hStream).IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
                                  *captureStatus = sim::IsCapturing(hStream) ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                                             : CU_STREAM_CAPTURE_STATUS_NONE;
                                  return CUDA_SUCCESS;
@@ -417,7 +417,7 @@ thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 CUresult CaptureInfo(CUstream stream, CUstreamCaptureStatus* status, cuuint64_t* id, CUgraph* graph,
                      const CUgraphNode** deps, const CUgraphEdgeData** edges, size_t* num_deps) {
   if (!status) return CUDA_ERROR_INVALID_VALUE;
-  sim::Device& device = sim::Device::Get();
+  sim::Device& device = sim::Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   sim::Graphs& g = sim::GraphState();
   std::lock_guard<std::mutex> lock(g.mutex);

@@ -17,7 +17,7 @@ bool ValidNodeArgs(CUgraphNode* out, const CUgraphNode* deps, size_t count) { re
 CUresult AddEventNode(CUgraphNodeType type, CUgraphNode* out, CUgraph graph, const CUgraphNode* deps, size_t count,
                       CUevent event) {
   if (!ValidNodeArgs(out, deps, count)) return CUDA_ERROR_INVALID_VALUE;
-  if (!Device::Get().IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!Device::Of(event).IsValid(event)) return CUDA_ERROR_INVALID_HANDLE;
   CUgraphNode_st node{};
   node.type = type;
   node.event = event;
@@ -187,7 +187,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgra
 SIM_DRIVER_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
   cuGraphUpload_params params{hGraphExec, hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphUpload), "cuGraphUpload", &params, [&]() -> CUresult {
-    if (!sim::Device::Get().IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
+    if (!sim::Device::Of(hStream).IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
     sim::Graphs& g = sim::GraphState();
     std::lock_guard<std::mutex> lock(g.mutex);
     if (!g.execs.count(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;

@@ -25,6 +25,7 @@ struct Pending {
   void* fn;
   void* data;
   CUstream stream;
+  uint32_t device;
   uint32_t stream_id;
   uint32_t correlation_id;
   bool operator>(const Pending& o) const {
@@ -37,11 +38,14 @@ struct HostFuncs {
   std::mutex mutex;
   std::condition_variable changed;
   std::priority_queue<Pending, std::vector<Pending>, std::greater<Pending>> queue;
-  std::map<uint32_t, uint64_t> outstanding;  // per stream id: enqueued, not yet returned
-  uint64_t total_outstanding = 0;
+  std::map<uint64_t, uint64_t> outstanding;  // per Key(device, stream id): enqueued, not yet returned
+  std::map<uint32_t, uint64_t> device_outstanding;  // per device
   uint64_t next_sequence = 0;
   bool worker_started = false;
 };
+// Stream ids are per device.
+uint64_t Key(uint32_t device, uint32_t stream_id) { return (static_cast<uint64_t>(device) << 32) | stream_id; }
+
 HostFuncs& State() {
   static HostFuncs* state = new HostFuncs();  // never destroyed: the worker outlives main
   return *state;
@@ -63,13 +67,14 @@ void Worker() {
     const uint64_t returned = simhub_now_ns();
     std::string line = "{\"type\":\"host_func\",\"pid\":" + std::to_string(getpid()) +
                        ",\"correlation\":" + std::to_string(next.correlation_id) +
+                       ",\"device\":" + std::to_string(next.device) +
                        ",\"stream\":" + std::to_string(next.stream_id) + ",\"ready_ns\":" + std::to_string(next.ready_ns) +
                        ",\"start_ns\":" + std::to_string(started) + ",\"end_ns\":" + std::to_string(returned) + "}";
     simhub_truth_line(line.c_str());
     {
       std::lock_guard<std::mutex> lock(s.mutex);
-      --s.outstanding[next.stream_id];
-      --s.total_outstanding;
+      --s.outstanding[Key(next.device, next.stream_id)];
+      --s.device_outstanding[next.device];
     }
     s.changed.notify_all();
   }
@@ -86,15 +91,16 @@ void ForgetWorker() {
 
 CUresult EnqueueHostFunc(CUstream stream, HostFuncRunner run, void* fn, void* data) {
   if (!fn) return CUDA_ERROR_INVALID_VALUE;
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   const Placement at = device.Enqueue(stream, kHostFuncSlotNs);
   HostFuncs& s = State();
   {
     std::lock_guard<std::mutex> lock(s.mutex);
-    s.queue.push(Pending{at.start_ns, s.next_sequence++, run, fn, data, stream, at.stream_id, OuterCorrelationId()});
-    ++s.outstanding[at.stream_id];
-    ++s.total_outstanding;
+    s.queue.push(Pending{at.start_ns, s.next_sequence++, run, fn, data, stream, at.device_id, at.stream_id,
+                         OuterCorrelationId()});
+    ++s.outstanding[Key(at.device_id, at.stream_id)];
+    ++s.device_outstanding[at.device_id];
     if (!s.worker_started) {
       s.worker_started = true;
       std::thread(Worker).detach();
@@ -104,10 +110,13 @@ CUresult EnqueueHostFunc(CUstream stream, HostFuncRunner run, void* fn, void* da
   return CUDA_SUCCESS;
 }
 
-void WaitHostFuncs(uint32_t stream_id) {
+void WaitHostFuncs(int device, uint32_t stream_id) {
   HostFuncs& s = State();
+  const auto d = static_cast<uint32_t>(device);
   std::unique_lock<std::mutex> lock(s.mutex);
-  s.changed.wait(lock, [&] { return stream_id == 0 ? s.total_outstanding == 0 : s.outstanding[stream_id] == 0; });
+  s.changed.wait(lock, [&] {
+    return stream_id == 0 ? s.device_outstanding[d] == 0 : s.outstanding[Key(d, stream_id)] == 0;
+  });
 }
 
 }  // namespace sim

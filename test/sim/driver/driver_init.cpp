@@ -112,7 +112,7 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetCount(int* count) {
   cuDeviceGetCount_params params{count};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetCount), "cuDeviceGetCount", &params, [&]() -> CUresult {
     if (!count) return CUDA_ERROR_INVALID_VALUE;
-    *count = 1;
+    *count = sim::Device::Count();
     return CUDA_SUCCESS;
   });
 }
@@ -121,8 +121,8 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   cuDeviceGet_params params{device, ordinal};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGet), "cuDeviceGet", &params, [&]() -> CUresult {
     if (!device) return CUDA_ERROR_INVALID_VALUE;
-    if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *device = 0;
+    if (!sim::Device::At(ordinal)) return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
     return CUDA_SUCCESS;
   });
 }
@@ -131,7 +131,7 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   cuDeviceGetName_params params{name, len, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetName), "cuDeviceGetName", &params, [&]() -> CUresult {
     if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
     snprintf(name, static_cast<size_t>(len), "%s", sim::kDeviceName);
     return CUDA_SUCCESS;
   });
@@ -141,7 +141,7 @@ SIM_DRIVER_EXPORT CUresult cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   cuDeviceTotalMem_v2_params params{bytes, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceTotalMem_v2), "cuDeviceTotalMem_v2", &params, [&]() -> CUresult {
     if (!bytes) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
     *bytes = sim::Device::kTotalMemBytes;
     return CUDA_SUCCESS;
   });
@@ -151,8 +151,8 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetAttribute(int* pi, CUdevice_attribute attr
   cuDeviceGetAttribute_params params{pi, attrib, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetAttribute), "cuDeviceGetAttribute", &params, [&]() -> CUresult {
     if (!pi || attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *pi = sim::DeviceAttribute(attrib);
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *pi = sim::DeviceAttribute(attrib, dev);
     return CUDA_SUCCESS;
   });
 }
@@ -161,8 +161,8 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice de
   cuDevicePrimaryCtxRetain_params params{pctx, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxRetain), "cuDevicePrimaryCtxRetain", &params, [&]() -> CUresult {
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *pctx = sim::Device::Get().RetainPrimaryContext();
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *pctx = sim::Device::At(dev)->RetainPrimaryContext();
     return CUDA_SUCCESS;
   });
 }
@@ -170,9 +170,9 @@ SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice de
 SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
   cuDevicePrimaryCtxReset_v2_params params{dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxReset_v2), "cuDevicePrimaryCtxReset_v2", &params, [&]() -> CUresult {
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    sim::WaitUntilNs(sim::Device::Get().DeviceDoneNs());
-    sim::Device::Get().ResetPrimaryContext();
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    sim::WaitUntilNs(sim::Device::At(dev)->DeviceDoneNs());
+    sim::Device::At(dev)->ResetPrimaryContext();
     return CUDA_SUCCESS;
   });
 }
@@ -181,7 +181,7 @@ SIM_DRIVER_EXPORT CUresult cuCtxGetCurrent(CUcontext* pctx) {
   cuCtxGetCurrent_params params{pctx};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxGetCurrent), "cuCtxGetCurrent", &params, [&]() -> CUresult {
     if (!pctx) return CUDA_ERROR_INVALID_VALUE;
-    *pctx = sim::Device::Get().CurrentContext();
+    *pctx = sim::Device::CurrentContext();
     return CUDA_SUCCESS;
   });
 }
@@ -206,14 +206,15 @@ SIM_DRIVER_EXPORT CUresult cuGetErrorName(CUresult error, const char** pStr) {
   });
 }
 
-// One device, one primary context: the current context's device is 0 once
-// the primary context exists (the runtime retains it on first use).
+// The current context's device (a thread that made none current is on
+// device 0's primary, once it exists: the runtime retains it on first use).
 SIM_DRIVER_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   cuCtxGetDevice_params params{device};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxGetDevice), "cuCtxGetDevice", &params, [&]() -> CUresult {
     if (!device) return CUDA_ERROR_INVALID_VALUE;
-    if (!sim::Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
-    *device = 0;
+    CUcontext current = sim::Device::CurrentContext();
+    if (!current) return CUDA_ERROR_INVALID_CONTEXT;
+    *device = current->device;
     return CUDA_SUCCESS;
   });
 }
@@ -230,7 +231,7 @@ SIM_DRIVER_EXPORT CUresult cuCtxSetCurrent(CUcontext ctx) {
 SIM_DRIVER_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
   cuDevicePrimaryCtxRelease_v2_params params{dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDevicePrimaryCtxRelease_v2), "cuDevicePrimaryCtxRelease_v2", &params,
-                               [&] { return dev == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; });
+                               [&] { return sim::Device::At(dev) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_DEVICE; });
 }
 
 // The bus id as "domain:bus:device.function" from the device's PCI
@@ -239,11 +240,11 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice
   cuDeviceGetPCIBusId_params params{pciBusId, len, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetPCIBusId), "cuDeviceGetPCIBusId", &params, [&]() -> CUresult {
     if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
     std::snprintf(pciBusId, static_cast<size_t>(len), "%08x:%02x:%02x.0",
-                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
-                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
-                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID));
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev),
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev),
+                  sim::DeviceAttribute(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev));
     return CUDA_SUCCESS;
   });
 }

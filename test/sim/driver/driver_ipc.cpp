@@ -54,7 +54,7 @@ SIM_DRIVER_EXPORT CUresult cuIpcGetMemHandle(CUipcMemHandle* pHandle, CUdevicept
   cuIpcGetMemHandle_params params{pHandle, dptr};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuIpcGetMemHandle), "cuIpcGetMemHandle", &params, [&]() -> CUresult {
     if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
-    if (!Device::Get().IsAllocationStart(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)) {
+    if (!Device::IsAllocationStart(reinterpret_cast<void*>(dptr), CUPTI_ACTIVITY_MEMORY_KIND_DEVICE)) {
       return CUDA_ERROR_INVALID_VALUE;  // only the base of a device allocation can be exported
     }
     sim::Encode(reinterpret_cast<CUipcMemHandle*>(pHandle), sim::kMemMagic, dptr);
@@ -81,7 +81,7 @@ SIM_DRIVER_EXPORT CUresult cuIpcGetEventHandle(CUipcEventHandle* pHandle, CUeven
   cuIpcGetEventHandle_params params{pHandle, event};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuIpcGetEventHandle), "cuIpcGetEventHandle", &params, [&]() -> CUresult {
     if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
-    const Device::EventState state = Device::Get().StateOf(event);
+    const Device::EventState state = Device::Of(event).StateOf(event);
     if (!state.valid) return CUDA_ERROR_INVALID_HANDLE;
     constexpr unsigned kNeeded = CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING;
     if ((state.flags & kNeeded) != kNeeded) return CUDA_ERROR_INVALID_HANDLE;

@@ -63,8 +63,7 @@ CUresult KernelOp(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned 
   const uint64_t blocks = static_cast<uint64_t>(gx) * gy * gz;
   *duration_ns = KernelDurationNs(f->name, f->demangled, blocks);
   SimOp op{};
-  op.kind = SIM_OP_KERNEL;
-  op.device_id = kDeviceId;
+  op.kind = SIM_OP_KERNEL;  // device, context and stream: where it is enqueued
   op.name = f->name.c_str();  // static storage: kernels live for the process
   op.grid[0] = static_cast<int>(gx);
   op.grid[1] = static_cast<int>(gy);
@@ -86,8 +85,10 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   SimOp op{};
   uint64_t duration_ns = 0;
   if (CUresult r = KernelOp(f, gx, gy, gz, bx, by, bz, shared_bytes, &op, &duration_ns); r != CUDA_SUCCESS) return r;
-  Device& device = Device::Get();
-  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  // CUDA: "a kernel launch will fail if it is issued to a stream that is not
+  // associated to the current device".
+  Device& device = Device::Of(stream);
+  if (!device.IsValid(stream) || &device != &Device::Get()) return CUDA_ERROR_INVALID_HANDLE;
   if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
   // Placed now, or queued behind (or as) a collective waiting for its peers.
   Place(&op, Placement{});

@@ -23,7 +23,7 @@ bool IsManagedRange(CUdeviceptr ptr, size_t count) {
 
 bool ValidLocation(const CUmemLocation& location) {
   switch (location.type) {
-    case CU_MEM_LOCATION_TYPE_DEVICE: return location.id == 0;
+    case CU_MEM_LOCATION_TYPE_DEVICE: return Device::At(location.id) != nullptr;
     case CU_MEM_LOCATION_TYPE_HOST: return true;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA: return location.id == 0;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT: return true;
@@ -33,9 +33,9 @@ bool ValidLocation(const CUmemLocation& location) {
 
 CUresult Prefetch(CUdeviceptr ptr, size_t count, CUmemLocation location, unsigned flags, CUstream stream) {
   if (flags != 0 || !IsManagedRange(ptr, count)) return CUDA_ERROR_INVALID_VALUE;
-  if (location.type == CU_MEM_LOCATION_TYPE_DEVICE && location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (location.type == CU_MEM_LOCATION_TYPE_DEVICE && !Device::At(location.id)) return CUDA_ERROR_INVALID_DEVICE;
   if (!ValidLocation(location)) return CUDA_ERROR_INVALID_VALUE;
-  return Device::Get().IsValid(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  return Device::Of(stream).IsValid(stream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
 CUresult Advise(CUdeviceptr ptr, size_t count, CUmem_advise advice, CUmemLocation location) {

@@ -15,14 +15,15 @@
 namespace sim {
 namespace {
 
-// One MEMORY2-style op for an allocation or a free.
-void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered) {
+// One MEMORY2-style op for an allocation or a free on `device`.
+void EmitMemoryOp(Device& device, int kind, const void* ptr, size_t bytes, int memory_kind, CUstream stream,
+                  bool stream_ordered) {
   SimOp op{};
   op.kind = kind;
   op.correlation_id = OuterCorrelationId();
-  op.device_id = kDeviceId;
-  op.context_id = Device::Get().ContextUid();
-  op.stream_id = stream_ordered ? Device::Get().StreamId(stream) : 0;
+  op.device_id = static_cast<uint32_t>(device.ordinal());
+  op.context_id = device.ContextUid();
+  op.stream_id = stream_ordered ? device.StreamId(stream) : 0;
   op.launch_ns = op.start_ns = op.end_ns = simhub_now_ns();
   op.bytes = bytes;
   op.address = reinterpret_cast<uint64_t>(ptr);
@@ -33,17 +34,19 @@ void EmitMemoryOp(int kind, const void* ptr, size_t bytes, int memory_kind, CUst
 CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream, bool stream_ordered,
                       CUmemoryPool pool = nullptr) {
   if (!out) return CUDA_ERROR_INVALID_VALUE;
-  if (stream_ordered && !Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  Device::Get().RetainPrimaryContext();
+  // On the current device (stream-ordered: the stream's).
+  Device& device = stream_ordered ? Device::Of(stream) : Device::Get();
+  if (stream_ordered && !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  device.RetainPrimaryContext();
   if (bytes == 0) {
     *out = nullptr;
     return CUDA_ERROR_INVALID_VALUE;
   }
-  void* p = Device::Get().Allocate(bytes, memory_kind);
+  void* p = device.Allocate(bytes, memory_kind);
   if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
   *out = p;
-  if (stream_ordered) PoolAllocated(pool ? pool : CurrentPool(), p, bytes);
-  EmitMemoryOp(SIM_OP_MEM_ALLOC, p, bytes, memory_kind, stream, stream_ordered);
+  if (stream_ordered) PoolAllocated(pool ? pool : CurrentPool(device.ordinal()), p, bytes);
+  EmitMemoryOp(device, SIM_OP_MEM_ALLOC, p, bytes, memory_kind, stream, stream_ordered);
   return CUDA_SUCCESS;
 }
 
@@ -51,13 +54,17 @@ CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream
 // cuMemFreeHost synchronise, as the real ones do); stream-ordered frees don't.
 CUresult ReleaseFrom(void* ptr, int expected_kind, CUstream stream, bool stream_ordered) {
   if (!ptr) return CUDA_SUCCESS;
-  if (stream_ordered && !Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (!stream_ordered) WaitUntilNs(Device::Get().DeviceDoneNs());
-  const int kind = Device::Get().KindOf(ptr);
+  Device& device = stream_ordered ? Device::Of(stream) : Device::Get();
+  if (stream_ordered && !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!stream_ordered) WaitUntilNs(device.DeviceDoneNs());
+  const int kind = Device::KindOf(ptr);
+  const int owner = Device::DeviceOf(ptr);
   size_t bytes = 0;
-  if (!Device::Get().Release(ptr, expected_kind, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (!device.Release(ptr, expected_kind, &bytes)) return CUDA_ERROR_INVALID_VALUE;
   PoolReleased(ptr);
-  EmitMemoryOp(SIM_OP_MEM_FREE, ptr, bytes, kind, stream, stream_ordered);
+  // The record names the device whose memory it was.
+  EmitMemoryOp(owner >= 0 && !stream_ordered ? *Device::At(owner) : device, SIM_OP_MEM_FREE, ptr, bytes, kind, stream,
+               stream_ordered);
   return CUDA_SUCCESS;
 }
 

@@ -22,7 +22,9 @@ CUresult Put(void* data, T value) {
 
 CUresult PointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
   if (!data) return CUDA_ERROR_INVALID_VALUE;
-  sim::Device& device = sim::Device::Get();
+  // The device whose memory it is (host memory: the current device's context).
+  const int owner = sim::Device::DeviceOf(reinterpret_cast<const void*>(ptr));
+  sim::Device& device = owner >= 0 ? *sim::Device::At(owner) : sim::Device::Get();
   const int kind = device.KindOf(reinterpret_cast<const void*>(ptr));
   if (kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE) return CUDA_ERROR_INVALID_VALUE;
   const bool managed = kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
@@ -36,7 +38,7 @@ CUresult PointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
       return Put(data, host || managed ? reinterpret_cast<void*>(ptr) : static_cast<void*>(nullptr));
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: return Put(data, static_cast<unsigned>(managed));
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return Put(data, static_cast<int>(sim::kDeviceId));
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: return Put(data, device.ordinal());
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: return Put(data, 1);
     case CU_POINTER_ATTRIBUTE_MAPPED: return Put(data, 1);
     default: return CUDA_ERROR_NOT_SUPPORTED;  // an attribute the model does not keep

@@ -12,12 +12,21 @@
 namespace sim {
 namespace {
 
+// One default pool per device; cuDeviceSetMemPool picks each device's current one.
 struct PoolState {
   std::mutex mutex;  // leaf lock
-  CUmemPoolHandle_st default_pool;
-  std::set<CUmemoryPool> pools{&default_pool};
-  CUmemoryPool current = &default_pool;
+  CUmemPoolHandle_st default_pool[kMaxDevices];
+  std::set<CUmemoryPool> pools;
+  CUmemoryPool current[kMaxDevices];
   std::map<const void*, std::pair<CUmemoryPool, size_t>> owner;  // pooled allocation -> pool, bytes
+  PoolState() {
+    for (int d = 0; d < kMaxDevices; ++d) {
+      default_pool[d].device = d;
+      pools.insert(&default_pool[d]);
+      current[d] = &default_pool[d];
+    }
+  }
+  bool IsDefault(CUmemoryPool pool) const { return pool >= default_pool && pool < default_pool + kMaxDevices; }
 };
 PoolState& State() {
   static PoolState* state = new PoolState();  // never destroyed: usable from atexit
@@ -68,18 +77,18 @@ CUresult SetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) 
   return CUDA_SUCCESS;
 }
 
-bool IsOwnDevice(const CUmemLocation& location) {
-  return location.type == CU_MEM_LOCATION_TYPE_DEVICE && location.id == 0;
+bool IsDeviceLocation(const CUmemLocation& location) {
+  return location.type == CU_MEM_LOCATION_TYPE_DEVICE && Device::At(location.id) != nullptr;
 }
 
 }  // namespace
 
-CUmemoryPool DefaultPool() { return &State().default_pool; }
+CUmemoryPool DefaultPool(int device) { return &State().default_pool[device]; }
 
-CUmemoryPool CurrentPool() {
+CUmemoryPool CurrentPool(int device) {
   PoolState& s = State();
   std::lock_guard<std::mutex> lock(s.mutex);
-  return s.current;
+  return s.current[device];
 }
 
 bool IsPool(CUmemoryPool pool) {
@@ -115,8 +124,8 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUd
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetDefaultMemPool), "cuDeviceGetDefaultMemPool", &params,
                                [&]() -> CUresult {
                                  if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
-                                 if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-                                 *pool_out = sim::DefaultPool();
+                                 if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
+                                 *pool_out = sim::DefaultPool(dev);
                                  return CUDA_SUCCESS;
                                });
 }
@@ -125,8 +134,8 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) 
   cuDeviceGetMemPool_params params{pool, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetMemPool), "cuDeviceGetMemPool", &params, [&]() -> CUresult {
     if (!pool) return CUDA_ERROR_INVALID_VALUE;
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *pool = sim::CurrentPool();
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
+    *pool = sim::CurrentPool(dev);
     return CUDA_SUCCESS;
   });
 }
@@ -134,11 +143,11 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) 
 SIM_DRIVER_EXPORT CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   cuDeviceSetMemPool_params params{dev, pool};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceSetMemPool), "cuDeviceSetMemPool", &params, [&]() -> CUresult {
-    if (dev != 0) return CUDA_ERROR_INVALID_DEVICE;
+    if (!sim::Device::At(dev)) return CUDA_ERROR_INVALID_DEVICE;
     sim::PoolState& s = sim::State();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (!s.pools.count(pool)) return CUDA_ERROR_INVALID_VALUE;
-    s.current = pool;
+    if (!s.pools.count(pool) || pool->device != dev) return CUDA_ERROR_INVALID_VALUE;  // a pool of that device
+    s.current[dev] = pool;
     return CUDA_SUCCESS;
   });
 }
@@ -147,11 +156,12 @@ SIM_DRIVER_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolPr
   cuMemPoolCreate_params params{pool, poolProps};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemPoolCreate), "cuMemPoolCreate", &params, [&]() -> CUresult {
     if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
-    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || !sim::IsOwnDevice(poolProps->location)) {
-      return CUDA_ERROR_INVALID_VALUE;  // device-resident pools of device 0 only
+    if (poolProps->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || !sim::IsDeviceLocation(poolProps->location)) {
+      return CUDA_ERROR_INVALID_VALUE;  // device-resident pools only
     }
     if (poolProps->handleTypes != CU_MEM_HANDLE_TYPE_NONE) return CUDA_ERROR_NOT_SUPPORTED;  // no IPC pools here
     auto* created = new CUmemPoolHandle_st();
+    created->device = poolProps->location.id;
     sim::PoolState& s = sim::State();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.pools.insert(created);
@@ -165,8 +175,8 @@ SIM_DRIVER_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemPoolDestroy), "cuMemPoolDestroy", &params, [&]() -> CUresult {
     sim::PoolState& s = sim::State();
     std::lock_guard<std::mutex> lock(s.mutex);
-    if (pool == &s.default_pool || !s.pools.erase(pool)) return CUDA_ERROR_INVALID_VALUE;
-    if (s.current == pool) s.current = &s.default_pool;
+    if (s.IsDefault(pool) || !s.pools.erase(pool)) return CUDA_ERROR_INVALID_VALUE;
+    if (s.current[pool->device] == pool) s.current[pool->device] = &s.default_pool[pool->device];
     // Outstanding allocations stay valid until freed (documented); they no longer count anywhere.
     for (auto it = s.owner.begin(); it != s.owner.end();) it = it->second.first == pool ? s.owner.erase(it) : ++it;
     delete pool;
@@ -194,15 +204,30 @@ SIM_DRIVER_EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_at
 }
 
 // Access from the pool's own device is always read-write and cannot be
-// revoked; any other device does not exist here.
+// revoked; another device gets read-write access or none (every pair of
+// devices is peer-capable here).
 SIM_DRIVER_EXPORT CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
   cuMemPoolSetAccess_params params{pool, map, count};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemPoolSetAccess), "cuMemPoolSetAccess", &params, [&]() -> CUresult {
     if (!sim::IsPool(pool) || (count && !map)) return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < count; ++i) {
       if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-      if (map[i].location.id != 0) return CUDA_ERROR_INVALID_DEVICE;
-      if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_DEVICE;
+      if (!sim::Device::At(map[i].location.id)) return CUDA_ERROR_INVALID_DEVICE;
+      const bool own = map[i].location.id == pool->device;
+      if (own && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) return CUDA_ERROR_INVALID_DEVICE;
+      if (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE) {
+        return CUDA_ERROR_INVALID_VALUE;  // read-only peer access is not a device-pool option
+      }
+    }
+    sim::PoolState& s = sim::State();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    for (size_t i = 0; i < count; ++i) {
+      const uint32_t bit = 1u << map[i].location.id;
+      if (map[i].flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+        pool->peer_access |= bit;
+      } else {
+        pool->peer_access &= ~bit;
+      }
     }
     return CUDA_SUCCESS;
   });
@@ -214,8 +239,11 @@ SIM_DRIVER_EXPORT CUresult cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemory
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemPoolGetAccess), "cuMemPoolGetAccess", &params, [&]() -> CUresult {
     if (!flags || !location || !sim::IsPool(memPool)) return CUDA_ERROR_INVALID_VALUE;
     if (location->type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-    if (location->id != 0) return CUDA_ERROR_INVALID_DEVICE;
-    *flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (!sim::Device::At(location->id)) return CUDA_ERROR_INVALID_DEVICE;
+    sim::PoolState& s = sim::State();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const bool granted = location->id == memPool->device || ((memPool->peer_access >> location->id) & 1u);
+    *flags = granted ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
     return CUDA_SUCCESS;
   });
 }

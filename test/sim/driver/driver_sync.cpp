@@ -14,14 +14,15 @@ namespace {
 
 constexpr uint32_t kInvalidId = 0xffffffffu;  // CUPTI_SYNCHRONIZATION_INVALID_VALUE
 
-// One synchronisation op: from the call's start to its return.
-void EmitSync(int sync_type, uint32_t stream_id, uint32_t event_id, uint64_t start_ns, uint64_t waited_until_ns) {
+// One synchronisation op on `device`: from the call's start to its return.
+void EmitSync(Device& device, int sync_type, uint32_t stream_id, uint32_t event_id, uint64_t start_ns,
+              uint64_t waited_until_ns) {
   SimOp op{};
   op.kind = SIM_OP_SYNC;
   op.sync_type = sync_type;
   op.correlation_id = OuterCorrelationId();
-  op.device_id = kDeviceId;
-  op.context_id = Device::Get().ContextUid();
+  op.device_id = static_cast<uint32_t>(device.ordinal());
+  op.context_id = device.ContextUid();
   op.stream_id = stream_id;
   op.event_id = event_id;
   op.launch_ns = op.start_ns = start_ns;
@@ -40,8 +41,9 @@ SIM_DRIVER_EXPORT CUresult cuStreamCreate(CUstream* phStream, unsigned int Flags
   cuStreamCreate_params params{phStream, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamCreate), "cuStreamCreate", &params, [&]() -> CUresult {
     if (!phStream || (Flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-    Device::Get().RetainPrimaryContext();
-    *phStream = Device::Get().CreateStream(Flags & CU_STREAM_NON_BLOCKING);
+    Device& device = Device::Get();  // a stream belongs to the current context's device
+    device.RetainPrimaryContext();
+    *phStream = device.CreateStream(Flags & CU_STREAM_NON_BLOCKING);
     return CUDA_SUCCESS;
   });
 }
@@ -52,8 +54,9 @@ SIM_DRIVER_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsign
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamCreateWithPriority), "cuStreamCreateWithPriority", &params,
                                [&]() -> CUresult {
                                  if (!phStream || (flags & ~CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
-                                 Device::Get().RetainPrimaryContext();
-                                 *phStream = Device::Get().CreateStream(flags & CU_STREAM_NON_BLOCKING, priority);
+                                 Device& device = Device::Get();
+                                 device.RetainPrimaryContext();
+                                 *phStream = device.CreateStream(flags & CU_STREAM_NON_BLOCKING, priority);
                                  return CUDA_SUCCESS;
                                });
 }
@@ -61,7 +64,7 @@ SIM_DRIVER_EXPORT CUresult cuStreamCreateWithPriority(CUstream* phStream, unsign
 SIM_DRIVER_EXPORT CUresult cuStreamDestroy_v2(CUstream hStream) {
   cuStreamDestroy_v2_params params{hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamDestroy_v2), "cuStreamDestroy_v2", &params, [&] {
-    return Device::Get().DestroyStream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return Device::Of(hStream).DestroyStream(hStream) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   });
 }
 
@@ -69,41 +72,58 @@ namespace sim {
 namespace {
 
 CUresult StreamQuery(CUstream stream) {
-  if (!Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  Device& device = Device::Of(stream);
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   uint64_t done = 0;
-  if (!Device::Get().StreamDoneNsNow(stream, &done)) return CUDA_ERROR_NOT_READY;  // behind a waiting collective
+  if (!device.StreamDoneNsNow(stream, &done)) return CUDA_ERROR_NOT_READY;  // behind a waiting collective
   return simhub_now_ns() >= done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 CUresult StreamSynchronize(CUstream stream) {
-  Device& device = Device::Get();
+  Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   const uint64_t start = simhub_now_ns();
   const uint64_t done = device.StreamDoneNs(stream);
   WaitUntilNs(done);
   const bool legacy = stream == nullptr || stream == CU_STREAM_LEGACY;
-  WaitHostFuncs(legacy ? 0 : device.StreamId(stream));  // the legacy stream waits for the blocking streams too
+  // The legacy stream waits for the blocking streams too.
+  WaitHostFuncs(device.ordinal(), legacy ? 0 : device.StreamId(stream));
   WaitUntilNs(SyncReturnNs(start, done, kStreamSyncIdleNs));
-  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(stream), kInvalidId, start, done);
+  EmitSync(device, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE, device.StreamId(stream), kInvalidId, start,
+           done);
   return CUDA_SUCCESS;
 }
 
+// The stream and the event may belong to different devices (CUDA
+// documents cudaStreamWaitEvent as the way devices synchronise with each
+// other). An event of another device still waiting behind a collective is
+// settled first: the host waits until its time is known.
 CUresult StreamWaitEvent(CUstream stream, CUevent event) {
-  Device& device = Device::Get();
-  const Device::EventState state = device.StateOf(event);
+  Device& device = Device::Of(stream);
+  Device& owner = Device::Of(event);
+  Device::EventState state = owner.StateOf(event);
   if (!device.IsValid(stream) || !state.valid) return CUDA_ERROR_INVALID_HANDLE;
   const uint64_t start = simhub_now_ns();
-  device.WaitEvent(stream, event);
+  if (&owner != &device) {
+    state = owner.SettledStateOf(event);
+    device.WaitForTime(stream, state.recorded ? state.time_ns : 0);
+  } else {
+    device.WaitEvent(stream, event);
+  }
   // The host does not wait; the record says what the stream now waits for.
   // An event behind a collective still waiting for its peers has no time yet (0).
-  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(stream), state.id, start,
+  EmitSync(device, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(stream), state.id, start,
            state.recorded && state.time_ns != UINT64_MAX ? state.time_ns : 0);
   return CUDA_SUCCESS;
 }
 
+// The event and the stream must belong to one device (CUDA: "cudaEventRecord()
+// will fail if the input event and input stream are associated to different
+// devices").
 CUresult EventRecord(CUevent event, CUstream stream) {
-  Device& device = Device::Get();
-  if (!device.IsValid(event) || !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  Device& device = Device::Of(event);
+  if (!device.IsValid(event) || !Device::Of(stream).IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (&Device::Of(stream) != &device) return CUDA_ERROR_INVALID_HANDLE;
   device.RecordEvent(event, stream);
   return CUDA_SUCCESS;
 }
@@ -161,13 +181,14 @@ SIM_DRIVER_EXPORT CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) 
 
 namespace sim {
 namespace {
-CUresult SynchronizeDevice() {
+// The current context's device.
+CUresult SynchronizeDevice(Device& device) {
   const uint64_t start = simhub_now_ns();
-  const uint64_t done = Device::Get().DeviceDoneNs();
+  const uint64_t done = device.DeviceDoneNs();
   WaitUntilNs(done);
-  WaitHostFuncs(0);
+  WaitHostFuncs(device.ordinal(), 0);
   WaitUntilNs(SyncReturnNs(start, done, kContextSyncIdleNs));
-  EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, kInvalidId, kInvalidId, start, done);
+  EmitSync(device, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE, kInvalidId, kInvalidId, start, done);
   return CUDA_SUCCESS;
 }
 }  // namespace
@@ -175,15 +196,18 @@ CUresult SynchronizeDevice() {
 
 SIM_DRIVER_EXPORT CUresult cuCtxSynchronize() {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize), "cuCtxSynchronize", nullptr,
-                               [&] { return sim::SynchronizeDevice(); });
+                               [&] { return sim::SynchronizeDevice(Device::Get()); });
 }
 
-// CUDA 13: synchronise a given context (NULL: the current one); one context here.
+// CUDA 13: synchronise a given context (NULL: the current one): the work of
+// its device (a created context shares its device's timeline).
 SIM_DRIVER_EXPORT CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   cuCtxSynchronize_v2_params params{ctx};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuCtxSynchronize_v2), "cuCtxSynchronize_v2", &params, [&]() -> CUresult {
-    if (ctx && ctx != Device::Get().CurrentContext()) return CUDA_ERROR_INVALID_CONTEXT;
-    return sim::SynchronizeDevice();
+    if (!ctx) return sim::SynchronizeDevice(Device::Get());
+    Device* owner = Device::PrimaryOwner(ctx);
+    if (ctx != Device::CurrentContext() && !(owner && owner->PrimaryActive())) return CUDA_ERROR_INVALID_CONTEXT;
+    return sim::SynchronizeDevice(*Device::At(ctx->device));
   });
 }
 
@@ -191,8 +215,9 @@ SIM_DRIVER_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
   cuEventCreate_params params{phEvent, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventCreate), "cuEventCreate", &params, [&]() -> CUresult {
     if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
-    Device::Get().RetainPrimaryContext();
-    *phEvent = Device::Get().CreateEvent(Flags);
+    Device& device = Device::Get();  // an event belongs to the current context's device
+    device.RetainPrimaryContext();
+    *phEvent = device.CreateEvent(Flags);
     return CUDA_SUCCESS;
   });
 }
@@ -200,7 +225,7 @@ SIM_DRIVER_EXPORT CUresult cuEventCreate(CUevent* phEvent, unsigned int Flags) {
 SIM_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
   cuEventQuery_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventQuery), "cuEventQuery", &params, [&]() -> CUresult {
-    const Device::EventState event = Device::Get().StateOf(hEvent);
+    const Device::EventState event = Device::Of(hEvent).StateOf(hEvent);
     if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     return (!event.recorded || simhub_now_ns() >= event.time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   });
@@ -210,12 +235,14 @@ SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   cuEventSynchronize_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventSynchronize), "cuEventSynchronize", &params, [&]() -> CUresult {
     const uint64_t start = simhub_now_ns();
-    const Device::EventState event = Device::Get().SettledStateOf(hEvent);  // behind a collective: waits for its peers
+    Device& device = Device::Of(hEvent);
+    const Device::EventState event = device.SettledStateOf(hEvent);  // behind a collective: waits for its peers
     if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t done = event.recorded ? event.time_ns : 0;  // never recorded: nothing to wait for
     sim::WaitUntilNs(done);
     sim::WaitUntilNs(sim::SyncReturnNs(start, done, sim::kStreamSyncIdleNs));
-    sim::EmitSync(CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, event.id, start, done);
+    sim::EmitSync(device, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE, sim::kInvalidId, event.id, start,
+                  done);
     return CUDA_SUCCESS;
   });
 }
@@ -224,8 +251,9 @@ SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent h
   cuEventElapsedTime_v2_params params{pMilliseconds, hStart, hEnd};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventElapsedTime_v2), "cuEventElapsedTime_v2", &params, [&]() -> CUresult {
     if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
-    const Device::EventState start = Device::Get().StateOf(hStart);
-    const Device::EventState end = Device::Get().StateOf(hEnd);
+    Device& device = Device::Of(hStart);
+    const Device::EventState start = device.StateOf(hStart);
+    const Device::EventState end = device.StateOf(hEnd);  // events of two devices: not valid here
     if (!start.valid || !end.valid) return CUDA_ERROR_INVALID_HANDLE;
     if ((start.flags | end.flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
     if (!start.recorded || !end.recorded) return CUDA_ERROR_INVALID_HANDLE;
@@ -239,15 +267,16 @@ SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent h
 SIM_DRIVER_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
   cuEventDestroy_v2_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventDestroy_v2), "cuEventDestroy_v2", &params, [&] {
-    return Device::Get().DestroyEvent(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    return Device::Of(hEvent).DestroyEvent(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
   });
 }
 
 namespace {
 CUresult StreamPriority(CUstream stream, int* priority) {
   if (!priority) return CUDA_ERROR_INVALID_VALUE;
-  if (!Device::Get().IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  *priority = Device::Get().StreamPriority(stream);
+  Device& device = Device::Of(stream);
+  if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  *priority = device.StreamPriority(stream);
   return CUDA_SUCCESS;
 }
 

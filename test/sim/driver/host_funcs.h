@@ -21,8 +21,9 @@ inline constexpr uint64_t kHostFuncSlotNs = 1000;
 using HostFuncRunner = void (*)(void* fn, void* data, CUstream stream);
 CUresult EnqueueHostFunc(CUstream stream, HostFuncRunner run, void* fn, void* data);
 
-// Blocks until every host function enqueued so far on this stream (all
-// streams: stream_id 0) has returned. Never call from a host function.
-void WaitHostFuncs(uint32_t stream_id);
+// Blocks until every host function enqueued so far on this stream of device
+// `device` (all its streams: stream_id 0) has returned. Never call from a
+// host function.
+void WaitHostFuncs(int device, uint32_t stream_id);
 
 }  // namespace sim

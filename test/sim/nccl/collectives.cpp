@@ -39,7 +39,8 @@ const Hub& GetHub() {
     h.gate_create = reinterpret_cast<void* (*)(uint64_t, void (*)(void*, uint64_t), void*)>(dlsym(lib, "simhub_gate_create"));
     h.gate_arm = reinterpret_cast<void (*)(void*)>(dlsym(lib, "simhub_gate_arm"));
     h.gate_release = reinterpret_cast<void (*)(void*, uint64_t)>(dlsym(lib, "simhub_gate_release"));
-    h.ok = h.now_ns && h.truth_line && h.gate_create && h.gate_arm && h.gate_release;
+    h.current_device = reinterpret_cast<int (*)()>(dlsym(lib, "simhub_current_device"));
+    h.ok = h.now_ns && h.truth_line && h.gate_create && h.gate_arm && h.gate_release && h.current_device;
     return h;
   }();
   return hub;
@@ -452,8 +453,19 @@ ncclResult_t LaunchHeld(const std::shared_ptr<Pending>& pending, const std::stri
   config.blockDimX = 512;
   config.blockDimY = config.blockDimZ = 1;
   config.hStream = stream;
+  // As NCCL sets its communicator's device around a launch: the calling
+  // thread may have another device current (ncclCommInitAll's communicators
+  // driven from one thread). Only then do driver context calls appear.
+  CUcontext saved = nullptr;
+  const bool switched = hub.current_device() != comm->device;
+  if (switched) {
+    CUcontext primary = nullptr;
+    d.cuCtxGetCurrent(&saved);
+    if (d.cuDevicePrimaryCtxRetain(&primary, comm->device) == CUDA_SUCCESS) d.cuCtxSetCurrent(primary);
+  }
   hub.gate_arm(pending->gate);
   CUresult r = d.cuLaunchKernelEx(&config, reinterpret_cast<CUfunction>(kernel), nullptr, nullptr);
+  if (switched) d.cuCtxSetCurrent(saved);
   PluginLaunchStop(comm, launch);
   for (PluginOp& op : ops) PluginTaskStop(comm, &op);
   if (r != CUDA_SUCCESS) {

@@ -202,9 +202,11 @@ NCCL_SIM_API(ncclCommInitRank, (ncclComm_t* comm, int nranks, ncclUniqueId id, i
   return pncclCommInitRankConfig(comm, nranks, id, rank, nullptr);
 }
 
-// One process, ndev devices: a rank per device, joined from threads as
-// NCCL's own implementation does internally (the sim has one device, so
-// only ndev 1 with device 0 is valid; duplicates are refused as NCCL does).
+// One process, ndev devices: a rank per device (rank i on devlist[i], or
+// device i), joined from threads as NCCL's own implementation does
+// internally, each with its device's primary context current; devices the
+// process does not see are ncclInvalidArgument, duplicates ncclInvalidUsage
+// (as NCCL).
 NCCL_SIM_API(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist)) {
   if (!comms || ndev < 1) return ncclInvalidArgument;
   int count = 0;
@@ -227,7 +229,16 @@ NCCL_SIM_API(ncclCommInitAll, (ncclComm_t* comms, int ndev, const int* devlist))
   std::vector<ncclResult_t> results(ndev, ncclSuccess);
   std::vector<std::thread> threads;
   for (int i = 0; i < ndev; ++i) {
-    threads.emplace_back([&, i] { results[i] = pncclCommInitRank(&comms[i], ndev, id, i); });
+    const int dev = devlist ? devlist[i] : i;
+    threads.emplace_back([&, i, dev] {
+      CUcontext context = nullptr;
+      if (GetDriver().cuDevicePrimaryCtxRetain(&context, dev) != CUDA_SUCCESS ||
+          GetDriver().cuCtxSetCurrent(context) != CUDA_SUCCESS) {
+        results[i] = ncclUnhandledCudaError;
+        return;
+      }
+      results[i] = pncclCommInitRank(&comms[i], ndev, id, i);
+    });
   }
   for (auto& t : threads) t.join();
   for (ncclResult_t r : results) {

@@ -102,6 +102,7 @@ struct Hub {
   void* (*gate_create)(uint64_t, void (*)(void*, uint64_t), void*);
   void (*gate_arm)(void*);
   void (*gate_release)(void*, uint64_t);
+  int (*current_device)();  // simhub_current_device: no API call
 };
 const Hub& GetHub();
 

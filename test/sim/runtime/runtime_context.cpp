@@ -1,5 +1,5 @@
 // Runtime: the profiler switch, device flags, resource limits and peer
-// access, over the driver's context calls (one device: never a peer).
+// access, over the driver's context calls.
 #include <cuda_profiler_api.h>
 
 #include "runtime_state.h"
@@ -26,7 +26,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaSetDeviceFlags(unsigned int flags) {
                                 cudaDeviceSyncMemops;
     if (flags & ~kKnown) return cudaErrorInvalidValue;
     // cudaDeviceMapHost is always on (unified addressing); the driver keeps the rest.
-    const CUresult r = Driver().cuDevicePrimaryCtxSetFlags(0, flags & ~cudaDeviceMapHost);
+    const CUresult r = Driver().cuDevicePrimaryCtxSetFlags(simhub_current_device(), flags & ~cudaDeviceMapHost);
     return r == CUDA_ERROR_INVALID_VALUE ? cudaErrorInvalidValue : FromDriver(r);
   });
 }
@@ -61,16 +61,18 @@ SIM_RUNTIME_EXPORT cudaError_t cudaDeviceCanAccessPeer(int* canAccessPeer, int d
   });
 }
 
-// Documented: cudaErrorInvalidDevice when peerDevice is the current device
-// (here the only one) or does not exist.
+// Documented: access from the current device to peerDevice's memory;
+// cudaErrorInvalidDevice when peerDevice is the current device or does not
+// exist, cudaErrorPeerAccessAlreadyEnabled (704) the second time. The peer's
+// primary context is retained, as the driver call needs it.
 SIM_RUNTIME_EXPORT cudaError_t cudaDeviceEnablePeerAccess(int peerDevice, unsigned int flags) {
   cudaDeviceEnablePeerAccess_v4000_params params{peerDevice, flags};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaDeviceEnablePeerAccess_v4000), "cudaDeviceEnablePeerAccess", &params,
                           [&]() -> cudaError_t {
     if (flags != 0) return cudaErrorInvalidValue;
-    if (peerDevice != 0) return cudaErrorInvalidDevice;
+    if (peerDevice < 0 || peerDevice >= simhub_device_count()) return cudaErrorInvalidDevice;
     CUcontext context = nullptr;
-    Driver().cuDevicePrimaryCtxRetain(&context, 0);
+    if (CUresult r = Driver().cuDevicePrimaryCtxRetain(&context, peerDevice); r != CUDA_SUCCESS) return FromDriver(r);
     const CUresult r = Driver().cuCtxEnablePeerAccess(context, 0);
     return r == CUDA_ERROR_INVALID_DEVICE ? cudaErrorInvalidDevice : FromDriver(r);
   });
@@ -80,9 +82,9 @@ SIM_RUNTIME_EXPORT cudaError_t cudaDeviceDisablePeerAccess(int peerDevice) {
   cudaDeviceDisablePeerAccess_v4000_params params{peerDevice};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaDeviceDisablePeerAccess_v4000), "cudaDeviceDisablePeerAccess", &params,
                           [&]() -> cudaError_t {
-    if (peerDevice != 0) return cudaErrorInvalidDevice;
+    if (peerDevice < 0 || peerDevice >= simhub_device_count()) return cudaErrorInvalidDevice;
     CUcontext context = nullptr;
-    Driver().cuDevicePrimaryCtxRetain(&context, 0);
+    if (CUresult r = Driver().cuDevicePrimaryCtxRetain(&context, peerDevice); r != CUDA_SUCCESS) return FromDriver(r);
     return FromDriver(Driver().cuCtxDisablePeerAccess(context));  // 705: cudaErrorPeerAccessNotEnabled
   });
 }

@@ -13,6 +13,8 @@ namespace {
 
 CUdeviceptr D(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 
+bool ValidDevice(int device) { return device >= 0 && device < simhub_device_count(); }
+
 bool ValidKind(cudaMemcpyKind kind) { return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault; }
 
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind, bool per_thread) {
@@ -129,7 +131,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy2DAsync_ptsz(void* dst, size_t dpitch, 
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyPeer(void* dst, int dstDevice, const void* src, int srcDevice, size_t count) {
   cudaMemcpyPeer_v4000_params params{dst, dstDevice, src, srcDevice, count};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyPeer_v4000), "cudaMemcpyPeer", &params, [&]() -> cudaError_t {
-    if (dstDevice != 0 || srcDevice != 0) return cudaErrorInvalidDevice;
+    if (!ValidDevice(dstDevice) || !ValidDevice(srcDevice)) return cudaErrorInvalidDevice;
     return FromDriver(Driver().cuMemcpyPeer(D(dst), nullptr, D(src), nullptr, count));
   });
 }
@@ -139,7 +141,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpyPeerAsync(void* dst, int dstDevice, con
   cudaMemcpyPeerAsync_v4000_params params{dst, dstDevice, src, srcDevice, count, stream};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaMemcpyPeerAsync_v4000), "cudaMemcpyPeerAsync", &params,
                           [&]() -> cudaError_t {
-    if (dstDevice != 0 || srcDevice != 0) return cudaErrorInvalidDevice;
+    if (!ValidDevice(dstDevice) || !ValidDevice(srcDevice)) return cudaErrorInvalidDevice;
     return FromDriver(Driver().cuMemcpyPeerAsync(D(dst), nullptr, D(src), nullptr, count, S(stream)));
   });
 }

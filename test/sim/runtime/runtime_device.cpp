@@ -37,18 +37,26 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGetDeviceCount(int* count) {
   });
 }
 
+// As CUDA 12+ documents it: the device's primary context is initialised
+// (retained) and made current on the calling thread.
 SIM_RUNTIME_EXPORT cudaError_t cudaSetDevice(int device) {
   cudaSetDevice_v3020_params params{device};
-  return DriverBackedCall(SIM_RUNTIME_CBID(cudaSetDevice_v3020), "cudaSetDevice", &params, [&] {
-    return device == 0 ? cudaSuccess : cudaErrorInvalidDevice;
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaSetDevice_v3020), "cudaSetDevice", &params, [&]() -> cudaError_t {
+    if (device < 0 || device >= simhub_device_count()) return cudaErrorInvalidDevice;
+    CUcontext context = nullptr;
+    if (CUresult r = Driver().cuDevicePrimaryCtxRetain(&context, device); r != CUDA_SUCCESS) return FromDriver(r);
+    simrt::RememberContext(device);
+    return FromDriver(Driver().cuCtxSetCurrent(context));
   });
 }
 
+// The thread's device, from the driver's current context (no driver call:
+// the runtime keeps it as its own state).
 SIM_RUNTIME_EXPORT cudaError_t cudaGetDevice(int* device) {
   cudaGetDevice_v3020_params params{device};
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaGetDevice_v3020), "cudaGetDevice", &params, [&] {
     if (!device) return cudaErrorInvalidValue;
-    *device = 0;
+    *device = simhub_current_device();
     return cudaSuccess;
   });
 }
@@ -66,7 +74,7 @@ namespace {
 // cudaDeviceProp, CUDA 13's layout).
 cudaError_t FillDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return cudaErrorInvalidValue;
-  if (device != 0) return cudaErrorInvalidDevice;
+  if (device < 0 || device >= simhub_device_count()) return cudaErrorInvalidDevice;
   memset(prop, 0, sizeof *prop);
   const auto& d = Driver();
   if (CUresult r = d.cuDeviceGetName(prop->name, sizeof prop->name, device); r != CUDA_SUCCESS) return FromDriver(r);
@@ -96,6 +104,11 @@ cudaError_t FillDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->concurrentKernels = attr(CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
   prop->ECCEnabled = attr(CU_DEVICE_ATTRIBUTE_ECC_ENABLED);
   prop->pciBusID = attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID);
+  prop->pciDeviceID = attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID);
+  prop->pciDomainID = attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID);
+  // A UUID of its own per device (bytes 0-3 "SIMG", then the ordinal).
+  memcpy(prop->uuid.bytes, "SIMG", 4);
+  prop->uuid.bytes[15] = static_cast<char>(device);
   prop->asyncEngineCount = attr(CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
   prop->unifiedAddressing = attr(CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
   prop->memoryBusWidth = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
@@ -210,10 +223,12 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGetDeviceProperties_v2(void* prop, int device
 }
 #endif
 
+// The current device's primary context.
 SIM_RUNTIME_EXPORT cudaError_t cudaDeviceReset(void) {
   return DriverBackedCall(SIM_RUNTIME_CBID(cudaDeviceReset_v3020), "cudaDeviceReset", nullptr, [&] {
-    cudaError_t error = FromDriver(Driver().cuDevicePrimaryCtxReset(0));
-    simrt::ForgetContext();
+    const int device = simhub_current_device();
+    cudaError_t error = FromDriver(Driver().cuDevicePrimaryCtxReset(device));
+    simrt::ForgetContext(device);
     return error;
   });
 }

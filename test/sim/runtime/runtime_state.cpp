@@ -12,7 +12,8 @@ DriverApi g_driver;
 DriverApi g_driver_per_thread;
 std::once_flag g_init_once;
 cudaError_t g_init_error = cudaSuccess;  // written once under g_init_once
-std::atomic<bool> g_context_ready{false};
+// Per device: its primary context retained by the runtime (cudaDeviceReset clears it).
+std::atomic<bool> g_context_ready[64] = {};
 thread_local cudaError_t t_last_error = cudaSuccess;
 
 template <typename Fn>
@@ -63,6 +64,8 @@ cudaError_t Initialise() {
   SIMRT_RESOLVE(cuDevicePrimaryCtxRetain, 7000)
   SIMRT_RESOLVE(cuDevicePrimaryCtxReset, 7000)
   SIMRT_RESOLVE(cuCtxSynchronize, 2000)
+  SIMRT_RESOLVE(cuCtxSetCurrent, 4000)
+  SIMRT_RESOLVE(cuCtxGetDevice, 2000)
   SIMRT_RESOLVE(cuDeviceGetDefaultMemPool, 11020)
   SIMRT_RESOLVE(cuMemGetInfo, 3020)
   SIMRT_RESOLVE(cuMemAlloc, 3020)
@@ -188,15 +191,21 @@ const DriverApi& Driver(bool per_thread) { return per_thread ? g_driver_per_thre
 cudaError_t Ready() {
   std::call_once(g_init_once, [] { g_init_error = Initialise(); });
   if (g_init_error != cudaSuccess) return g_init_error;
-  if (!g_context_ready.load(std::memory_order_acquire)) {
+  // The calling thread's device (cudaSetDevice; 0 for a thread that chose
+  // none), asked of the driver's state without an API call, as the real
+  // runtime keeps its own per-thread device.
+  const int device = simhub_current_device();
+  std::atomic<bool>& ready = g_context_ready[device & 63];
+  if (!ready.load(std::memory_order_acquire)) {
     CUcontext context = nullptr;
-    if (CUresult r = g_driver.cuDevicePrimaryCtxRetain(&context, 0); r != CUDA_SUCCESS) return FromDriver(r);
-    g_context_ready.store(true, std::memory_order_release);
+    if (CUresult r = g_driver.cuDevicePrimaryCtxRetain(&context, device); r != CUDA_SUCCESS) return FromDriver(r);
+    ready.store(true, std::memory_order_release);
   }
   return cudaSuccess;
 }
 
-void ForgetContext() { g_context_ready.store(false, std::memory_order_release); }
+void ForgetContext(int device) { g_context_ready[device & 63].store(false, std::memory_order_release); }
+void RememberContext(int device) { g_context_ready[device & 63].store(true, std::memory_order_release); }
 
 cudaError_t FromDriver(CUresult result) {
   // The runtime's codes equal the driver's for every code the sim returns.

@@ -32,6 +32,8 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuDevicePrimaryCtxRetain)
   SIMRT_DRIVER_FN(cuDevicePrimaryCtxReset)
   SIMRT_DRIVER_FN(cuCtxSynchronize)
+  SIMRT_DRIVER_FN(cuCtxSetCurrent)
+  SIMRT_DRIVER_FN(cuCtxGetDevice)
   SIMRT_DRIVER_FN(cuDeviceGetDefaultMemPool)
   SIMRT_DRIVER_FN(cuMemGetInfo)
   SIMRT_DRIVER_FN(cuMemAlloc)
@@ -155,13 +157,15 @@ struct DriverApi {
 const DriverApi& Driver(bool per_thread = false);
 
 // Initialises on first use (find the driver, resolve it, cuInit) and makes
-// sure the primary context exists. A failure is permanent and sticky, as
+// sure the primary context of the calling thread's device exists. A failure is permanent and sticky, as
 // with the real runtime: cudaErrorInsufficientDriver when there is no usable
 // driver.
 cudaError_t Ready();
 
-// After cudaDeviceReset: the next call re-creates the primary context.
-void ForgetContext();
+// After cudaDeviceReset: the next call on that device re-creates its primary context.
+void ForgetContext(int device);
+// cudaSetDevice retained the device's primary context itself.
+void RememberContext(int device);
 
 cudaError_t FromDriver(CUresult result);
 
