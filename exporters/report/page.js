@@ -555,7 +555,7 @@
     return lines;
   }
 
-  // ---- sections: the tables, the call sites and flame graph, memory
+  // ---- sections: the tables, the call sites
 
   function tables(w) {
     const s = section('tables', 'GPU kernels, CUDA API and memory operations',
@@ -578,91 +578,125 @@
     return s;
   }
 
-  // Icicle flame graph: tree = [name index (-1 root), value, [children]].
+  // The call sites' table and the flame graphs, one section.
   function flameGraph(w) {
     const s = section('python', 'GPU time by Python call site',
       'Each CUDA call is charged to the innermost frame of your own code on its Python stack (PROF_PYTHON_USER adds prefixes that count as yours); its GPU work to that call.');
-    const S = w.strings;
-    if (w.meta.python) {
-      if (!w.meta.python.startsWith('on')) s.append(el('p', { class: 'note', text: 'Python stacks ' + w.meta.python }));
-      const total = w.call_sites.reduce((a, r) => a + r.gpu, 0);
-      s.append(dataTable('table-call-sites', [
-        { title: 'GPU time (%)', key: (r) => r.gpu, cell: (r) => D(total ? (100 * r.gpu) / total : 0) },
-        { title: 'GPU time (ns)', key: (r) => r.gpu, cell: (r) => String(r.gpu) },
-        { title: 'Kernels', key: (r) => r.kernels, cell: (r) => String(r.kernels) },
-        { title: 'Launches', key: (r) => r.launches, cell: (r) => String(r.launches) },
-        { title: 'Syncs', key: (r) => r.syncs, cell: (r) => String(r.syncs) },
-        { title: 'Copies', key: (r) => r.copies, cell: (r) => String(r.copies) },
-        { title: 'Allocs/frees', key: (r) => r.allocs, cell: (r) => String(r.allocs) },
-        { title: 'Calls', key: (r) => r.calls, cell: (r) => String(r.calls) },
-        { title: 'Call site', key: (r) => r.site, cell: (r) => r.site, cls: 'name' },
-      ], w.call_sites, { empty: '(no recorded calls)' }));
-    } else {
-      s.append(el('p', { class: 'none', text: 'No Python stacks in this window (not a Python process, PROF_PYTHON=0, or a trace without python_function events): the flame graphs below start at the CUDA call.' }));
-    }
-    const kinds = [
-      ['kernel', 'Kernel time', duration, 'kernel time by the stack that launched it; the kernel is the leaf'],
-      ['sync', 'Synchronize time', duration, 'host time inside blocking synchronizes, by the stack that called them'],
-      ['copy', 'Copy bytes', bytes, 'bytes copied or set, by the stack that queued them'],
-    ];
-    const controls = el('div', { class: 'controls' });
-    const note = el('span', { class: 'note' });
-    const box = el('div', { class: 'flame', id: 'flame' });
-    let kind = 0, zoomPath = [];
-    kinds.forEach((k, i) => controls.append(el('button', { 'data-kind': k[0], text: k[1], onclick: () => { kind = i; zoomPath = []; draw(); } }), ' '));
-    controls.append(el('button', { text: 'reset zoom', onclick: () => { zoomPath = []; draw(); } }), ' ', note);
-    s.append(el('h3', { text: 'Flame graph (icicle): click a box to zoom into it, click a box above it to zoom out' }), controls, box);
-    function draw() {
-      for (const b of controls.querySelectorAll('button[data-kind]')) b.classList.toggle('on', b.dataset.kind === kinds[kind][0]);
-      const [key, , fmt, what] = kinds[kind];
-      const root = w.flame[key];
-      box.replaceChildren();
-      box.dataset.kind = key;
-      box.dataset.total = String(root[1]);
-      note.textContent = what + '; total ' + fmt(root[1]) + '.';
-      if (!root[1]) {
-        box.style.height = '30px';
-        box.append(el('div', { class: 'none', style: 'padding:6px', text: '(nothing recorded)' }));
-        return;
-      }
-      const width = Math.max(400, box.clientWidth || 1000);
-      const rowH = 18;
-      // The zoomed-into node and its ancestors.
-      const chain = [root];
-      for (const i of zoomPath) chain.push(chain[chain.length - 1][2][i]);
-      const focus = chain[chain.length - 1];
-      let maxDepth = 0;
-      const label = (n) => (n[0] < 0 ? 'all' : S[n[0]]);
-      function add(node, depth, x0, wpx, path, ancestor) {
-        maxDepth = Math.max(maxDepth, depth);
-        const children = node[2];
-        const self = node[1] - children.reduce((a, c) => a + c[1], 0);
-        const d = el('div', { class: 'node' + (ancestor ? ' ancestor' : ''), 'data-self': String(ancestor ? 0 : self), 'data-value': String(node[1]), 'data-leaf': children.length ? '0' : '1' });
-        d.style.left = x0 + 'px';
-        d.style.top = depth * rowH + 'px';
-        d.style.width = Math.max(wpx, 0.5) + 'px';
-        const name = label(node);
-        d.style.background = node[0] < 0 ? '#c9d5e2' : children.length ? 'hsl(' + (20 + (hue(name) % 40)) + ',75%,' + (68 + (hue(name) % 12)) + '%)' : 'hsl(' + (200 + (hue(name) % 40)) + ',60%,72%)';
-        if (wpx > 24) d.textContent = name;
-        d.addEventListener('mousemove', (e) => showTip(e, [[name, ''], [fmt(node[1]), '(' + D((100 * node[1]) / root[1]) + '% of all' + (self > 0 && children.length ? '; ' + fmt(self) + ' in itself' : '') + ')']]));
-        d.addEventListener('mouseleave', hideTip);
-        d.addEventListener('click', (e) => { e.stopPropagation(); zoomPath = path; draw(); });
-        box.append(d);
-        if (ancestor) return;
-        let x = x0;
-        children.forEach((c, i) => {
-          const cw = (wpx * c[1]) / node[1];
-          add(c, depth + 1, x, cw, path.concat([i]), false);
-          x += cw;
-        });
-      }
-      chain.slice(0, -1).forEach((n, depth) => add(n, depth, 0, width, zoomPath.slice(0, depth), true));
-      add(focus, chain.length - 1, 0, width, zoomPath, false);
-      box.style.height = (maxDepth + 1) * rowH + 2 + 'px';
-    }
-    requestAnimationFrame(draw);
+    s.append(...callSites(w));
+    const fg = {
+      w,
+      kind: 0,  // the index in FLAME_KINDS of the graph shown
+      zoomPath: [],  // the child indices from the root to the node zoomed into
+      controls: el('div', { class: 'controls' }),
+      note: el('span', { class: 'note' }),
+      box: el('div', { class: 'flame', id: 'flame' }),
+    };
+    addFlameControls(fg);
+    s.append(el('h3', { text: 'Flame graph (icicle): click a box to zoom into it, click a box above it to zoom out' }), fg.controls, fg.box);
+    requestAnimationFrame(() => drawFlame(fg));
     return s;
   }
+
+  // GPU time by call site when the window has Python stacks; else why not.
+  function callSites(w) {
+    if (!w.meta.python) {
+      return [el('p', { class: 'none', text: 'No Python stacks in this window (not a Python process, PROF_PYTHON=0, or a trace without python_function events): the flame graphs below start at the CUDA call.' })];
+    }
+    const parts = [];
+    if (!w.meta.python.startsWith('on')) parts.push(el('p', { class: 'note', text: 'Python stacks ' + w.meta.python }));
+    const total = w.call_sites.reduce((a, r) => a + r.gpu, 0);
+    parts.push(dataTable('table-call-sites', [
+      { title: 'GPU time (%)', key: (r) => r.gpu, cell: (r) => D(total ? (100 * r.gpu) / total : 0) },
+      { title: 'GPU time (ns)', key: (r) => r.gpu, cell: (r) => String(r.gpu) },
+      { title: 'Kernels', key: (r) => r.kernels, cell: (r) => String(r.kernels) },
+      { title: 'Launches', key: (r) => r.launches, cell: (r) => String(r.launches) },
+      { title: 'Syncs', key: (r) => r.syncs, cell: (r) => String(r.syncs) },
+      { title: 'Copies', key: (r) => r.copies, cell: (r) => String(r.copies) },
+      { title: 'Allocs/frees', key: (r) => r.allocs, cell: (r) => String(r.allocs) },
+      { title: 'Calls', key: (r) => r.calls, cell: (r) => String(r.calls) },
+      { title: 'Call site', key: (r) => r.site, cell: (r) => r.site, cls: 'name' },
+    ], w.call_sites, { empty: '(no recorded calls)' }));
+    return parts;
+  }
+
+  // ---- the flame graphs: an icicle of w.flame's trees, zoomed by clicks
+
+  // [key in w.flame, button, value format, what the graph shows]. A tree is
+  // [name index (-1: the root), value, [children]].
+  const FLAME_KINDS = [
+    ['kernel', 'Kernel time', duration, 'kernel time by the stack that launched it; the kernel is the leaf'],
+    ['sync', 'Synchronize time', duration, 'host time inside blocking synchronizes, by the stack that called them'],
+    ['copy', 'Copy bytes', bytes, 'bytes copied or set, by the stack that queued them'],
+  ];
+  const FLAME_ROW_H = 18;  // CSS pixels
+
+  // A button per graph, one to zoom back out, and the note on what is shown.
+  function addFlameControls(fg) {
+    FLAME_KINDS.forEach((k, i) => fg.controls.append(el('button', { 'data-kind': k[0], text: k[1], onclick: () => { fg.kind = i; fg.zoomPath = []; drawFlame(fg); } }), ' '));
+    fg.controls.append(el('button', { text: 'reset zoom', onclick: () => { fg.zoomPath = []; drawFlame(fg); } }), ' ', fg.note);
+  }
+
+  // Draws the chosen graph: the node zoomed into across the full width, its
+  // ancestors as full-width bars above it, its descendants below in proportion.
+  function drawFlame(fg) {
+    const [key, , format, what] = FLAME_KINDS[fg.kind];
+    for (const b of fg.controls.querySelectorAll('button[data-kind]')) b.classList.toggle('on', b.dataset.kind === key);
+    const root = fg.w.flame[key];
+    const box = fg.box;
+    box.replaceChildren();
+    box.dataset.kind = key;
+    box.dataset.total = String(root[1]);
+    fg.note.textContent = what + '; total ' + format(root[1]) + '.';
+    if (!root[1]) {
+      box.style.height = '30px';
+      box.append(el('div', { class: 'none', style: 'padding:6px', text: '(nothing recorded)' }));
+      return;
+    }
+    const pass = { fg, root, format, maxDepth: 0 };
+    const width = Math.max(400, box.clientWidth || 1000);
+    const chain = [root];
+    for (const i of fg.zoomPath) chain.push(chain[chain.length - 1][2][i]);
+    chain.slice(0, -1).forEach((n, depth) => addFlameNode(pass, n, depth, 0, width, fg.zoomPath.slice(0, depth), true));
+    addFlameNode(pass, chain[chain.length - 1], chain.length - 1, 0, width, fg.zoomPath, false);
+    box.style.height = (pass.maxDepth + 1) * FLAME_ROW_H + 2 + 'px';
+  }
+
+  // NODE's box at DEPTH, X0 and WPX pixels wide, and (unless it is an
+  // ANCESTOR of the node zoomed into) its children's under it. PATH leads
+  // from the root to NODE; a click zooms there.
+  function addFlameNode(pass, node, depth, x0, wpx, path, ancestor) {
+    const fg = pass.fg;
+    pass.maxDepth = Math.max(pass.maxDepth, depth);
+    const children = node[2];
+    const self = node[1] - children.reduce((a, c) => a + c[1], 0);
+    const d = el('div', { class: 'node' + (ancestor ? ' ancestor' : ''), 'data-self': String(ancestor ? 0 : self), 'data-value': String(node[1]), 'data-leaf': children.length ? '0' : '1' });
+    d.style.left = x0 + 'px';
+    d.style.top = depth * FLAME_ROW_H + 'px';
+    d.style.width = Math.max(wpx, 0.5) + 'px';
+    const name = node[0] < 0 ? 'all' : fg.w.strings[node[0]];
+    d.style.background = flameColor(node, name);
+    if (wpx > 24) d.textContent = name;
+    d.addEventListener('mousemove', (e) => showTip(e, [[name, ''], [pass.format(node[1]), '(' + D((100 * node[1]) / pass.root[1]) + '% of all' + (self > 0 && children.length ? '; ' + pass.format(self) + ' in itself' : '') + ')']]));
+    d.addEventListener('mouseleave', hideTip);
+    d.addEventListener('click', (e) => { e.stopPropagation(); fg.zoomPath = path; drawFlame(fg); });
+    fg.box.append(d);
+    if (ancestor) return;
+    let x = x0;
+    children.forEach((c, i) => {
+      const cw = (wpx * c[1]) / node[1];
+      addFlameNode(pass, c, depth + 1, x, cw, path.concat([i]), false);
+      x += cw;
+    });
+  }
+
+  // The root grey-blue, frames warm, leaves (kernels, calls) cool; the shade by name.
+  function flameColor(node, name) {
+    if (node[0] < 0) return '#c9d5e2';
+    if (node[2].length) return 'hsl(' + (20 + (hue(name) % 40)) + ',75%,' + (68 + (hue(name) % 12)) + '%)';
+    return 'hsl(' + (200 + (hue(name) % 40)) + ',60%,72%)';
+  }
+
+  // ---- sections: memory
 
   function memory(w) {
     const s = section('memory', 'Memory', 'Allocator calls in the window: live bytes over time (the highest of each short stretch, so peaks show), the peak, and what was still allocated when the window ended.');
@@ -722,20 +756,35 @@
     return s;
   }
 
-
   // ---- the merged job (prof merge's job summary)
 
   function jobView(job) {
     const s = section('job', 'Job: ' + job.labels.length + ' ranks',
       'prof merge\u2019s job summary: the ranks\u2019 clocks aligned on their collectives, each step of each rank, what each rank cost the others by arriving last at collectives, and the straggler with its evidence.');
+    s.append(jobStraggler(job));
+    s.append(el('h3', { text: 'Step time per rank (ms)' }));
+    s.append(el('p', { class: 'note', text: 'Colour: how much longer than the median step of all ranks (white: the median or less; darkest: 50 % longer or more). Hover a cell for its breakdown.' }));
+    s.append(el('div', { class: 'scroll' }, jobHeatMap(job)));
+    s.append(el('h3', { text: 'Compute, communication and waiting per rank (mean per step)' }));
+    s.append(legend(JOB_PARTS));
+    s.append(jobRankBars(job));
+    s.append(jobRankTable(job));
+    s.append(el('h3', { text: 'The job summary, as prof merge wrote it' }));
+    s.append(el('pre', { class: 'header', id: 'job-summary', text: job.text }));
+    s.append(el('p', { class: 'note', text: 'Each rank\u2019s own window follows; the tabs at the top choose the rank.' }));
+    return s;
+  }
+
+  // The straggler (a finding) or that there is none, with the evidence.
+  function jobStraggler(job) {
     const straggler = el('div', { class: job.straggler >= 0 ? 'finding' : 'card', id: 'job-straggler' });
     straggler.append(el('div', { class: 'title', text: job.straggler_line }));
     for (const line of job.evidence) straggler.append(el('div', { class: 'evidence', text: line }));
-    s.append(straggler);
+    return straggler;
+  }
 
-    // Heat map: a row per rank, a column per step, each cell its step time.
-    s.append(el('h3', { text: 'Step time per rank (ms)' }));
-    s.append(el('p', { class: 'note', text: 'Colour: how much longer than the median step of all ranks (white: the median or less; darkest: 50 % longer or more). Hover a cell for its breakdown.' }));
+  // Heat map: a row per rank, a column per step, each cell its step time.
+  function jobHeatMap(job) {
     const all = job.cells.flatMap((row) => row.filter((c) => c).map((c) => c[0])).sort((a, b) => a - b);
     const median = all.length ? (all[(all.length - 1) >> 1] + all[all.length >> 1]) / 2 : 0;
     const table = el('table', { class: 'data heat', id: 'job-heatmap' });
@@ -745,50 +794,59 @@
     const body = el('tbody');
     job.labels.forEach((label, i) => {
       const tr = el('tr', {}, el('td', { class: 'text', text: String(job.totals[i].rank) }));
-      job.cells.forEach((row, r) => {
-        const c = row[i];
-        const td = el('td', { text: c ? Ms(c[0]) : '' });
-        if (c) {
-          const t = median > 0 ? Math.min(1, Math.max(0, (c[0] / median - 1) / 0.5)) : 0;
-          td.style.background = 'hsl(12,80%,' + (95 - 45 * t) + '%)';
-          if (t > 0.6) td.style.color = '#fff';
-          td.addEventListener('mousemove', (e) => showTip(e, [[label + ', step ' + job.steps[r], ''],
-            ['step', Ms(c[0]) + ' ms'], ['compute', Ms(c[1]) + ' ms'], ['communication', Ms(c[2]) + ' ms'],
-            ['waiting for the last rank', Ms(c[3]) + ' ms'], ['longest host gap', Ms(c[4]) + ' ms'],
-            ['others waited for it', Ms(c[6]) + ' ms']]));
-          td.addEventListener('mouseleave', hideTip);
-        }
-        tr.append(td);
-      });
+      job.cells.forEach((row, r) => tr.append(heatCell(row[i], label + ', step ' + job.steps[r], median)));
       body.append(tr);
     });
     table.append(body);
-    s.append(el('div', { class: 'scroll' }, table));
+    return table;
+  }
 
-    // Communication against compute, per rank (means per step).
-    s.append(el('h3', { text: 'Compute, communication and waiting per rank (mean per step)' }));
-    const cats = [['Compute', '#2f6fb3'], ['Communication, not waiting', '#8e5bb5'], ['Waiting for the last rank', '#d0453b']];
-    s.append(legend(cats));
+  // One rank's step, C = [step, compute, communication, waiting, host gap,
+  // syncs, others' wait] in ns (null: the rank has no such step), shaded by
+  // how far it is over the MEDIAN step.
+  function heatCell(c, title, median) {
+    const td = el('td', { text: c ? Ms(c[0]) : '' });
+    if (!c) return td;
+    const t = median > 0 ? Math.min(1, Math.max(0, (c[0] / median - 1) / 0.5)) : 0;
+    td.style.background = 'hsl(12,80%,' + (95 - 45 * t) + '%)';
+    if (t > 0.6) td.style.color = '#fff';
+    td.addEventListener('mousemove', (e) => showTip(e, [[title, ''],
+      ['step', Ms(c[0]) + ' ms'], ['compute', Ms(c[1]) + ' ms'], ['communication', Ms(c[2]) + ' ms'],
+      ['waiting for the last rank', Ms(c[3]) + ' ms'], ['longest host gap', Ms(c[4]) + ' ms'],
+      ['others waited for it', Ms(c[6]) + ' ms']]));
+    td.addEventListener('mouseleave', hideTip);
+    return td;
+  }
+
+  // Communication against compute, per rank (means per step).
+  const JOB_PARTS = [['Compute', '#2f6fb3'], ['Communication, not waiting', '#8e5bb5'], ['Waiting for the last rank', '#d0453b']];
+
+  // A horizontal bar per rank split into JOB_PARTS, with a tick at its mean step time.
+  function jobRankBars(job) {
     const width = 760, barH = 18, left = 80;
     const max = Math.max(1, ...job.totals.map((t) => Math.max(t.step, t.compute + t.comm)));
+    const scale = (v) => ((width - left - 10) * v) / max;
     const chart = svg('svg', { class: 'chart', width, height: job.totals.length * (barH + 6) + 24 });
     job.totals.forEach((t, i) => {
       const y = 4 + i * (barH + 6);
       chart.append(svg('text', { x: left - 6, y: y + 13, 'text-anchor': 'end' }, 'rank ' + t.rank));
       let x = left;
       [t.compute, Math.max(0, t.comm - t.wait), t.wait].forEach((v, c) => {
-        const w = ((width - left - 10) * v) / max;
-        const rect = svg('rect', { x, y, width: Math.max(w, 0), height: barH, fill: cats[c][1] });
-        rect.addEventListener('mousemove', (e) => showTip(e, [['rank ' + t.rank, ''], [cats[c][0] + ':', Ms(v) + ' ms per step'], ['step time', Ms(t.step) + ' ms']]));
+        const w = scale(v);
+        const rect = svg('rect', { x, y, width: Math.max(w, 0), height: barH, fill: JOB_PARTS[c][1] });
+        rect.addEventListener('mousemove', (e) => showTip(e, [['rank ' + t.rank, ''], [JOB_PARTS[c][0] + ':', Ms(v) + ' ms per step'], ['step time', Ms(t.step) + ' ms']]));
         rect.addEventListener('mouseleave', hideTip);
         chart.append(rect);
         x += w;
       });
-      chart.append(svg('line', { x1: left + ((width - left - 10) * t.step) / max, x2: left + ((width - left - 10) * t.step) / max, y1: y - 2, y2: y + barH + 2, stroke: '#1d232b', 'stroke-width': 2 }));
+      chart.append(svg('line', { x1: left + scale(t.step), x2: left + scale(t.step), y1: y - 2, y2: y + barH + 2, stroke: '#1d232b', 'stroke-width': 2 }));
     });
     chart.append(svg('text', { x: left, y: job.totals.length * (barH + 6) + 18 }, 'the black tick: the mean step time'));
-    s.append(chart);
-    s.append(dataTable('table-job-ranks', [
+    return chart;
+  }
+
+  function jobRankTable(job) {
+    return dataTable('table-job-ranks', [
       { title: 'Rank', key: (t) => t.rank, cell: (t) => String(t.rank) },
       { title: 'Step time', key: (t) => t.step, cell: (t) => Ms(t.step) },
       { title: 'Compute', key: (t) => t.compute, cell: (t) => Ms(t.compute) },
@@ -798,11 +856,7 @@
       { title: 'Arrived last', key: (t) => t.arrived_last, cell: (t) => U(t.arrived_last) },
       { title: 'Others waited for it', key: (t) => t.cost_per_rank_step, cell: (t) => Ms(t.cost_per_rank_step) },
       { title: 'Comm overlapped (%)', key: (t) => t.overlap, cell: (t) => (t.overlap < 0 ? '-' : D(t.overlap)) },
-    ], job.totals));
-    s.append(el('h3', { text: 'The job summary, as prof merge wrote it' }));
-    s.append(el('pre', { class: 'header', id: 'job-summary', text: job.text }));
-    s.append(el('p', { class: 'note', text: 'Each rank\u2019s own window follows; the tabs at the top choose the rank.' }));
-    return s;
+    ], job.totals);
   }
 
   // ---- the page

@@ -1,7 +1,7 @@
 """`prof summary` and `prof validate` hold little per event of a large trace.
 
 summary: the calls and GPU records compact (40 and 48 bytes,
-exporters/compact_window.h) in chunks that never double. On libprof's own
+exporters/common/compact_window.h) in chunks that never double. On libprof's own
 trace of the benchmark's launch-bound window (bench_gen_trace: 22 launches,
 a copy, a synchronize, a malloc and a free per step) it peaks at about 76
 bytes per window event above a tiny trace's peak, records and the summary's

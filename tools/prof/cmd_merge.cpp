@@ -7,8 +7,8 @@
 #include <exception>
 #include <memory>
 
-#include "exporters/atomic_file.h"
-#include "exporters/gzip_sink.h"
+#include "exporters/files/atomic_file.h"
+#include "exporters/files/gzip_sink.h"
 #include "tools/prof/commands.h"
 #include "tools/prof/merge.h"
 #include "tools/prof/json_stream.h"

@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <exception>
 
-#include "exporters/atomic_file.h"
-#include "exporters/compact_window.h"
-#include "exporters/report.h"
-#include "exporters/summary.h"
-#include "exporters/window_index.h"
+#include "exporters/files/atomic_file.h"
+#include "exporters/common/compact_window.h"
+#include "exporters/report/report.h"
+#include "exporters/summary/summary.h"
+#include "exporters/common/window_index.h"
 #include "tools/prof/commands.h"
 #include "tools/prof/job.h"
 #include "tools/prof/json_stream.h"

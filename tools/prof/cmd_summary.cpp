@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <exception>
 
-#include "exporters/compact_window.h"
-#include "exporters/format.h"
-#include "exporters/summary.h"
-#include "exporters/text_table.h"
+#include "exporters/common/compact_window.h"
+#include "exporters/common/format.h"
+#include "exporters/summary/summary.h"
+#include "exporters/summary/text_table.h"
 #include "tools/prof/commands.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"

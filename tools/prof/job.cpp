@@ -4,8 +4,8 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "exporters/format.h"
-#include "exporters/text_table.h"
+#include "exporters/common/format.h"
+#include "exporters/summary/text_table.h"
 #include "tools/prof/event_fields.h"
 
 namespace prof::tool {

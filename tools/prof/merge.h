@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/byte_sink.h"
+#include "exporters/files/byte_sink.h"
 #include "tools/prof/event_fields.h"
 #include "tools/prof/job.h"
 #include "tools/prof/json_stream.h"

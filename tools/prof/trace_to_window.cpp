@@ -11,14 +11,14 @@
 #include <type_traits>
 #include <unordered_map>
 
-#include "exporters/findings.h"
+#include "exporters/summary/findings.h"
 #include "model/collectives.h"
 #include "tools/prof/event_fields.h"
 #include "tools/prof/json_stream.h"
 #include "tools/prof/merge.h"
 
-#include "exporters/compact_window.h"
-#include "exporters/cuda_names.h"
+#include "exporters/common/compact_window.h"
+#include "exporters/common/cuda_names.h"
 
 namespace prof::tool {
 namespace {
@@ -394,7 +394,7 @@ class Reader {
     return {start, start + dur};
   }
 
-  // An NCCL call as libprof writes it (exporters/chrome_trace.cpp): a cpu_op
+  // An NCCL call as libprof writes it (exporters/trace/chrome_trace.cpp): a cpu_op
   // "nccl<Operation>" with the args Kineto puts on record_param_comms, its
   // launch's correlation and where it was seen. The count NCCL was passed
   // comes back from the element counts as collectives.cpp wrote them.

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/window.h"
-#include "exporters/compact_window.h"
+#include "exporters/common/compact_window.h"
 #include "tools/prof/event_fields.h"
 
 namespace prof::tool {

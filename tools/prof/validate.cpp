@@ -7,7 +7,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "exporters/chunked_vector.h"
+#include "exporters/common/chunked_vector.h"
 #include "tools/prof/event_fields.h"
 
 namespace prof::tool {

@@ -1,7 +1,7 @@
 // Temporaries left by processes that ended through _exit() mid-write are
 // removed by the next libprof process writing to the directory; those of
 // live processes, other files and links are left alone.
-#include "exporters/atomic_file.h"
+#include "exporters/files/atomic_file.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "exporters/chrome_trace.h"
+#include "exporters/trace/chrome_trace.h"
 
 #include <catch2/catch.hpp>
 

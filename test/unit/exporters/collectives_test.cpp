@@ -1,8 +1,8 @@
-#include "exporters/collectives.h"
+#include "exporters/common/collectives.h"
 
 #include <catch2/catch.hpp>
 
-#include "exporters/summary.h"
+#include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
 #include "tools/prof/trace_to_window.h"
 

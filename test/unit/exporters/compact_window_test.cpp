@@ -1,14 +1,14 @@
 // `prof summary` holds a trace's calls and GPU records compact
-// (exporters/compact_window.h) and runs the summary on them: the same text,
+// (exporters/common/compact_window.h) and runs the summary on them: the same text,
 // byte for byte, as on the agent's records, and the same records in the same
 // order when read back from a trace in any event order.
-#include "exporters/compact_window.h"
+#include "exporters/common/compact_window.h"
 
 #include <catch2/catch.hpp>
 #include <random>
 #include <set>
 
-#include "exporters/summary.h"
+#include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
 #include "tools/prof/trace_to_window.h"
 

@@ -1,12 +1,12 @@
 // Each finding fires on a window built to trigger it and stays silent on one
 // built not to.
-#include "exporters/findings.h"
+#include "exporters/summary/findings.h"
 
 #include <catch2/catch.hpp>
 
-#include "exporters/cuda_names.h"
-#include "exporters/summary.h"
-#include "exporters/window_index.h"
+#include "exporters/common/cuda_names.h"
+#include "exporters/summary/summary.h"
+#include "exporters/common/window_index.h"
 #include "test/unit/exporters/window_builder.h"
 
 namespace prof {

@@ -1,6 +1,6 @@
 // GzipSink frames raw deflate itself and computes the trailer's CRC with
 // crc32.h: its bytes must be exactly what zlib's own gzip framing writes.
-#include "exporters/gzip_sink.h"
+#include "exporters/files/gzip_sink.h"
 
 #include <zlib.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/crc32.h"
+#include "exporters/files/crc32.h"
 
 namespace prof {
 namespace {

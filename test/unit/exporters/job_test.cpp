@@ -161,7 +161,7 @@ TEST_CASE("clock offsets are recovered from the collectives' shared end instants
 TEST_CASE("a collective kernel the trace clipped on its track is aligned by its true end", "[job]") {
   // The exporter draws a kernel that starts a few ns before the previous
   // one on its stream ends inside that one, clipped, its true duration in
-  // "unclipped dur" (exporters/chrome_trace.cpp). Read as drawn, its end
+  // "unclipped dur" (exporters/trace/chrome_trace.cpp). Read as drawn, its end
   // would be early by the whole kernel and the residual as large.
   JobSpec spec;
   spec.clock_ns = {0, 1'500'000, -730'000, 250'123};

@@ -1,4 +1,4 @@
-#include "exporters/json_writer.h"
+#include "exporters/common/json_writer.h"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "exporters/byte_sink.h"
+#include "exporters/files/byte_sink.h"
 
 namespace prof {
 namespace {

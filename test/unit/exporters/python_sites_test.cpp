@@ -1,11 +1,11 @@
 // Python stacks in the exporters: python_function slices (nesting, breaks at
 // steps and at calls without a stack, Kineto's args), call sites (user code
 // vs standard library and site-packages), the call-site table.
-#include "exporters/python_sites.h"
+#include "exporters/common/python_sites.h"
 
 #include <catch2/catch.hpp>
 
-#include "exporters/summary.h"
+#include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
 #include "tools/prof/validate.h"
 

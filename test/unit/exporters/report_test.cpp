@@ -1,6 +1,6 @@
 // The step-time and GPU idle breakdowns of the summary, folded stacks, and
 // the report page's data and safety, on hand-built windows.
-#include "exporters/report.h"
+#include "exporters/report/report.h"
 
 #include <dirent.h>
 
@@ -10,9 +10,9 @@
 #include <regex>
 #include <sstream>
 
-#include "exporters/summary.h"
-#include "exporters/window_files.h"
-#include "exporters/window_index.h"
+#include "exporters/summary/summary.h"
+#include "exporters/files/window_files.h"
+#include "exporters/common/window_index.h"
 #include "test/unit/exporters/temp_files.h"
 #include "test/unit/exporters/window_builder.h"
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "exporters/chrome_trace.h"
-#include "exporters/summary.h"
-#include "exporters/window_index.h"
+#include "exporters/trace/chrome_trace.h"
+#include "exporters/summary/summary.h"
+#include "exporters/common/window_index.h"
 #include "test/unit/exporters/window_builder.h"
 
 namespace prof {

@@ -1,6 +1,6 @@
 // SortValues (radix sort past a few hundred values) must order exactly as
 // std::sort does: the summary's medians and percentiles read the result.
-#include "exporters/stats.h"
+#include "exporters/summary/stats.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

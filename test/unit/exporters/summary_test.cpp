@@ -1,4 +1,4 @@
-#include "exporters/summary.h"
+#include "exporters/summary/summary.h"
 
 #include <catch2/catch.hpp>
 #include <regex>

@@ -1,7 +1,7 @@
 // The temporary sweeper removes what a listing of the directory would
 // remove at each window (temporaries of processes that no longer exist,
 // nothing else), listing the directory only once while it can watch it.
-#include "exporters/temporary_sweeper.h"
+#include "exporters/files/temporary_sweeper.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <string>
 
-#include "exporters/text_table.h"
+#include "exporters/summary/text_table.h"
 
 namespace prof {
 namespace {

@@ -2,7 +2,7 @@
 // exporter: for libprof's traces the numbers must equal the agent's.
 #include <catch2/catch.hpp>
 
-#include "exporters/summary.h"
+#include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
 #include "tools/prof/merge.h"
 #include "tools/prof/trace_io.h"

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "model/window.h"
-#include "exporters/byte_sink.h"
-#include "exporters/chrome_trace.h"
+#include "exporters/files/byte_sink.h"
+#include "exporters/trace/chrome_trace.h"
 
 namespace prof::testing {
 

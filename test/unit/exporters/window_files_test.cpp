@@ -1,4 +1,4 @@
-#include "exporters/window_files.h"
+#include "exporters/files/window_files.h"
 
 #include <dirent.h>
 #include <fcntl.h>

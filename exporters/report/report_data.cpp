@@ -1,0 +1,618 @@
+// The report page's data for one window, and folded stacks. Every number of
+// the page's tables comes from the Summary (ComputeSummary's arithmetic,
+// shared with .summary.txt); what the summary has no table for (the
+// timeline, the flame graphs, the memory curve) is built here from the same
+// records. Templates over the window, so the agent's Window and `prof`'s
+// CompactWindow run the same code.
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "exporters/common/compact_window.h"
+#include "exporters/common/demangle.h"
+#include "exporters/common/json_writer.h"
+#include "exporters/common/python_sites.h"
+#include "exporters/report/report.h"
+#include "exporters/common/window_index.h"
+
+namespace prof {
+namespace {
+
+// Strings of the page's data, each written once and referred to by index.
+class StringTable {
+ public:
+  uint32_t Id(const std::string& s) {
+    auto [it, added] = ids_.try_emplace(s, static_cast<uint32_t>(list_.size()));
+    if (added) list_.push_back(s);
+    return it->second;
+  }
+  const std::vector<std::string>& list() const { return list_; }
+
+ private:
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::string> list_;
+};
+
+// A tree of stacks: each node's value is its subtree's total, and a path's
+// value is added to every node on it.
+class FlameTree {
+ public:
+  FlameTree() : nodes_(1) {}
+  void Add(const std::vector<uint32_t>& path, uint64_t value) {
+    if (value == 0) return;
+    uint32_t node = 0;
+    nodes_[0].value += value;
+    for (uint32_t name : path) {
+      auto [it, added] = index_.try_emplace({node, name}, static_cast<uint32_t>(nodes_.size()));
+      if (added) {
+        nodes_.push_back({name, 0, {}});
+        nodes_[node].children.push_back(it->second);
+      }
+      node = it->second;
+      nodes_[node].value += value;
+    }
+  }
+  uint64_t total() const { return nodes_[0].value; }
+
+  // [name, value, [children]] from the root (name -1); children below
+  // kFlameMinFraction of the total join one "(other)" child of their parent.
+  void Write(JsonWriter& out, uint32_t other_name) const { WriteNode(out, 0, other_name); }
+
+  // Each node with a value of its own (more than its children's), as a
+  // path of names from the root.
+  template <typename F>
+  void ForEachSelf(F&& f) const {
+    std::vector<uint32_t> path;
+    Walk(0, &path, f);
+  }
+
+ private:
+  struct Node {
+    uint32_t name;
+    uint64_t value;
+    std::vector<uint32_t> children;
+  };
+  void WriteNode(JsonWriter& out, uint32_t n, uint32_t other_name) const {
+    const Node& node = nodes_[n];
+    out.Char('[');
+    if (n == 0) {
+      out.Int(-1);
+    } else {
+      out.UInt(node.name);
+    }
+    out.Char(',');
+    out.UInt(node.value);
+    out.Raw(",[");
+    std::vector<uint32_t> children = node.children;
+    std::sort(children.begin(), children.end(),
+              [this](uint32_t a, uint32_t b) { return nodes_[a].value > nodes_[b].value; });
+    double min_value = static_cast<double>(total()) * kFlameMinFraction;
+    uint64_t other = 0;
+    bool first = true;
+    for (uint32_t c : children) {
+      if (static_cast<double>(nodes_[c].value) < min_value) {
+        other += nodes_[c].value;
+        continue;
+      }
+      if (!first) out.Char(',');
+      first = false;
+      WriteNode(out, c, other_name);
+    }
+    if (other > 0) {
+      if (!first) out.Char(',');
+      out.Char('[');
+      out.UInt(other_name);
+      out.Char(',');
+      out.UInt(other);
+      out.Raw(",[]]");
+    }
+    out.Raw("]]");
+  }
+  template <typename F>
+  void Walk(uint32_t n, std::vector<uint32_t>* path, F& f) const {
+    uint64_t children = 0;
+    for (uint32_t c : nodes_[n].children) children += nodes_[c].value;
+    if (n != 0 && nodes_[n].value > children) f(*path, nodes_[n].value - children);
+    for (uint32_t c : nodes_[n].children) {
+      path->push_back(nodes_[c].name);
+      Walk(c, path, f);
+      path->pop_back();
+    }
+  }
+
+  std::vector<Node> nodes_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> index_;  // (parent, name) -> node
+};
+
+// The stacks of a window's calls as paths of string ids: Python frames
+// (outermost first, "file.py:57 in fn") then the CUDA call's name.
+template <typename W>
+class CallPaths {
+ public:
+  CallPaths(const W& w, StringTable* strings) : w_(w), strings_(strings), python_(!RestOf(w).python.status.empty()) {}
+
+  // The path of host event i.
+  std::vector<uint32_t> OfHostEvent(size_t i) {
+    const auto& e = w_.host_events[i];
+    std::vector<uint32_t> path = Frames(e.stack_id);
+    path.push_back(strings_->Id(std::string(ApiName(static_cast<ApiId>(e.api)))));
+    return path;
+  }
+  // The path of a CUPTI API record (a call no wrapper saw: no stack).
+  std::vector<uint32_t> OfApiRecord(size_t i) {
+    std::vector<uint32_t> path = Frames(0);
+    path.push_back(strings_->Id(w_.String(w_.device_records[i].name_id)));
+    return path;
+  }
+  // The path of the call that queued GPU work with this correlation id.
+  std::vector<uint32_t> OfWork(const WindowIndex& index, uint32_t correlation) {
+    int64_t call = correlation == 0 ? WindowIndex::kNone : index.HostCall(correlation);
+    if (call != WindowIndex::kNone) return OfHostEvent(static_cast<size_t>(call));
+    call = correlation == 0 ? WindowIndex::kNone : index.ApiRecord(correlation);
+    if (call != WindowIndex::kNone) return OfApiRecord(static_cast<size_t>(call));
+    return {strings_->Id("(launching call not recorded)")};
+  }
+
+ private:
+  std::vector<uint32_t> Frames(uint32_t stack_id) {
+    const PythonInfo& py = RestOf(w_).python;
+    if (!python_) return {};
+    if (stack_id <= 1 || stack_id >= py.stacks.size()) return {strings_->Id("(no Python frames)")};
+    auto [it, added] = cache_.try_emplace(stack_id);
+    if (added) {
+      const std::vector<uint32_t>& frames = py.stacks[stack_id];  // innermost first
+      for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
+        std::string text = CallSiteText(RestOf(w_), *f);
+        it->second.push_back(strings_->Id(text.empty() ? "(unknown frame)" : text));
+      }
+    }
+    return it->second;
+  }
+
+  const W& w_;
+  StringTable* strings_;
+  bool python_;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> cache_;
+};
+
+template <typename W>
+FlameTree KernelFlame(const W& w, const WindowIndex& index, StringTable* strings) {
+  DisplayNames names(RestOf(w));
+  CallPaths<W> paths(w, strings);
+  FlameTree tree;
+  for (const auto& r : w.device_records) {
+    if (KindOf(r) != DeviceKind::kKernel) continue;
+    std::vector<uint32_t> path = paths.OfWork(index, r.correlation_id);
+    path.push_back(strings->Id(names(r.name_id)));
+    tree.Add(path, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+  }
+  return tree;
+}
+
+uint64_t Dur(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
+
+// One JSON object's fields in the order written, closed when it goes out of
+// scope: Object(out).U("a", 1).S("b", "x") writes {"a":1,"b":"x"}.
+class Object {
+ public:
+  explicit Object(JsonWriter& out) : out_(out) { out_.Char('{'); }
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  ~Object() { out_.Char('}'); }
+  Object& U(std::string_view key, uint64_t value) {
+    Key(key).UInt(value);
+    return *this;
+  }
+  Object& I(std::string_view key, int64_t value) {
+    Key(key).Int(value);
+    return *this;
+  }
+  Object& D(std::string_view key, double value) {
+    Key(key).Double(value);
+    return *this;
+  }
+  Object& S(std::string_view key, std::string_view value) {
+    Key(key).String(value);
+    return *this;
+  }
+  Object& B(std::string_view key, bool value) {
+    Key(key).Bool(value);
+    return *this;
+  }
+  // A field whose value the caller writes next.
+  JsonWriter& Key(std::string_view key) {
+    if (fields_++ != 0) out_.Char(',');
+    out_.Key(key);
+    return out_;
+  }
+
+ private:
+  JsonWriter& out_;
+  int fields_ = 0;
+};
+
+// A JSON array of unsigned numbers: [1,2,3].
+void Numbers(JsonWriter& out, std::initializer_list<uint64_t> values) {
+  out.Char('[');
+  bool first = true;
+  for (uint64_t v : values) {
+    if (!first) out.Char(',');
+    first = false;
+    out.UInt(v);
+  }
+  out.Char(']');
+}
+
+void Row(JsonWriter& out, const TimeRow& r) {
+  Object(out)
+      .S("name", r.name)
+      .D("percent", r.percent)
+      .U("total", r.total_ns)
+      .U("count", r.count)
+      .D("avg", r.avg_ns)
+      .D("med", r.median_ns)
+      .U("min", r.min_ns)
+      .U("max", r.max_ns)
+      .D("stddev", r.stddev_ns);
+}
+
+template <typename T, typename F>
+void Array(JsonWriter& out, const std::vector<T>& items, F&& each) {
+  out.Char('[');
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i) out.Char(',');
+    each(items[i]);
+  }
+  out.Char(']');
+}
+
+void Breakdown(JsonWriter& out, const TimeBreakdown& b) {
+  Numbers(out, {b.kernel_ns, b.comm_ns, b.memcpy_ns, b.memset_ns, b.runtime_ns, b.sync_ns, b.other_ns});
+}
+
+void WriteSummary(JsonWriter& out, const Summary& s) {
+  const WindowMeta& m = s.meta;
+  out.Key("meta");
+  Object(out)
+      .S("name", m.name)
+      .I("rank", m.rank_known ? m.rank : -1)
+      .I("world", m.world_size)
+      .U("first_step", m.first_step)
+      .U("last_step", m.last_step)
+      .S("partial", m.partial ? m.partial_reason : "")
+      .S("step_description", m.step_description)
+      .S("range_description", m.range_description)
+      .S("host", m.hostname)
+      .I("pid", m.pid)
+      .S("version", m.libprof_version)
+      .S("cupti", m.cupti_mode)
+      .B("gpu_timings", m.has_gpu_timings)
+      .S("python", s.python_status);
+  out.Raw(",\"header\":");
+  out.String(SummaryHeader(s));
+  out.Raw(",\"span\":");
+  out.UInt(Dur(s.span_start_ns, s.span_end_ns));
+  out.Raw(",\"busy\":");
+  out.UInt(s.gpu_busy_ns);
+  out.Raw(",\"busy_percent\":");
+  out.Double(s.gpu_busy_percent);
+  out.Raw(",\"findings\":");
+  Array(out, s.findings, [&](const Finding& f) {
+    Object(out).S("id", f.id).S("title", f.title).S("evidence", f.evidence).S("advice", f.advice);
+  });
+  auto row = [&](const TimeRow& r) { Row(out, r); };
+  out.Raw(",\"kernels\":");
+  Array(out, s.kernels, row);
+  out.Raw(",\"api\":");
+  Array(out, s.api_calls, row);
+  out.Raw(",\"mem_time\":");
+  Array(out, s.mem_time, row);
+  out.Raw(",\"mem_size\":");
+  Array(out, s.mem_size, [&](const SizeRow& r) {
+    Object(out)
+        .S("name", r.name)
+        .U("total", r.total_bytes)
+        .U("count", r.count)
+        .D("avg", r.avg_bytes)
+        .D("med", r.median_bytes)
+        .U("min", r.min_bytes)
+        .U("max", r.max_bytes)
+        .D("stddev", r.stddev_bytes);
+  });
+  out.Raw(",\"mem_size_from_host\":");
+  out.Bool(s.mem_size_from_host);
+  out.Raw(",\"steps\":");
+  Array(out, s.steps, [&](const StepRow& r) {
+    Object step(out);
+    step.U("step", r.step)
+        .U("wall", r.wall_ns)
+        .U("busy", r.gpu_busy_ns)
+        .D("busy_percent", r.gpu_busy_percent)
+        .U("kernels", r.kernels)
+        .U("launches", r.launches)
+        .U("syncs", r.syncs)
+        .U("copies", r.copies)
+        .U("allocs", r.allocs);
+    Breakdown(step.Key("breakdown"), r.breakdown);
+  });
+  out.Raw(",\"breakdown\":");
+  Breakdown(out, s.breakdown);
+  out.Raw(",\"stream_idle\":");
+  Array(out, s.stream_idle, [&](const StreamIdleRow& r) {
+    Numbers(out, {r.device, r.stream, r.gaps, r.host_wait_ns, r.kernel_wait_ns, r.other_ns});
+  });
+  out.Raw(",\"call_sites\":");
+  Array(out, s.call_sites, [&](const CallSiteRow& r) {
+    Object(out)
+        .S("site", r.site)
+        .S("file", r.file)
+        .U("gpu", r.gpu_ns)
+        .U("kernels", r.kernels)
+        .U("launches", r.launches)
+        .U("syncs", r.syncs)
+        .U("copies", r.copies)
+        .U("allocs", r.allocs)
+        .U("calls", r.calls);
+  });
+  out.Raw(",\"memory\":");
+  Array(out, s.memory, [&](const MemoryRow& r) {
+    Object(out)
+        .I("device", r.device)
+        .U("kind", r.mem_kind)
+        .U("allocs", r.allocs)
+        .U("frees", r.frees)
+        .U("allocated", r.bytes_allocated)
+        .U("freed", r.bytes_freed)
+        .U("peak", r.peak_bytes);
+  });
+  uint64_t live_total = 0;
+  for (const LiveAllocation& a : s.live) live_total += a.bytes;
+  out.Raw(",\"live_count\":");
+  out.UInt(s.live.size());
+  out.Raw(",\"live_bytes\":");
+  out.UInt(live_total);
+  out.Raw(",\"live\":[");
+  for (size_t i = 0; i < s.live.size() && i < kLiveRowsShown; ++i) {
+    const LiveAllocation& a = s.live[i];
+    if (i) out.Char(',');
+    Object(out)
+        .U("bytes", a.bytes)
+        .I("device", a.device)
+        .U("kind", a.mem_kind)
+        .S("api", ApiName(static_cast<ApiId>(a.api)))
+        .S("site", i < s.live_sites.size() ? s.live_sites[i] : "");
+  }
+  out.Raw("],\"idle_gaps\":");
+  out.UInt(s.idle_gaps.size());
+  out.Raw(",\"idle_gap_total\":");
+  out.UInt(s.idle_gap_total_ns);
+  out.Raw(",\"latency\":[");
+  out.UInt(s.launch_latency.count);
+  out.Char(',');
+  out.Double(s.launch_latency.median_ns);
+  out.Char(',');
+  out.Double(s.launch_latency.p99_ns);
+  out.Char(',');
+  out.UInt(s.launch_latency.max_ns);
+  out.Raw("],\"losses\":");
+  const LossCounts& l = m.losses;
+  Numbers(out, {l.host_events_dropped, l.device_records_dropped, l.cupti_records_dropped, l.device_records_missing,
+                l.alloc_samples_dropped});
+}
+
+// One lane of the timeline: items in start order, then merged where they lie
+// closer than `bin` (the page cannot draw them apart at full zoom-out).
+struct Item {
+  uint64_t start;
+  uint64_t end;
+  uint32_t name;
+  uint32_t site;
+};
+
+void WriteLane(JsonWriter& out, const std::string& label, const char* kind, std::vector<Item>* items,
+               uint64_t origin, uint64_t bin) {
+  std::sort(items->begin(), items->end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+  out.Raw("{\"label\":");
+  out.String(label);
+  out.Raw(",\"kind\":\"");
+  out.Raw(kind);
+  out.Raw("\",\"items\":[");
+  bool first = true;
+  for (size_t i = 0; i < items->size();) {
+    // A block: this item and those that follow it within `bin` of its end;
+    // it is named after its longest item.
+    Item block = (*items)[i];
+    uint64_t longest = Dur(block.start, block.end);
+    size_t count = 1;
+    for (++i; i < items->size() && (*items)[i].start < std::max(block.end, block.start + bin); ++i, ++count) {
+      const Item& it = (*items)[i];
+      if (Dur(it.start, it.end) > longest) longest = Dur(it.start, it.end), block.name = it.name, block.site = it.site;
+      block.end = std::max(block.end, it.end);
+    }
+    if (!first) out.Char(',');
+    first = false;
+    Numbers(out, {block.start - origin, Dur(block.start, block.end), block.name, block.site, count});
+  }
+  out.Raw("]}");
+}
+
+template <typename W>
+void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const Summary& s, StringTable* strings) {
+  uint64_t origin = s.span_start_ns, span = Dur(s.span_start_ns, s.span_end_ns);
+  uint64_t bin = std::max<uint64_t>(1, span / kTimelineBins);
+  DisplayNames names(RestOf(w));
+  CallSites sites(RestOf(w));
+  uint32_t no_site = strings->Id("");
+  auto site_of_stack = [&](uint32_t stack_id) {
+    uint32_t frame = sites.Of(stack_id);
+    return frame == 0 ? no_site : strings->Id(sites.Text(frame));
+  };
+  auto site_of_work = [&](uint32_t correlation) {
+    int64_t call = correlation == 0 ? WindowIndex::kNone : index.HostCall(correlation);
+    return call == WindowIndex::kNone ? no_site : site_of_stack(w.host_events[static_cast<size_t>(call)].stack_id);
+  };
+  auto clip = [&](uint64_t t) { return std::min(std::max(t, s.span_start_ns), std::max(s.span_start_ns, s.span_end_ns)); };
+  std::map<std::pair<uint32_t, uint32_t>, std::vector<Item>> gpu;  // (device, stream)
+  std::map<uint32_t, std::vector<Item>> host;                      // tid
+  for (const auto& r : w.device_records) {
+    DeviceKind kind = KindOf(r);
+    uint64_t a = clip(r.start_ns), b = clip(r.end_ns);
+    if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) {
+      uint32_t name = strings->Id(kind == DeviceKind::kKernel   ? names(r.name_id)
+                                  : kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind)
+                                                                : std::string("[CUDA memset]"));
+      gpu[{r.device_id, r.stream_id}].push_back({a, b, name, site_of_work(r.correlation_id)});
+    }
+  }
+  // CUPTI API records (calls no wrapper saw) on their threads.
+  if constexpr (std::is_same_v<W, Window>) {
+    for (const auto& r : w.device_records) {
+      if (IsApiRecord(r) && index.ApiRecordShown(r)) {
+        host[r.thread_id].push_back({clip(r.start_ns), clip(r.end_ns), strings->Id(w.String(r.name_id)), no_site});
+      }
+    }
+  }
+  for (const auto& e : w.host_events) {
+    host[e.tid].push_back({clip(e.start_ns), clip(e.end_ns), strings->Id(std::string(ApiName(static_cast<ApiId>(e.api)))),
+                           site_of_stack(e.stack_id)});
+  }
+  std::unordered_map<uint32_t, std::string> thread_names;
+  for (const auto& [tid, name] : RestOf(w).thread_names) thread_names[tid] = name;
+  out.Raw("\"timeline\":{\"bin\":");
+  out.UInt(bin);
+  out.Raw(",\"lanes\":[");
+  bool first = true;
+  for (auto& [key, items] : gpu) {
+    if (!first) out.Char(',');
+    first = false;
+    WriteLane(out, "GPU " + std::to_string(key.first) + " stream " + std::to_string(key.second), "gpu", &items,
+              origin, bin);
+  }
+  for (auto& [tid, items] : host) {
+    if (items.empty()) continue;
+    if (!first) out.Char(',');
+    first = false;
+    auto name = thread_names.find(tid);
+    std::string label = "thread " + std::to_string(tid);
+    if (name != thread_names.end() && !name->second.empty()) label += " (" + name->second + ")";
+    WriteLane(out, label, "host", &items, origin, bin);
+  }
+  out.Raw("],\"steps\":[");
+  first = true;
+  for (const StepSpan& st : RestOf(w).steps) {
+    if (!first) out.Char(',');
+    first = false;
+    Numbers(out, {st.step, clip(st.start_ns) - origin, Dur(clip(st.start_ns), clip(st.end_ns))});
+  }
+  out.Raw("]}");
+}
+
+// Live bytes per device and memory kind over the window: the highest total
+// of each 1/kMemoryPoints of the span (so the peak is kept).
+void WriteMemorySeries(JsonWriter& out, const Window& rest, const Summary& s) {
+  uint64_t origin = s.span_start_ns, span = Dur(s.span_start_ns, s.span_end_ns);
+  uint64_t bin = std::max<uint64_t>(1, span / kMemoryPoints);
+  std::map<std::pair<int, int>, std::vector<std::pair<uint64_t, uint64_t>>> series;
+  for (const AllocSample& a : rest.alloc_samples) {
+    auto& points = series[{a.device, a.mem_kind}];
+    uint64_t t = a.ts_ns > origin ? a.ts_ns - origin : 0;
+    if (!points.empty() && points.back().first / bin == t / bin) {
+      points.back().second = std::max(points.back().second, a.total_bytes);
+    } else {
+      points.emplace_back(t, a.total_bytes);
+    }
+  }
+  out.Raw("\"memory_series\":[");
+  bool first = true;
+  for (const auto& [key, points] : series) {
+    if (!first) out.Char(',');
+    first = false;
+    Object series_json(out);
+    series_json.I("device", key.first).I("kind", key.second);
+    Array(series_json.Key("points"), points,
+          [&](const std::pair<uint64_t, uint64_t>& p) { Numbers(out, {p.first, p.second}); });
+  }
+  out.Char(']');
+}
+
+template <typename W>
+std::string WindowJson(const W& w, const WindowIndex& index, const Summary& s, const std::string& label,
+                       const std::string& trace_file) {
+  std::string json;
+  StringSink sink(&json);
+  JsonWriter out(sink);
+  StringTable strings;
+  out.Raw("{\"label\":");
+  out.String(label);
+  out.Raw(",\"trace_file\":");
+  out.String(trace_file);
+  out.Char(',');
+  WriteSummary(out, s);
+  out.Char(',');
+  WriteTimeline(out, w, index, s, &strings);
+  out.Char(',');
+  WriteMemorySeries(out, RestOf(w), s);
+
+  // Flame graphs: kernel time, synchronize time, copy bytes.
+  FlameTree kernels = KernelFlame(w, index, &strings);
+  FlameTree syncs, copies;
+  CallPaths<W> paths(w, &strings);
+  for (size_t i = 0; i < w.host_events.size(); ++i) {
+    const auto& e = w.host_events[i];
+    if (IsBlockingSync(static_cast<ApiId>(e.api))) syncs.Add(paths.OfHostEvent(i), Dur(e.start_ns, e.end_ns));
+  }
+  for (const auto& r : w.device_records) {
+    DeviceKind kind = KindOf(r);
+    if (kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
+    std::vector<uint32_t> path = paths.OfWork(index, r.correlation_id);
+    path.push_back(strings.Id(kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind) : "[CUDA memset]"));
+    copies.Add(path, r.bytes);
+  }
+  uint32_t other = strings.Id("(other: each below 0.01%)");
+  out.Raw(",\"flame\":{\"kernel\":");
+  kernels.Write(out, other);
+  out.Raw(",\"sync\":");
+  syncs.Write(out, other);
+  out.Raw(",\"copy\":");
+  copies.Write(out, other);
+  out.Raw("},\"strings\":");
+  Array(out, strings.list(), [&](const std::string& text) { out.String(text); });
+  out.Char('}');
+  out.Finish();
+  return json;
+}
+
+template <typename W>
+std::string Folded(const W& w, const WindowIndex& index) {
+  StringTable strings;
+  FlameTree tree = KernelFlame(w, index, &strings);
+  std::string out;
+  tree.ForEachSelf([&](const std::vector<uint32_t>& path, uint64_t value) {
+    for (size_t i = 0; i < path.size(); ++i) {
+      if (i) out += ';';
+      // ';' separates frames and a newline ends the line: neither may be in a name.
+      for (char c : strings.list()[path[i]]) out += (c == ';' ? ',' : (c == '\n' || c == '\r') ? ' ' : c);
+    }
+    out += ' ';
+    out += std::to_string(value);
+    out += '\n';
+  });
+  return out;
+}
+
+}  // namespace
+
+std::string ReportWindowJson(const Window& w, const WindowIndex& index, const Summary& s, const std::string& label,
+                             const std::string& trace_file) {
+  return WindowJson(w, index, s, label, trace_file);
+}
+std::string ReportWindowJson(const CompactWindow& w, const WindowIndex& index, const Summary& s,
+                             const std::string& label, const std::string& trace_file) {
+  return WindowJson(w, index, s, label, trace_file);
+}
+std::string FoldedStacks(const Window& w, const WindowIndex& index) { return Folded(w, index); }
+std::string FoldedStacks(const CompactWindow& w, const WindowIndex& index) { return Folded(w, index); }
+
+}  // namespace prof

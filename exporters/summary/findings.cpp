@@ -1,0 +1,465 @@
+#include "exporters/summary/findings.h"
+
+#include <algorithm>
+#include <map>
+
+#include "exporters/common/collectives.h"
+#include "exporters/common/compact_window.h"
+#include "exporters/common/cuda_names.h"
+#include "exporters/common/format.h"
+#include "exporters/common/python_sites.h"
+#include "exporters/summary/summary.h"
+#include "exporters/summary/text_table.h"
+#include "exporters/common/window_index.h"
+
+namespace prof {
+namespace {
+
+constexpr uint8_t kCudaMemcpyDeviceToHost = 2;  // cudaMemcpyKind
+
+uint64_t Duration(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
+
+std::string ConfigValue(const WindowMeta& meta, const std::string& key) {
+  for (const auto& [k, v] : meta.config) {
+    if (k == key) return v;
+  }
+  return {};
+}
+
+// Allocation calls that go to the driver each time (the *Async and pool
+// allocators are stream-ordered and cheap by design).
+bool IsSynchronousAllocatorCall(ApiId id) {
+  ApiKind kind = ApiKindOf(id);
+  if (kind != ApiKind::kAlloc && kind != ApiKind::kFree) return false;
+  switch (id) {
+    case ApiId::cudaMallocAsync: case ApiId::cudaMallocAsync_ptsz: case ApiId::cudaFreeAsync:
+    case ApiId::cudaFreeAsync_ptsz: case ApiId::cudaMallocFromPoolAsync: case ApiId::cudaMallocFromPoolAsync_ptsz:
+    case ApiId::cuMemAllocAsync: case ApiId::cuMemFreeAsync:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// Counts of calls of some sort inside steps, by API, with their host time.
+struct CallTally {
+  uint64_t count = 0;
+  uint64_t time_ns = 0;
+  uint64_t bytes = 0;
+  size_t steps_with = 0;
+  std::map<std::string, uint64_t> by_api;
+  std::map<uint64_t, uint64_t> by_site;  // Python call site (CallSites::Key) -> calls (0: none)
+
+  std::string Describe(size_t steps) const {
+    std::string apis;
+    for (const auto& [name, n] : by_api) apis += (apis.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+    return Printf("%llu calls in %zu of %zu steps (%.1f per step), %s blocked on the host: %s",
+                  static_cast<unsigned long long>(count), steps_with, steps, steps ? double(count) / double(steps) : 0.0,
+                  FormatDuration(static_cast<double>(time_ns)).c_str(), apis.c_str());
+  }
+};
+
+// W: Window or CompactWindow.
+template <typename W>
+class FindingsBuilder {
+ public:
+  FindingsBuilder(const W& w, const Summary& s, const WindowIndex& index)
+      : w_(w), s_(s), index_(index), sites_(RestOf(w)) {}
+
+  std::vector<Finding> Build() {
+    InterceptionOnly();
+    DataLoss();
+    Partial();
+    BoundBy();
+    Communication();
+    SyncsInSteps();
+    DeviceToHostCopies();
+    PageableCopies();
+    AllocatorChurn();
+    LaunchLatency();
+    IdleGaps();
+    return std::move(out_);
+  }
+
+ private:
+  void Add(std::string id, std::string title, std::string evidence, std::string advice) {
+    out_.push_back({std::move(id), std::move(title), std::move(evidence), std::move(advice)});
+  }
+
+  // Index of the step whose span holds t, or -1.
+  int64_t StepOf(uint64_t t) const {
+    auto it = std::upper_bound(w_.steps.begin(), w_.steps.end(), t,
+                               [](uint64_t v, const StepSpan& st) { return v < st.start_ns; });
+    if (it == w_.steps.begin()) return -1;
+    --it;
+    return t < it->end_ns ? it - w_.steps.begin() : -1;
+  }
+
+  // Tallies host calls matching `pick` that start inside a step. `skip`
+  // excludes calls (the step markers themselves).
+  template <typename Pick>
+  CallTally Tally(Pick pick, const std::vector<bool>* skip = nullptr) const {
+    CallTally t;
+    std::vector<bool> seen(w_.steps.size());
+    for (size_t i = 0; i < w_.host_events.size(); ++i) {
+      const auto& e = w_.host_events[i];
+      if ((skip && (*skip)[i]) || !pick(e)) continue;
+      int64_t k = StepOf(e.start_ns);
+      if (k < 0) continue;
+      ++t.count;
+      t.time_ns += Duration(e.start_ns, e.end_ns);
+      t.bytes += e.bytes;
+      ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
+      ++t.by_site[sites_.Key(e.stack_id)];
+      if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
+    }
+    return t;
+  }
+
+  // "; top call sites: train.py:57 in train_step x5, ..." (Python
+  // processes only), the three sites with the most calls.
+  std::string TopSites(const std::map<uint64_t, uint64_t>& by_site) {
+    std::vector<std::pair<uint64_t, uint64_t>> ranked;
+    for (const auto& [site, n] : by_site) {
+      if (site != 0) ranked.emplace_back(n, site);
+    }
+    if (ranked.empty()) return "";
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string text = "; top call sites: ";
+    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + sites_.KeyText(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+    }
+    return text;
+  }
+
+  void InterceptionOnly() {
+    // Without a CUDA call there is nothing CUPTI would have timed: that is
+    // no profile at all, not an interception-only one.
+    if (w_.meta.has_gpu_timings || w_.host_events.empty()) return;
+    if (w_.meta.cupti_mode == kNotLibprofCuptiMode) {
+      Add("interception-only", "No GPU timings: the trace holds CUDA calls but no GPU activity",
+          Printf("%zu CUDA calls and no kernel, copy or memset on the GPU; GPU busy, kernel times and launch "
+                 "latency are unknown",
+                 static_cast<size_t>(w_.host_events.size())),
+          "record GPU activity too (torch.profiler: ProfilerActivity.CUDA; or run under libprof)");
+      return;
+    }
+    Add("interception-only", "No GPU timings: CUPTI activity was not available",
+        "CUPTI mode: " + (w_.meta.cupti_mode.empty() ? std::string("unknown") : w_.meta.cupti_mode) +
+            "; only host-side CUDA calls were recorded, so GPU busy, kernel times and launch latency are unknown",
+        "check PROF_CUPTI_LIB and that no other profiler holds CUPTI (one subscriber only)");
+  }
+
+  void DataLoss() {
+    const LossCounts& l = w_.meta.losses;
+    std::string parts;
+    auto part = [&parts](const char* what, uint64_t n) {
+      if (n) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    };
+    part("host events dropped (buffer full)", l.host_events_dropped);
+    part("device records dropped (buffer pool exhausted)", l.device_records_dropped);
+    part("records dropped by CUPTI", l.cupti_records_dropped);
+    part("device records never delivered", l.device_records_missing);
+    part("device records CUPTI delivered without timestamps (work still running when CUPTI was flushed)",
+         l.device_records_untimed);
+    part("records of unknown kinds", l.unknown_activity_kinds);
+    part("calls whose host event came after the window was sealed (their thread was descheduled between the "
+         "call's return and its record)",
+         l.host_events_late);
+    part("calls whose own CUPTI record never came (what shows a call no wrapper recorded)", l.api_records_missing);
+    part("allocation samples dropped", l.alloc_samples_dropped);
+    part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
+    part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
+    if (l.unrecorded_start_ns != 0) {
+      parts += (parts.empty() ? "" : ", ") + Printf("the window's first %.3f ms not recorded (libprof's agent thread "
+                                                    "turned recording on late: a loaded machine)",
+                                                    static_cast<double>(l.unrecorded_start_ns) / 1e6);
+    }
+    if (parts.empty()) return;
+    // Each cure for the losses that happened, and only those.
+    std::string advice;
+    auto cure = [&advice](bool when, const char* text) {
+      if (when) advice += (advice.empty() ? "" : "; ") + std::string(text);
+    };
+    cure(l.host_events_dropped || l.device_records_dropped || l.alloc_samples_dropped || l.nvtx_ranges_dropped ||
+             l.nvtx_names_dropped,
+         "raise PROF_BUFFER_MB, or shorten the window (PROF_ACTIVE)");
+    cure(l.cupti_records_dropped, "CUPTI's own buffers overflowed: shorten the window (PROF_ACTIVE) or record fewer "
+                                  "activities (PROF_ACTIVITIES)");
+    cure(l.device_records_missing || l.device_records_untimed,
+         "the GPU work had not finished when the window was sealed: raise PROF_FLUSH_TIMEOUT_MS, or let the window "
+         "end before the process does");
+    // Records that did come late, not dropped ones: a thread descheduled
+    // between a call's return and its record.
+    cure(l.host_events_late || (l.api_records_missing && !l.cupti_records_dropped && !l.device_records_dropped),
+         "a busy machine: leave libprof's writer and the program's threads a core, or raise PROF_FLUSH_TIMEOUT_MS");
+    cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
+    cure(l.unrecorded_start_ns != 0,
+         "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");
+    Add("data-loss", "Some data was lost: tables and findings undercount", parts, advice);
+  }
+
+  void Partial() {
+    if (!w_.meta.partial) return;
+    Add("partial-window", "The window ended early (" + w_.meta.partial_reason + ")",
+        Printf("steps %llu-%llu recorded", static_cast<unsigned long long>(w_.meta.first_step),
+               static_cast<unsigned long long>(w_.meta.last_step)),
+        "the process ended during the window; the last step may be incomplete");
+  }
+
+  void BoundBy() {
+    if (!s_.has_gpu_work) return;
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    uint64_t launches = 0;
+    for (const StepRow& r : s_.steps) launches += r.launches;
+    uint64_t kernels = 0, from_graphs = 0;
+    for (const auto& r : w_.device_records) {
+      if (KindOf(r) != DeviceKind::kKernel) continue;
+      ++kernels;
+      if (r.graph_id != 0) ++from_graphs;
+    }
+    // Both verdicts are about kernels: a window of copies alone (or of
+    // nothing the GPU ran) is neither, whatever its busy share.
+    if (kernels == 0) return;
+    // "Busy" is computing: time the GPU only spends in collectives (waiting
+    // for a peer, transferring) is not (compute_busy_percent).
+    if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
+      // A step that already replays CUDA graphs gains nothing from "capture
+      // it in a graph": its idle time is between the replays.
+      bool graphs = from_graphs * 2 > kernels;
+      std::string evidence =
+          Printf("GPU busy %.1f%% of %s (threshold < %.0f%%); median kernel %s (threshold < %s); median idle "
+                 "between kernels on a stream %s; %llu launches in %zu steps",
+                 s_.compute_busy_percent, FormatDuration(static_cast<double>(span)).c_str(), kOverheadBusyPercent,
+                 FormatDuration(s_.median_kernel_ns).c_str(), FormatDuration(kShortKernelNs).c_str(),
+                 FormatDuration(s_.median_kernel_gap_ns).c_str(), static_cast<unsigned long long>(launches),
+                 s_.steps.size());
+      if (from_graphs > 0) {
+        evidence += Printf("; %llu of %llu kernels ran from CUDA graphs", static_cast<unsigned long long>(from_graphs),
+                           static_cast<unsigned long long>(kernels));
+      }
+      Add("overhead-bound", "Overhead-bound: the GPU mostly waits for the host to launch short kernels", evidence,
+          graphs ? "the step already replays CUDA graphs, so the idle time is outside them: capture more of the "
+                   "step into the graph (host work between replays shows as gaps), fuse the graph's short "
+                   "kernels, or raise the batch size"
+                 : "launch fewer, larger kernels: fuse operations (torch.compile), capture the step in a CUDA "
+                   "graph, or raise the batch size");
+    } else if (s_.compute_busy_percent >= kComputeBusyPercent) {
+      std::string top;
+      for (size_t i = 0, shown = 0; i < s_.kernels.size() && shown < 3; ++i) {
+        if (IsCommunicationKernelName(s_.kernels[i].name)) continue;
+        top += Printf("%s%s %.1f%%", shown++ ? "; " : "", s_.kernels[i].name.c_str(), s_.kernels[i].percent);
+      }
+      Add("compute-bound", "Compute-bound: the GPU is busy; speed comes from the kernels themselves",
+          Printf("GPU busy computing %.1f%% of %s (threshold >= %.0f%%); top kernels by GPU time: %s", s_.compute_busy_percent,
+                 FormatDuration(static_cast<double>(span)).c_str(), kComputeBusyPercent, top.c_str()),
+          "optimize the top kernels (Nsight Compute), use mixed precision or tensor cores");
+    }
+  }
+
+  // With PROF_STEP=sync (or api:<a sync call>) the call that ends each step
+  // is the marker, not a problem: skip the last one in each step.
+  std::vector<bool> StepMarkers() const {
+    std::vector<bool> skip(w_.host_events.size());
+    std::string step = ConfigValue(w_.meta, "PROF_STEP");
+    ApiId marker_api = ApiId::kCount;
+    bool any_sync = step == "sync";
+    if (step.rfind("api:", 0) == 0 && !ApiFromName(step.substr(4), &marker_api)) return skip;
+    if (!any_sync && marker_api == ApiId::kCount) return skip;
+    std::vector<int64_t> last(w_.steps.size(), -1);
+    for (size_t i = 0; i < w_.host_events.size(); ++i) {
+      auto id = static_cast<ApiId>(w_.host_events[i].api);
+      if (any_sync ? !IsBlockingSync(id) : id != marker_api) continue;
+      int64_t k = StepOf(w_.host_events[i].start_ns);
+      if (k >= 0) last[static_cast<size_t>(k)] = static_cast<int64_t>(i);
+    }
+    for (int64_t i : last) {
+      if (i >= 0) skip[static_cast<size_t>(i)] = true;
+    }
+    return skip;
+  }
+
+  void SyncsInSteps() {
+    std::vector<bool> markers = StepMarkers();
+    CallTally t = Tally([](const auto& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
+    if (t.count == 0) return;
+    Add("sync-in-step", "Synchronization inside steps: the host waits for the GPU and the launch queue drains",
+        t.Describe(s_.steps.size()) + TopSites(t.by_site),
+        "remove the synchronize (or move it out of the step); read results back asynchronously "
+        "(non_blocking copies, events) and check values less often");
+  }
+
+  // A device-to-host copy makes the host wait for the GPU when the call is
+  // synchronous (cudaMemcpy, not *Async) or lands in pageable memory (then
+  // even cudaMemcpyAsync is staged synchronously). Async copies into pinned
+  // memory do not block and are not counted.
+  void DeviceToHostCopies() {
+    const WindowIndex& index = index_;
+    CallTally t = Tally([&](const auto& e) {
+      auto id = static_cast<ApiId>(e.api);
+      if (ApiKindOf(id) != ApiKind::kMemcpy || e.copy_kind != kCudaMemcpyDeviceToHost) return false;
+      if (ApiName(id).find("Async") == std::string_view::npos) return true;
+      int64_t work = e.correlation_id ? index.FirstWork(e.correlation_id) : WindowIndex::kNone;
+      return work != WindowIndex::kNone &&
+             w_.device_records[static_cast<size_t>(work)].dst_kind == kCuptiMemoryPageable;
+    });
+    if (t.count == 0) return;
+    Add("d2h-copy-in-step", "Blocking device-to-host copies inside steps: each one waits for the GPU to catch up",
+        t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied" +
+            TopSites(t.by_site),
+        "avoid .item()/.cpu()/printing tensors inside the step; copy into pinned memory with "
+        "non_blocking=True (cudaMemcpyAsync) and read it a step later");
+  }
+
+  void PageableCopies() {
+    const WindowIndex& index = index_;
+    uint64_t count = 0, bytes = 0, time_ns = 0;
+    std::map<uint64_t, uint64_t> by_site;
+    for (const auto& r : w_.device_records) {
+      if (KindOf(r) != DeviceKind::kMemcpy) continue;
+      if (r.src_kind != kCuptiMemoryPageable && r.dst_kind != kCuptiMemoryPageable) continue;
+      // Attribute to the step of the issuing call when known, else GPU start.
+      int64_t call = index.HostCall(r.correlation_id);
+      uint64_t t = call != WindowIndex::kNone && r.correlation_id ? w_.host_events[static_cast<size_t>(call)].start_ns
+                                                                  : r.start_ns;
+      if (StepOf(t) < 0) continue;
+      if (call != WindowIndex::kNone && r.correlation_id) ++by_site[sites_.Key(w_.host_events[static_cast<size_t>(call)].stack_id)];
+      ++count;
+      bytes += r.bytes;
+      time_ns += Duration(r.start_ns, r.end_ns);
+    }
+    if (count == 0) return;
+    Add("pageable-copy", "Copies from/to pageable host memory inside steps: staged and synchronous",
+        Printf("%llu copies, %s, %s of GPU copy time", static_cast<unsigned long long>(count),
+               FormatBytes(static_cast<double>(bytes)).c_str(), FormatDuration(static_cast<double>(time_ns)).c_str()) +
+            TopSites(by_site),
+        "use pinned host memory (pin_memory=True, cudaMallocHost) so copies can be asynchronous");
+  }
+
+  void AllocatorChurn() {
+    // Steady state: every step of the window but its first (which may still
+    // be warming caches), or the only step.
+    std::vector<bool> skip(w_.host_events.size());
+    if (w_.steps.size() > 1) {
+      for (size_t i = 0; i < w_.host_events.size(); ++i) skip[i] = StepOf(w_.host_events[i].start_ns) == 0;
+    }
+    CallTally t = Tally([](const auto& e) { return IsSynchronousAllocatorCall(static_cast<ApiId>(e.api)); }, &skip);
+    if (t.count == 0) return;
+    size_t steady = w_.steps.size() > 1 ? w_.steps.size() - 1 : w_.steps.size();
+    Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
+        t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site),
+        "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
+  }
+
+  // Collectives nothing overlaps: the GPU waits for peers or transfers.
+  void Communication() {
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    if (!s_.has_gpu_work || span == 0) return;
+    double comm_percent = 100.0 * static_cast<double>(s_.gpu_comm_ns) / static_cast<double>(span);
+    if (comm_percent < kCommunicationPercent) return;
+    std::string top = "none with its kernel on record";
+    if (!s_.collectives.empty() && s_.collectives.front().kernels > 0) {
+      const CollectiveRow& r = s_.collectives.front();
+      top = Printf("%s of %s B x%llu, avg %s, bus bandwidth %.1f GB/s", r.name.c_str(),
+                   Grouped(static_cast<unsigned long long>(r.bytes)).c_str(), static_cast<unsigned long long>(r.count),
+                   FormatDuration(r.avg_ns).c_str(), r.busbw_gbps);
+    }
+    Add("communication", "Communication: the GPU spends much of the window in collectives that no compute overlaps",
+        Printf("communication only %.1f%% of %s (threshold >= %.0f%%), overlapped with compute %.1f%%, computing "
+               "%.1f%%; top collective by time: %s",
+               comm_percent, FormatDuration(static_cast<double>(span)).c_str(), kCommunicationPercent,
+               100.0 * static_cast<double>(s_.gpu_overlap_ns) / static_cast<double>(span), s_.compute_busy_percent,
+               top.c_str()),
+        "a collective's kernel lasts its wait for the last rank plus the transfer: if bus bandwidth is far below "
+        "the link's, a rank arrives late (prof merge names it); else overlap communication with compute "
+        "(gradient buckets during the backward pass) or communicate less");
+  }
+
+  void LaunchLatency() {
+    const LatencyStats& l = s_.launch_latency;
+    if (l.count == 0 || !s_.has_gpu_work) return;
+    if (l.median_ns <= kLaunchLatencyNs || s_.gpu_busy_percent >= kLaunchLatencyBusyPercent) return;
+    Add("launch-latency", "Slow launches: work reaches an idle GPU long after it was launched",
+        Printf("launch call -> GPU start: median %s, p99 %s, max %s over %llu launches (threshold: median > %s "
+               "while GPU busy < %.0f%%; busy %.1f%%)",
+               FormatDuration(l.median_ns).c_str(), FormatDuration(l.p99_ns).c_str(),
+               FormatDuration(static_cast<double>(l.max_ns)).c_str(), static_cast<unsigned long long>(l.count),
+               FormatDuration(kLaunchLatencyNs).c_str(), kLaunchLatencyBusyPercent, s_.gpu_busy_percent),
+        "look for stream waits on events, other processes sharing the GPU, or a slow driver path");
+  }
+
+  void IdleGaps() {
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    if (span == 0 || s_.idle_gaps.empty()) return;
+    double percent = 100.0 * static_cast<double>(s_.idle_gap_total_ns) / static_cast<double>(span);
+    if (percent < kIdleGapWindowPercent) return;
+    std::string largest;
+    // What the host did in the gaps named, each kind explained once.
+    bool none = false, sync = false, copy = false, alloc = false;
+    std::string other;
+    for (size_t i = 0; i < s_.idle_gaps.size() && i < 3; ++i) {
+      const IdleGap& g = s_.idle_gaps[i];
+      largest += Printf("%s%s at +%s (host: %s)", i ? "; " : "", FormatDuration(double(g.end_ns - g.start_ns)).c_str(),
+                        FormatDuration(double(g.start_ns - s_.span_start_ns)).c_str(),
+                        g.host_activity.empty() ? "no CUDA call" : g.host_activity.c_str());
+      ApiId id = ApiId::kCount;
+      if (g.host_activity.empty() || !ApiFromName(g.host_activity, &id)) {
+        none = none || g.host_activity.empty();
+        if (!g.host_activity.empty() && other.find(g.host_activity) == std::string::npos) {
+          other += (other.empty() ? "" : ", ") + g.host_activity;
+        }
+        continue;
+      }
+      switch (ApiKindOf(id)) {
+        case ApiKind::kSync: sync = true; break;
+        case ApiKind::kMemcpy: case ApiKind::kMemset: copy = true; break;
+        case ApiKind::kAlloc: case ApiKind::kFree: alloc = true; break;
+        default:
+          if (other.find(g.host_activity) == std::string::npos) other += (other.empty() ? "" : ", ") + g.host_activity;
+      }
+    }
+    std::string advice;
+    auto explain = [&advice](bool when, const std::string& text) {
+      if (when) advice += (advice.empty() ? "" : "; ") + text;
+    };
+    explain(none, "'no CUDA call': the host was busy elsewhere (data loading, Python, I/O): overlap it with GPU work "
+                  "(DataLoader workers, prefetching)");
+    explain(sync, "a synchronize: the host waited while the GPU had nothing queued, so the next work was launched "
+                  "only after the wait; launch it before synchronizing, or synchronize less often");
+    explain(copy, "a copy or memset call: a synchronous or pageable copy holds the host (staging through a bounce "
+                  "buffer); use pinned memory and cudaMemcpyAsync");
+    explain(alloc, "an allocator call: cudaMalloc/cudaFree go to the driver and can synchronize; allocate once and "
+                   "reuse buffers (a caching allocator, cudaMallocAsync)");
+    explain(!other.empty(), "the host spent the gap inside " + other +
+                                ": move such calls out of the loop, or look at why they take this long");
+    Add("idle-gaps", "The GPU sits idle for long stretches",
+        Printf("%zu gaps of >= %s add up to %s (%.1f%% of the window; threshold %.0f%%); largest: %s",
+               s_.idle_gaps.size(), FormatDuration(double(kIdleGapMinNs)).c_str(),
+               FormatDuration(double(s_.idle_gap_total_ns)).c_str(), percent, kIdleGapWindowPercent, largest.c_str()),
+        advice);
+  }
+
+  const W& w_;
+  const Summary& s_;
+  const WindowIndex& index_;
+  mutable CallSites sites_;  // caches per stack id
+  std::vector<Finding> out_;
+};
+
+}  // namespace
+
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary, const WindowIndex& index) {
+  return FindingsBuilder<Window>(window, summary, index).Build();
+}
+
+std::vector<Finding> ComputeFindings(const CompactWindow& window, const Summary& summary, const WindowIndex& index) {
+  return FindingsBuilder<CompactWindow>(window, summary, index).Build();
+}
+
+std::vector<Finding> ComputeFindings(const Window& window, const Summary& summary) {
+  return ComputeFindings(window, summary, WindowIndex(window));
+}
+
+}  // namespace prof

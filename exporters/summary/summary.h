@@ -1,0 +1,207 @@
+// The per-window summary: nsys-stats-style tables, memory, a per-step table
+// and findings. ComputeSummary() does the arithmetic (tests check its
+// numbers); RenderSummary() turns it into the .summary.txt text. `prof
+// summary` runs the same two functions on windows read back from traces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/window.h"
+#include "exporters/summary/findings.h"
+
+namespace prof {
+
+// One row of cuda_gpu_kern_sum / cuda_api_sum / cuda_gpu_mem_time_sum.
+struct TimeRow {
+  std::string name;
+  double percent = 0;  // of the table's total time
+  uint64_t total_ns = 0;
+  uint64_t count = 0;
+  double avg_ns = 0;
+  double median_ns = 0;
+  uint64_t min_ns = 0;
+  uint64_t max_ns = 0;
+  double stddev_ns = 0;  // sample standard deviation, 0 for one instance
+};
+
+// One row of cuda_gpu_mem_size_sum (bytes; rendered in MB = 10^6 bytes).
+struct SizeRow {
+  std::string name;
+  uint64_t total_bytes = 0;
+  uint64_t count = 0;
+  double avg_bytes = 0;
+  double median_bytes = 0;
+  uint64_t min_bytes = 0;
+  uint64_t max_bytes = 0;
+  double stddev_bytes = 0;
+};
+
+// Allocator activity on one device and memory kind (AllocSample).
+struct MemoryRow {
+  int device = -1;  // -1: host memory
+  uint8_t mem_kind = 0;
+  uint64_t allocs = 0;
+  uint64_t frees = 0;
+  uint64_t bytes_allocated = 0;
+  uint64_t bytes_freed = 0;
+  uint64_t peak_bytes = 0;  // highest live total seen in the window
+};
+
+// Where a stretch of wall time went, each nanosecond counted once. While
+// the GPU runs anything, by what ran (a kernel, else a communication kernel,
+// else a copy, else a memset, when several overlap); while it runs nothing,
+// by what the host was in: a synchronizing call, another CUDA call (launch,
+// copy setup, runtime), or none. The first four add up to the GPU busy time.
+struct TimeBreakdown {
+  uint64_t kernel_ns = 0;   // compute kernels
+  uint64_t comm_ns = 0;     // communication kernels (IsCommunicationKernelName)
+  uint64_t memcpy_ns = 0;
+  uint64_t memset_ns = 0;
+  uint64_t runtime_ns = 0;  // GPU idle, a host thread inside a CUDA call that is not a synchronize
+  uint64_t sync_ns = 0;     // GPU idle, a host thread inside a blocking synchronize
+  uint64_t other_ns = 0;    // GPU idle, no host thread inside a CUDA call
+  uint64_t total() const { return kernel_ns + comm_ns + memcpy_ns + memset_ns + runtime_ns + sync_ns + other_ns; }
+};
+
+// GPU idle between consecutive pieces of work (kernel, copy, memset) on one
+// stream, split the way Holistic Trace Analysis splits it: host wait (the
+// next piece's launch call began after the previous piece ended: the host
+// had not queued it yet), kernel wait (queued in time, gap below
+// kKernelWaitNs: launch overhead), other (queued in time, longer gap:
+// waiting on another stream or event).
+inline constexpr uint64_t kKernelWaitNs = 30;  // HTA's consecutive_kernel_delay default
+struct StreamIdleRow {
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint64_t gaps = 0;  // gaps of positive length
+  uint64_t host_wait_ns = 0;
+  uint64_t kernel_wait_ns = 0;
+  uint64_t other_ns = 0;
+};
+
+struct StepRow {
+  uint64_t step = 0;
+  uint64_t wall_ns = 0;
+  uint64_t gpu_busy_ns = 0;  // union of GPU work intersected with the step
+  double gpu_busy_percent = 0;
+  uint64_t kernels = 0;      // kernels that started on the GPU in the step
+  uint64_t launches = 0;     // launch calls made in the step
+  uint64_t syncs = 0;        // synchronizing calls made in the step
+  uint64_t copies = 0;       // memcpy calls made in the step
+  uint64_t allocs = 0;       // allocation and free calls made in the step
+  TimeBreakdown breakdown;   // adds up to wall_ns
+};
+
+// Launch call entry -> GPU start of its work.
+struct LatencyStats {
+  uint64_t count = 0;
+  double median_ns = 0;
+  double p99_ns = 0;
+  uint64_t max_ns = 0;
+};
+
+// GPU time by Python call site: the innermost frame of the user's own code
+// above the calls (python_sites.h).
+struct CallSiteRow {
+  std::string site;       // "train.py:57 in train_step"; "(no Python frames)", "(library code only)"
+  std::string file;       // the frame's full file name ("" for the two rows above)
+  uint64_t gpu_ns = 0;    // GPU time of the kernels, copies and memsets its calls launched
+  uint64_t kernels = 0;   // kernels those calls ran
+  uint64_t launches = 0;  // launch calls
+  uint64_t syncs = 0;     // blocking synchronizations
+  uint64_t copies = 0;    // memcpy calls
+  uint64_t allocs = 0;    // allocation and free calls
+  uint64_t calls = 0;     // every recorded call
+};
+
+// NCCL calls of one operation and message size (nccl-tests' S bytes) on
+// communicators of one size.
+struct CollectiveRow {
+  std::string name;        // "AllReduce", ... as NCCL names it
+  uint64_t bytes = 0;      // S
+  int ranks = 0;
+  uint64_t count = 0;      // calls
+  uint64_t kernels = 0;    // calls whose kernel is on record (the time columns)
+  uint64_t total_ns = 0;   // kernel time, including the wait for the last rank
+  double avg_ns = 0;
+  double algbw_gbps = 0;   // S / avg
+  double busbw_gbps = 0;   // algbw x nccl-tests' factor for the operation and rank count
+};
+
+struct IdleGap {
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+  std::string host_activity;  // the CUDA call that covers at least half of the gap, or ""
+};
+
+inline constexpr size_t kLiveRowsShown = 20;  // live allocations listed
+
+struct Summary {
+  WindowMeta meta;
+  uint64_t span_start_ns = 0;  // what busy % is measured against
+  uint64_t span_end_ns = 0;
+  uint64_t gpu_busy_ns = 0;
+  double gpu_busy_percent = 0;
+  bool has_gpu_work = false;
+
+  std::vector<TimeRow> kernels;    // by total time, descending
+  std::vector<TimeRow> api_calls;
+  std::vector<TimeRow> mem_time;
+  std::vector<SizeRow> mem_size;   // by total bytes, descending
+  bool mem_size_from_host = false; // no GPU copy records: sizes from the calls
+
+  std::vector<MemoryRow> memory;
+  std::vector<LiveAllocation> live;  // largest first
+  // Call site of the allocating call of live[i], for the first
+  // kLiveRowsShown (python_sites.h's CallSiteText; "" when unknown).
+  std::vector<std::string> live_sites;
+  std::vector<StepRow> steps;
+  TimeBreakdown breakdown;                 // over [span_start_ns, span_end_ns)
+  std::vector<StreamIdleRow> stream_idle;  // by device, then stream
+  LatencyStats launch_latency;
+  double median_kernel_ns = 0;
+  double median_kernel_gap_ns = 0;  // GPU idle between consecutive kernels on a stream
+  // GPU time in the span: compute only (kernels that are not NCCL's, copies,
+  // memsets), communication only (NCCL kernels), both at once, and idle.
+  // Findings take "GPU busy" as compute_busy_percent: a GPU waiting in a
+  // collective is not busy computing.
+  uint64_t gpu_compute_ns = 0;
+  uint64_t gpu_comm_ns = 0;
+  uint64_t gpu_overlap_ns = 0;
+  uint64_t gpu_idle_ns = 0;
+  double compute_busy_percent = 0;
+  std::vector<CollectiveRow> collectives;  // by total time, descending
+  std::vector<IdleGap> idle_gaps;   // ≥ kIdleGapMinNs, longest first
+  uint64_t idle_gap_total_ns = 0;
+
+  std::string python_status;            // empty: not a CPython process (no table)
+  std::vector<CallSiteRow> call_sites;  // by GPU time, then calls, descending
+
+  std::vector<Finding> findings;
+};
+
+class WindowIndex;
+class CompactWindow;
+
+// nsys's operation name for a CUPTI copy kind: "[CUDA memcpy Host-to-Device]".
+std::string CopyOperation(uint8_t cupti_copy_kind);
+
+Summary ComputeSummary(const Window& window);
+// The same with the window's index already built: the agent's writer builds
+// one per window and shares it with the Chrome trace (window_files.cpp).
+Summary ComputeSummary(const Window& window, const WindowIndex& index);
+// The same numbers from a window held compact (`prof summary`): the same
+// code reads it.
+Summary ComputeSummary(const CompactWindow& window);
+std::string RenderSummary(const Summary& summary);
+// The summary's first lines (name, steps, host, window and GPU busy).
+std::string SummaryHeader(const Summary& summary);
+// Fills summary->python_status and call_sites (summary_call_sites.cpp).
+void ComputeCallSites(const Window& window, const WindowIndex& index, Summary* summary);
+void ComputeCallSites(const CompactWindow& window, const WindowIndex& index, Summary* summary);
+std::string RenderSummary(const Window& window);
+std::string RenderSummary(const Window& window, const WindowIndex& index);
+
+}  // namespace prof

@@ -1,0 +1,318 @@
+// The trace's header (deviceProperties, distributedInfo, libprof's own
+// block) and its process/thread metadata events, named and sorted as Kineto
+// names them.
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "exporters/trace/chrome_trace_parts.h"
+#include "exporters/common/collectives.h"
+#include "exporters/common/cuda_names.h"
+#include "exporters/common/window_index.h"
+#include "model/collectives.h"
+
+namespace prof::chrome {
+namespace {
+
+// Kineto sorts GPU processes after CPU ones with this offset.
+constexpr int64_t kGpuSortIndexBase = 16777216;
+
+void WriteDeviceProperties(const Window& w, JsonWriter& out) {
+  out.Key("deviceProperties");
+  out.Char('[');
+  for (size_t i = 0; i < w.devices.size(); ++i) {
+    const DeviceProps& d = w.devices[i];
+    out.Raw(i ? ",\n  {" : "\n  {");
+    out.Key("id"); out.Int(d.id);
+    out.Raw(", "); out.Key("name"); out.String(d.name);
+    out.Raw(", "); out.Key("totalGlobalMem"); out.UInt(d.total_global_mem);
+    out.Raw(", "); out.Key("computeMajor"); out.Int(d.compute_major);
+    out.Raw(", "); out.Key("computeMinor"); out.Int(d.compute_minor);
+    out.Raw(", "); out.Key("maxThreadsPerBlock"); out.Int(d.max_threads_per_block);
+    out.Raw(", "); out.Key("maxThreadsPerMultiprocessor"); out.Int(d.max_threads_per_sm);
+    out.Raw(", "); out.Key("maxBlocksPerMultiprocessor"); out.Int(d.max_blocks_per_sm);
+    out.Raw(", "); out.Key("regsPerBlock"); out.Int(d.max_regs_per_block);
+    out.Raw(", "); out.Key("regsPerMultiprocessor"); out.Int(d.max_regs_per_sm);
+    out.Raw(", "); out.Key("warpSize"); out.Int(d.warp_size);
+    out.Raw(", "); out.Key("sharedMemPerBlock"); out.Int(d.max_shared_per_block);
+    out.Raw(", "); out.Key("sharedMemPerMultiprocessor"); out.Int(d.max_shared_per_sm);
+    out.Raw(", "); out.Key("numSms"); out.Int(d.sm_count);
+    out.Char('}');
+  }
+  out.Raw("],\n");
+}
+
+// As torch.profiler writes it (backend, rank, world_size, pg_count,
+// pg_config, nccl_version) when the process is an NCCL rank; rank and
+// world size alone otherwise. HTA finds the rank with `"rank":\s+(\d+)`.
+void WriteDistributedInfo(const Window& w, JsonWriter& out) {
+  CollectiveIndex collectives(w);
+  // Kineto's spacing, `"key": value`: HTA's rank pattern needs the space.
+  auto key = [&out](const char* k) {
+    out.Char('"');
+    out.Raw(k);
+    out.Raw("\": ");
+  };
+  out.Raw("\"distributedInfo\": ");
+  out.Char('{');
+  if (!w.communicators.empty()) {
+    key("backend"); out.String("nccl");
+    out.Raw(", ");
+  }
+  key("rank"); out.Int(collectives.Rank());
+  out.Raw(", "); key("world_size"); out.Int(collectives.WorldSize());
+  if (!w.communicators.empty()) {
+    out.Raw(", "); key("pg_count"); out.UInt(w.communicators.size());
+    out.Raw(", "); key("pg_config"); out.Char('[');
+    for (size_t i = 0; i < w.communicators.size(); ++i) {
+      const CommInfo& c = w.communicators[i];
+      if (i) out.Raw(", ");
+      out.Char('{');
+      key("pg_name"); out.String(CommName(c.id));
+      out.Raw(", "); key("pg_desc"); out.String(c.parent ? "split" : (c.nranks == collectives.WorldSize() ? "default_pg" : ""));
+      out.Raw(", "); key("backend_config"); out.String("cuda:nccl");
+      out.Raw(", "); key("pg_size"); out.Int(c.nranks);
+      out.Raw(", "); key("pg_rank"); out.Int(c.rank);
+      std::string ranks = CommRanks(c, collectives.WorldSize());
+      if (!ranks.empty() && c.nranks <= 30) {
+        out.Raw(", "); key("ranks"); out.Raw(ranks);
+      }
+      out.Char('}');
+    }
+    out.Char(']');
+    std::string version = NcclVersionText(w.meta.nccl_version);
+    out.Raw(", "); key("nccl_version"); out.String(version.empty() ? "unknown" : version);
+  }
+  out.Raw("},\n");
+}
+
+void WriteLibprofInfo(const Window& w, EventStream& s) {
+  JsonWriter& out = s.out;
+  const WindowMeta& m = w.meta;
+  out.Key("libprof");
+  out.Raw("{\n  ");
+  out.Key("version"); out.String(m.libprof_version);
+  out.Raw(",\n  "); out.Key("name"); out.String(m.name);
+  out.Raw(",\n  "); out.Key("hostname"); out.String(m.hostname);
+  if (!m.process.empty()) {
+    out.Raw(",\n  "); out.Key("process"); out.String(m.process);
+  }
+  out.Raw(",\n  "); out.Key("pid"); out.Int(m.pid);
+  out.Raw(",\n  "); out.Key("rank_known"); out.Bool(m.rank_known);
+  out.Raw(",\n  "); out.Key("window");
+  out.Char('{');
+  out.Key("first_step"); out.UInt(m.first_step);
+  out.Raw(", "); out.Key("last_step"); out.UInt(m.last_step);
+  out.Raw(", "); out.Key("start_ns"); out.Int(static_cast<int64_t>(m.start_ns) + m.epoch_offset_ns);
+  out.Raw(", "); out.Key("end_ns"); out.Int(static_cast<int64_t>(m.end_ns) + m.epoch_offset_ns);
+  out.Raw(", "); out.Key("partial"); out.Bool(m.partial);
+  out.Raw(", "); out.Key("partial_reason"); out.String(m.partial_reason);
+  out.Char('}');
+  if (!m.step_description.empty()) {
+    out.Raw(",\n  "); out.Key("step"); out.String(m.step_description);
+  }
+  if (!m.range_description.empty()) {
+    out.Raw(",\n  "); out.Key("range"); out.String(m.range_description);
+  }
+  out.Raw(",\n  "); out.Key("cupti_mode"); out.String(m.cupti_mode);
+  out.Raw(",\n  "); out.Key("gpu_timings"); out.Bool(m.has_gpu_timings);
+  out.Raw(",\n  "); out.Key("cuda_runtime_version"); out.Int(m.cuda_runtime_version);
+  out.Raw(",\n  "); out.Key("cuda_driver_version"); out.Int(m.cuda_driver_version);
+  out.Raw(",\n  "); out.Key("cupti_api_version"); out.UInt(m.cupti_api_version);
+  if (!w.python.status.empty()) {
+    // Python stacks: what was recorded, and which threads had no Python
+    // frames when they made a recorded call (C++ threads: not an error).
+    out.Raw(",\n  "); out.Key("python");
+    out.Char('{');
+    out.Key("stacks"); out.String(w.python.status);
+    out.Raw(", "); out.Key("threads_without_python_frames"); out.Char('[');
+    std::vector<uint32_t> tids;
+    for (const HostEvent& e : w.host_events) {
+      if (e.stack_id == 1 && std::find(tids.begin(), tids.end(), e.tid) == tids.end()) tids.push_back(e.tid);
+    }
+    std::sort(tids.begin(), tids.end());
+    for (size_t i = 0; i < tids.size(); ++i) {
+      if (i) out.Char(',');
+      out.UInt(tids[i]);
+    }
+    out.Char(']');
+    // Threads whose calls were charged to a waiting Python thread's stack:
+    // [thread, Python thread, calls], by thread.
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> via;
+    for (const HostEvent& e : w.host_events) {
+      if (uint32_t v = w.python.Via(e.stack_id); v != 0) ++via[{e.tid, v}];
+    }
+    out.Raw(", "); out.Key("threads_via"); out.Char('[');
+    bool first = true;
+    for (const auto& [key, calls] : via) {
+      if (!first) out.Char(',');
+      first = false;
+      out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
+      out.Char(']');
+    }
+    out.Raw("]}");
+  }
+  out.Raw(",\n  "); out.Key("losses");
+  const LossCounts& l = m.losses;
+  out.Char('{');
+  out.Key("host_events_dropped"); out.UInt(l.host_events_dropped);
+  out.Raw(", "); out.Key("device_records_dropped"); out.UInt(l.device_records_dropped);
+  out.Raw(", "); out.Key("cupti_records_dropped"); out.UInt(l.cupti_records_dropped);
+  out.Raw(", "); out.Key("device_records_missing"); out.UInt(l.device_records_missing);
+  out.Raw(", "); out.Key("device_records_untimed"); out.UInt(l.device_records_untimed);
+  out.Raw(", "); out.Key("unknown_activity_kinds"); out.UInt(l.unknown_activity_kinds);
+  out.Raw(", "); out.Key("alloc_samples_dropped"); out.UInt(l.alloc_samples_dropped);
+  out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);
+  out.Raw(", "); out.Key("nvtx_names_dropped"); out.UInt(l.nvtx_names_dropped);
+  out.Raw(", "); out.Key("unrecorded_start_ns"); out.UInt(l.unrecorded_start_ns);
+  // Only when there are any (traces read the same as before it existed).
+  if (l.host_events_late != 0) {
+    out.Raw(", "); out.Key("host_events_late"); out.UInt(l.host_events_late);
+  }
+  if (l.api_records_missing != 0) {
+    out.Raw(", "); out.Key("api_records_missing"); out.UInt(l.api_records_missing);
+  }
+  out.Char('}');
+  // Exact step spans and what was still allocated: `prof summary` rebuilds
+  // the window from these (ns relative to baseTimeNanoseconds).
+  out.Raw(",\n  "); out.Key("steps");
+  out.Char('[');
+  for (size_t i = 0; i < w.steps.size(); ++i) {
+    const StepSpan& st = w.steps[i];
+    out.Raw(i ? ",[" : "[");
+    out.UInt(st.step); out.Char(','); out.Int(s.Rel(st.start_ns)); out.Char(','); out.Int(s.Rel(st.end_ns));
+    out.Char(']');
+  }
+  out.Char(']');
+  out.Raw(",\n  "); out.Key("live_at_end");
+  out.Raw("{\"columns\":[\"ptr\",\"bytes\",\"alloc_ns\",\"api\",\"device\",\"mem_kind\"],\"rows\":[");
+  for (size_t i = 0; i < w.live_at_end.size(); ++i) {
+    const LiveAllocation& a = w.live_at_end[i];
+    out.Raw(i ? ",[" : "[");
+    out.UInt(a.ptr); out.Char(','); out.UInt(a.bytes); out.Char(','); out.Int(s.Rel(a.alloc_ns));
+    out.Raw(",\""); out.Raw(ApiName(static_cast<ApiId>(a.api))); out.Raw("\",");
+    out.Int(a.device); out.Char(','); out.UInt(a.mem_kind); out.Char(']');
+  }
+  out.Raw("]}");
+  out.Raw(",\n  "); out.Key("config");
+  out.Char('{');
+  for (size_t i = 0; i < m.config.size(); ++i) {
+    if (i) out.Raw(", ");
+    out.String(m.config[i].first);
+    out.Char(':');
+    out.String(m.config[i].second);
+  }
+  out.Raw("}\n},\n");
+}
+
+// Everything of a metadata event up to its one argument's value.
+JsonWriter& BeginMetadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg) {
+  JsonWriter& out = s.out;
+  s.Begin();
+  out.Raw("\"ph\":\"M\",\"name\":\"");
+  out.Raw(name);
+  out.Raw("\",\"pid\":"); out.Int(pid);
+  out.Raw(",\"tid\":"); out.Int(tid);
+  out.Raw(",\"ts\":0.000,\"args\":{\""); out.Raw(arg); out.Raw("\":");
+  return out;
+}
+
+void Metadata(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg, std::string_view value) {
+  JsonWriter& out = BeginMetadata(s, name, pid, tid, arg);
+  out.String(value);
+  out.Raw("}}");
+}
+void MetadataInt(EventStream& s, const char* name, int64_t pid, int64_t tid, const char* arg, int64_t value) {
+  JsonWriter& out = BeginMetadata(s, name, pid, tid, arg);
+  out.Int(value);
+  out.Raw("}}");
+}
+
+// Appends `value` unless it equals the last element (sort + unique follow).
+template <typename T>
+void AddDistinct(T value, std::vector<T>* out) {
+  if (out->empty() || out->back() != value) out->push_back(value);
+}
+
+std::string ThreadLabel(const Window& w, uint32_t tid) {
+  for (const auto& [id, name] : w.thread_names) {
+    if (id == tid) return "thread " + std::to_string(tid) + " (" + name + ")";
+  }
+  return "thread " + std::to_string(tid);
+}
+
+}  // namespace
+
+void WriteProcessMetadata(const Window& w, EventStream& s) {
+  const int64_t pid = w.meta.pid;
+  std::string process = w.meta.name.empty() ? "libprof" : w.meta.name;
+  Metadata(s, "process_name", pid, 0, "name", process);
+  Metadata(s, "process_labels", pid, 0, "labels", "CPU");
+  MetadataInt(s, "process_sort_index", pid, 0, "sort_index", pid);
+
+  // Events come in long runs from one thread or stream: AddDistinct skips
+  // repeats of the last value, so what gets sorted is a few entries, not
+  // one per event.
+  std::vector<uint32_t> threads{static_cast<uint32_t>(pid)};
+  for (const auto& e : w.host_events) AddDistinct(e.tid, &threads);
+  for (const auto& n : w.nvtx_ranges) AddDistinct(n.tid, &threads);
+  for (const auto& a : w.alloc_samples) AddDistinct(a.tid, &threads);
+  for (const auto& r : w.device_records) {
+    if (IsApiRecord(r)) AddDistinct(r.thread_id, &threads);
+  }
+  std::sort(threads.begin(), threads.end());
+  threads.erase(std::unique(threads.begin(), threads.end()), threads.end());
+  for (uint32_t tid : threads) {
+    Metadata(s, "thread_name", pid, tid, "name", ThreadLabel(w, tid));
+    MetadataInt(s, "thread_sort_index", pid, tid, "sort_index", tid);
+  }
+
+  std::vector<uint64_t> streams;  // device << 32 | stream
+  for (const auto& d : w.devices) streams.push_back(uint64_t(uint32_t(d.id)) << 32 | kCuptiInvalidStream);
+  for (const auto& r : w.device_records) {
+    if (IsGpuWork(KindOf(r))) AddDistinct(uint64_t{r.device_id} << 32 | StreamTid(r), &streams);
+  }
+  for (const auto& a : w.alloc_samples) {
+    if (a.device >= 0) AddDistinct(uint64_t(uint32_t(a.device)) << 32 | kCuptiInvalidStream, &streams);
+  }
+  std::sort(streams.begin(), streams.end());
+  streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
+  int64_t last_device = -1;
+  for (uint64_t key : streams) {
+    int64_t device = static_cast<int64_t>(key >> 32);
+    uint32_t stream = static_cast<uint32_t>(key);
+    if (device != last_device) {
+      std::string label = "GPU " + std::to_string(device);
+      Metadata(s, "process_name", device, 0, "name", process);
+      Metadata(s, "process_labels", device, 0, "labels", label);
+      MetadataInt(s, "process_sort_index", device, 0, "sort_index", kGpuSortIndexBase + device);
+      last_device = device;
+    }
+    if (stream == kCuptiInvalidStream) continue;
+    Metadata(s, "thread_name", device, stream, "name", "stream " + std::to_string(stream));
+    MetadataInt(s, "thread_sort_index", device, stream, "sort_index", stream);
+  }
+}
+
+uint64_t TimeBase(const Window& w) {
+  uint64_t base = UINT64_MAX;
+  auto see = [&base](uint64_t t) {
+    if (t != 0 && t < base) base = t;
+  };
+  see(w.meta.start_ns);
+  for (const auto& e : w.host_events) see(e.start_ns);
+  for (const auto& r : w.device_records) see(r.start_ns);
+  for (const auto& st : w.steps) see(st.start_ns);
+  for (const auto& n : w.nvtx_ranges) see(n.start_ns);
+  for (const auto& a : w.alloc_samples) see(a.ts_ns);
+  return base == UINT64_MAX ? 0 : base;
+}
+
+void WriteHeader(const Window& w, EventStream& s) {
+  WriteDeviceProperties(w, s.out);
+  WriteDistributedInfo(w, s.out);
+  WriteLibprofInfo(w, s);
+}
+
+}  // namespace prof::chrome
