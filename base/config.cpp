@@ -3,54 +3,25 @@
 // numbers, formats, buffer size, ...) it is used; where guessing would record
 // something the user did not ask for (PROF_ENABLE, PROF_STEP, an unusable
 // PROF_OUTPUT_DIR) profiling is disabled. Either way the line says which.
-#include <fcntl.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <regex>
-#include <sstream>
 
 #include "base/config_loader.h"
+#include "base/config_parts.h"
 #include "base/log.h"
+#include "base/output_dir.h"
 
 namespace prof {
 namespace {
 
+using config_parts::Lower;
+using config_parts::ParseUnsigned;
+using config_parts::Trim;
+
 constexpr uint64_t kMaxScheduleSteps = 1'000'000'000;
 constexpr uint64_t kMaxBufferMb = 1'048'576;  // 1 TiB: anything above is a typo
 constexpr uint64_t kMaxFlushTimeoutMs = 600'000;
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// Digits only: no sign, no spaces, no hex; false on overflow past max.
-bool ParseUnsigned(const std::string& text, uint64_t max, uint64_t* out) {
-  if (text.empty() || text.size() > 20) return false;
-  uint64_t value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return false;
-    uint64_t digit = static_cast<uint64_t>(c - '0');
-    if (value > (max - digit) / 10) return false;
-    value = value * 10 + digit;
-  }
-  *out = value;
-  return true;
-}
 
 class Parser {
  public:
@@ -343,209 +314,6 @@ class Parser {
   bool rank_from_prof_ = false;
 };
 
-// Keys read from the environment or the config file, in the order applied.
-const std::vector<std::string>& Keys() {
-  static const std::vector<std::string> kKeys = {
-      "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_RANGE",     "PROF_SKIP_FIRST",   "PROF_WAIT",
-      "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
-      "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
-      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
-      "PROF_AUTO_TIMEOUT"};
-  return kKeys;
-}
-
-// Keys that may appear in the file but are handled elsewhere (log.cpp reads
-// its two from the environment before anything else runs).
-bool IsLogKey(const std::string& key) { return key == "PROF_LOG_LEVEL" || key == "PROF_LOG_FILE"; }
-
-// PROF_CONFIG_FILE is read only if it is a regular file of at most
-// kMaxConfigFileBytes: a FIFO would block the host's start forever, a device
-// (/dev/zero, /dev/urandom) would cost seconds and gigabytes. Problems found
-// in it are capped at kMaxConfigFileProblems lines plus one summary line.
-constexpr size_t kMaxConfigFileBytes = 1u << 20;
-constexpr int kMaxConfigFileProblems = 10;
-
-// The file's bytes, or false with a reason.
-bool ReadSmallRegularFile(const std::string& path, std::string* text, std::string* why) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    *why = std::strerror(errno);
-    return false;
-  }
-  struct stat st;
-  bool ok = fstat(fd, &st) == 0;
-  if (!ok) *why = std::strerror(errno);
-  else if (S_ISDIR(st.st_mode)) *why = "it is a directory", ok = false;
-  else if (!S_ISREG(st.st_mode)) *why = "it is not a regular file", ok = false;
-  else if (static_cast<uint64_t>(st.st_size) > kMaxConfigFileBytes) {
-    *why = fmt::format("it is larger than {} bytes", kMaxConfigFileBytes);
-    ok = false;
-  }
-  char buf[65536];
-  while (ok) {
-    ssize_t n = read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      *why = std::strerror(errno);
-      ok = false;
-    } else if (n == 0) {
-      break;
-    } else if (text->size() + static_cast<size_t>(n) > kMaxConfigFileBytes) {
-      *why = fmt::format("it is larger than {} bytes", kMaxConfigFileBytes);  // grew while we read
-      ok = false;
-    } else {
-      text->append(buf, static_cast<size_t>(n));
-    }
-  }
-  close(fd);
-  return ok;
-}
-
-void ReadConfigFile(const std::string& path, std::map<std::string, std::string>* out, std::vector<std::string>* problems) {
-  std::string text;
-  std::string why;
-  if (!ReadSmallRegularFile(path, &text, &why)) {
-    problems->push_back(fmt::format("PROF_CONFIG_FILE='{}' is not valid: expected a readable regular file of KEY=VALUE lines, at most {} bytes ({}); using the environment only",
-                                    path, kMaxConfigFileBytes, why));
-    return;
-  }
-  std::istringstream in(text);
-  std::string line;
-  int number = 0;
-  int file_problems = 0;
-  int suppressed = 0;
-  auto problem = [&](std::string message) {
-    if (++file_problems <= kMaxConfigFileProblems) problems->push_back(std::move(message));
-    else ++suppressed;
-  };
-  while (std::getline(in, line)) {
-    ++number;
-    std::string t = Trim(line);
-    if (t.empty() || t[0] == '#') continue;
-    if (t.rfind("export ", 0) == 0) t = Trim(t.substr(7));
-    size_t eq = t.find('=');
-    std::string key = eq == std::string::npos ? "" : Trim(t.substr(0, eq));
-    bool known = std::find(Keys().begin(), Keys().end(), key) != Keys().end();
-    if (!known && !IsLogKey(key)) {
-      if (t.size() > 200) t = t.substr(0, 200) + "...";
-      problem(fmt::format("PROF_CONFIG_FILE='{}' line {} '{}' is not valid: expected KEY=VALUE with KEY one of the PROF_* variables; line ignored",
-                          path, number, t));
-      continue;
-    }
-    if (IsLogKey(key)) {
-      problem(fmt::format("PROF_CONFIG_FILE='{}' line {}: {} is read from the environment only; line ignored", path, number, key));
-      continue;
-    }
-    std::string value = Trim(t.substr(eq + 1));
-    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
-      value = value.substr(1, value.size() - 2);
-    }
-    (*out)[key] = value;
-  }
-  if (suppressed > 0) {
-    problems->push_back(fmt::format("PROF_CONFIG_FILE='{}': {} more invalid lines not listed (first {} above)", path,
-                                    suppressed, kMaxConfigFileProblems));
-  }
-}
-
-}  // namespace
-
-bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why) {
-  struct stat st;
-  // The usual case (the writer asks at every window): it exists already,
-  // and one call says so instead of one per level.
-  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
-  for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
-    std::string partial = dir.substr(0, pos);
-    if (!partial.empty()) {
-      // 0755 whatever the umask: never a world-writable directory of ours.
-      if (mkdir(partial.c_str(), 0755) == 0) {
-        if (created != nullptr) created->push_back(partial);
-      } else if (errno != EEXIST) {
-        if (why != nullptr) *why = fmt::format("cannot create '{}': {}", partial, std::strerror(errno));
-        return false;
-      }
-    }
-    if (pos == std::string::npos) break;
-  }
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    if (why != nullptr) *why = "it exists and is not a directory";
-    return false;
-  }
-  return true;
-}
-
-namespace {
-
-// The output directory must be writable or creatable: checked at start so
-// the user hears about a bad one then, not at the first window. Checked
-// without creating anything (a mkdir and rmdir cost every process a
-// millisecond on ext4, and most processes of a job, shells and launchers,
-// never write a window): an existing directory must be writable; for a
-// missing one, the nearest existing folder above it must be a writable
-// directory on a file system that holds files (not /proc or /sys). The
-// writer creates it at the first window and says there if that still fails.
-bool OutputDirUsable(const std::string& dir, std::string* why) {
-  std::string path = dir.empty() ? "." : dir;
-  bool missing = false;
-  for (;;) {
-    while (path.size() > 1 && path.back() == '/') path.pop_back();
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
-      if (errno != ENOENT) {  // ENOTDIR: a file on the way; EACCES, ELOOP, ENAMETOOLONG
-        *why = fmt::format("cannot reach '{}': {}", path, std::strerror(errno));
-        return false;
-      }
-      size_t slash = path.find_last_of('/');
-      path = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-      missing = true;
-      continue;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      *why = missing ? fmt::format("'{}' is not a directory", path) : "it exists and is not a directory";
-      return false;
-    }
-    if (access(path.c_str(), W_OK | X_OK) != 0) {
-      *why = missing ? fmt::format("cannot create it in '{}': {}", path, std::strerror(errno))
-                     : fmt::format("it is not writable: {}", std::strerror(errno));
-      return false;
-    }
-    struct statfs fs;
-    if (missing && statfs(path.c_str(), &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) {
-      *why = fmt::format("cannot create it in '{}', a {} file system", path,
-                         fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
-      return false;
-    }
-    return true;
-  }
-}
-
-// The most specific launcher first: torchrun's RANK, then MPI's own (an
-// mpirun inside a Slurm allocation inherits the batch step's SLURM_PROCID,
-// the same for every process), Slurm's last.
-void RankFromLauncher(const EnvLookup& env, Config* config, std::vector<std::string>* problems) {
-  for (const char* var : {"RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    const char* v = env(var);
-    if (v == nullptr || *v == '\0') continue;
-    uint64_t r = 0;
-    if (ParseUnsigned(Trim(v), 1'000'000'000, &r)) {
-      config->rank = static_cast<int>(r);
-      return;
-    }
-    problems->push_back(fmt::format("{}='{}' is not valid: expected a non-negative integer rank; ignored (set PROF_RANK to override)", var, v));
-  }
-}
-
-void WorldSizeFromLauncher(const EnvLookup& env, Config* config) {
-  for (const char* var : {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-    const char* v = env(var);
-    uint64_t n = 0;
-    if (v != nullptr && ParseUnsigned(Trim(v), 1'000'000'000, &n) && n > 0) {
-      config->world_size = static_cast<int>(n);
-      return;
-    }
-  }
-}
 
 std::string StepText(const Config& c) {
   switch (c.step_source) {
@@ -582,6 +350,17 @@ std::string FormatsText(bool chrome, bool summary, bool html, bool stacks) {
 
 }  // namespace
 
+// Keys read from the environment or the config file, in the order applied.
+const std::vector<std::string>& ConfigKeys() {
+  static const std::vector<std::string> kKeys = {
+      "PROF_ENABLE",   "PROF_OUTPUT_DIR", "PROF_STEP",      "PROF_RANGE",     "PROF_SKIP_FIRST",   "PROF_WAIT",
+      "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
+      "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
+      "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
+      "PROF_AUTO_TIMEOUT"};
+  return kKeys;
+}
+
 bool ParseDurationNs(const std::string& text, uint64_t* out_ns) {
   static const std::pair<const char*, double> kUnits[] = {
       {"ns", 1.0}, {"us", 1e3}, {"ms", 1e6}, {"min", 60e9}, {"s", 1e9}};
@@ -610,7 +389,7 @@ ConfigResult ParseConfig(const EnvLookup& env) {
   if (file != nullptr && *file != '\0') ReadConfigFile(file, &file_values, &result.problems);
 
   Parser parser(&result);
-  for (const std::string& key : Keys()) {
+  for (const std::string& key : ConfigKeys()) {
     const char* v = env(key.c_str());
     if (v != nullptr) {
       parser.Apply(key, v);
@@ -633,15 +412,7 @@ ConfigResult ParseConfig(const EnvLookup& env) {
   if (parser.disabled_by_error()) config.enabled = false;
   // Resolved once, now: a host that chdir()s later still writes where the
   // user pointed (a relative PROF_OUTPUT_DIR is relative to the start cwd).
-  if (!config.output_dir.empty() && config.output_dir[0] != '/') {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof(cwd)) != nullptr) {
-      std::string base = cwd;
-      std::string rel = config.output_dir;
-      while (rel.rfind("./", 0) == 0) rel.erase(0, 2);
-      config.output_dir = rel.empty() || rel == "." ? base : (base == "/" ? "" : base) + "/" + rel;
-    }
-  }
+  config.output_dir = AbsoluteOutputDir(config.output_dir);
   return result;
 }
 

@@ -27,10 +27,6 @@ ConfigResult ParseConfig(const EnvLookup& env);
 // ParseConfig(getenv) with each problem logged once.
 Config LoadConfigFromEnvironment();
 
-// mkdir -p; the directories it made go to created (may be null); false with
-// a reason when the path cannot be a directory.
-bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why);
-
 // Parses "100ms", "2s", "1.5s", "250us", "10ns", "1min" into ns; false on
 // anything else (no unit, negative, zero, overflow).
 bool ParseDurationNs(const std::string& text, uint64_t* out_ns);

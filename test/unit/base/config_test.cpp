@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/config_loader.h"
+#include "base/output_dir.h"
 
 namespace prof {
 namespace {
