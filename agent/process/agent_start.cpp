@@ -23,6 +23,7 @@
 #include "base/hot_state.h"
 #include "base/kernel_registry.h"
 #include "base/log.h"
+#include "base/output_dir.h"
 #include "base/runtime_frames.h"
 #include "base/signal_deferral.h"
 #include "base/strings.h"
