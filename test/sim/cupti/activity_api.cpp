@@ -29,11 +29,6 @@ struct ActivityConfig {
   std::atomic<bool> host_pinned{false};
 };
 
-ActivityConfig& Config() {
-  static ActivityConfig* config = new ActivityConfig();
-  return *config;
-}
-
 // cuptiActivityEnableContext/DisableContext: per-context settings that
 // supersede the global ones, by context uid. `any` keeps the launch path
 // to one relaxed load while no client uses them.
@@ -42,11 +37,6 @@ struct ContextOverrides {
   std::atomic<bool> any{false};
   std::map<uint32_t, std::map<int, bool>> by_context;  // uid -> kind -> enabled
 };
-
-ContextOverrides& Overrides() {
-  static ContextOverrides* overrides = new ContextOverrides();
-  return *overrides;
-}
 
 // cuptiActivityEnableRuntimeApi/DriverApi: per-cbid choices for API
 // records (-1: none, follow the RUNTIME/DRIVER kind). Enabling or
@@ -61,37 +51,57 @@ struct ApiSelection {
   }
 };
 
-ApiSelection& Selection() {
-  static ApiSelection* selection = new ApiSelection();
-  return *selection;
+// One activity client's settings (internal.h: client 0 is the process-wide
+// activity API, 1..kMaxSubscribers the subscribers' own).
+struct Client {
+  ActivityConfig config;
+  ContextOverrides overrides;
+  ApiSelection selection;
+};
+
+std::array<Client, kMaxClients>& Clients() {
+  static auto* clients = new std::array<Client, kMaxClients>();  // never destroyed: used at exit
+  return *clients;
+}
+Client& ClientAt(int client) { return Clients()[static_cast<size_t>(client)]; }
+ActivityConfig& Config(int client = kProcessClient) { return ClientAt(client).config; }
+
+// Bit c: client c has at least one kind on (or an API selection). The
+// launch path's first load: no client recording, nothing to do.
+std::atomic<ClientMask> g_recording{0};
+
+void UpdateRecording(int client) {
+  Client& c = ClientAt(client);
+  bool any = false;
+  for (const auto& kind : c.config.enabled) any = any || kind.load();
+  for (const auto& v : c.selection.runtime) any = any || v.load() == 1;
+  for (const auto& v : c.selection.driver) any = any || v.load() == 1;
+  if (c.overrides.any.load()) {
+    std::lock_guard<std::mutex> lock(c.overrides.mu);
+    for (const auto& [uid, kinds] : c.overrides.by_context) {
+      for (const auto& [kind, on] : kinds) any = any || on;
+    }
+  }
+  const ClientMask bit = ClientMask{1} << client;
+  if (any) {
+    g_recording.fetch_or(bit);
+  } else {
+    g_recording.fetch_and(~bit);
+  }
 }
 
 bool ValidKind(CUpti_ActivityKind kind) {
   return kind > CUPTI_ACTIVITY_KIND_INVALID && kind < CUPTI_ACTIVITY_KIND_COUNT;
 }
 
-// External correlation ids pushed by this thread, per kind.
-// Per-thread external correlation stacks; never destroyed, for the same
-// reason as the API frames in hooks.cpp (CUDA calls from atexit handlers).
+// External correlation ids pushed by this thread, per kind: one set of
+// stacks per thread, whoever pushed (the push/pop functions name no
+// subscriber, in 13.2 either). Never destroyed, for the same reason as the
+// API frames in hooks.cpp (CUDA calls from atexit handlers).
 using ExternalStacks = std::array<std::vector<uint64_t>, CUPTI_EXTERNAL_CORRELATION_KIND_SIZE>;
 ExternalStacks& ThreadExternal() {
   thread_local ExternalStacks* stacks = new ExternalStacks();
   return *stacks;
-}
-
-CUptiResult SetEnabled(const char* call, CUpti_ActivityKind kind, bool enable) {
-  CUptiResult result = EnsureInitialized();
-  if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
-  if (result == CUPTI_SUCCESS) {
-    Config().enabled[kind].store(enable);
-    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-      for (auto& v : Selection().runtime) v.store(-1);
-    } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
-      for (auto& v : Selection().driver) v.store(-1);
-    }
-  }
-  TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)));
-  return Status(result);
 }
 
 // cuptiActivityEnableRuntimeApi/DriverApi: one id's choice, until the
@@ -102,8 +112,10 @@ CUptiResult SelectApi(const char* call, int domain, CUpti_CallbackId cbid, uint8
   const uint32_t size = runtime ? uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE} : uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE};
   if (result == CUPTI_SUCCESS && cbid >= size) result = CUPTI_ERROR_INVALID_PARAMETER;
   if (result == CUPTI_SUCCESS) {
-    std::atomic<int8_t>& choice = runtime ? Selection().runtime[cbid] : Selection().driver[cbid];
+    ApiSelection& selection = ClientAt(kProcessClient).selection;
+    std::atomic<int8_t>& choice = runtime ? selection.runtime[cbid] : selection.driver[cbid];
     choice.store(enable != 0 ? 1 : 0);
+    UpdateRecording(kProcessClient);
   }
   TruthCall(call, result, ",\"cbid\":" + std::to_string(cbid) + ",\"enable\":" + std::to_string(enable != 0 ? 1 : 0));
   return Status(result);
@@ -118,10 +130,13 @@ CUptiResult SetContextEnabled(const char* call, CUcontext context, CUpti_Activit
     result = CUPTI_ERROR_INVALID_CONTEXT;
   }
   if (result == CUPTI_SUCCESS) {
-    ContextOverrides& overrides = Overrides();
-    std::lock_guard<std::mutex> lock(overrides.mu);
-    overrides.by_context[uid][kind] = enable;
-    overrides.any.store(true);
+    ContextOverrides& overrides = ClientAt(kProcessClient).overrides;
+    {
+      std::lock_guard<std::mutex> lock(overrides.mu);
+      overrides.by_context[uid][kind] = enable;
+      overrides.any.store(true);
+    }
+    UpdateRecording(kProcessClient);
   }
   TruthCall(call, result, ",\"kind\":" + std::to_string(static_cast<int>(kind)) + ",\"context\":" + std::to_string(uid));
   return Status(result);
@@ -143,10 +158,42 @@ CUptiResult Access(bool write, size_t* value_size, void* value, std::atomic<T>& 
   return CUPTI_SUCCESS;
 }
 
-CUptiResult Attribute(bool write, CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
+void ResetClient(int client) {
+  Client& c = ClientAt(client);
+  for (auto& kind : c.config.enabled) kind.store(false);
+  c.selection.Clear();
+  {
+    std::lock_guard<std::mutex> lock(c.overrides.mu);
+    c.overrides.by_context.clear();
+    c.overrides.any.store(false);
+  }
+  UpdateRecording(client);
+}
+
+}  // namespace
+
+CUptiResult SetKindEnabled(int client, const char* call, CUpti_ActivityKind kind, bool enable) {
+  CUptiResult result = EnsureInitialized();
+  if (result == CUPTI_SUCCESS && !ValidKind(kind)) result = CUPTI_ERROR_INVALID_KIND;
+  if (result == CUPTI_SUCCESS) {
+    Client& c = ClientAt(client);
+    c.config.enabled[kind].store(enable);
+    if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+      for (auto& v : c.selection.runtime) v.store(-1);
+    } else if (kind == CUPTI_ACTIVITY_KIND_DRIVER) {
+      for (auto& v : c.selection.driver) v.store(-1);
+    }
+    UpdateRecording(client);
+  }
+  TruthCall(call, result,
+            ",\"kind\":" + std::to_string(static_cast<int>(kind)) + ",\"client\":" + std::to_string(client));
+  return Status(result);
+}
+
+CUptiResult ActivityAttribute(int client, bool write, CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
   if (value_size == nullptr || value == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (CUptiResult init = EnsureInitialized(); init != CUPTI_SUCCESS) return init;
-  ActivityConfig& c = Config();
+  ActivityConfig& c = Config(client);
   switch (attr) {
     case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE: return Access(write, value_size, value, c.device_buffer_size);
     case CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_CDP: return Access(write, value_size, value, c.device_buffer_size_cdp);
@@ -159,61 +206,140 @@ CUptiResult Attribute(bool write, CUpti_ActivityAttribute attr, size_t* value_si
     case CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER: return Access(write, value_size, value, c.client_zeroes);
     case CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: return Access(write, value_size, value, c.per_thread_buffers);
     case CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED: return Access(write, value_size, value, c.host_pinned);
-    default: return CUPTI_ERROR_NOT_SUPPORTED;  // the semaphore pools went away in CUDA 12.3
+    default: break;
   }
+  // The attributes CUPTI 13.2 added (cupti_13_2.h), in that release only.
+  if (MultiSubscriberRelease()) {
+    switch (static_cast<int>(attr)) {
+      case kAttrMultipleSubscriberState: {  // "cannot be set", only queried
+        if (write) return CUPTI_ERROR_INVALID_PARAMETER;
+        std::atomic<uint8_t> state{MultiSubscriberState()};
+        return Access(false, value_size, value, state);
+      }
+      case kAttrKernelLatencyTimestamps: return Access(write, value_size, value, c.latency_timestamps);
+      case kAttrThreadIdType: {
+        std::atomic<uint32_t> type{c.thread_id_system.load() ? uint32_t{CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM}
+                                                              : uint32_t{CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT}};
+        CUptiResult result = Access(write, value_size, value, type);
+        if (result == CUPTI_SUCCESS && write) {
+          if (type.load() > CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) return CUPTI_ERROR_NOT_SUPPORTED;
+          c.thread_id_system.store(type.load() == CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
+        }
+        return result;
+      }
+      default: break;
+    }
+  }
+  return CUPTI_ERROR_NOT_SUPPORTED;  // the semaphore pools went away in CUDA 12.3
 }
 
-}  // namespace
+CUptiResult SetActivityCallbacks(int client, const char* call, CUpti_BuffersCallbackRequestFunc request,
+                                 CUpti_BuffersCallbackCompleteFunc complete,
+                                 CUpti_BuffersCallbackRequestFunc_v2 request_v2,
+                                 CUpti_BuffersCallbackCompleteFunc_v2 complete_v2) {
+  const bool v2 = request_v2 != nullptr || complete_v2 != nullptr;
+  if (v2 ? (request_v2 == nullptr || complete_v2 == nullptr) : (request == nullptr || complete == nullptr)) {
+    return Status(CUPTI_ERROR_INVALID_PARAMETER);
+  }
+  if (v2) {
+    BufferPool::Of(client).SetCallbacksV2(request_v2, complete_v2);
+  } else {
+    BufferPool::Of(client).SetCallbacks(request, complete);
+  }
+  TruthCall(call, CUPTI_SUCCESS, ",\"client\":" + std::to_string(client));
+  return CUPTI_SUCCESS;
+}
 
-bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid) {
+bool KindEnabled(int client, CUpti_ActivityKind kind, uint32_t context_uid) {
   if (!ValidKind(kind)) return false;
-  ContextOverrides& overrides = Overrides();
-  if (context_uid != 0 && overrides.any.load(std::memory_order_relaxed)) {
-    std::lock_guard<std::mutex> lock(overrides.mu);
-    auto context = overrides.by_context.find(context_uid);
-    if (context != overrides.by_context.end()) {
+  Client& c = ClientAt(client);
+  if (context_uid != 0 && c.overrides.any.load(std::memory_order_relaxed)) {
+    std::lock_guard<std::mutex> lock(c.overrides.mu);
+    auto context = c.overrides.by_context.find(context_uid);
+    if (context != c.overrides.by_context.end()) {
       auto setting = context->second.find(kind);
       if (setting != context->second.end()) return setting->second;
     }
   }
-  return Config().enabled[kind].load(std::memory_order_relaxed);
+  return c.config.enabled[kind].load(std::memory_order_relaxed);
 }
 
-bool ApiRecordEnabled(int domain, uint32_t cbid, uint32_t context_uid) {
+ClientMask ClientsRecording(CUpti_ActivityKind kind, uint32_t context_uid) {
+  const ClientMask recording = g_recording.load(std::memory_order_relaxed);
+  if (recording == 0) return 0;
+  ClientMask out = 0;
+  for (int client = 0; client < kMaxClients; ++client) {
+    if ((recording >> client & 1) != 0 && KindEnabled(client, kind, context_uid)) out |= ClientMask{1} << client;
+  }
+  return out;
+}
+
+ClientMask ApiRecordClients(int domain, uint32_t cbid, uint32_t context_uid) {
+  const ClientMask recording = g_recording.load(std::memory_order_relaxed);
+  if (recording == 0) return 0;
   const bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  int8_t choice = -1;
-  if (runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) choice = Selection().runtime[cbid].load(std::memory_order_relaxed);
-  if (!runtime && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) choice = Selection().driver[cbid].load(std::memory_order_relaxed);
-  if (choice >= 0) return choice == 1;
-  return KindEnabled(runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER, context_uid);
+  ClientMask out = 0;
+  for (int client = 0; client < kMaxClients; ++client) {
+    if ((recording >> client & 1) == 0) continue;
+    const ApiSelection& selection = ClientAt(client).selection;
+    int8_t choice = -1;
+    if (runtime && cbid < CUPTI_RUNTIME_TRACE_CBID_SIZE) {
+      choice = selection.runtime[cbid].load(std::memory_order_relaxed);
+    } else if (!runtime && cbid < CUPTI_DRIVER_TRACE_CBID_SIZE) {
+      choice = selection.driver[cbid].load(std::memory_order_relaxed);
+    }
+    const CUpti_ActivityKind kind = runtime ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+    const bool on = choice >= 0 ? choice == 1 : KindEnabled(client, kind, context_uid);
+    if (on) out |= ClientMask{1} << client;
+  }
+  return out;
+}
+
+std::vector<int> EnabledKinds(int client) {
+  std::vector<int> kinds;
+  for (int kind = 1; kind < CUPTI_ACTIVITY_KIND_COUNT; ++kind) {
+    if (Config(client).enabled[kind].load()) kinds.push_back(kind);
+  }
+  return kinds;
 }
 
 std::vector<int> EnabledKinds() {
   std::vector<int> kinds;
   for (int kind = 1; kind < CUPTI_ACTIVITY_KIND_COUNT; ++kind) {
-    if (Config().enabled[kind].load()) kinds.push_back(kind);
+    for (int client = 0; client < kMaxClients; ++client) {
+      if (Config(client).enabled[kind].load()) {
+        kinds.push_back(kind);
+        break;
+      }
+    }
   }
   return kinds;
 }
 
 void ResetActivityConfig() {
-  for (auto& kind : Config().enabled) kind.store(false);
-  Selection().Clear();
-  std::lock_guard<std::mutex> lock(Overrides().mu);
-  Overrides().by_context.clear();
-  Overrides().any.store(false);
+  for (int client = 0; client < kMaxClients; ++client) ResetClient(client);
 }
 
-bool ThreadIdIsSystem() { return Config().thread_id_system.load(std::memory_order_relaxed); }
-bool LatencyTimestamps() { return Config().latency_timestamps.load(std::memory_order_relaxed); }
-bool PerThreadBuffers() { return Config().per_thread_buffers.load(std::memory_order_relaxed); }
-bool ClientZeroesBuffers() { return Config().client_zeroes.load(std::memory_order_relaxed); }
+void ForgetSubscriberClient(int client) {
+  if (client <= kProcessClient || client >= kMaxClients) return;
+  ResetClient(client);
+  BufferPool::Of(client).Discard();  // undelivered records are lost, as at cuptiFinalize
+}
 
-void RecordExternalCorrelations(const SimApiSite& site) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, site.context_uid)) return;
-  for (int kind = 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++kind) {
-    if (!ThreadExternal()[kind].empty()) {
-      RecordExternalCorrelation(static_cast<CUpti_ExternalCorrelationKind>(kind), ThreadExternal()[kind].back(), site);
+bool ThreadIdIsSystem(int client) { return Config(client).thread_id_system.load(std::memory_order_relaxed); }
+bool LatencyTimestamps(int client) { return Config(client).latency_timestamps.load(std::memory_order_relaxed); }
+bool PerThreadBuffers(int client) { return Config(client).per_thread_buffers.load(std::memory_order_relaxed); }
+bool ClientZeroesBuffers(int client) { return Config(client).client_zeroes.load(std::memory_order_relaxed); }
+
+void RecordExternalCorrelations(const SimApiSite& site, ClientMask clients) {
+  const ExternalStacks& stacks = ThreadExternal();
+  for (int client = 0; client < kMaxClients; ++client) {
+    if ((clients >> client & 1) == 0) continue;
+    if (!KindEnabled(client, CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, site.context_uid)) continue;
+    for (int kind = 1; kind < CUPTI_EXTERNAL_CORRELATION_KIND_SIZE; ++kind) {
+      if (!stacks[kind].empty()) {
+        RecordExternalCorrelation(client, static_cast<CUpti_ExternalCorrelationKind>(kind), stacks[kind].back(), site);
+      }
     }
   }
 }
@@ -225,17 +351,17 @@ using simcupti::Status;
 extern "C" {
 
 CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind) {
-  return simcupti::SetEnabled("cuptiActivityEnable", kind, true);
+  return simcupti::SetKindEnabled(simcupti::kProcessClient, "cuptiActivityEnable", kind, true);
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableAndDump(CUpti_ActivityKind kind) {
   // Dumps exist only for DEVICE/CONTEXT/STREAM/NVLINK/PCIE, which the
   // simulator does not record; otherwise it is cuptiActivityEnable.
-  return simcupti::SetEnabled("cuptiActivityEnableAndDump", kind, true);
+  return simcupti::SetKindEnabled(simcupti::kProcessClient, "cuptiActivityEnableAndDump", kind, true);
 }
 
 CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
-  return simcupti::SetEnabled("cuptiActivityDisable", kind, false);
+  return simcupti::SetKindEnabled(simcupti::kProcessClient, "cuptiActivityDisable", kind, false);
 }
 
 CUptiResult CUPTIAPI cuptiActivityEnableContext(CUcontext context, CUpti_ActivityKind kind) {
@@ -256,16 +382,25 @@ CUptiResult CUPTIAPI cuptiActivityEnableDriverApi(CUpti_CallbackId cbid, uint8_t
 
 CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                     CUpti_BuffersCallbackCompleteFunc complete) {
-  if (request == nullptr || complete == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
-  simcupti::BufferPool::Get().SetCallbacks(request, complete);
-  simcupti::TruthCall("cuptiActivityRegisterCallbacks", CUPTI_SUCCESS);
-  return CUPTI_SUCCESS;
+  return simcupti::SetActivityCallbacks(simcupti::kProcessClient, "cuptiActivityRegisterCallbacks", request, complete,
+                                        nullptr, nullptr);
 }
 
 CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag) {
   CUptiResult result = simcupti::EnsureInitialized();
   const bool forced = (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0;
-  if (result == CUPTI_SUCCESS) result = simcupti::BufferPool::Get().Flush(forced);
+  // No subscriber parameter, in 13.2 either: every client's buffers (each
+  // to its own callbacks); INVALID_OPERATION only if none registered any.
+  if (result == CUPTI_SUCCESS) {
+    bool any = false;
+    for (int client = 0; client < simcupti::kMaxClients; ++client) {
+      simcupti::BufferPool& pool = simcupti::BufferPool::Of(client);
+      if (!pool.HasCallbacks()) continue;
+      any = true;
+      pool.Flush(forced);
+    }
+    if (!any) result = CUPTI_ERROR_INVALID_OPERATION;
+  }
   simcupti::TruthCall("cuptiActivityFlushAll", result, ",\"forced\":" + std::to_string(forced ? 1 : 0));
   return Status(result);
 }
@@ -303,24 +438,23 @@ CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context, uint32
   if (dropped == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
   *dropped = 0;
   if (simcupti::CurrentFaults().no_driver) return CUPTI_SUCCESS;  // what the real library answers
-  if (context == nullptr) {
-    *dropped = simcupti::BufferPool::Get().TakeDropped(/*all=*/true, 0, 0);
-    return CUPTI_SUCCESS;
-  }
+  // No subscriber parameter, in 13.2 either: the drops of every client.
   uint32_t uid = 0;
   uint32_t device = 0;
-  if (simcupti::LookupContext(context, &uid, &device)) {
-    *dropped = simcupti::BufferPool::Get().TakeDropped(/*all=*/false, uid, stream_id);
+  const bool all = context == nullptr;
+  if (!all && !simcupti::LookupContext(context, &uid, &device)) return CUPTI_SUCCESS;
+  for (int client = 0; client < simcupti::kMaxClients; ++client) {
+    *dropped += simcupti::BufferPool::Of(client).TakeDropped(all, uid, stream_id);
   }
   return CUPTI_SUCCESS;
 }
 
 CUptiResult CUPTIAPI cuptiActivityGetAttribute(CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
-  return Status(simcupti::Attribute(/*write=*/false, attr, value_size, value));
+  return Status(simcupti::ActivityAttribute(simcupti::kProcessClient, /*write=*/false, attr, value_size, value));
 }
 
 CUptiResult CUPTIAPI cuptiActivitySetAttribute(CUpti_ActivityAttribute attr, size_t* value_size, void* value) {
-  return Status(simcupti::Attribute(/*write=*/true, attr, value_size, value));
+  return Status(simcupti::ActivityAttribute(simcupti::kProcessClient, /*write=*/true, attr, value_size, value));
 }
 
 CUptiResult CUPTIAPI cuptiActivityRegisterTimestampCallback(CUpti_TimestampCallbackFunc timestamp) {
@@ -349,7 +483,8 @@ CUptiResult CUPTIAPI cuptiSetThreadIdType(CUpti_ActivityThreadIdType type) {
 
 CUptiResult CUPTIAPI cuptiGetThreadIdType(CUpti_ActivityThreadIdType* type) {
   if (type == nullptr) return Status(CUPTI_ERROR_INVALID_PARAMETER);
-  *type = simcupti::ThreadIdIsSystem() ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
+  *type = simcupti::ThreadIdIsSystem(simcupti::kProcessClient) ? CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM
+                                                               : CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   return CUPTI_SUCCESS;
 }
 

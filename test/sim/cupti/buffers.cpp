@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -29,33 +30,56 @@ thread_local bool tls_delivering = false;
 
 }  // namespace
 
-BufferPool& BufferPool::Get() {
-  static BufferPool* pool = new BufferPool();
-  return *pool;
+// Every client's pool, built together at first use (the fork handlers walk them all).
+std::array<BufferPool*, kMaxClients>& BufferPool::All() {
+  static auto* pools = [] {
+    auto* all = new std::array<BufferPool*, kMaxClients>();
+    for (int c = 0; c < kMaxClients; ++c) (*all)[static_cast<size_t>(c)] = new BufferPool(c);
+    return all;
+  }();
+  return *pools;
 }
 
-BufferPool::BufferPool() { pthread_atfork(&AtForkPrepare, &AtForkParent, &AtForkChild); }
+BufferPool& BufferPool::Of(int client) { return *All()[static_cast<size_t>(client)]; }
+
+BufferPool::BufferPool(int client) : client_(client) {
+  if (client == 0) pthread_atfork(&AtForkPrepare, &AtForkParent, &AtForkChild);
+}
 
 // A fork child has no worker thread: it starts one when it needs one. The
-// lock is held across fork so the child never inherits it mid-update.
-void BufferPool::AtForkPrepare() { Get().mu_.lock(); }
-void BufferPool::AtForkParent() { Get().mu_.unlock(); }
+// locks are held across fork so the child never inherits one mid-update.
+void BufferPool::AtForkPrepare() {
+  for (BufferPool* pool : All()) pool->mu_.lock();
+}
+void BufferPool::AtForkParent() {
+  for (BufferPool* pool : All()) pool->mu_.unlock();
+}
 void BufferPool::AtForkChild() {
-  BufferPool& pool = Get();
-  pool.worker_started_ = false;
-  pool.in_delivery_ = 0;
-  pool.mu_.unlock();
+  for (BufferPool* pool : All()) {
+    pool->worker_started_ = false;
+    pool->in_delivery_ = 0;
+    pool->mu_.unlock();
+  }
 }
 
 void BufferPool::SetCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
   std::lock_guard<std::mutex> lock(mu_);
-  request_ = request;
-  complete_ = complete;
+  callbacks_ = Callbacks{};
+  callbacks_.request = request;
+  callbacks_.complete = complete;
+}
+
+void BufferPool::SetCallbacksV2(CUpti_BuffersCallbackRequestFunc_v2 request,
+                                CUpti_BuffersCallbackCompleteFunc_v2 complete) {
+  std::lock_guard<std::mutex> lock(mu_);
+  callbacks_ = Callbacks{};
+  callbacks_.request_v2 = request;
+  callbacks_.complete_v2 = complete;
 }
 
 bool BufferPool::HasCallbacks() {
   std::lock_guard<std::mutex> lock(mu_);
-  return request_ != nullptr && complete_ != nullptr;
+  return callbacks_.any();
 }
 
 bool BufferPool::Fits(const Buffer& buffer, size_t aligned_size) const {
@@ -64,13 +88,18 @@ bool BufferPool::Fits(const Buffer& buffer, size_t aligned_size) const {
   return buffer.used + aligned_size <= buffer.size;
 }
 
-BufferPool::Buffer BufferPool::Request(CUpti_BuffersCallbackRequestFunc request) {
+BufferPool::Buffer BufferPool::Request(const Callbacks& callbacks) {
   Buffer buffer;
   if (CurrentFaults().null_buffers) return buffer;  // as if the client declined
   uint8_t* data = nullptr;
   size_t size = 0;
   size_t max_records = 0;
-  request(&data, &size, &max_records);
+  if (callbacks.request_v2 != nullptr) {
+    CUpti_BufferCallbackRequestInfo info{sizeof(CUpti_BufferCallbackRequestInfo)};
+    callbacks.request_v2(&data, &size, &max_records, &info);
+  } else {
+    callbacks.request(&data, &size, &max_records);
+  }
   if (data == nullptr) return buffer;
   buffer.data = data;
   buffer.size = size;
@@ -78,7 +107,7 @@ BufferPool::Buffer BufferPool::Request(CUpti_BuffersCallbackRequestFunc request)
   // CUPTI zeroes the buffer itself unless the client promised to (NVIDIA:
   // that memset is a stall on the requesting thread). A test may ask that
   // the promise be checked.
-  if (!ClientZeroesBuffers()) {
+  if (!ClientZeroesBuffers(client_)) {
     std::memset(data, 0, size);
   } else if (CurrentFaults().check_zeroed &&
              std::any_of(data, data + size, [](uint8_t byte) { return byte != 0; })) {
@@ -95,9 +124,9 @@ void BufferPool::CountDropLocked(uint32_t context_uid, uint32_t stream_id) {
 void BufferPool::Append(const void* record, size_t size, DeviceSpan span, uint32_t context_uid,
                         uint32_t stream_id) {
   const size_t aligned = AlignUp(size);
-  const uint64_t owner = PerThreadBuffers() ? ThreadId() : 0;
+  const uint64_t owner = PerThreadBuffers(client_) ? ThreadId() : 0;
   std::unique_lock<std::mutex> lock(mu_);
-  if (request_ == nullptr || complete_ == nullptr) {
+  if (!callbacks_.any()) {
     CountDropLocked(context_uid, stream_id);  // nowhere to put it
     return;
   }
@@ -109,10 +138,11 @@ void BufferPool::Append(const void* record, size_t size, DeviceSpan span, uint32
   }
   if (it == current_.end()) {
     // Ask the client for a buffer, without holding mu_ while it runs.
-    CUpti_BuffersCallbackRequestFunc request = request_;
+    const Callbacks callbacks = callbacks_;
     const uint64_t generation = generation_;
     lock.unlock();
-    Buffer fresh = Request(request);
+    Buffer fresh = Request(callbacks);
+    fresh.owner = owner;
     lock.lock();
     if (generation != generation_) {  // cuptiFinalize ran meanwhile
       lost_.fetch_add(1);
@@ -179,17 +209,17 @@ void BufferPool::WorkerLoop() {
     }
     Buffer buffer = std::move(ready_.front());
     ready_.pop_front();
-    CUpti_BuffersCallbackCompleteFunc complete = complete_;
+    const Callbacks callbacks = callbacks_;
     ++in_delivery_;
     lock.unlock();
-    Deliver(buffer, complete);
+    Deliver(buffer, callbacks);
     lock.lock();
     --in_delivery_;
     cv_.notify_all();
   }
 }
 
-void BufferPool::Deliver(Buffer& buffer, CUpti_BuffersCallbackCompleteFunc complete) {
+void BufferPool::Deliver(Buffer& buffer, const Callbacks& callbacks) {
   const uint64_t now_ns = simhub_now_ns();
   for (const Unfinished& record : buffer.device) {
     if (record.span.end_ns > now_ns) {
@@ -197,20 +227,27 @@ void BufferPool::Deliver(Buffer& buffer, CUpti_BuffersCallbackCompleteFunc compl
                            /*started=*/record.span.start_ns <= now_ns);
     }
   }
-  if (complete == nullptr) {  // finalized meanwhile
+  if (!callbacks.any()) {  // finalized meanwhile
     lost_.fetch_add(buffer.records);
     return;
   }
   delivered_.fetch_add(buffer.records);
   tls_delivering = true;
-  // CUDA 6.0 onwards every buffer is global: context NULL, stream 0.
-  complete(nullptr, 0, buffer.data, buffer.size, buffer.used);
+  if (callbacks.complete_v2 != nullptr) {
+    CUpti_BufferCallbackCompleteInfo info{};
+    info.structSize = sizeof(info);
+    info.threadId = buffer.owner;  // no user-defined records: no layouts
+    callbacks.complete_v2(buffer.data, buffer.size, buffer.used, &info);
+  } else {
+    // CUDA 6.0 onwards every buffer is global: context NULL, stream 0.
+    callbacks.complete(nullptr, 0, buffer.data, buffer.size, buffer.used);
+  }
   tls_delivering = false;
 }
 
 CUptiResult BufferPool::Flush(bool forced) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (request_ == nullptr || complete_ == nullptr) return CUPTI_ERROR_INVALID_OPERATION;
+  if (!callbacks_.any()) return CUPTI_ERROR_INVALID_OPERATION;
   const uint64_t late_ns = CurrentFaults().late_ns;
   uint64_t now_ns = simhub_now_ns();
   // Buffers being filled are handed over too: all of them when forced
@@ -244,10 +281,10 @@ CUptiResult BufferPool::Flush(bool forced) {
     }
     Buffer buffer = std::move(*it);
     ready_.erase(it);
-    CUpti_BuffersCallbackCompleteFunc complete = complete_;
+    const Callbacks callbacks = callbacks_;
     lock.unlock();
     const bool nested = tls_delivering;
-    Deliver(buffer, complete);
+    Deliver(buffer, callbacks);
     tls_delivering = nested;
     lock.lock();
   }
@@ -277,8 +314,7 @@ void BufferPool::Discard() {
   current_.clear();
   ready_.clear();
   drops_.clear();
-  request_ = nullptr;
-  complete_ = nullptr;
+  callbacks_ = Callbacks{};
   ++generation_;
 }
 

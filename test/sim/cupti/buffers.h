@@ -10,12 +10,18 @@
 // A record that finds no buffer (the client returned NULL or too small a
 // buffer) is dropped and counted for cuptiActivityGetNumDroppedRecords.
 //
+// One pool per activity client (internal.h: client 0 is the process-wide
+// activity API; in the multi-subscriber release each subscriber's own), so
+// every client gets only its own records, in its own buffers, through its
+// own callbacks (cuptiActivityRegisterCallbacks, or the *_v2 pair).
+//
 // Lock order: mu_ is never held while client code runs (bufferRequested,
 // bufferCompleted), because the client may call back into CUPTI.
 #pragma once
 
 #include <cupti.h>
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -24,6 +30,9 @@
 #include <mutex>
 #include <utility>
 #include <vector>
+
+#include "cupti_13_2.h"
+#include "internal.h"
 
 namespace simcupti {
 
@@ -36,9 +45,13 @@ struct DeviceSpan {
 
 class BufferPool {
  public:
-  static BufferPool& Get();  // never destroyed: the worker may outlive main
+  // Client `client`'s pool (0 <= client < kMaxClients); never destroyed:
+  // the worker may outlive main.
+  static BufferPool& Of(int client);
 
   void SetCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete);
+  // CUPTI 13.2's pair (cuptiActivityRegisterCallbacks_v2): replaces the other.
+  void SetCallbacksV2(CUpti_BuffersCallbackRequestFunc_v2 request, CUpti_BuffersCallbackCompleteFunc_v2 complete);
   bool HasCallbacks();
 
   // Copies one record in. context_uid/stream_id say where a drop is counted.
@@ -76,14 +89,27 @@ class BufferPool {
     uint64_t complete_at_ns = 0;     // sim clock: the last device work in it ends
     uint64_t deliver_after_ns = 0;   // sim clock: SIM_CUPTI_LATE_MS holds it back until then
     uint64_t retired_seq = 0;        // order of retirement: a flush delivers those retired before it
+    uint64_t owner = 0;              // the thread (gettid) whose per-thread buffer it was, 0 for a global one
     std::vector<Unfinished> device;  // device records, to clear times still in the future
   };
 
-  BufferPool();
+  // The client's callbacks, either pair; copied out of mu_ to be called.
+  struct Callbacks {
+    CUpti_BuffersCallbackRequestFunc request = nullptr;
+    CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+    CUpti_BuffersCallbackRequestFunc_v2 request_v2 = nullptr;
+    CUpti_BuffersCallbackCompleteFunc_v2 complete_v2 = nullptr;
+    bool any() const {
+      return (request != nullptr && complete != nullptr) || (request_v2 != nullptr && complete_v2 != nullptr);
+    }
+  };
+
+  explicit BufferPool(int client);
+  static std::array<BufferPool*, kMaxClients>& All();
   bool Fits(const Buffer& buffer, size_t aligned_size) const;
-  Buffer Request(CUpti_BuffersCallbackRequestFunc request);
+  Buffer Request(const Callbacks& callbacks);
   void RetireLocked(Buffer buffer);  // hands a buffer over for delivery
-  void Deliver(Buffer& buffer, CUpti_BuffersCallbackCompleteFunc complete);
+  void Deliver(Buffer& buffer, const Callbacks& callbacks);
   void CountDropLocked(uint32_t context_uid, uint32_t stream_id);
   void StartWorkerLocked();
   void WorkerLoop();
@@ -91,11 +117,11 @@ class BufferPool {
   static void AtForkParent();
   static void AtForkChild();
 
+  const int client_;
   std::mutex mu_;
   uint64_t retired_seq_ = 0;  // under mu_
   std::condition_variable cv_;  // ready_ grew, or a delivery finished
-  CUpti_BuffersCallbackRequestFunc request_ = nullptr;
-  CUpti_BuffersCallbackCompleteFunc complete_ = nullptr;
+  Callbacks callbacks_;
   uint64_t generation_ = 0;             // bumped by Discard: requests in flight are stale
   std::map<uint64_t, Buffer> current_;  // being filled, by owner (thread id, or 0 for global buffers)
   std::deque<Buffer> ready_;            // retired, waiting for delivery (FIFO)

@@ -16,6 +16,9 @@ Faults CurrentFaults() {
   if (const char* name = simhub_fault("CUPTI_SUBSCRIBER"); name != nullptr && *name != '\0') {
     faults.other_subscriber = name;
   }
+  if (const char* mode = simhub_fault("CUPTI_SUBSCRIBERS"); mode != nullptr) {
+    faults.multi_subscribers = std::strcmp(mode, "multi") == 0;
+  }
   faults.init_fail = IsOne(simhub_fault("CUPTI_INIT_FAIL"));
   faults.null_buffers = IsOne(simhub_fault("CUPTI_NULL_BUFFERS"));
   if (const char* late = simhub_fault("CUPTI_LATE_MS"); late != nullptr) {

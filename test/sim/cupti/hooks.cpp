@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -21,9 +22,9 @@ namespace {
 struct Frame {
   uint32_t correlation_id;
   int domain;
-  uint64_t correlation_data;
-  uint64_t epoch;  // Epoch() at enter: a finalize in between cancels the record
-  bool record;     // RUNTIME/DRIVER activity was enabled at enter
+  uint64_t epoch;      // Epoch() at enter: a finalize in between cancels the record
+  ClientMask record;   // the clients that had RUNTIME/DRIVER activity on at enter
+  std::array<uint64_t, kMaxClients> correlation_data;  // one per subscriber slot
 };
 // Each thread's open API calls. Never destroyed on purpose: glibc destroys
 // the main thread's thread_local objects before atexit handlers and static
@@ -51,6 +52,7 @@ void RememberContext(CUcontext context, uint32_t uid, uint32_t device_id) {
 }
 
 void Callback(const SimApiSite& site, CUpti_ApiCallbackSite where, uint64_t* correlation_data) {
+  // correlation_data: kMaxClients entries, one per subscriber slot.
   const auto domain = static_cast<CUpti_CallbackDomain>(site.domain);
   if (!CallbackEnabled(domain, site.cbid)) return;
   CUpti_CallbackData data{};
@@ -61,9 +63,8 @@ void Callback(const SimApiSite& site, CUpti_ApiCallbackSite where, uint64_t* cor
   data.symbolName = site.symbol_name;
   data.context = static_cast<CUcontext>(site.context);
   data.contextUid = site.context_uid;
-  data.correlationData = correlation_data;
   data.correlationId = site.correlation_id;
-  Dispatch(domain, site.cbid, &data);
+  Dispatch(domain, site.cbid, &data, correlation_data);
 }
 
 void OnApi(const SimApiSite* site, int is_exit) {
@@ -76,10 +77,10 @@ void OnApi(const SimApiSite* site, int is_exit) {
       last_context = static_cast<CUcontext>(site->context);
       RememberContext(last_context, site->context_uid, 0);
     }
-    const bool record = ApiRecordEnabled(site->domain, site->cbid, site->context_uid);
+    const ClientMask record = ApiRecordClients(site->domain, site->cbid, site->context_uid);
     auto& tls_frames = ThreadFrames();
-    tls_frames.push_back({site->correlation_id, site->domain, 0, Epoch(), record});
-    Callback(*site, CUPTI_API_ENTER, &tls_frames.back().correlation_data);
+    tls_frames.push_back({site->correlation_id, site->domain, Epoch(), record, {}});
+    Callback(*site, CUPTI_API_ENTER, tls_frames.back().correlation_data.data());
     return;
   }
   // Frames pop in LIFO order; search from the top in case a call's enter
@@ -91,15 +92,15 @@ void OnApi(const SimApiSite* site, int is_exit) {
     if (it->correlation_id == site->correlation_id && it->domain == site->domain) break;
   }
   if (tls_frames.empty() || it->correlation_id != site->correlation_id || it->domain != site->domain) {
-    uint64_t scratch = 0;
-    Callback(*site, CUPTI_API_EXIT, &scratch);
+    std::array<uint64_t, kMaxClients> scratch{};
+    Callback(*site, CUPTI_API_EXIT, scratch.data());
     return;
   }
   Frame& frame = *it;  // references into a deque survive push/pop at the ends
-  Callback(*site, CUPTI_API_EXIT, &frame.correlation_data);
-  if (frame.record && frame.epoch == Epoch()) {
-    RecordExternalCorrelations(*site);
-    RecordApi(*site);
+  Callback(*site, CUPTI_API_EXIT, frame.correlation_data.data());
+  if (frame.record != 0 && frame.epoch == Epoch()) {
+    RecordExternalCorrelations(*site, frame.record);
+    RecordApi(*site, frame.record);
   }
   // The callback may have made CUDA calls of its own; they are gone again,
   // so this frame is back on top unless enters and exits were unbalanced.

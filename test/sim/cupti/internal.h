@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cupti_13_2.h"
 #include "hub.h"
 
 namespace simcupti {
@@ -23,6 +24,7 @@ CUptiResult Status(CUptiResult result);
 
 struct Faults {
   std::string other_subscriber;  // SIM_CUPTI_SUBSCRIBER: another tool holds CUPTI
+  bool multi_subscribers = false;  // SIM_CUPTI_SUBSCRIBERS=multi: the multi-subscriber release (13 only)
   bool init_fail = false;        // SIM_CUPTI_INIT_FAIL=1
   bool null_buffers = false;     // SIM_CUPTI_NULL_BUFFERS=1
   uint64_t late_ns = 0;          // SIM_CUPTI_LATE_MS, in ns
@@ -32,6 +34,40 @@ struct Faults {
 // Read through the hub on every call (the hub caches the environment), so
 // a test hub can change them between cases.
 Faults CurrentFaults();
+
+// ---- release.cpp: which CUPTI release the library impersonates ----
+
+// The multi-subscriber release (SIM_CUPTI_SUBSCRIBERS=multi, the CUDA 13
+// personality only): CUPTI 13.2's subscriber rules and per-subscriber
+// activity API (cupti_13_2.h). Otherwise the personality's classic CUPTI.
+bool MultiSubscriberRelease();
+// What cuptiGetVersion reports: SIM_CUPTI_API_VERSION if set, else 130202
+// in the multi-subscriber release, else the personality's version.
+uint32_t ReportedVersion();
+// Whether kernel records are CUPTI 13.1/13.2's CUpti_ActivityKernel11
+// (record_layouts.h) rather than the personality's struct: decided by the
+// reported version when CUPTI initialises (ChooseLayouts), so a buffer is
+// decoded with the sizes it was written with.
+bool KernelRecordIs11();
+void ChooseLayouts();
+
+// ---- activity clients ----
+
+// Who receives activity records. Client 0 is the process-wide activity API
+// (cuptiActivityEnable, cuptiActivityRegisterCallbacks, ...), the only one
+// classic CUPTI has. In the multi-subscriber release, while several
+// subscribers are allowed, subscriber slot s (1..kMaxSubscribers) is client
+// s too, addressed by the *_v2 functions with its handle.
+constexpr int kMaxSubscribers = 8;
+constexpr int kMaxClients = kMaxSubscribers + 1;
+constexpr int kProcessClient = 0;
+using ClientMask = uint32_t;  // bit c: client c
+static_assert(kMaxClients <= 32, "ClientMask");
+
+// CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE values (CUPTI 13.2).
+constexpr uint8_t kMultiStateSingle = 0;
+constexpr uint8_t kMultiStateMultiple = 1;
+constexpr uint8_t kMultiStateUnset = 2;
 
 // ---- lifecycle.cpp: lazy initialisation, finalize, truth lines ----
 
@@ -53,48 +89,79 @@ void TruthCall(const char* call, CUptiResult result, const std::string& extra = 
 // `text` as a JSON string literal, quotes included.
 std::string JsonString(const std::string& text);
 
-// ---- callbacks.cpp: the subscriber ----
+// ---- callbacks.cpp: the subscribers ----
 
+// Whether any subscriber has this callback enabled.
 bool CallbackEnabled(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
-// Calls the subscriber's function if that callback is enabled. Never holds
-// a lock while the client runs (it may call back into CUPTI, even finalize).
-void Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+// Calls the function of every subscriber that has this callback enabled,
+// each with its own userdata. For API callbacks `data` is a
+// CUpti_CallbackData whose correlationData is pointed, for subscriber slot
+// s, at correlation_data[s] (kMaxClients entries); NULL for other domains.
+// Never holds a lock while a client runs (it may call back into CUPTI, even
+// finalize).
+void Dispatch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, void* data, uint64_t* correlation_data = nullptr);
 bool Subscribed();
-std::vector<int> EnabledDomains();  // domains with at least one enabled callback
-void ResetSubscriber();             // cuptiFinalize
+int SubscriberCount();
+uint8_t MultiSubscriberState();     // kMultiState*
+std::vector<int> EnabledDomains();  // domains with at least one enabled callback, any subscriber
+void ResetSubscriber();             // cuptiFinalize: every subscriber
+// The activity client a *_v2 call with this handle addresses: the
+// subscriber's own while several are allowed, the process-wide one while
+// it holds CUPTI alone. -1 with *error: NOT_SUPPORTED outside the
+// multi-subscriber release (CUPTI 13.0 has no such functions),
+// INVALID_PARAMETER for a handle that is no live subscriber's.
+int ActivityClientOf(CUpti_SubscriberHandle handle, CUptiResult* error);
 
 // ---- activity_api.cpp: which kinds are on, and their options ----
 
-// Whether records of `kind` are written for work in the context with this
-// uid (0: none): its cuptiActivityEnableContext/DisableContext setting if
-// any, else the global one.
-bool KindEnabled(CUpti_ActivityKind kind, uint32_t context_uid = 0);
-// Whether an API call gets an API record: its cuptiActivityEnable*Api
-// choice if any, else KindEnabled(RUNTIME or DRIVER, context_uid).
-bool ApiRecordEnabled(int domain, uint32_t cbid, uint32_t context_uid);
-std::vector<int> EnabledKinds();
-void ResetActivityConfig();  // cuptiFinalize
-bool ThreadIdIsSystem();     // cuptiSetThreadIdType(SYSTEM)
-bool LatencyTimestamps();    // cuptiActivityEnableLatencyTimestamps(1)
-bool PerThreadBuffers();     // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (default 1)
-bool ClientZeroesBuffers();  // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
-// External-correlation records for the ids this thread has pushed, if
-// EXTERNAL_CORRELATION is on; called just before an API record.
-void RecordExternalCorrelations(const SimApiSite& site);
+// Whether client `client` writes records of `kind` for work in the context
+// with this uid (0: none): its cuptiActivityEnableContext/DisableContext
+// setting if any, else its global one.
+bool KindEnabled(int client, CUpti_ActivityKind kind, uint32_t context_uid = 0);
+// The clients that write records of `kind` for that context.
+ClientMask ClientsRecording(CUpti_ActivityKind kind, uint32_t context_uid);
+// The clients that give an API call an API record: each one's
+// cuptiActivityEnable*Api choice if any, else its RUNTIME or DRIVER kind.
+ClientMask ApiRecordClients(int domain, uint32_t cbid, uint32_t context_uid);
+std::vector<int> EnabledKinds();  // of any client
+std::vector<int> EnabledKinds(int client);
+void ResetActivityConfig();                 // cuptiFinalize: every client
+void ForgetSubscriberClient(int client);    // its subscriber left: kinds off, buffers lost
+bool ThreadIdIsSystem(int client);          // cuptiSetThreadIdType(SYSTEM)
+bool LatencyTimestamps(int client);         // cuptiActivityEnableLatencyTimestamps(1)
+bool PerThreadBuffers(int client);          // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (default 1)
+bool ClientZeroesBuffers(int client);       // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
+// cuptiActivityEnable/Disable[_v2] for one client (truth line with the kind
+// and the client).
+CUptiResult SetKindEnabled(int client, const char* call, CUpti_ActivityKind kind, bool enable);
+// cuptiActivityGet/SetAttribute[_v2] for one client.
+CUptiResult ActivityAttribute(int client, bool write, CUpti_ActivityAttribute attr, size_t* value_size, void* value);
+// cuptiActivityRegisterCallbacks (request/complete) or its _v2 (request_v2/
+// complete_v2) for one client; INVALID_PARAMETER if the pair is incomplete.
+CUptiResult SetActivityCallbacks(int client, const char* call, CUpti_BuffersCallbackRequestFunc request,
+                                 CUpti_BuffersCallbackCompleteFunc complete,
+                                 CUpti_BuffersCallbackRequestFunc_v2 request_v2,
+                                 CUpti_BuffersCallbackCompleteFunc_v2 complete_v2);
+// External-correlation records, for each client in `clients` that has
+// EXTERNAL_CORRELATION on, of the ids this thread has pushed; called just
+// before the API records.
+void RecordExternalCorrelations(const SimApiSite& site, ClientMask clients);
 
 // ---- records.cpp: hub events -> activity records ----
 
 // Called by the hooks for an op launched while its kind was enabled.
 void RecordOp(const SimOp& op);
-// Called at API exit for a call that began while RUNTIME/DRIVER was enabled.
-void RecordApi(const SimApiSite& site);
-// API records written so far (since load), per callback id with any:
+// Called at API exit for a call that began while RUNTIME/DRIVER was enabled
+// for the clients in `clients`: one record to each.
+void RecordApi(const SimApiSite& site, ClientMask clients);
+// API records written so far (since load, to any client), per callback id with any:
 // [cbid, count] pairs as JSON, for the cupti_state truth line; and one id's.
 std::string ApiRecordCounts(int domain);
 uint64_t ApiRecordsWritten(int domain, uint32_t cbid);
 // Precedes an API record while EXTERNAL_CORRELATION is enabled and the
 // thread has pushed an external id of `kind`.
-void RecordExternalCorrelation(CUpti_ExternalCorrelationKind kind, uint64_t external_id, const SimApiSite& site);
+void RecordExternalCorrelation(int client, CUpti_ExternalCorrelationKind kind, uint64_t external_id,
+                               const SimApiSite& site);
 // Size of a record of `kind` as this library writes it; 0 for kinds it
 // never writes (cuptiActivityGetNextRecord then answers INVALID_KIND).
 size_t RecordSize(uint32_t kind);

@@ -28,16 +28,25 @@ std::string JsonInts(const std::vector<int>& values) {
 
 // Runs when the library is unloaded: at exit (not after _exit) or dlclose.
 __attribute__((destructor)) void WriteStateAtExit() {
-  BufferPool& pool = BufferPool::Get();
+  uint64_t delivered = 0, dropped = 0, lost = 0, dirty = 0;
+  for (int client = 0; client < kMaxClients; ++client) {
+    BufferPool& pool = BufferPool::Of(client);
+    delivered += pool.records_delivered();
+    dropped += pool.records_dropped();
+    lost += pool.records_lost_at_finalize();
+    dirty += pool.dirty_buffers();
+  }
   std::string line = "{\"type\":\"cupti_state\",\"op\":\"cupti_state\",\"subscribed\":" + std::to_string(Subscribed() ? 1 : 0) +
+                     ",\"subscribers\":" + std::to_string(SubscriberCount()) +
+                     ",\"version\":" + std::to_string(ReportedVersion()) +
                      ",\"enabled_activity_kinds\":" + JsonInts(EnabledKinds()) +
                      ",\"enabled_callback_domains\":" + JsonInts(EnabledDomains()) +
                      ",\"finalized\":" + std::to_string(g_finalized.load() ? 1 : 0) +
-                     ",\"records_delivered\":" + std::to_string(pool.records_delivered()) +
-                     ",\"records_dropped\":" + std::to_string(pool.records_dropped()) +
-                     ",\"records_lost_at_finalize\":" + std::to_string(pool.records_lost_at_finalize()) +
-                     ",\"client_zeroes_buffers\":" + std::to_string(ClientZeroesBuffers() ? 1 : 0) +
-                     ",\"dirty_buffers\":" + std::to_string(pool.dirty_buffers()) +
+                     ",\"records_delivered\":" + std::to_string(delivered) +
+                     ",\"records_dropped\":" + std::to_string(dropped) +
+                     ",\"records_lost_at_finalize\":" + std::to_string(lost) +
+                     ",\"client_zeroes_buffers\":" + std::to_string(ClientZeroesBuffers(kProcessClient) ? 1 : 0) +
+                     ",\"dirty_buffers\":" + std::to_string(dirty) +
                      ",\"runtime_records_by_cbid\":" + ApiRecordCounts(CUPTI_CB_DOMAIN_RUNTIME_API) +
                      ",\"driver_records_by_cbid\":" + ApiRecordCounts(CUPTI_CB_DOMAIN_DRIVER_API) + "}";
   simhub_truth_line(line.c_str());
@@ -52,6 +61,7 @@ CUptiResult EnsureInitialized() {
   if (g_initialized.load(std::memory_order_acquire)) return CUPTI_SUCCESS;
   std::lock_guard<std::mutex> lock(g_init_mu);
   if (!g_initialized.load()) {
+    ChooseLayouts();
     InstallHooks();
     g_finalized.store(false);  // attached again after a finalize
     g_initialized.store(true, std::memory_order_release);
@@ -99,7 +109,7 @@ extern "C" CUptiResult CUPTIAPI cuptiFinalize(void) {
   }
   ResetSubscriber();
   ResetActivityConfig();
-  BufferPool::Get().Discard();
+  for (int client = 0; client < kMaxClients; ++client) BufferPool::Of(client).Discard();
   simhub_set_timestamp_source(nullptr);
   g_finalized.store(true);
   TruthCall("cuptiFinalize", CUPTI_SUCCESS);

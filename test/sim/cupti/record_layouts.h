@@ -10,9 +10,20 @@
 // CUPTI Python 13.0.0 release notes: Kernel10 introduced, Kernel9 dropped.
 // Memory records: Memory3 for 12.x, Memory4 (Memory3 plus a trailing
 // `source`) for 13.x.
+//
+// The CUDA 13 personality's CUPTI reports 13.0 unless told otherwise
+// (../personality.h); reporting 13.1 or 13.2 (the multi-subscriber release,
+// or SIM_CUPTI_API_VERSION) it writes kernels as CUpti_ActivityKernel11,
+// the only record of those releases that differs from 13.0's here: the
+// cupti_activity.h of CUPTI 13.2 (130202) shows Kernel11 = Kernel10 plus a
+// trailing `int32_t priority; uint32_t padding4;` (its other records
+// Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, Memory4, API and
+// ExternalCorrelation are 13.0's).
 #pragma once
 
 #include <cupti.h>
+
+#include <cstddef>
 
 #include "personality.h"
 
@@ -28,6 +39,20 @@ using KernelRecord = CUpti_ActivityKernel9;
 using MemcpyRecord = CUpti_ActivityMemcpy5;
 using SyncRecord = CUpti_ActivitySynchronization;
 using MemoryRecord = CUpti_ActivityMemory3;
+#endif
+#if SIM_CUDA_MAJOR >= 13
+// CUpti_ActivityKernel11 of CUPTI 13.2, which the toolkit's 13.0 headers
+// lack: Kernel10's fields, then the launch priority.
+START_PACKED_ALIGNMENT
+struct PACKED_ALIGNMENT Kernel11Record {
+  CUpti_ActivityKernel10 v10;  // every field of Kernel10, at its offset
+  int32_t priority;            // the stream's priority (the sim's streams all have the default, 0)
+  uint32_t padding4;
+};
+END_PACKED_ALIGNMENT
+static_assert(sizeof(CUpti_ActivityKernel10) == 216, "CUPTI 13.0 Kernel10");
+static_assert(offsetof(Kernel11Record, priority) == 216, "CUPTI 13.2: priority at 216");
+static_assert(sizeof(Kernel11Record) == 224, "CUPTI 13.2: sizeof(CUpti_ActivityKernel11)");
 #endif
 using PeerRecord = CUpti_ActivityMemcpyPtoP4;
 using MemsetRecord = CUpti_ActivityMemset4;

@@ -1,8 +1,10 @@
-// Hub events -> activity records in the structs of this personality's
-// release (record_layouts.h: CUDA 13.0 Kernel10, Memcpy6, MemcpyPtoP4,
-// Memset4, Synchronization2, Memory4; CUDA 12.4 Kernel9, Memcpy5,
-// MemcpyPtoP4, Memset4, Synchronization, Memory3), plus API and
-// ExternalCorrelation.
+// Hub events -> activity records in the structs of the release the library
+// impersonates (record_layouts.h: CUDA 13.0 Kernel10, Memcpy6, MemcpyPtoP4,
+// Memset4, Synchronization2, Memory4, and Kernel11 for 13.1/13.2; CUDA 12.4
+// Kernel9, Memcpy5, MemcpyPtoP4, Memset4, Synchronization, Memory3), plus
+// API and ExternalCorrelation. Each record goes to every activity client
+// that has its kind on, built for that client (its thread-id type, its
+// latency timestamps) in that client's buffers.
 #include <pthread.h>
 #include <unistd.h>
 
@@ -22,8 +24,16 @@ std::atomic<int64_t> g_next_grid_id{1};
 uint64_t Reported(uint64_t sim_ns) { return sim_ns == 0 ? 0 : simhub_to_reported_ns(sim_ns); }
 
 template <typename Record>
-void Put(const Record& record, DeviceSpan span, const SimOp& op) {
-  BufferPool::Get().Append(&record, sizeof(record), span, op.context_id, op.stream_id);
+void Put(int client, const Record& record, DeviceSpan span, const SimOp& op) {
+  BufferPool::Of(client).Append(&record, sizeof(record), span, op.context_id, op.stream_id);
+}
+
+// Calls write(client) for each client in the mask.
+template <typename Write>
+void ForEachClient(ClientMask clients, Write write) {
+  for (int client = 0; clients != 0; ++client, clients >>= 1) {
+    if ((clients & 1) != 0) write(client);
+  }
 }
 
 // What a kernel, copy or memset record takes from its op alike: its
@@ -51,104 +61,115 @@ void SetCopy(Record& r, CUpti_ActivityKind kind, const SimOp& op) {
 }
 
 void RecordKernel(const SimOp& op) {
-  CUpti_ActivityKind kind = CUPTI_ACTIVITY_KIND_INVALID;
-  if (KindEnabled(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, op.context_id)) {
-    kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  } else if (KindEnabled(CUPTI_ACTIVITY_KIND_KERNEL, op.context_id)) {
-    kind = CUPTI_ACTIVITY_KIND_KERNEL;  // the serialized kind: same struct
-  }
-  if (kind == CUPTI_ACTIVITY_KIND_INVALID) return;
-  KernelRecord r{};
-  r.kind = kind;
-  r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
-  SetSpanAndPlace(r, op);
-  r.completed = r.end;  // no child kernels
-  r.gridX = op.grid[0];
-  r.gridY = op.grid[1];
-  r.gridZ = op.grid[2];
-  r.blockX = op.block[0];
-  r.blockY = op.block[1];
-  r.blockZ = op.block[2];
-  r.staticSharedMemory = static_cast<int32_t>(op.static_shared_bytes);
-  r.dynamicSharedMemory = static_cast<int32_t>(op.dynamic_shared_bytes);
-  r.gridId = g_next_grid_id.fetch_add(1);
-  r.name = op.name;
-  // queued/submitted only with cuptiActivityEnableLatencyTimestamps(1).
-  const bool latency = LatencyTimestamps();
-  r.queued = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
-  r.submitted = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
-  r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
-  r.graphId = op.graph_id;
-  r.graphNodeId = op.graph_node_id;
-  Put(r, {op.start_ns, op.end_ns}, op);
+  const ClientMask concurrent = ClientsRecording(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, op.context_id);
+  const ClientMask serial = ClientsRecording(CUPTI_ACTIVITY_KIND_KERNEL, op.context_id) & ~concurrent;
+  ForEachClient(concurrent | serial, [&](int client) {
+    KernelRecord r{};
+    // The serialized kind has the same struct.
+    r.kind = (concurrent >> client & 1) != 0 ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
+    r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
+    SetSpanAndPlace(r, op);
+    r.completed = r.end;  // no child kernels
+    r.gridX = op.grid[0];
+    r.gridY = op.grid[1];
+    r.gridZ = op.grid[2];
+    r.blockX = op.block[0];
+    r.blockY = op.block[1];
+    r.blockZ = op.block[2];
+    r.staticSharedMemory = static_cast<int32_t>(op.static_shared_bytes);
+    r.dynamicSharedMemory = static_cast<int32_t>(op.dynamic_shared_bytes);
+    r.gridId = g_next_grid_id.fetch_add(1);
+    r.name = op.name;
+    // queued/submitted only with cuptiActivityEnableLatencyTimestamps(1).
+    const bool latency = LatencyTimestamps(client);
+    r.queued = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+    r.submitted = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+    r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
+    r.graphId = op.graph_id;
+    r.graphNodeId = op.graph_node_id;
+#if SIM_CUDA_MAJOR >= 13
+    if (KernelRecordIs11()) {
+      Kernel11Record r11{};
+      r11.v10 = r;
+      r11.priority = 0;  // the hub's streams all have the default priority
+      Put(client, r11, {op.start_ns, op.end_ns}, op);
+      return;
+    }
+#endif
+    Put(client, r, {op.start_ns, op.end_ns}, op);
+  });
 }
 
 void RecordMemcpy(const SimOp& op) {
   const bool peer = op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-  if (peer && KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id)) {
+  const ClientMask as_peer = peer ? ClientsRecording(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id) : 0;
+  ForEachClient(as_peer, [&](int client) {
     PeerRecord r{};
     SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY2, op);
     // The hub models one device: source and destination are both it.
     r.srcDeviceId = r.dstDeviceId = op.device_id;
     r.srcContextId = r.dstContextId = op.context_id;
-    Put(r, {op.start_ns, op.end_ns}, op);
-    return;
-  }
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id)) return;
-  MemcpyRecord r{};
-  SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY, op);
-  r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
-  SetCopyCount(r, 1);
-  Put(r, {op.start_ns, op.end_ns}, op);
+    Put(client, r, {op.start_ns, op.end_ns}, op);
+  });
+  ForEachClient(ClientsRecording(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id) & ~as_peer, [&](int client) {
+    MemcpyRecord r{};
+    SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY, op);
+    r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
+    SetCopyCount(r, 1);
+    Put(client, r, {op.start_ns, op.end_ns}, op);
+  });
 }
 
 void RecordMemset(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMSET, op.context_id)) return;
-  MemsetRecord r{};
-  r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  r.bytes = op.bytes;
-  SetSpanAndPlace(r, op);
-  r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
-  r.graphId = op.graph_id;
-  Put(r, {op.start_ns, op.end_ns}, op);
+  ForEachClient(ClientsRecording(CUPTI_ACTIVITY_KIND_MEMSET, op.context_id), [&](int client) {
+    MemsetRecord r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    r.bytes = op.bytes;
+    SetSpanAndPlace(r, op);
+    r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    r.graphId = op.graph_id;
+    Put(client, r, {op.start_ns, op.end_ns}, op);
+  });
 }
 
 void RecordSync(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, op.context_id)) return;
-  SyncRecord r{};
-  r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
-  r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
-  r.start = Reported(op.start_ns);
-  r.end = Reported(op.end_ns);
-  r.correlationId = op.correlation_id;
-  r.contextId = op.context_id;
-  // Fields that do not apply hold CUPTI_SYNCHRONIZATION_INVALID_VALUE.
-  r.streamId = op.sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
-                   ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
-                   : op.stream_id;
-  r.cudaEventId = op.event_id != 0 ? op.event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-  SetEventSyncId(r, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
-  Put(r, {op.start_ns, op.end_ns}, op);
+  ForEachClient(ClientsRecording(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, op.context_id), [&](int client) {
+    SyncRecord r{};
+    r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
+    r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
+    r.start = Reported(op.start_ns);
+    r.end = Reported(op.end_ns);
+    r.correlationId = op.correlation_id;
+    r.contextId = op.context_id;
+    // Fields that do not apply hold CUPTI_SYNCHRONIZATION_INVALID_VALUE.
+    r.streamId = op.sync_type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_CONTEXT_SYNCHRONIZE
+                     ? CUPTI_SYNCHRONIZATION_INVALID_VALUE
+                     : op.stream_id;
+    r.cudaEventId = op.event_id != 0 ? op.event_id : CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+    SetEventSyncId(r, CUPTI_SYNCHRONIZATION_INVALID_VALUE);
+    Put(client, r, {op.start_ns, op.end_ns}, op);
+  });
 }
 
 void RecordMemory(const SimOp& op) {
-  if (!KindEnabled(CUPTI_ACTIVITY_KIND_MEMORY2, op.context_id)) return;
-  MemoryRecord r{};
-  r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
-  r.memoryOperationType = op.kind == SIM_OP_MEM_ALLOC ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
-                                                      : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
-  r.memoryKind = static_cast<CUpti_ActivityMemoryKind>(op.dst_kind != 0 ? op.dst_kind
-                                                                         : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
-  r.correlationId = op.correlation_id;
-  r.address = op.address;
-  r.bytes = op.bytes;
-  r.timestamp = Reported(op.start_ns);
-  r.processId = static_cast<uint32_t>(getpid());
-  r.deviceId = op.device_id;
-  r.contextId = op.context_id;
-  r.streamId = op.stream_id;
-  r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
-  Put(r, {op.start_ns, op.start_ns}, op);
+  ForEachClient(ClientsRecording(CUPTI_ACTIVITY_KIND_MEMORY2, op.context_id), [&](int client) {
+    MemoryRecord r{};
+    r.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+    r.memoryOperationType = op.kind == SIM_OP_MEM_ALLOC ? CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION
+                                                        : CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+    r.memoryKind = static_cast<CUpti_ActivityMemoryKind>(op.dst_kind != 0 ? op.dst_kind
+                                                                           : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+    r.correlationId = op.correlation_id;
+    r.address = op.address;
+    r.bytes = op.bytes;
+    r.timestamp = Reported(op.start_ns);
+    r.processId = static_cast<uint32_t>(getpid());
+    r.deviceId = op.device_id;
+    r.contextId = op.context_id;
+    r.streamId = op.stream_id;
+    r.memoryPoolConfig.memoryPoolType = CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID;
+    Put(client, r, {op.start_ns, op.start_ns}, op);
+  });
 }
 
 }  // namespace
@@ -195,38 +216,45 @@ uint64_t ApiRecordsWritten(int domain, uint32_t cbid) {
   return cbid < g_driver_records.size() ? g_driver_records[cbid].load(std::memory_order_relaxed) : 0;
 }
 
-void RecordApi(const SimApiSite& site) {
-  if (site.domain == CUPTI_CB_DOMAIN_RUNTIME_API && site.cbid < g_runtime_records.size()) {
-    g_runtime_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
-  } else if (site.domain == CUPTI_CB_DOMAIN_DRIVER_API && site.cbid < g_driver_records.size()) {
-    g_driver_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
-  }
-  CUpti_ActivityAPI r{};
-  r.kind = site.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
-  r.cbid = site.cbid;
-  r.start = Reported(site.start_ns);
-  r.end = Reported(site.end_ns);
-  r.processId = site.process_id;
-  // The default thread-id type is pthread_self(); SYSTEM is gettid.
-  r.threadId = ThreadIdIsSystem() ? site.thread_id : static_cast<uint32_t>(pthread_self());
-  r.correlationId = site.correlation_id;
-  if (site.return_value != nullptr) r.returnValue = *static_cast<const uint32_t*>(site.return_value);
-  BufferPool::Get().Append(&r, sizeof(r), {}, site.context_uid, 0);
+void RecordApi(const SimApiSite& site, ClientMask clients) {
+  ForEachClient(clients, [&](int client) {
+    if (site.domain == CUPTI_CB_DOMAIN_RUNTIME_API && site.cbid < g_runtime_records.size()) {
+      g_runtime_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
+    } else if (site.domain == CUPTI_CB_DOMAIN_DRIVER_API && site.cbid < g_driver_records.size()) {
+      g_driver_records[site.cbid].fetch_add(1, std::memory_order_relaxed);
+    }
+    CUpti_ActivityAPI r{};
+    r.kind = site.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
+    r.cbid = site.cbid;
+    r.start = Reported(site.start_ns);
+    r.end = Reported(site.end_ns);
+    r.processId = site.process_id;
+    // The default thread-id type is pthread_self(); SYSTEM is gettid.
+    r.threadId = ThreadIdIsSystem(client) ? site.thread_id : static_cast<uint32_t>(pthread_self());
+    r.correlationId = site.correlation_id;
+    if (site.return_value != nullptr) r.returnValue = *static_cast<const uint32_t*>(site.return_value);
+    BufferPool::Of(client).Append(&r, sizeof(r), {}, site.context_uid, 0);
+  });
 }
 
-void RecordExternalCorrelation(CUpti_ExternalCorrelationKind kind, uint64_t external_id, const SimApiSite& site) {
+void RecordExternalCorrelation(int client, CUpti_ExternalCorrelationKind kind, uint64_t external_id,
+                               const SimApiSite& site) {
   CUpti_ActivityExternalCorrelation r{};
   r.kind = CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION;
   r.externalKind = kind;
   r.externalId = external_id;
   r.correlationId = site.correlation_id;
-  BufferPool::Get().Append(&r, sizeof(r), {}, site.context_uid, 0);
+  BufferPool::Of(client).Append(&r, sizeof(r), {}, site.context_uid, 0);
 }
 
 size_t RecordSize(uint32_t kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(KernelRecord);
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+#if SIM_CUDA_MAJOR >= 13
+      if (KernelRecordIs11()) return sizeof(Kernel11Record);
+#endif
+      return sizeof(KernelRecord);
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(MemcpyRecord);
     case CUPTI_ACTIVITY_KIND_MEMCPY2: return sizeof(PeerRecord);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(MemsetRecord);

@@ -109,11 +109,7 @@ CUptiResult CUPTIAPI cuptiGetLastError(void) {
 
 CUptiResult CUPTIAPI cuptiGetVersion(uint32_t* version) {
   if (version == nullptr) return simcupti::Status(CUPTI_ERROR_INVALID_PARAMETER);
-  *version = SIM_CUPTI_API_VERSION;  // of the release this personality impersonates
-  // SIM_CUPTI_API_VERSION=<n>: report n instead (an older or newer CUPTI).
-  if (const char* forced = simhub_fault("CUPTI_API_VERSION"); forced != nullptr && *forced != '\0') {
-    *version = static_cast<uint32_t>(std::strtoul(forced, nullptr, 10));
-  }
+  *version = simcupti::ReportedVersion();  // release.cpp: the personality's, or 13.2's with several subscribers
   return CUPTI_SUCCESS;
 }
 
