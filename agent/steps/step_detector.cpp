@@ -78,24 +78,44 @@ class Evaluator {
 
   // min_occurrences: the period is chosen on min_segments + 2; a boundary
   // for a period already chosen may have a few occurrences less (its first
-  // ones were in warm-up iterations).
+  // ones were in warm-up iterations). Each check below either passes or
+  // fills the verdict's reason (and whether more repeats may change it).
   Verdict Evaluate(const Candidate& c, size_t min_occurrences) {
     Verdict v;
-    const auto& at = c.at;
     // Segment 0 (first occurrence to the second) may still be warm-up: skipped.
-    if (at.size() < min_occurrences || at.size() < 4) {
+    if (c.at.size() < min_occurrences || c.at.size() < 4) {
       v.wait = true;
       v.why = "too few repeats";
       return v;
     }
-    const uint32_t first = 1, last = static_cast<uint32_t>(at.size()) - 1;  // segments [at[s], at[s+1]) for s in [first, last)
-    const uint32_t segs = last - first;
-    for (auto& s : stats_) s = TokenStats{};
+    Segments g = ScanSegments(c.at);
+    if (!ShapeIsALoop(g, &v) || !NoOuterLoop(g, &v) || !SegmentsAreWhole(g, &v)) return v;
+    Accept(g, &v);
+    return v;
+  }
+
+ private:
+  // Segments [at[s], at[s+1]) for s in [first, last), and what they hold.
+  struct Segments {
+    const std::vector<uint32_t>& at;
+    uint32_t first = 1, last = 0, segs = 0;
     uint64_t events = 0;
     std::vector<uint64_t> lengths;
-    lengths.reserve(segs);
-    for (uint32_t s = first; s < last; ++s) {
-      lengths.push_back(at[s + 1] - at[s]);
+    double core_min = 0;  // a core token is in at least this many segments
+    bool core_host_side = false;  // the iteration holds a copy, memset, sync or NVTX range
+  };
+
+  bool IsCore(const TokenStats& t, const Segments& g) const { return t.present >= g.core_min; }
+
+  // Fills stats_: how often, and how regularly, each token occurs.
+  Segments ScanSegments(const std::vector<uint32_t>& at) {
+    Segments g{at};
+    g.last = static_cast<uint32_t>(at.size()) - 1;
+    g.segs = g.last - g.first;
+    for (auto& t : stats_) t = TokenStats{};
+    g.lengths.reserve(g.segs);
+    for (uint32_t s = g.first; s < g.last; ++s) {
+      g.lengths.push_back(at[s + 1] - at[s]);
       for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) {
         TokenStats& t = stats_[d_.seq[pos]];
         ++t.total;
@@ -108,96 +128,145 @@ class Evaluator {
         t.last_seg = s;
         ++t.present;
       }
-      events += at[s + 1] - at[s];
+      g.events += at[s + 1] - at[s];
     }
-    const double core_min = p_.core_fraction * segs;
+    g.core_min = p_.core_fraction * g.segs;
+    return g;
+  }
+
+  // Whether the repeating part looks like a loop that computes: several
+  // kinds of events, a kernel among them, little noise around it.
+  bool ShapeIsALoop(Segments& g, Verdict* v) {
     uint64_t noise = 0;
-    bool core_host_side = false;  // the iteration holds a copy, memset, sync or NVTX range
     bool core_device_work = false;  // the iteration launches a kernel or a graph
+    uint32_t core_distinct = 0, noise_distinct = 0;
     for (size_t u = 0; u < stats_.size(); ++u) {
       const TokenStats& t = stats_[u];
       if (t.present == 0) continue;
-      bool core = t.present >= core_min;
       TokenKind kind = KindOfToken(d_.token[u]);
       bool launch = kind == TokenKind::kLaunch || kind == TokenKind::kGraph;
-      if (core && !launch) core_host_side = true;
-      if (core && launch) core_device_work = true;
-      if (!core) noise += t.total;
+      if (IsCore(t, g)) {
+        ++core_distinct;
+        (launch ? core_device_work : g.core_host_side) = true;
+      } else {
+        ++noise_distinct;
+        noise += t.total;
+      }
     }
-    uint32_t core_distinct = 0;
-    for (const TokenStats& t : stats_) core_distinct += t.present >= core_min ? 1 : 0;
     if (core_distinct < 2) {
       // One event repeated is a run inside an iteration (200 launches of one
       // kernel), not a training loop.
-      v.why = "a single event repeated";
-      return v;
+      v->why = "a single event repeated";
+      return false;
     }
     // More kinds of events outside the repeating part than in it: the
     // candidate repeats inside a longer iteration seen once or twice so far
     // (each layer's backward pass inside a training step), whose other work
     // has not come back often enough to be told from noise yet.
-    uint32_t noise_distinct = 0;
-    for (const TokenStats& t : stats_) noise_distinct += (t.present > 0 && t.present < core_min) ? 1 : 0;
     if (noise_distinct > core_distinct) {
-      v.why = fmt::format("{} kinds of events outside the repeating part, {} in it: a longer iteration, not seen "
-                          "often enough yet",
-                          noise_distinct, core_distinct);
-      v.wait = true;
-      return v;
+      v->why = fmt::format("{} kinds of events outside the repeating part, {} in it: a longer iteration, not seen "
+                           "often enough yet",
+                           noise_distinct, core_distinct);
+      v->wait = true;
+      return false;
     }
     if (!core_device_work) {
       // Copies and synchronizes alone repeat while a program moves data in
       // (PyTorch's model.to(device): one copy and one synchronize per
       // parameter tensor, hundreds of times); a training loop computes.
-      v.why = "no kernel in the repeating part (data moved in, not a loop that computes)";
-      return v;
+      v->why = "no kernel in the repeating part (data moved in, not a loop that computes)";
+      return false;
     }
-    if (noise > p_.max_noise_share * static_cast<double>(events)) {
-      v.why = fmt::format("{:.0f}% of events outside the repeating part", 100.0 * noise / events);
-      return v;
+    if (noise > p_.max_noise_share * static_cast<double>(g.events)) {
+      v->why = fmt::format("{:.0f}% of events outside the repeating part", 100.0 * noise / g.events);
+      return false;
     }
+    return true;
+  }
+
+  // Work that comes back every k-th segment: these segments are the inner
+  // part of a longer iteration (micro-batches of one optimizer step,
+  // kernels between the loop's copies or syncs).
+  bool NoOuterLoop(const Segments& g, Verdict* v) {
     for (size_t u = 0; u < stats_.size(); ++u) {
       const TokenStats& t = stats_[u];
-      if (t.present == 0 || t.present >= core_min || t.present < 2 || !t.regular || t.spacing < 2) continue;
+      if (t.present == 0 || IsCore(t, g) || t.present < 2 || !t.regular || t.spacing < 2) continue;
       TokenKind kind = KindOfToken(d_.token[u]);
       bool host_side = kind != TokenKind::kLaunch && kind != TokenKind::kGraph;
-      if (t.spacing <= p_.max_outer || (host_side && !core_host_side)) {
-        // Work that comes back every k-th segment: these segments are the
-        // inner part of a longer iteration (micro-batches of one optimizer
-        // step, kernels between the loop's copies or syncs).
-        v.why = fmt::format("an outer loop every {} segments", t.spacing);
-        v.wait = t.present < 3;
-        return v;
+      if (t.spacing <= p_.max_outer || (host_side && !g.core_host_side)) {
+        v->why = fmt::format("an outer loop every {} segments", t.spacing);
+        v->wait = t.present < 3;
+        return false;
       }
     }
+    return true;
+  }
+
+  // Whether each segment is one iteration: not part of one, not two, not
+  // cut short by an event not seen whole yet, of about the usual length.
+  bool SegmentsAreWhole(const Segments& g, Verdict* v) {
     // A segment without most of the core tokens is not an iteration: the
     // marker also fires inside one (say at an evaluation pass's copy).
+    uint32_t partial = PartialSegments(g);
+    if (partial > 0) {
+      v->why = fmt::format("{} segments hold less than half an iteration", partial);
+      return false;
+    }
+    uint32_t merged = DoubleSegments(g);
+    // A token seen once, recently, may be part of an iteration not yet seen
+    // whole (the sync after 200 identical launches): wait for it to come
+    // back, or to be old enough to be warm-up.
+    uint32_t lone_recent = 0;
+    for (const TokenStats& t : stats_) lone_recent += (t.present == 1 && t.last_seg >= g.first + g.segs / 2) ? 1 : 0;
+    if (lone_recent > 0) {
+      v->why = "an event seen once, recently: the iteration may not have been seen whole";
+      v->wait = true;
+      return false;
+    }
+    if (merged > 0) {
+      v->why = fmt::format("{} segments hold two iterations", merged);
+      return false;
+    }
+    // An iteration has about one length (dynamic shapes, an extra kernel or
+    // an evaluation pass now and then move a few segments only); the gaps
+    // between a frequent pair in random work are geometric, most of them far
+    // from their median.
+    const uint64_t median = Median(g.lengths);
+    uint32_t near = 0;
+    for (uint64_t len : g.lengths) near += (3 * len >= 2 * median && 2 * len <= 3 * median) ? 1 : 0;
+    if (near < p_.regular_fraction * g.segs) {
+      v->why = fmt::format("segments of irregular length ({}% within 1.5x of the median)", 100 * near / g.segs);
+      return false;
+    }
+    return true;
+  }
+
+  // Segments holding less than half of the core tokens.
+  uint32_t PartialSegments(const Segments& g) {
     uint32_t core_tokens = 0;
-    for (const TokenStats& t : stats_) core_tokens += t.present >= core_min ? 1 : 0;
+    for (const TokenStats& t : stats_) core_tokens += IsCore(t, g) ? 1 : 0;
     uint32_t partial = 0;
-    for (uint32_t s = first; s < last; ++s) {
-      CountSegment(at, s);
+    for (uint32_t s = g.first; s < g.last; ++s) {
+      CountSegment(g.at, s);
       uint32_t held = 0;
-      for (const TokenStats& t : stats_) held += (t.present >= core_min && t.seg_count > 0) ? 1 : 0;
+      for (const TokenStats& t : stats_) held += (IsCore(t, g) && t.seg_count > 0) ? 1 : 0;
       if (2 * held < core_tokens) ++partial;
     }
-    if (partial > 0) {
-      v.why = fmt::format("{} segments hold less than half an iteration", partial);
-      return v;
-    }
-    // Fewest occurrences of each core token in one segment, then: a segment
-    // holding every core token at least twice that often is two iterations
-    // (the marker missed one).
-    ScanSegmentCounts(at, first, last, [&](TokenStats& t) {
+    return partial;
+  }
+
+  // Segments holding every core token at least twice as often as its
+  // fewest in one segment: two iterations (the marker missed one).
+  uint32_t DoubleSegments(const Segments& g) {
+    ScanSegmentCounts(g.at, g.first, g.last, [&](TokenStats& t) {
       if (t.min_count == 0 || t.seg_count < t.min_count) t.min_count = t.seg_count;
     });
     uint32_t merged = 0;
-    for (uint32_t s = first; s < last; ++s) {
-      CountSegment(at, s);
+    for (uint32_t s = g.first; s < g.last; ++s) {
+      CountSegment(g.at, s);
       bool all_double = true, any_core = false;
-      for (size_t u = 0; u < stats_.size(); ++u) {
-        const TokenStats& t = stats_[u];
-        if (t.present < core_min) continue;
+      for (const TokenStats& t : stats_) {
+        if (!IsCore(t, g)) continue;
         any_core = true;
         if (t.seg_count < 2 * t.min_count) {
           all_double = false;
@@ -206,46 +275,23 @@ class Evaluator {
       }
       if (any_core && all_double) ++merged;
     }
-    // A token seen once, recently, may be part of an iteration not yet seen
-    // whole (the sync after 200 identical launches): wait for it to come
-    // back, or to be old enough to be warm-up.
-    uint32_t lone_recent = 0;
-    for (const TokenStats& t : stats_) lone_recent += (t.present == 1 && t.last_seg >= first + segs / 2) ? 1 : 0;
-    if (lone_recent > 0) {
-      v.why = "an event seen once, recently: the iteration may not have been seen whole";
-      v.wait = true;
-      return v;
-    }
-    if (merged > 0) {
-      v.why = fmt::format("{} segments hold two iterations", merged);
-      return v;
-    }
-    // An iteration has about one length (dynamic shapes, an extra kernel or
-    // an evaluation pass now and then move a few segments only); the gaps
-    // between a frequent pair in random work are geometric, most of them far
-    // from their median.
-    const uint64_t median = Median(lengths);
-    uint32_t near = 0;
-    for (uint64_t len : lengths) near += (3 * len >= 2 * median && 2 * len <= 3 * median) ? 1 : 0;
-    if (near < p_.regular_fraction * segs) {
-      v.why = fmt::format("segments of irregular length ({}% within 1.5x of the median)", 100 * near / segs);
-      return v;
-    }
-    // A typical iteration: the median-length segment.
-    v.period = static_cast<uint32_t>(median);
-    for (uint32_t s = first; s < last; ++s) {
-      if (at[s + 1] - at[s] != v.period) continue;
-      for (uint32_t pos = at[s]; pos < at[s + 1]; ++pos) ++v.kind_counts[static_cast<int>(KindOfToken(d_.token[d_.seq[pos]]))];
+    return merged;
+  }
+
+  // A typical iteration: the median-length segment, its kinds and core tokens.
+  void Accept(const Segments& g, Verdict* v) {
+    v->period = static_cast<uint32_t>(Median(g.lengths));
+    for (uint32_t s = g.first; s < g.last; ++s) {
+      if (g.at[s + 1] - g.at[s] != v->period) continue;
+      for (uint32_t pos = g.at[s]; pos < g.at[s + 1]; ++pos) ++v->kind_counts[static_cast<int>(KindOfToken(d_.token[d_.seq[pos]]))];
       break;
     }
     for (size_t u = 0; u < stats_.size(); ++u) {
-      if (stats_[u].present >= core_min) v.core.push_back(d_.token[u]);
+      if (IsCore(stats_[u], g)) v->core.push_back(d_.token[u]);
     }
-    v.accepted = true;
-    return v;
+    v->accepted = true;
   }
 
- private:
   // Sets seg_count of every token to its occurrences in segment s.
   void CountSegment(const std::vector<uint32_t>& at, uint32_t s) {
     for (auto& t : stats_) t.seg_count = 0;
@@ -286,28 +332,25 @@ const char* BoundaryName(Boundary b) {
   return "?";
 }
 
-Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, const DetectorParams& params) {
-  Detection out;
-  Dense d = Compact(tokens, ticks, n);
+namespace {
+
+// Every (previous, current) event pair seen often enough to open a step,
+// with its positions and how natural a boundary it is.
+std::vector<Candidate> PairCandidates(const Dense& d, const DetectorParams& params, uint32_t* distinct_pairs) {
   const size_t m = d.seq.size();
   const uint64_t dn = d.token.size();
-  out.distinct_tokens = static_cast<uint32_t>(dn);
-  if (m < 2) {
-    out.why_not = fmt::format("only {} events", m);
-    return out;
-  }
   // Pair census: (prev, cur) key and position, sorted by key then position.
   std::vector<std::pair<uint64_t, uint32_t>> pairs;
   pairs.reserve(m - 1);
   for (size_t i = 1; i < m; ++i) pairs.emplace_back(d.seq[i - 1] * dn + d.seq[i], static_cast<uint32_t>(i));
   std::sort(pairs.begin(), pairs.end());
   std::vector<Candidate> cands;
-  uint32_t distinct_pairs = 0;
+  *distinct_pairs = 0;
   uint64_t all_gaps_median = Median(d.gap);
   for (size_t i = 0; i < pairs.size();) {
     size_t j = i;
     while (j < pairs.size() && pairs[j].first == pairs[i].first) ++j;
-    ++distinct_pairs;
+    ++*distinct_pairs;
     if (j - i >= params.min_segments / 2 + 2) {
       Candidate c;
       c.prev = static_cast<uint32_t>(pairs[i].first / dn);
@@ -326,6 +369,76 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
     }
     i = j;
   }
+  return cands;
+}
+
+// Natural boundaries first (after a sync, an NVTX range, a long host gap),
+// then the longer gap, then the earlier start.
+bool ByPreference(const Candidate& a, const Candidate& b) {
+  if (a.preference != b.preference) return a.preference < b.preference;
+  if (a.median_gap != b.median_gap) return a.median_gap > b.median_gap;
+  return a.at.front() < b.at.front();
+}
+
+// The occurrence count of the period (candidates sorted by count, most
+// first): two tries per count, since candidates of one count nearly always
+// cut the stream alike. 0 when none is accepted (last_why says why).
+size_t ChoosePeriodCount(const std::vector<Candidate>& cands, const DetectorParams& params, Evaluator* eval,
+                         uint32_t* tried, std::string* last_why) {
+  for (size_t i = 0; i < cands.size() && *tried < params.max_candidates;) {
+    size_t j = i;
+    while (j < cands.size() && cands[j].at.size() == cands[i].at.size()) ++j;
+    for (size_t k = i; k < j && k < i + 2 && *tried < params.max_candidates; ++k) {
+      if (cands[k].at.size() < params.min_segments + 2) continue;
+      Verdict v = eval->Evaluate(cands[k], params.min_segments + 2);
+      ++*tried;
+      if (v.accepted) return cands[k].at.size();
+      *last_why = v.why;
+    }
+    i = j;
+  }
+  return 0;
+}
+
+// The detection for an accepted candidate c and its verdict.
+void Describe(const Dense& d, const Candidate& c, Verdict&& v, Detection* out) {
+  out->found = true;
+  uint32_t cur_tok = d.token[c.cur], prev_tok = d.token[c.prev];
+  // The token alone marks the step when it never occurs elsewhere.
+  uint32_t cur_total = 0;
+  for (size_t pos = c.at.front(); pos < d.seq.size(); ++pos) cur_total += d.seq[pos] == c.cur;
+  out->marker.token = cur_tok;
+  out->marker.prev = cur_total == c.at.size() ? 0 : prev_tok;
+  out->marker.context = prev_tok;
+  out->boundary = c.preference == 0   ? Boundary::kAfterSync
+                  : c.preference == 1 ? Boundary::kNvtxRange
+                  : c.preference == 2 ? Boundary::kAfterGap
+                                      : Boundary::kPlain;
+  out->period_events = v.period;
+  auto count = [&](TokenKind k) { return v.kind_counts[static_cast<int>(k)]; };
+  out->launches = count(TokenKind::kLaunch) + count(TokenKind::kGraph);
+  out->copies = count(TokenKind::kCopy);
+  out->memsets = count(TokenKind::kMemset);
+  out->syncs = count(TokenKind::kSync);
+  out->nvtx = count(TokenKind::kNvtx);
+  out->iterations = static_cast<uint32_t>(c.at.size());
+  out->core = std::move(v.core);
+}
+
+}  // namespace
+
+Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, const DetectorParams& params) {
+  Detection out;
+  Dense d = Compact(tokens, ticks, n);
+  const size_t m = d.seq.size();
+  const uint64_t dn = d.token.size();
+  out.distinct_tokens = static_cast<uint32_t>(dn);
+  if (m < 2) {
+    out.why_not = fmt::format("only {} events", m);
+    return out;
+  }
+  uint32_t distinct_pairs = 0;
+  std::vector<Candidate> cands = PairCandidates(d, params, &distinct_pairs);
   out.distinct_pairs = distinct_pairs;
   if (cands.empty()) {
     out.why_not = fmt::format("no repeating sequence: {} distinct events, {} distinct event pairs in {} events, none seen {} times",
@@ -333,36 +446,14 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
     return out;
   }
   // Shorter periods first (more occurrences); within a count, natural boundaries first.
-  auto by_pref = [](const Candidate& a, const Candidate& b) {
-    if (a.preference != b.preference) return a.preference < b.preference;
-    if (a.median_gap != b.median_gap) return a.median_gap > b.median_gap;
-    return a.at.front() < b.at.front();
-  };
-  std::sort(cands.begin(), cands.end(), [&](const Candidate& a, const Candidate& b) {
+  std::sort(cands.begin(), cands.end(), [](const Candidate& a, const Candidate& b) {
     if (a.at.size() != b.at.size()) return a.at.size() > b.at.size();
-    return by_pref(a, b);
+    return ByPreference(a, b);
   });
   Evaluator eval(d, params);
   uint32_t tried = 0;
   std::string last_why;
-  size_t accepted_count = 0;
-  for (size_t i = 0; i < cands.size() && tried < params.max_candidates;) {
-    size_t j = i;
-    while (j < cands.size() && cands[j].at.size() == cands[i].at.size()) ++j;
-    // Two tries per count: candidates of one count nearly always cut the stream alike.
-    for (size_t k = i; k < j && k < i + 2 && tried < params.max_candidates; ++k) {
-      if (cands[k].at.size() < params.min_segments + 2) continue;
-      Verdict v = eval.Evaluate(cands[k], params.min_segments + 2);
-      ++tried;
-      if (v.accepted) {
-        accepted_count = cands[k].at.size();
-        break;
-      }
-      last_why = v.why;
-    }
-    if (accepted_count != 0) break;
-    i = j;
-  }
+  const size_t accepted_count = ChoosePeriodCount(cands, params, &eval, &tried, &last_why);
   out.candidates_tried = tried;
   if (accepted_count == 0) {
     out.why_not = fmt::format("no repeating sequence: {} distinct events, {} distinct event pairs in {} events{}", dn,
@@ -378,32 +469,13 @@ Detection DetectPeriod(const uint32_t* tokens, const uint64_t* ticks, size_t n, 
   for (const Candidate& c : cands) {
     if (c.at.size() <= accepted_count && c.at.size() + tol >= accepted_count) same.push_back(&c);
   }
-  std::stable_sort(same.begin(), same.end(), [&](const Candidate* a, const Candidate* b) { return by_pref(*a, *b); });
+  std::stable_sort(same.begin(), same.end(), [](const Candidate* a, const Candidate* b) { return ByPreference(*a, *b); });
   for (const Candidate* c : same) {
     if (tried >= params.max_candidates + 16) break;
     Verdict v = eval.Evaluate(*c, params.min_segments / 2 + 2);
     ++tried;
     if (!v.accepted) continue;
-    out.found = true;
-    uint32_t cur_tok = d.token[c->cur], prev_tok = d.token[c->prev];
-    // The token alone marks the step when it never occurs elsewhere.
-    uint32_t cur_total = 0;
-    for (size_t pos = c->at.front(); pos < m; ++pos) cur_total += d.seq[pos] == c->cur;
-    out.marker.token = cur_tok;
-    out.marker.prev = cur_total == c->at.size() ? 0 : prev_tok;
-    out.marker.context = prev_tok;
-    out.boundary = c->preference == 0   ? Boundary::kAfterSync
-                   : c->preference == 1 ? Boundary::kNvtxRange
-                   : c->preference == 2 ? Boundary::kAfterGap
-                                        : Boundary::kPlain;
-    out.period_events = v.period;
-    out.launches = v.kind_counts[static_cast<int>(TokenKind::kLaunch)] + v.kind_counts[static_cast<int>(TokenKind::kGraph)];
-    out.copies = v.kind_counts[static_cast<int>(TokenKind::kCopy)];
-    out.memsets = v.kind_counts[static_cast<int>(TokenKind::kMemset)];
-    out.syncs = v.kind_counts[static_cast<int>(TokenKind::kSync)];
-    out.nvtx = v.kind_counts[static_cast<int>(TokenKind::kNvtx)];
-    out.iterations = static_cast<uint32_t>(c->at.size());
-    out.core = std::move(v.core);
+    Describe(d, *c, std::move(v), &out);
     break;
   }
   out.candidates_tried = tried;
