@@ -17,34 +17,13 @@ import unittest
 
 import harness
 import multirank
+from sim_child import PRELUDE
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
 import sim_truth as truth  # noqa: E402
 
 INVALID_DEVICE, INVALID_HANDLE = 101, 400
 PEER_ALREADY_ENABLED, PEER_NOT_ENABLED = 704, 705
-
-PRELUDE = textwrap.dedent("""
-    import ctypes, os
-    rt = ctypes.CDLL(os.path.join(os.environ["SIM_LIB_DIR"], "libcudart.so.13"))
-    cu = ctypes.CDLL(os.path.join(os.environ["SIM_LIB_DIR"], "libcuda.so.1"))
-    def ptr():
-        return ctypes.c_void_p()
-    def out(key, value):
-        print(key, value)
-    def device():
-        d = ctypes.c_int(-1); rt.cudaGetDevice(ctypes.byref(d)); return d.value
-    def kernel(name):
-        # A kernel from a PTX library the driver loads (the sim reads its .entry names).
-        ptx = b".version 8.0\\n.target sm_90\\n.address_size 64\\n.visible .entry " + name + b"()\\n{\\n ret;\\n}\\n"
-        lib, k = ptr(), ptr()
-        assert cu.cuLibraryLoadData(ctypes.byref(lib), ptx, None, None, 0, None, None, 0) == 0
-        assert cu.cuLibraryGetKernel(ctypes.byref(k), lib, name) == 0
-        return k
-    def launch(k, stream=None, blocks=1):
-        return cu.cuLaunchKernel(k, blocks, 1, 1, 32, 1, 1, 0, stream, None, None)
-""")
-
 
 def run_script(body, **env):
     return harness.run_sim_script(PRELUDE + textwrap.dedent(body), truth.read, **env)
@@ -165,6 +144,9 @@ class SeveralDevicesTest(unittest.TestCase):
         self.assertEqual([(k["device"], k["stream"]) for k in (k0, k1)], [(0, truth.LEGACY_STREAM), (1, truth.LEGACY_STREAM)])
         self.assertLess(k1["start_ns"], k0["end_ns"], "two devices' default streams run side by side")
         self.assertEqual((copy["device"], copy["stream"]), (0, 13), "the copy runs on its stream's device")
+        self.assertEqual((copy["copy_kind"], copy["src_device"], copy["dst_device"]), (truth.PTOP, 1, 0),
+                         "device 1's memory to device 0's: a peer-to-peer copy")
+        self.assertEqual(copy["end_ns"] - copy["start_ns"], truth.copy_ns(copy))
         self.assertNotEqual(copy["context"], k1["context"])
         self.assertEqual(copy["context"], k0["context"], "with the context of its device")
         # s0 is a blocking stream: it waits for device 0's legacy stream, not device 1's...
@@ -196,7 +178,7 @@ class SeveralDevicesTest(unittest.TestCase):
         self.assertEqual([(k["device"], k["stream"]) for k in kernels], [(1, 13), (1, truth.LEGACY_STREAM)])
 
     def test_peer_access_between_distinct_devices(self):
-        results, _ = run_script("""
+        results, lines = run_script("""
             p = ctypes.c_int()
             rt.cudaDeviceCanAccessPeer(ctypes.byref(p), 0, 1); out("can01", p.value)
             rt.cudaDeviceCanAccessPeer(ctypes.byref(p), 2, 2); out("can22", p.value)
@@ -226,6 +208,12 @@ class SeveralDevicesTest(unittest.TestCase):
                                    "from1_not_enabled": str(PEER_NOT_ENABLED), "disable1": "0",
                                    "disable1_again": str(PEER_NOT_ENABLED), "peer_copy": "0", "moved": "True",
                                    "peer_copy_bad": str(INVALID_DEVICE)})
+        h2d, peer, d2h = ops(lines, "memcpy")
+        self.assertEqual((peer["copy_kind"], peer["src_device"], peer["dst_device"], peer["device"]), (truth.PTOP, 0, 2, 2))
+        self.assertEqual(peer["end_ns"] - peer["start_ns"], truth.copy_ns(peer))
+        # Host memory has no device: its side names the device that ran the copy (the current one, 2).
+        self.assertEqual((h2d["copy_kind"], h2d["device"], h2d["src_device"], h2d["dst_device"]), (truth.HTOD, 2, 2, 0))
+        self.assertEqual((d2h["copy_kind"], d2h["device"], d2h["src_device"]), (truth.DTOH, 2, 2))
 
     def test_memory_is_counted_per_device(self):
         results, _ = run_script("""

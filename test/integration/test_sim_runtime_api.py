@@ -252,11 +252,10 @@ class SimFrameworkEntryPointsTest(unittest.TestCase):
                                                  ctypes.byref(deps), None, ctypes.byref(n))
                 return f"{rc} {status.value} {n.value}"
             out("idle", info())
+            d = ptr(); rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(256))  # before: an allocation is unsafe in a capture
             out("begin", rt.cudaStreamBeginCapture(s, 0))
             out("capturing", info())
             first_id = cid.value
-            d = ptr(); rt.cudaMallocAsync(ctypes.byref(d), ctypes.c_size_t(256), None)
-            rt.cudaStreamSynchronize(None)
             out("memset", rt.cudaMemsetAsync(d, 0, ctypes.c_size_t(256), s))
             out("after_node", info())
             g = ptr(); out("end", rt.cudaStreamEndCapture(s, ctypes.byref(g)))
@@ -284,12 +283,13 @@ class SimFrameworkEntryPointsTest(unittest.TestCase):
             e = ptr(); rt.cudaEventCreate(ctypes.byref(e))
             d = ptr(); rt.cudaMalloc(ctypes.byref(d), ctypes.c_size_t(1 << 20))
             rt.cudaMemsetAsync(d, 0, ctypes.c_size_t(1 << 20), None)
-            out("record", rt.cudaEventRecordWithFlags(e, None, 1))  # cudaEventRecordExternal
+            out("record", rt.cudaEventRecordWithFlags(e, None, 0))
             out("sync", rt.cudaEventSynchronize(e))
             out("query", rt.cudaEventQuery(e))
+            out("external", rt.cudaEventRecordWithFlags(e, None, 1))  # cudaEventRecordExternal: only in a capture
             out("bad", rt.cudaEventRecordWithFlags(e, None, 4))
         """)
-        self.assertEqual(results, {"record": "0", "sync": "0", "query": "0", "bad": "1"})
+        self.assertEqual(results, {"record": "0", "sync": "0", "query": "0", "external": "1", "bad": "1"})
 
     def test_pci_bus_id_and_library_api(self):
         results, _ = run_script("""

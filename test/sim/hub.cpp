@@ -259,8 +259,11 @@ void EmitOpPinned(const SimOp& op, const char* api) {
           std::to_string(op.grid[2]) + "],\"block\":[" + std::to_string(op.block[0]) + "," +
           std::to_string(op.block[1]) + "," + std::to_string(op.block[2]) + "]";
   line += ",\"dynamic_shared_bytes\":" + U64(op.dynamic_shared_bytes);
-  line += ",\"graph_id\":" + U64(op.graph_id) + ",\"graph_node_id\":" + U64(op.graph_node_id) + "}";
-  WriteTruth(line);
+  line += ",\"graph_id\":" + U64(op.graph_id) + ",\"graph_node_id\":" + U64(op.graph_node_id);
+  if (op.kind == SIM_OP_MEMCPY) {
+    line += ",\"src_device\":" + U64(op.src_device_id) + ",\"dst_device\":" + U64(op.dst_device_id);
+  }
+  WriteTruth(line + "}");
 }
 
 // One "api" truth line, written at the call's exit.

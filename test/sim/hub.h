@@ -83,6 +83,12 @@ typedef struct SimOp {
   uint32_t event_id;          // SIM_OP_SYNC on an event (event sync, stream wait event)
   uint64_t waited_until_ns;   // SIM_OP_SYNC: sim-clock end of the device work the call waited for
   uint64_t graph_node_id;     // kernels run by cuGraphLaunch: the executable graph's node (0: none)
+  // Copies between two devices (copy_kind CUPTI_ACTIVITY_MEMCPY_KIND_PTOP,
+  // CUPTI's MEMCPY2 record): the devices of the source and destination
+  // memory; device_id is the device whose stream ran the copy. Otherwise
+  // both equal device_id.
+  uint32_t src_device_id;
+  uint32_t dst_device_id;
 } SimOp;
 
 // Called once per op when it is enqueued (its times are already decided by

@@ -14,6 +14,7 @@ COPY_LATENCY_NS = 1500
 PINNED_BYTES_PER_NS = 25
 PAGEABLE_BYTES_PER_NS = 10
 DEVICE_BYTES_PER_NS = 1000
+PEER_BYTES_PER_NS = 50  # copies between two devices' memory (PTOP)
 MEMSET_LATENCY_NS = 1000
 MEMSET_BYTES_PER_NS = 2000
 # Synchronize calls: return >= max(start + idle cost, work end + wake-up).
@@ -22,7 +23,7 @@ CONTEXT_SYNC_IDLE_NS = 14000
 SYNC_WAKE_NS = 5000
 
 # CUpti_ActivityMemcpyKind / CUpti_ActivityMemoryKind / sync types.
-HTOD, DTOH, DTOD, HTOH = 1, 2, 8, 9
+HTOD, DTOH, DTOD, HTOH, PTOP = 1, 2, 8, 9, 10
 PAGEABLE, PINNED, DEVICE, MANAGED = 1, 2, 3, 5
 SYNC_EVENT, SYNC_STREAM_WAIT_EVENT, SYNC_STREAM, SYNC_CONTEXT = 1, 2, 3, 4
 LEGACY_STREAM = 7
@@ -48,6 +49,8 @@ def copy_ns(op):
         bw = PINNED_BYTES_PER_NS if op["dst_kind"] == PINNED else PAGEABLE_BYTES_PER_NS
     elif kind == DTOD:
         bw = DEVICE_BYTES_PER_NS
+    elif kind == PTOP:
+        bw = PEER_BYTES_PER_NS
     else:
         bw = PAGEABLE_BYTES_PER_NS
     return COPY_LATENCY_NS + ceil_div(nbytes, bw)

@@ -227,6 +227,11 @@ bool Device::IsValid(CUstream stream) {
   return ResolveLocked(stream) != nullptr;
 }
 
+CUstream_st* Device::Resolve(CUstream stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ResolveLocked(stream);
+}
+
 uint32_t Device::StreamId(CUstream stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);

@@ -108,6 +108,9 @@ class Device {
   bool DestroyStream(CUstream stream);
   bool IsValid(CUstream stream);
   uint32_t StreamId(CUstream stream);
+  // The stream a handle names on this device (the legacy stream for NULL),
+  // nullptr if it is none of this device's.
+  CUstream_st* Resolve(CUstream stream);
   // Puts duration_ns of work on the stream, enqueued now. Legacy semantics:
   // work on the legacy stream waits for all blocking streams, and work on a
   // blocking stream waits for the legacy stream.
@@ -263,5 +266,9 @@ SimGate* TakeArmedGate();
 
 // Sleeps until the sim clock has passed sim_ns.
 void WaitUntilNs(uint64_t sim_ns);
+
+// Later work on the stream waits for the event's last record, the two on
+// the same device or not (driver_sync.cpp).
+void WaitOnEvent(CUstream stream, CUevent event);
 
 }  // namespace sim

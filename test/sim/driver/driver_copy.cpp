@@ -34,7 +34,8 @@ int CopyKind(int src_kind, int dst_kind) {
 // buffer).
 bool HostWaits(bool synchronous, int copy_kind, int src_kind, int dst_kind) {
   const bool pageable = src_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE || dst_kind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-  const bool device_only = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOA ||
+  const bool device_only = copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_PTOP ||
+                           copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOA ||
                            copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_ATOD || copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOA;
   if (synchronous) return !device_only;
   return pageable && copy_kind != CUPTI_ACTIVITY_MEMCPY_KIND_HTOH;
@@ -63,8 +64,7 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   // Into a capturing stream: a graph node, whose bytes move when the graph runs.
-  if (IsCapturing(stream)) return CaptureCopy(stream, src, dst, width, height, depth) ? CUDA_SUCCESS
-                                                                                      : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (CUresult r = CUDA_SUCCESS; CaptureCopy(stream, src, dst, width, height, depth, &r)) return r;
   device.RetainPrimaryContext();
   const int src_kind = src.memory_kind ? src.memory_kind : device.KindOf(src.base);
   const int dst_kind = dst.memory_kind ? dst.memory_kind : device.KindOf(dst.base);
@@ -78,6 +78,13 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   op.copy_kind = CopyKind(src_kind, dst_kind);
   op.src_kind = src_kind;
   op.dst_kind = dst_kind;
+  // Device memory of two devices: a peer-to-peer copy (CUPTI's PTOP kind).
+  const int src_device = Device::DeviceOf(src.base), dst_device = Device::DeviceOf(dst.base);
+  op.src_device_id = static_cast<uint32_t>(src_device >= 0 ? src_device : device.ordinal());
+  op.dst_device_id = static_cast<uint32_t>(dst_device >= 0 ? dst_device : device.ordinal());
+  if (op.copy_kind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOD && src_device >= 0 && dst_device >= 0 && src_device != dst_device) {
+    op.copy_kind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  }
   op.bytes = width * height * depth;
   const uint64_t duration_ns = CopyDurationNs(op.bytes, op.copy_kind, src_kind, dst_kind);
   if (!HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) {
@@ -118,9 +125,7 @@ CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size
   Device& device = Device::Of(stream);
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
-  if (IsCapturing(stream)) return CaptureMemset(stream, dst, pitch, value, width, rows)
-                                      ? CUDA_SUCCESS
-                                      : CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  if (CUresult r = CUDA_SUCCESS; CaptureMemset(stream, dst, pitch, value, width, rows, &r)) return r;
   for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
   SimOp op{};
   op.kind = SIM_OP_MEMSET;

@@ -35,7 +35,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphCreate(CUgraph* phGraph, unsigned int flags) {
     if (!phGraph || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     sim::Graphs& g = sim::GraphState();
     std::lock_guard<std::mutex> lock(g.mutex);
-    auto* graph = new CUgraph_st{g.next_graph_id++, {}};
+    auto* graph = new CUgraph_st{g.next_graph_id++, {}, {}};
     g.graphs.insert(graph);
     *phGraph = graph;
     return CUDA_SUCCESS;
@@ -168,10 +168,8 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgra
     std::lock_guard<std::mutex> lock(g.mutex);
     if (!g.graphs.count(hGraph)) return CUDA_ERROR_INVALID_VALUE;
     auto index = [&](CUgraphNode node) {
-      for (size_t j = 0; j < hGraph->nodes.size(); ++j) {
-        if (hGraph->nodes[j].get() == node) return j;
-      }
-      return hGraph->nodes.size();
+      auto it = hGraph->index_of.find(node);
+      return it == hGraph->index_of.end() ? hGraph->nodes.size() : it->second;
     };
     for (size_t i = 0; i < numDependencies; ++i) {
       const size_t a = index(from[i]), b = index(to[i]);
@@ -182,18 +180,29 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgra
   });
 }
 
+namespace {
 // Uploading prepares the graph's device resources ahead of its first launch:
 // no device work here, and none is recorded.
+CUresult Upload(CUgraphExec exec, CUstream stream) {
+  if (!sim::Device::Of(stream).IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  sim::Graphs& g = sim::GraphState();
+  std::lock_guard<std::mutex> lock(g.mutex);
+  if (!g.execs.count(exec)) return CUDA_ERROR_INVALID_VALUE;
+  exec->uploaded = true;
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
 SIM_DRIVER_EXPORT CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
   cuGraphUpload_params params{hGraphExec, hStream};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphUpload), "cuGraphUpload", &params, [&]() -> CUresult {
-    if (!sim::Device::Of(hStream).IsValid(hStream)) return CUDA_ERROR_INVALID_HANDLE;
-    sim::Graphs& g = sim::GraphState();
-    std::lock_guard<std::mutex> lock(g.mutex);
-    if (!g.execs.count(hGraphExec)) return CUDA_ERROR_INVALID_VALUE;
-    hGraphExec->uploaded = true;
-    return CUDA_SUCCESS;
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphUpload), "cuGraphUpload", &params,
+                               [&] { return Upload(hGraphExec, hStream); });
+}
+
+SIM_DRIVER_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) {
+  cuGraphUpload_ptsz_params params{hGraphExec, hStream};
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphUpload_ptsz), "cuGraphUpload_ptsz", &params,
+                               [&] { return Upload(hGraphExec, sim::PerThread(hStream)); });
 }
 
 // Documented: the update succeeds when the graph has the executable graph's
@@ -276,7 +285,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddNode_v2(CUgraphNode* phGraphNode, CUgraph h
       // them; the program fills the bodies.
       auto* out = new CUgraph[c.size];  // lives as long as the process, like the node's graph
       for (unsigned i = 0; i < c.size; ++i) {
-        auto* body = new CUgraph_st{g.next_graph_id++, {}};
+        auto* body = new CUgraph_st{g.next_graph_id++, {}, {}};
         g.graphs.insert(body);
         node.bodies.push_back(body);
         out[i] = body;

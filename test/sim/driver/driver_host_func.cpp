@@ -13,6 +13,7 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "graph.h"
 #include "host_funcs.h"
 
 namespace sim {
@@ -130,41 +131,50 @@ void RunStreamCallback(void* fn, void* data, CUstream stream) {
   reinterpret_cast<CUstreamCallback>(fn)(stream, CUDA_SUCCESS, data);
 }
 
+// cuLaunchHostFunc into a capturing stream is a host node of the graph.
+CUresult LaunchHostFunc(CUstream stream, CUhostFn fn, void* data) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  if (!sim::Device::Of(stream).IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = CUDA_SUCCESS; sim::CaptureHostFunc(stream, fn, data, &r)) return r;
+  return sim::EnqueueHostFunc(stream, RunHostFn, reinterpret_cast<void*>(fn), data);
+}
+
+// A stream callback is not captured (the sim refuses it on a capturing stream).
+CUresult AddCallback(CUstream stream, CUstreamCallback callback, void* data, unsigned flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;  // reserved
+  if (!callback) return CUDA_ERROR_INVALID_VALUE;
+  if (!sim::Device::Of(stream).IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = CUDA_SUCCESS; sim::CaptureUnsupported(stream, &r)) return r;
+  return sim::EnqueueHostFunc(stream, RunStreamCallback, reinterpret_cast<void*>(callback), data);
+}
+
 }  // namespace
 
 using sim::InitializedDriverCall;
 
 SIM_DRIVER_EXPORT CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void* userData) {
   cuLaunchHostFunc_params params{hStream, fn, userData};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuLaunchHostFunc), "cuLaunchHostFunc", &params, [&] {
-    return sim::EnqueueHostFunc(hStream, RunHostFn, reinterpret_cast<void*>(fn), userData);
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuLaunchHostFunc), "cuLaunchHostFunc", &params,
+                               [&] { return LaunchHostFunc(hStream, fn, userData); });
 }
 
 SIM_DRIVER_EXPORT CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void* userData) {
   cuLaunchHostFunc_ptsz_params params{hStream, fn, userData};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuLaunchHostFunc_ptsz), "cuLaunchHostFunc_ptsz", &params, [&] {
-    return sim::EnqueueHostFunc(sim::PerThread(hStream), RunHostFn, reinterpret_cast<void*>(fn), userData);
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuLaunchHostFunc_ptsz), "cuLaunchHostFunc_ptsz", &params,
+                               [&] { return LaunchHostFunc(sim::PerThread(hStream), fn, userData); });
 }
 
 // Flags are reserved and must be 0.
 SIM_DRIVER_EXPORT CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void* userData,
                                                unsigned int flags) {
   cuStreamAddCallback_params params{hStream, callback, userData, flags};
-  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamAddCallback), "cuStreamAddCallback", &params, [&]() -> CUresult {
-    if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-    return sim::EnqueueHostFunc(hStream, RunStreamCallback, reinterpret_cast<void*>(callback), userData);
-  });
+  return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamAddCallback), "cuStreamAddCallback", &params,
+                               [&] { return AddCallback(hStream, callback, userData, flags); });
 }
 
 SIM_DRIVER_EXPORT CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback, void* userData,
                                                     unsigned int flags) {
   cuStreamAddCallback_ptsz_params params{hStream, callback, userData, flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamAddCallback_ptsz), "cuStreamAddCallback_ptsz", &params,
-                               [&]() -> CUresult {
-                                 if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
-                                 return sim::EnqueueHostFunc(sim::PerThread(hStream), RunStreamCallback,
-                                                             reinterpret_cast<void*>(callback), userData);
-                               });
+                               [&] { return AddCallback(sim::PerThread(hStream), callback, userData, flags); });
 }

@@ -89,7 +89,8 @@ CUresult Launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx
   // associated to the current device".
   Device& device = Device::Of(stream);
   if (!device.IsValid(stream) || &device != &Device::Get()) return CUDA_ERROR_INVALID_HANDLE;
-  if (CaptureKernel(stream, op, duration_ns)) return CUDA_SUCCESS;  // a graph node now, run by cuGraphLaunch
+  // Into a capturing stream: a graph node now, run by cuGraphLaunch.
+  if (CUresult r = CUDA_SUCCESS; CaptureKernel(stream, op, duration_ns, &r)) return r;
   // Placed now, or queued behind (or as) a collective waiting for its peers.
   Place(&op, Placement{});
   device.EnqueueOp(stream, duration_ns, op, OuterFunctionName(), gate);

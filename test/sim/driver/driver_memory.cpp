@@ -10,6 +10,7 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "graph.h"
 #include "pools.h"
 
 namespace sim {
@@ -37,6 +38,13 @@ CUresult AllocateInto(void** out, size_t bytes, int memory_kind, CUstream stream
   // On the current device (stream-ordered: the stream's).
   Device& device = stream_ordered ? Device::Of(stream) : Device::Get();
   if (stream_ordered && !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  // Stream capture: CUDA makes an allocation node of a stream-ordered
+  // allocation (not modelled: refused); any other allocation is a
+  // potentially unsafe call.
+  if (CUresult r = CUDA_SUCCESS; stream_ordered && CaptureUnsupported(stream, &r)) return r;
+  if (!stream_ordered) {
+    if (CUresult r = CaptureCheckUnsafe(); r != CUDA_SUCCESS) return r;
+  }
   device.RetainPrimaryContext();
   if (bytes == 0) {
     *out = nullptr;
@@ -56,6 +64,10 @@ CUresult ReleaseFrom(void* ptr, int expected_kind, CUstream stream, bool stream_
   if (!ptr) return CUDA_SUCCESS;
   Device& device = stream_ordered ? Device::Of(stream) : Device::Get();
   if (stream_ordered && !device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = CUDA_SUCCESS; stream_ordered && CaptureUnsupported(stream, &r)) return r;  // a free node: not modelled
+  if (!stream_ordered) {
+    if (CUresult r = CaptureCheckUnsafe(); r != CUDA_SUCCESS) return r;  // it synchronises the device
+  }
   if (!stream_ordered) WaitUntilNs(device.DeviceDoneNs());
   const int kind = Device::KindOf(ptr);
   const int owner = Device::DeviceOf(ptr);

@@ -6,6 +6,7 @@
 #include "../hub_internal.h"
 #include "device.h"
 #include "driver_call.h"
+#include "graph.h"
 #include "host_funcs.h"
 #include "timing.h"
 
@@ -74,6 +75,7 @@ namespace {
 CUresult StreamQuery(CUstream stream) {
   Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = CaptureCheckStream(stream); r != CUDA_SUCCESS) return r;
   uint64_t done = 0;
   if (!device.StreamDoneNsNow(stream, &done)) return CUDA_ERROR_NOT_READY;  // behind a waiting collective
   return simhub_now_ns() >= done ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -82,6 +84,7 @@ CUresult StreamQuery(CUstream stream) {
 CUresult StreamSynchronize(CUstream stream) {
   Device& device = Device::Of(stream);
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
+  if (CUresult r = CaptureCheckStream(stream); r != CUDA_SUCCESS) return r;
   const uint64_t start = simhub_now_ns();
   const uint64_t done = device.StreamDoneNs(stream);
   WaitUntilNs(done);
@@ -94,22 +97,38 @@ CUresult StreamSynchronize(CUstream stream) {
   return CUDA_SUCCESS;
 }
 
+}  // namespace
+
 // The stream and the event may belong to different devices (CUDA
 // documents cudaStreamWaitEvent as the way devices synchronise with each
 // other). An event of another device still waiting behind a collective is
 // settled first: the host waits until its time is known.
-CUresult StreamWaitEvent(CUstream stream, CUevent event) {
+void WaitOnEvent(CUstream stream, CUevent event) {
   Device& device = Device::Of(stream);
   Device& owner = Device::Of(event);
-  Device::EventState state = owner.StateOf(event);
-  if (!device.IsValid(stream) || !state.valid) return CUDA_ERROR_INVALID_HANDLE;
-  const uint64_t start = simhub_now_ns();
   if (&owner != &device) {
-    state = owner.SettledStateOf(event);
-    device.WaitForTime(stream, state.recorded ? state.time_ns : 0);
+    const Device::EventState state = owner.SettledStateOf(event);
+    if (state.valid && state.recorded) device.WaitForTime(stream, state.time_ns);
   } else {
     device.WaitEvent(stream, event);
   }
+}
+
+namespace {
+
+// CU_EVENT_WAIT_EXTERNAL only inside a capture (an event wait node).
+CUresult StreamWaitEvent(CUstream stream, CUevent event, unsigned flags) {
+  if (flags & ~static_cast<unsigned>(CU_EVENT_WAIT_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
+  Device& device = Device::Of(stream);
+  Device& owner = Device::Of(event);
+  const Device::EventState state = owner.StateOf(event);
+  if (!device.IsValid(stream) || !state.valid) return CUDA_ERROR_INVALID_HANDLE;
+  const bool external = flags & CU_EVENT_WAIT_EXTERNAL;
+  // Inside a capture the wait joins dependencies; no device work, no record.
+  if (CUresult r = CUDA_SUCCESS; CaptureStreamWait(stream, event, external, &r)) return r;
+  if (external) return CUDA_ERROR_INVALID_VALUE;
+  const uint64_t start = simhub_now_ns();
+  WaitOnEvent(stream, event);
   // The host does not wait; the record says what the stream now waits for.
   // An event behind a collective still waiting for its peers has no time yet (0).
   EmitSync(device, CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT, device.StreamId(stream), state.id, start,
@@ -119,11 +138,15 @@ CUresult StreamWaitEvent(CUstream stream, CUevent event) {
 
 // The event and the stream must belong to one device (CUDA: "cudaEventRecord()
 // will fail if the input event and input stream are associated to different
-// devices").
-CUresult EventRecord(CUevent event, CUstream stream) {
+// devices"). Inside a capture a record only marks the stream's dependencies
+// (CU_EVENT_RECORD_EXTERNAL, valid only there, adds an event record node).
+CUresult EventRecord(CUevent event, CUstream stream, unsigned flags = 0) {
   Device& device = Device::Of(event);
   if (!device.IsValid(event) || !Device::Of(stream).IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (&Device::Of(stream) != &device) return CUDA_ERROR_INVALID_HANDLE;
+  const bool external = flags & CU_EVENT_RECORD_EXTERNAL;
+  if (CUresult r = CUDA_SUCCESS; CaptureEventRecord(event, stream, external, &r)) return r;
+  if (external) return CUDA_ERROR_INVALID_VALUE;
   device.RecordEvent(event, stream);
   return CUDA_SUCCESS;
 }
@@ -158,13 +181,13 @@ SIM_DRIVER_EXPORT CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
 SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   cuStreamWaitEvent_params params{hStream, hEvent, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent), "cuStreamWaitEvent", &params,
-                               [&] { return sim::StreamWaitEvent(hStream, hEvent); });
+                               [&] { return sim::StreamWaitEvent(hStream, hEvent, Flags); });
 }
 
 SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   cuStreamWaitEvent_ptsz_params params{hStream, hEvent, Flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamWaitEvent_ptsz), "cuStreamWaitEvent_ptsz", &params,
-                               [&] { return sim::StreamWaitEvent(sim::PerThread(hStream), hEvent); });
+                               [&] { return sim::StreamWaitEvent(sim::PerThread(hStream), hEvent, Flags); });
 }
 
 SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
@@ -183,6 +206,7 @@ namespace sim {
 namespace {
 // The current context's device.
 CUresult SynchronizeDevice(Device& device) {
+  if (CUresult r = CaptureCheckDevice(device.ordinal()); r != CUDA_SUCCESS) return r;
   const uint64_t start = simhub_now_ns();
   const uint64_t done = device.DeviceDoneNs();
   WaitUntilNs(done);
@@ -227,6 +251,7 @@ SIM_DRIVER_EXPORT CUresult cuEventQuery(CUevent hEvent) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventQuery), "cuEventQuery", &params, [&]() -> CUresult {
     const Device::EventState event = Device::Of(hEvent).StateOf(hEvent);
     if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = sim::CaptureCheckEvent(hEvent); r != CUDA_SUCCESS) return r;
     return (!event.recorded || simhub_now_ns() >= event.time_ns) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
   });
 }
@@ -236,6 +261,8 @@ SIM_DRIVER_EXPORT CUresult cuEventSynchronize(CUevent hEvent) {
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventSynchronize), "cuEventSynchronize", &params, [&]() -> CUresult {
     const uint64_t start = simhub_now_ns();
     Device& device = Device::Of(hEvent);
+    if (!device.IsValid(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = sim::CaptureCheckEvent(hEvent); r != CUDA_SUCCESS) return r;
     const Device::EventState event = device.SettledStateOf(hEvent);  // behind a collective: waits for its peers
     if (!event.valid) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t done = event.recorded ? event.time_ns : 0;  // never recorded: nothing to wait for
@@ -255,6 +282,8 @@ SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent h
     const Device::EventState start = device.StateOf(hStart);
     const Device::EventState end = device.StateOf(hEnd);  // events of two devices: not valid here
     if (!start.valid || !end.valid) return CUDA_ERROR_INVALID_HANDLE;
+    if (CUresult r = sim::CaptureCheckEvent(hStart); r != CUDA_SUCCESS) return r;
+    if (CUresult r = sim::CaptureCheckEvent(hEnd); r != CUDA_SUCCESS) return r;
     if ((start.flags | end.flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
     if (!start.recorded || !end.recorded) return CUDA_ERROR_INVALID_HANDLE;
     const uint64_t now = simhub_now_ns();
@@ -267,7 +296,9 @@ SIM_DRIVER_EXPORT CUresult cuEventElapsedTime_v2(float* pMilliseconds, CUevent h
 SIM_DRIVER_EXPORT CUresult cuEventDestroy_v2(CUevent hEvent) {
   cuEventDestroy_v2_params params{hEvent};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventDestroy_v2), "cuEventDestroy_v2", &params, [&] {
-    return Device::Of(hEvent).DestroyEvent(hEvent) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!Device::Of(hEvent).DestroyEvent(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+    sim::CaptureForgetEvent(hEvent);
+    return CUDA_SUCCESS;
   });
 }
 
@@ -280,11 +311,11 @@ CUresult StreamPriority(CUstream stream, int* priority) {
   return CUDA_SUCCESS;
 }
 
-// CU_EVENT_RECORD_EXTERNAL only changes what a capture makes of the record
-// (an external event node); outside a capture it records as cuEventRecord.
+// CU_EVENT_RECORD_EXTERNAL makes a capture record an event record node;
+// documented as invalid outside a capture.
 CUresult EventRecordWithFlags(CUevent event, CUstream stream, unsigned flags) {
   if (flags & ~static_cast<unsigned>(CU_EVENT_RECORD_EXTERNAL)) return CUDA_ERROR_INVALID_VALUE;
-  return sim::EventRecord(event, stream);
+  return sim::EventRecord(event, stream, flags);
 }
 }  // namespace
 

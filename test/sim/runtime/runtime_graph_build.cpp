@@ -193,6 +193,13 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaSt
   });
 }
 
+SIM_RUNTIME_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream) {
+  cudaGraphUpload_ptsz_v10000_params params{graphExec, stream};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaGraphUpload_ptsz_v10000), "cudaGraphUpload_ptsz", &params, [&] {
+    return Result(Driver(true).cuGraphUpload(reinterpret_cast<CUgraphExec>(graphExec), S(stream)));
+  });
+}
+
 SIM_RUNTIME_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
                                                    cudaGraphExecUpdateResultInfo* resultInfo) {
   cudaGraphExecUpdate_v10020_params params{hGraphExec, hGraph, resultInfo};

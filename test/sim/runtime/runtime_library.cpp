@@ -78,7 +78,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int* count, cu
                      [&] { return cudaErrorNotSupported; });  // the sim does not list an image's kernels
 }
 
-// Not modelled: kernel attributes per device (one device), graph queries,
+// Not modelled: kernel attributes per device, a graph's DOT dump,
 // user objects and graph memory, capture into an existing graph. Each exists
 // so that programs bound to them load, and answers cudaErrorNotSupported.
 SIM_RUNTIME_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kernel, enum cudaFuncAttribute attr,
@@ -88,23 +88,9 @@ SIM_RUNTIME_EXPORT cudaError_t cudaKernelSetAttributeForDevice(cudaKernel_t kern
                      &params, [&] { return cudaErrorNotSupported; });
 }
 
-SIM_RUNTIME_EXPORT cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* numNodes) {
-  cudaGraphGetNodes_v10000_params params{graph, nodes, numNodes};
-  return RuntimeCall(SIM_RUNTIME_CBID(cudaGraphGetNodes_v10000), "cudaGraphGetNodes", &params,
-                     [&] { return cudaErrorNotSupported; });
-}
-
 SIM_RUNTIME_EXPORT cudaError_t cudaGraphDebugDotPrint(cudaGraph_t graph, const char* path, unsigned int flags) {
   cudaGraphDebugDotPrint_v11030_params params{graph, path, flags};
   return RuntimeCall(SIM_RUNTIME_CBID(cudaGraphDebugDotPrint_v11030), "cudaGraphDebugDotPrint", &params,
-                     [&] { return cudaErrorNotSupported; });
-}
-
-SIM_RUNTIME_EXPORT cudaError_t cudaGraphNodeGetDependencies(cudaGraphNode_t node, cudaGraphNode_t* pDependencies,
-                                                            cudaGraphEdgeData* edgeData,
-                                                            size_t* pNumDependencies) {
-  cudaGraphNodeGetDependencies_v12030_params params{node, pDependencies, edgeData, pNumDependencies};
-  return RuntimeCall(SIM_RUNTIME_CBID(cudaGraphNodeGetDependencies_v12030), "cudaGraphNodeGetDependencies", &params,
                      [&] { return cudaErrorNotSupported; });
 }
 

@@ -87,6 +87,11 @@ struct DriverApi {
   SIMRT_DRIVER_FN(cuGraphLaunch)
   SIMRT_DRIVER_FN(cuGraphExecDestroy)
   SIMRT_DRIVER_FN(cuGraphDestroy)
+  SIMRT_DRIVER_FN(cuGraphGetNodes)
+  SIMRT_DRIVER_FN(cuGraphGetRootNodes)
+  SIMRT_DRIVER_FN(cuGraphNodeGetType)
+  SIMRT_DRIVER_FN(cuGraphNodeGetDependencies)
+  SIMRT_DRIVER_FN(cuGraphExecGetFlags)
   // Context settings, host functions, managed hints, pools (driver_context,
   // driver_host_func, driver_managed, driver_pool).
   SIMRT_DRIVER_FN(cuProfilerStart)

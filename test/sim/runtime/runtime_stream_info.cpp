@@ -31,6 +31,23 @@ SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
   });
 }
 
+SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
+                                                             enum cudaStreamCaptureStatus* captureStatus_out,
+                                                             unsigned long long* id_out, cudaGraph_t* graph_out,
+                                                             const cudaGraphNode_t** dependencies_out,
+                                                             const cudaGraphEdgeData** edgeData_out,
+                                                             size_t* numDependencies_out) {
+  cudaStreamGetCaptureInfo_ptsz_v12030_params params{stream, captureStatus_out, id_out, graph_out,
+                                                     dependencies_out, edgeData_out, numDependencies_out};
+  return DriverBackedCall(SIM_RUNTIME_CBID(cudaStreamGetCaptureInfo_ptsz_v12030), "cudaStreamGetCaptureInfo_ptsz",
+                          &params, [&] {
+    return FromDriver(Driver(true).cuStreamGetCaptureInfo(
+        S(stream), reinterpret_cast<CUstreamCaptureStatus*>(captureStatus_out), reinterpret_cast<cuuint64_t*>(id_out),
+        reinterpret_cast<CUgraph*>(graph_out), reinterpret_cast<const CUgraphNode**>(dependencies_out),
+        reinterpret_cast<const CUgraphEdgeData**>(edgeData_out), numDependencies_out));
+  });
+}
+
 #if SIM_CUDA_MAJOR == 12
 // CUDA 12's form without edge data (CUDA 13 removed it); its parameters as
 // CUDA 12's generated_cuda_runtime_api_meta.h lays them out.
