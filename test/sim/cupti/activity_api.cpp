@@ -227,6 +227,23 @@ CUptiResult ActivityAttribute(int client, bool write, CUpti_ActivityAttribute at
         }
         return result;
       }
+      case kAttrTimestampCallback: {
+        if (*value_size < sizeof(CUpti_TimestampCallbackFunc)) return CUPTI_ERROR_PARAMETER_SIZE_NOT_SUFFICIENT;
+        CUpti_TimestampCallbackFunc source = nullptr;
+        if (write) {
+          std::memcpy(&source, value, sizeof(source));
+          if (client == kProcessClient) {
+            simhub_set_timestamp_source(source);  // as cuptiActivityRegisterTimestampCallback
+          } else {
+            SetClientClock(client, source);
+          }
+        } else {
+          source = client == kProcessClient ? nullptr : ClientClockSource(client);
+          std::memcpy(value, &source, sizeof(source));
+        }
+        *value_size = sizeof(source);
+        return CUPTI_SUCCESS;
+      }
       default: break;
     }
   }
@@ -317,12 +334,16 @@ std::vector<int> EnabledKinds() {
 }
 
 void ResetActivityConfig() {
-  for (int client = 0; client < kMaxClients; ++client) ResetClient(client);
+  for (int client = 0; client < kMaxClients; ++client) {
+    ResetClient(client);
+    ResetClientClocks(client);
+  }
 }
 
 void ForgetSubscriberClient(int client) {
   if (client <= kProcessClient || client >= kMaxClients) return;
   ResetClient(client);
+  ResetClientClocks(client);
   BufferPool::Of(client).Discard();  // undelivered records are lost, as at cuptiFinalize
 }
 

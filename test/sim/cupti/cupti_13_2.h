@@ -110,5 +110,6 @@ static_assert(offsetof(SubscriberParams132, allowMultipleSubscribers) == 32, "CU
 constexpr int kAttrMultipleSubscriberState = 12;  // CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE, read-only
 constexpr int kAttrKernelLatencyTimestamps = 15;  // CUPTI_ACTIVITY_ATTR_ENABLE_KERNEL_LATENCY_TIMESTAMPS
 constexpr int kAttrThreadIdType = 21;             // CUPTI_ACTIVITY_ATTR_THREAD_ID_TYPE
+constexpr int kAttrTimestampCallback = 22;        // CUPTI_ACTIVITY_ATTR_TIMESTAMP_CALLBACK
 
 }  // namespace simcupti

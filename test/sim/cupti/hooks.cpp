@@ -77,6 +77,7 @@ void OnApi(const SimApiSite* site, int is_exit) {
       last_context = static_cast<CUcontext>(site->context);
       RememberContext(last_context, site->context_uid, 0);
     }
+    SampleClientClocks();  // subscribers' own clocks (nothing while none has one)
     const ClientMask record = ApiRecordClients(site->domain, site->cbid, site->context_uid);
     auto& tls_frames = ThreadFrames();
     tls_frames.push_back({site->correlation_id, site->domain, Epoch(), record, {}});

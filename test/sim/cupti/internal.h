@@ -69,6 +69,21 @@ constexpr uint8_t kMultiStateSingle = 0;
 constexpr uint8_t kMultiStateMultiple = 1;
 constexpr uint8_t kMultiStateUnset = 2;
 
+// ---- client_clocks.cpp: per-subscriber clocks (multi-subscriber release) ----
+
+// CUPTI_ACTIVITY_ATTR_TIMESTAMP_CALLBACK of a subscriber's client (NULL:
+// CUPTI's default timer again). Not for the process-wide client, whose
+// clock is the hub's (cuptiActivityRegisterTimestampCallback).
+void SetClientClock(int client, CUpti_TimestampCallbackFunc source);
+CUpti_TimestampCallbackFunc ClientClockSource(int client);
+// A sim-clock time as client `client` reports it (0 stays 0): the hub's
+// reported clock for the process-wide client; a subscriber's own clock if
+// it set one, else the sim clock (CUPTI's default timer).
+uint64_t ReportedFor(int client, uint64_t sim_ns);
+// At API entry: new knots for the clocks that are due one.
+void SampleClientClocks();
+void ResetClientClocks(int client);
+
 // ---- lifecycle.cpp: lazy initialisation, finalize, truth lines ----
 
 // What every call that needs the driver does first, as the real library

@@ -21,8 +21,6 @@ namespace {
 
 std::atomic<int64_t> g_next_grid_id{1};
 
-uint64_t Reported(uint64_t sim_ns) { return sim_ns == 0 ? 0 : simhub_to_reported_ns(sim_ns); }
-
 template <typename Record>
 void Put(int client, const Record& record, DeviceSpan span, const SimOp& op) {
   BufferPool::Of(client).Append(&record, sizeof(record), span, op.context_id, op.stream_id);
@@ -39,9 +37,9 @@ void ForEachClient(ClientMask clients, Write write) {
 // What a kernel, copy or memset record takes from its op alike: its
 // interval on the reported clock, where it ran and the launching call.
 template <typename Record>
-void SetSpanAndPlace(Record& r, const SimOp& op) {
-  r.start = Reported(op.start_ns);
-  r.end = Reported(op.end_ns);
+void SetSpanAndPlace(int client, Record& r, const SimOp& op) {
+  r.start = ReportedFor(client, op.start_ns);
+  r.end = ReportedFor(client, op.end_ns);
   r.deviceId = op.device_id;
   r.contextId = op.context_id;
   r.streamId = op.stream_id;
@@ -50,13 +48,13 @@ void SetSpanAndPlace(Record& r, const SimOp& op) {
 
 // A copy record of either kind (MEMCPY, or MEMCPY2 between devices).
 template <typename Record>
-void SetCopy(Record& r, CUpti_ActivityKind kind, const SimOp& op) {
+void SetCopy(int client, Record& r, CUpti_ActivityKind kind, const SimOp& op) {
   r.kind = kind;
   r.copyKind = static_cast<uint8_t>(op.copy_kind);
   r.srcKind = static_cast<uint8_t>(op.src_kind);
   r.dstKind = static_cast<uint8_t>(op.dst_kind);
   r.bytes = op.bytes;
-  SetSpanAndPlace(r, op);
+  SetSpanAndPlace(client, r, op);
   r.graphId = op.graph_id;
 }
 
@@ -68,7 +66,7 @@ void RecordKernel(const SimOp& op) {
     // The serialized kind has the same struct.
     r.kind = (concurrent >> client & 1) != 0 ? CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
     r.registersPerThread = static_cast<uint16_t>(op.registers_per_thread);
-    SetSpanAndPlace(r, op);
+    SetSpanAndPlace(client, r, op);
     r.completed = r.end;  // no child kernels
     r.gridX = op.grid[0];
     r.gridY = op.grid[1];
@@ -82,8 +80,8 @@ void RecordKernel(const SimOp& op) {
     r.name = op.name;
     // queued/submitted only with cuptiActivityEnableLatencyTimestamps(1).
     const bool latency = LatencyTimestamps(client);
-    r.queued = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
-    r.submitted = latency ? Reported(op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+    r.queued = latency ? ReportedFor(client, op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
+    r.submitted = latency ? ReportedFor(client, op.launch_ns) : CUPTI_TIMESTAMP_UNKNOWN;
     r.launchType = CUPTI_ACTIVITY_LAUNCH_TYPE_REGULAR;
     r.graphId = op.graph_id;
     r.graphNodeId = op.graph_node_id;
@@ -105,7 +103,7 @@ void RecordMemcpy(const SimOp& op) {
   const ClientMask as_peer = peer ? ClientsRecording(CUPTI_ACTIVITY_KIND_MEMCPY2, op.context_id) : 0;
   ForEachClient(as_peer, [&](int client) {
     PeerRecord r{};
-    SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY2, op);
+    SetCopy(client, r, CUPTI_ACTIVITY_KIND_MEMCPY2, op);
     // The hub models one device: source and destination are both it.
     r.srcDeviceId = r.dstDeviceId = op.device_id;
     r.srcContextId = r.dstContextId = op.context_id;
@@ -113,7 +111,7 @@ void RecordMemcpy(const SimOp& op) {
   });
   ForEachClient(ClientsRecording(CUPTI_ACTIVITY_KIND_MEMCPY, op.context_id) & ~as_peer, [&](int client) {
     MemcpyRecord r{};
-    SetCopy(r, CUPTI_ACTIVITY_KIND_MEMCPY, op);
+    SetCopy(client, r, CUPTI_ACTIVITY_KIND_MEMCPY, op);
     r.runtimeCorrelationId = CurrentRuntimeCorrelationId();
     SetCopyCount(r, 1);
     Put(client, r, {op.start_ns, op.end_ns}, op);
@@ -125,7 +123,7 @@ void RecordMemset(const SimOp& op) {
     MemsetRecord r{};
     r.kind = CUPTI_ACTIVITY_KIND_MEMSET;
     r.bytes = op.bytes;
-    SetSpanAndPlace(r, op);
+    SetSpanAndPlace(client, r, op);
     r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
     r.graphId = op.graph_id;
     Put(client, r, {op.start_ns, op.end_ns}, op);
@@ -137,8 +135,8 @@ void RecordSync(const SimOp& op) {
     SyncRecord r{};
     r.kind = CUPTI_ACTIVITY_KIND_SYNCHRONIZATION;
     r.type = static_cast<CUpti_ActivitySynchronizationType>(op.sync_type);
-    r.start = Reported(op.start_ns);
-    r.end = Reported(op.end_ns);
+    r.start = ReportedFor(client, op.start_ns);
+    r.end = ReportedFor(client, op.end_ns);
     r.correlationId = op.correlation_id;
     r.contextId = op.context_id;
     // Fields that do not apply hold CUPTI_SYNCHRONIZATION_INVALID_VALUE.
@@ -162,7 +160,7 @@ void RecordMemory(const SimOp& op) {
     r.correlationId = op.correlation_id;
     r.address = op.address;
     r.bytes = op.bytes;
-    r.timestamp = Reported(op.start_ns);
+    r.timestamp = ReportedFor(client, op.start_ns);
     r.processId = static_cast<uint32_t>(getpid());
     r.deviceId = op.device_id;
     r.contextId = op.context_id;
@@ -226,8 +224,8 @@ void RecordApi(const SimApiSite& site, ClientMask clients) {
     CUpti_ActivityAPI r{};
     r.kind = site.domain == CUPTI_CB_DOMAIN_RUNTIME_API ? CUPTI_ACTIVITY_KIND_RUNTIME : CUPTI_ACTIVITY_KIND_DRIVER;
     r.cbid = site.cbid;
-    r.start = Reported(site.start_ns);
-    r.end = Reported(site.end_ns);
+    r.start = ReportedFor(client, site.start_ns);
+    r.end = ReportedFor(client, site.end_ns);
     r.processId = site.process_id;
     // The default thread-id type is pthread_self(); SYSTEM is gettid.
     r.threadId = ThreadIdIsSystem(client) ? site.thread_id : static_cast<uint32_t>(pthread_self());

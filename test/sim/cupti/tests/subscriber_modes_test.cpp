@@ -413,3 +413,52 @@ TEST_CASE("multi-subscriber release: the process-wide activity API is a client o
   CHECK(external[0].correlationId == k);
   CHECK(external[0].externalId == 42);
 }
+
+namespace {
+constexpr uint64_t kOffsetA = 7000000;
+constexpr uint64_t kOffsetProcess = 3000;
+uint64_t CUPTIAPI ClockA() { return fakehub::Now() + kOffsetA; }
+uint64_t CUPTIAPI ClockProcess() { return fakehub::Now() + kOffsetProcess; }
+}  // namespace
+
+TEST_CASE("multi-subscriber release: each subscriber's records are on its own clock or CUPTI's default timer",
+          "[subscribers][multi][clock]") {
+  // CUPTI 13.2: CUPTI_ACTIVITY_ATTR_TIMESTAMP_CALLBACK is per subscriber;
+  // cuptiActivityRegisterTimestampCallback sets the process-wide client's.
+  Mode mode(/*multi=*/true);
+  testclient::Install();
+  REQUIRE(cuptiActivityRegisterTimestampCallback(ClockProcess) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  CUpti_SubscriberHandle a = nullptr;
+  CUpti_SubscriberHandle b = nullptr;
+  REQUIRE(SubscribeV2(&a, Ignore, nullptr, Params("a", nullptr, 0, true)) == CUPTI_SUCCESS);
+  REQUIRE(SubscribeV2(&b, Ignore, nullptr, Params("b", nullptr, 0, true)) == CUPTI_SUCCESS);
+  const auto attr = static_cast<CUpti_ActivityAttribute>(simcupti::kAttrTimestampCallback);
+  CUpti_TimestampCallbackFunc clock = ClockA;
+  size_t size = sizeof(clock);
+  REQUIRE(cuptiActivitySetAttribute_v2(a, attr, &size, &clock) == CUPTI_SUCCESS);
+  CUpti_TimestampCallbackFunc read_back = nullptr;
+  REQUIRE(cuptiActivityGetAttribute_v2(a, attr, &size, &read_back) == CUPTI_SUCCESS);
+  CHECK(read_back == ClockA);
+  REQUIRE(cuptiActivityRegisterCallbacks_v2(a, SinkA::Requested, SinkA::Completed) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityRegisterCallbacks_v2(b, SinkB::Requested, SinkB::Completed) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnable_v2(a, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, nullptr) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnable_v2(b, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, nullptr) == CUPTI_SUCCESS);
+
+  fakehub::Advance(5 * kUs);
+  const uint64_t start = fakehub::Now() + 10 * kUs;  // LaunchKernel's kernel starts 10 us after the call
+  LaunchKernel();
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+
+  auto start_of = [](const std::vector<std::vector<uint8_t>>& buffers) {
+    REQUIRE(buffers.size() == 1);
+    CUpti_ActivityKernel10 k{};
+    std::memcpy(&k, buffers[0].data(), sizeof(k));
+    return k.start;
+  };
+  CHECK(start_of(SinkA::buffers) == start + kOffsetA);  // its own callback's clock
+  CHECK(start_of(SinkB::buffers) == start);             // CUPTI's default timer: the sim clock
+  auto process = testclient::RecordsOf<CUpti_ActivityKernel10>(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  REQUIRE(process.size() == 1);
+  CHECK(process[0].start == start + kOffsetProcess);  // the hub's reported clock
+}
