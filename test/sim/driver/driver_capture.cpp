@@ -19,6 +19,9 @@ namespace {
 
 Graphs& State() { return GraphState(); }
 
+// Nothing is being captured and no event stands for captured work.
+bool Idle() { return !State().busy.load(std::memory_order_acquire); }
+
 // The calling thread's capture interaction mode (cuThreadExchangeStreamCaptureMode).
 thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
@@ -67,6 +70,7 @@ Where ClassifyLocked(Graphs& g, CUstream handle, CUstream_st* stream, int device
 
 // Adds `node` after the stream's dependency set, which becomes the node.
 bool CaptureNode(CUstream handle, CUgraphNode_st node, CUresult* result) {
+  if (Idle()) return false;
   Device& device = Device::Of(handle);
   CUstream_st* stream = device.Resolve(handle);
   if (!stream) return false;  // not a stream: the caller reports it
@@ -132,6 +136,7 @@ CUresult BeginCapture(CUstream handle, CUstreamCaptureMode mode) {
   auto* seq = new CaptureSeq{g.next_capture_id++, graph, mode, stream, ThreadId(), device.ordinal(), false, {stream}};
   g.captures[seq->id] = seq;
   g.capturing[stream] = StreamCapture{seq, {}, {}, {}};
+  g.UpdateBusyLocked();
   return CUDA_SUCCESS;
 }
 
@@ -162,6 +167,7 @@ CUresult EndCapture(CUstream handle, CUgraph* graph_out) {
   }
   for (CUstream_st* member : seq->members) g.capturing.erase(member);
   g.captures.erase(seq->id);
+  g.UpdateBusyLocked();
   if (result == CUDA_SUCCESS) {
     *graph_out = seq->graph;
   } else {
@@ -270,6 +276,7 @@ bool CaptureHostFunc(CUstream stream, CUhostFn fn, void* data, CUresult* result)
 }
 
 bool CaptureUnsupported(CUstream handle, CUresult* result) {
+  if (Idle()) return false;
   Device& device = Device::Of(handle);
   CUstream_st* stream = device.Resolve(handle);
   if (!stream) return false;
@@ -287,6 +294,7 @@ bool CaptureUnsupported(CUstream handle, CUresult* result) {
 }
 
 bool CaptureEventRecord(CUevent event, CUstream handle, bool external, CUresult* result) {
+  if (Idle()) return false;
   Device& device = Device::Of(handle);
   CUstream_st* stream = device.Resolve(handle);
   if (!stream) return false;
@@ -297,7 +305,10 @@ bool CaptureEventRecord(CUevent event, CUstream handle, bool external, CUresult*
     std::lock_guard<std::mutex> lock(g.mutex);
     StreamCapture* capture = nullptr;
     switch (ClassifyLocked(g, handle, stream, device.ordinal(), &capture, result)) {
-      case Where::kNone: g.captured_events.erase(event); return false;  // an ordinary record from now on
+      case Where::kNone:  // an ordinary record from now on
+        g.captured_events.erase(event);
+        g.UpdateBusyLocked();
+        return false;
       case Where::kError: return true;
       case Where::kCapture: break;
     }
@@ -311,6 +322,7 @@ bool CaptureEventRecord(CUevent event, CUstream handle, bool external, CUresult*
       added = true;
     }
     g.captured_events[event] = EventCapture{capture->seq->id, capture->deps};
+    g.UpdateBusyLocked();
   }
   if (added) FireGraphHook(created);
   *result = CUDA_SUCCESS;
@@ -318,6 +330,7 @@ bool CaptureEventRecord(CUevent event, CUstream handle, bool external, CUresult*
 }
 
 bool CaptureStreamWait(CUstream handle, CUevent event, bool external, CUresult* result) {
+  if (Idle()) return false;
   Device& device = Device::Of(handle);
   CUstream_st* stream = device.Resolve(handle);
   if (!stream) return false;
@@ -388,6 +401,7 @@ bool CaptureStreamWait(CUstream handle, CUevent event, bool external, CUresult* 
 }
 
 CUresult CaptureCheckStream(CUstream handle) {
+  if (Idle()) return CUDA_SUCCESS;
   Device& device = Device::Of(handle);
   CUstream_st* stream = device.Resolve(handle);
   {
@@ -410,6 +424,7 @@ CUresult CaptureCheckStream(CUstream handle) {
 }
 
 CUresult CaptureCheckEvent(CUevent event) {
+  if (Idle()) return CUDA_SUCCESS;
   {
     Graphs& g = State();
     std::lock_guard<std::mutex> lock(g.mutex);
@@ -424,6 +439,7 @@ CUresult CaptureCheckEvent(CUevent event) {
 }
 
 CUresult CaptureCheckDevice(int device) {
+  if (Idle()) return CUDA_SUCCESS;
   {
     Graphs& g = State();
     std::lock_guard<std::mutex> lock(g.mutex);
@@ -440,7 +456,7 @@ CUresult CaptureCheckDevice(int device) {
 
 CUresult CaptureCheckUnsafe() {
   const CUstreamCaptureMode mode = t_capture_mode;
-  if (mode == CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_SUCCESS;
+  if (mode == CU_STREAM_CAPTURE_MODE_RELAXED || Idle()) return CUDA_SUCCESS;
   const uint32_t me = ThreadId();
   Graphs& g = State();
   std::lock_guard<std::mutex> lock(g.mutex);
@@ -457,9 +473,11 @@ CUresult CaptureCheckUnsafe() {
 }
 
 void CaptureForgetEvent(CUevent event) {
+  if (Idle()) return;
   Graphs& g = State();
   std::lock_guard<std::mutex> lock(g.mutex);
   g.captured_events.erase(event);
+  g.UpdateBusyLocked();
 }
 
 }  // namespace sim

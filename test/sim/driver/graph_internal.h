@@ -6,6 +6,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <map>
@@ -88,6 +89,10 @@ struct Graphs {
   std::map<CUstream_st*, StreamCapture> capturing;         // streams in an active capture
   std::map<CUevent_st*, EventCapture> captured_events;     // events last recorded inside a capture
   uint64_t next_capture_id = 1;
+  // Whether captures or captured events exist (written under the mutex):
+  // while not, operations skip capture's checks without taking any lock.
+  std::atomic<bool> busy{false};
+  void UpdateBusyLocked() { busy.store(!captures.empty() || !captured_events.empty(), std::memory_order_release); }
   std::set<CUgraph_st*> graphs;
   std::set<CUgraphExec_st*> execs;
   uint32_t next_graph_id = 1;
