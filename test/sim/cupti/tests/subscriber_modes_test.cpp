@@ -462,3 +462,62 @@ TEST_CASE("multi-subscriber release: each subscriber's records are on its own cl
   REQUIRE(process.size() == 1);
   CHECK(process[0].start == start + kOffsetProcess);  // the hub's reported clock
 }
+
+namespace {
+// A second client of classic CUPTI's process-wide activity API (as Kineto
+// is beside an injected profiler), with its own pair of callbacks.
+std::vector<std::vector<uint8_t>> g_second_got;
+void CUPTIAPI SecondRequested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 16;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI SecondCompleted(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  g_second_got.emplace_back(buffer, buffer + valid);
+  std::free(buffer);
+}
+}  // namespace
+
+TEST_CASE("classic CUPTI: a second client of the activity API takes over the first's callbacks, kinds and buffers",
+          "[subscribers][classic][second_client]") {
+  // README "A second client of the process-wide activity API": never kinder
+  // than NVIDIA's one-pair-per-process API.
+  Mode mode(/*multi=*/false);
+  g_second_got.clear();
+  CUpti_SubscriberHandle first = nullptr;
+  REQUIRE(cuptiSubscribe(&first, Ignore, nullptr) == CUPTI_SUCCESS);
+  testclient::Install();  // the first client's buffers
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  const uint32_t before = LaunchKernel();  // in a buffer the first client handed out
+
+  // The second client registers its own pair and turns copies on.
+  REQUIRE(cuptiActivityRegisterCallbacks(SecondRequested, SecondCompleted) == CUPTI_SUCCESS);
+  REQUIRE(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY) == CUPTI_SUCCESS);
+  const uint32_t copy = Copy();
+  REQUIRE(cuptiActivityFlushAll(0) == CUPTI_SUCCESS);
+  // Everything, the first client's outstanding buffer included, went to the second.
+  CHECK(testclient::Deliveries().empty());
+  std::vector<uint32_t> kernels;
+  std::vector<uint32_t> copies;
+  for (auto& bytes : g_second_got) {
+    CUpti_Activity* record = nullptr;
+    while (cuptiActivityGetNextRecord(bytes.data(), bytes.size(), &record) == CUPTI_SUCCESS) {
+      if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        kernels.push_back(reinterpret_cast<CUpti_ActivityKernel10*>(record)->correlationId);
+      } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        copies.push_back(reinterpret_cast<CUpti_ActivityMemcpy6*>(record)->correlationId);
+      }
+    }
+  }
+  CHECK(kernels == std::vector<uint32_t>{before});
+  CHECK(copies == std::vector<uint32_t>{copy});
+
+  // Its disable is everyone's; its finalize detaches the first's subscription.
+  REQUIRE(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == CUPTI_SUCCESS);
+  g_second_got.clear();
+  LaunchKernel();
+  REQUIRE(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS);
+  for (auto& bytes : g_second_got) CHECK(bytes.empty());
+  REQUIRE(cuptiFinalize() == CUPTI_SUCCESS);
+  CHECK(cuptiEnableDomain(1, first, CUPTI_CB_DOMAIN_RUNTIME_API) == CUPTI_ERROR_INVALID_PARAMETER);
+}
