@@ -272,7 +272,8 @@ void Breakdown(JsonWriter& out, const TimeBreakdown& b) {
   Numbers(out, {b.kernel_ns, b.comm_ns, b.memcpy_ns, b.memset_ns, b.runtime_ns, b.sync_ns, b.other_ns});
 }
 
-void WriteSummary(JsonWriter& out, const Summary& s) {
+// The window's identity and its headline numbers.
+void WriteOverview(JsonWriter& out, const Summary& s) {
   const WindowMeta& m = s.meta;
   out.Key("meta");
   Object(out)
@@ -302,6 +303,11 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   Array(out, s.findings, [&](const Finding& f) {
     Object(out).S("id", f.id).S("title", f.title).S("evidence", f.evidence).S("advice", f.advice);
   });
+}
+
+// The tables `nsys stats` users know: kernels, API calls, memory operations
+// by time and by size.
+void WriteStatsTables(JsonWriter& out, const Summary& s) {
   auto row = [&](const TimeRow& r) { Row(out, r); };
   out.Raw(",\"kernels\":");
   Array(out, s.kernels, row);
@@ -323,6 +329,10 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   });
   out.Raw(",\"mem_size_from_host\":");
   out.Bool(s.mem_size_from_host);
+}
+
+// Per step, where the time went, and where each stream stood idle.
+void WriteStepTime(JsonWriter& out, const Summary& s) {
   out.Raw(",\"steps\":");
   Array(out, s.steps, [&](const StepRow& r) {
     Object step(out);
@@ -343,6 +353,9 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   Array(out, s.stream_idle, [&](const StreamIdleRow& r) {
     Numbers(out, {r.device, r.stream, r.gaps, r.host_wait_ns, r.kernel_wait_ns, r.other_ns});
   });
+}
+
+void WriteCallSites(JsonWriter& out, const Summary& s) {
   out.Raw(",\"call_sites\":");
   Array(out, s.call_sites, [&](const CallSiteRow& r) {
     Object(out)
@@ -356,6 +369,11 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
         .U("allocs", r.allocs)
         .U("calls", r.calls);
   });
+}
+
+// Memory by device and kind, and what was still allocated at the end (the
+// first kLiveRowsShown allocations, with totals over all of them).
+void WriteMemory(JsonWriter& out, const Summary& s) {
   out.Raw(",\"memory\":");
   Array(out, s.memory, [&](const MemoryRow& r) {
     Object(out)
@@ -384,7 +402,12 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
         .S("api", ApiName(static_cast<ApiId>(a.api)))
         .S("site", i < s.live_sites.size() ? s.live_sites[i] : "");
   }
-  out.Raw("],\"idle_gaps\":");
+  out.Char(']');
+}
+
+// Idle gaps, launch latency and what the window lost.
+void WriteGapsAndLosses(JsonWriter& out, const Summary& s) {
+  out.Raw(",\"idle_gaps\":");
   out.UInt(s.idle_gaps.size());
   out.Raw(",\"idle_gap_total\":");
   out.UInt(s.idle_gap_total_ns);
@@ -397,9 +420,18 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   out.Char(',');
   out.UInt(s.launch_latency.max_ns);
   out.Raw("],\"losses\":");
-  const LossCounts& l = m.losses;
+  const LossCounts& l = s.meta.losses;
   Numbers(out, {l.host_events_dropped, l.device_records_dropped, l.cupti_records_dropped, l.device_records_missing,
                 l.alloc_samples_dropped});
+}
+
+void WriteSummary(JsonWriter& out, const Summary& s) {
+  WriteOverview(out, s);
+  WriteStatsTables(out, s);
+  WriteStepTime(out, s);
+  WriteCallSites(out, s);
+  WriteMemory(out, s);
+  WriteGapsAndLosses(out, s);
 }
 
 // One lane of the timeline: items in start order, then merged where they lie

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "exporters/trace/chrome_trace_parts.h"
@@ -87,20 +88,24 @@ void WriteDistributedInfo(const Window& w, JsonWriter& out) {
   out.Raw("},\n");
 }
 
-void WriteLibprofInfo(const Window& w, EventStream& s) {
-  JsonWriter& out = s.out;
-  const WindowMeta& m = w.meta;
-  out.Key("libprof");
-  out.Raw("{\n  ");
+// The libprof block's fields, one per line: `,\n  "key":` before each but
+// the first.
+void Field(JsonWriter& out, std::string_view key) {
+  out.Raw(",\n  ");
+  out.Key(key);
+}
+
+// Who wrote the window and what it covers.
+void WriteIdentity(const WindowMeta& m, JsonWriter& out) {
   out.Key("version"); out.String(m.libprof_version);
-  out.Raw(",\n  "); out.Key("name"); out.String(m.name);
-  out.Raw(",\n  "); out.Key("hostname"); out.String(m.hostname);
+  Field(out, "name"); out.String(m.name);
+  Field(out, "hostname"); out.String(m.hostname);
   if (!m.process.empty()) {
-    out.Raw(",\n  "); out.Key("process"); out.String(m.process);
+    Field(out, "process"); out.String(m.process);
   }
-  out.Raw(",\n  "); out.Key("pid"); out.Int(m.pid);
-  out.Raw(",\n  "); out.Key("rank_known"); out.Bool(m.rank_known);
-  out.Raw(",\n  "); out.Key("window");
+  Field(out, "pid"); out.Int(m.pid);
+  Field(out, "rank_known"); out.Bool(m.rank_known);
+  Field(out, "window");
   out.Char('{');
   out.Key("first_step"); out.UInt(m.first_step);
   out.Raw(", "); out.Key("last_step"); out.UInt(m.last_step);
@@ -110,73 +115,98 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
   out.Raw(", "); out.Key("partial_reason"); out.String(m.partial_reason);
   out.Char('}');
   if (!m.step_description.empty()) {
-    out.Raw(",\n  "); out.Key("step"); out.String(m.step_description);
+    Field(out, "step"); out.String(m.step_description);
   }
   if (!m.range_description.empty()) {
-    out.Raw(",\n  "); out.Key("range"); out.String(m.range_description);
+    Field(out, "range"); out.String(m.range_description);
   }
-  out.Raw(",\n  "); out.Key("cupti_mode"); out.String(m.cupti_mode);
-  out.Raw(",\n  "); out.Key("gpu_timings"); out.Bool(m.has_gpu_timings);
-  out.Raw(",\n  "); out.Key("cuda_runtime_version"); out.Int(m.cuda_runtime_version);
-  out.Raw(",\n  "); out.Key("cuda_driver_version"); out.Int(m.cuda_driver_version);
-  out.Raw(",\n  "); out.Key("cupti_api_version"); out.UInt(m.cupti_api_version);
-  if (!w.python.status.empty()) {
-    // Python stacks: what was recorded, and which threads had no Python
-    // frames when they made a recorded call (C++ threads: not an error).
-    out.Raw(",\n  "); out.Key("python");
-    out.Char('{');
-    out.Key("stacks"); out.String(w.python.status);
-    out.Raw(", "); out.Key("threads_without_python_frames"); out.Char('[');
-    std::vector<uint32_t> tids;
-    for (const HostEvent& e : w.host_events) {
-      if (e.stack_id == 1 && std::find(tids.begin(), tids.end(), e.tid) == tids.end()) tids.push_back(e.tid);
-    }
-    std::sort(tids.begin(), tids.end());
-    for (size_t i = 0; i < tids.size(); ++i) {
-      if (i) out.Char(',');
-      out.UInt(tids[i]);
-    }
-    out.Char(']');
-    // Threads whose calls were charged to a waiting Python thread's stack:
-    // [thread, Python thread, calls], by thread.
-    std::map<std::pair<uint32_t, uint32_t>, uint64_t> via;
-    for (const HostEvent& e : w.host_events) {
-      if (uint32_t v = w.python.Via(e.stack_id); v != 0) ++via[{e.tid, v}];
-    }
-    out.Raw(", "); out.Key("threads_via"); out.Char('[');
-    bool first = true;
-    for (const auto& [key, calls] : via) {
-      if (!first) out.Char(',');
-      first = false;
-      out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
-      out.Char(']');
-    }
-    out.Raw("]}");
-  }
-  out.Raw(",\n  "); out.Key("losses");
-  const LossCounts& l = m.losses;
+}
+
+// How it was recorded: CUPTI's mode and the CUDA versions.
+void WriteRecording(const WindowMeta& m, JsonWriter& out) {
+  Field(out, "cupti_mode"); out.String(m.cupti_mode);
+  Field(out, "gpu_timings"); out.Bool(m.has_gpu_timings);
+  Field(out, "cuda_runtime_version"); out.Int(m.cuda_runtime_version);
+  Field(out, "cuda_driver_version"); out.Int(m.cuda_driver_version);
+  Field(out, "cupti_api_version"); out.UInt(m.cupti_api_version);
+}
+
+// Python stacks: what was recorded, which threads had no Python frames when
+// they made a recorded call (C++ threads: not an error), and which threads'
+// calls were charged to a waiting Python thread's stack.
+void WritePython(const Window& w, JsonWriter& out) {
+  Field(out, "python");
   out.Char('{');
-  out.Key("host_events_dropped"); out.UInt(l.host_events_dropped);
-  out.Raw(", "); out.Key("device_records_dropped"); out.UInt(l.device_records_dropped);
-  out.Raw(", "); out.Key("cupti_records_dropped"); out.UInt(l.cupti_records_dropped);
-  out.Raw(", "); out.Key("device_records_missing"); out.UInt(l.device_records_missing);
-  out.Raw(", "); out.Key("device_records_untimed"); out.UInt(l.device_records_untimed);
-  out.Raw(", "); out.Key("unknown_activity_kinds"); out.UInt(l.unknown_activity_kinds);
-  out.Raw(", "); out.Key("alloc_samples_dropped"); out.UInt(l.alloc_samples_dropped);
-  out.Raw(", "); out.Key("nvtx_ranges_dropped"); out.UInt(l.nvtx_ranges_dropped);
-  out.Raw(", "); out.Key("nvtx_names_dropped"); out.UInt(l.nvtx_names_dropped);
-  out.Raw(", "); out.Key("unrecorded_start_ns"); out.UInt(l.unrecorded_start_ns);
-  // Only when there are any (traces read the same as before it existed).
-  if (l.host_events_late != 0) {
-    out.Raw(", "); out.Key("host_events_late"); out.UInt(l.host_events_late);
+  out.Key("stacks"); out.String(w.python.status);
+  out.Raw(", "); out.Key("threads_without_python_frames"); out.Char('[');
+  std::vector<uint32_t> tids;
+  for (const HostEvent& e : w.host_events) {
+    if (e.stack_id == 1 && std::find(tids.begin(), tids.end(), e.tid) == tids.end()) tids.push_back(e.tid);
   }
-  if (l.api_records_missing != 0) {
-    out.Raw(", "); out.Key("api_records_missing"); out.UInt(l.api_records_missing);
+  std::sort(tids.begin(), tids.end());
+  for (size_t i = 0; i < tids.size(); ++i) {
+    if (i) out.Char(',');
+    out.UInt(tids[i]);
+  }
+  out.Char(']');
+  // [thread, Python thread, calls], by thread.
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> via;
+  for (const HostEvent& e : w.host_events) {
+    if (uint32_t v = w.python.Via(e.stack_id); v != 0) ++via[{e.tid, v}];
+  }
+  out.Raw(", "); out.Key("threads_via"); out.Char('[');
+  bool first = true;
+  for (const auto& [key, calls] : via) {
+    if (!first) out.Char(',');
+    first = false;
+    out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
+    out.Char(']');
+  }
+  out.Raw("]}");
+}
+
+// The loss counters, in the trace's order. The last ones are written only
+// when there are any (traces read the same as before they existed).
+struct LossField {
+  const char* key;
+  uint64_t LossCounts::*count;
+  bool only_if_any;
+};
+constexpr LossField kLossFields[] = {
+    {"host_events_dropped", &LossCounts::host_events_dropped, false},
+    {"device_records_dropped", &LossCounts::device_records_dropped, false},
+    {"cupti_records_dropped", &LossCounts::cupti_records_dropped, false},
+    {"device_records_missing", &LossCounts::device_records_missing, false},
+    {"device_records_untimed", &LossCounts::device_records_untimed, false},
+    {"unknown_activity_kinds", &LossCounts::unknown_activity_kinds, false},
+    {"alloc_samples_dropped", &LossCounts::alloc_samples_dropped, false},
+    {"nvtx_ranges_dropped", &LossCounts::nvtx_ranges_dropped, false},
+    {"nvtx_names_dropped", &LossCounts::nvtx_names_dropped, false},
+    {"unrecorded_start_ns", &LossCounts::unrecorded_start_ns, false},
+    {"host_events_late", &LossCounts::host_events_late, true},
+    {"api_records_missing", &LossCounts::api_records_missing, true},
+};
+
+void WriteLosses(const LossCounts& l, JsonWriter& out) {
+  Field(out, "losses");
+  out.Char('{');
+  bool first = true;
+  for (const LossField& f : kLossFields) {
+    uint64_t n = l.*f.count;
+    if (f.only_if_any && n == 0) continue;
+    if (!first) out.Raw(", ");
+    first = false;
+    out.Key(f.key);
+    out.UInt(n);
   }
   out.Char('}');
-  // Exact step spans and what was still allocated: `prof summary` rebuilds
-  // the window from these (ns relative to baseTimeNanoseconds).
-  out.Raw(",\n  "); out.Key("steps");
+}
+
+// Exact step spans and what was still allocated: `prof summary` rebuilds
+// the window from these (ns relative to baseTimeNanoseconds).
+void WriteStepsAndLive(const Window& w, EventStream& s) {
+  JsonWriter& out = s.out;
+  Field(out, "steps");
   out.Char('[');
   for (size_t i = 0; i < w.steps.size(); ++i) {
     const StepSpan& st = w.steps[i];
@@ -185,7 +215,7 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
     out.Char(']');
   }
   out.Char(']');
-  out.Raw(",\n  "); out.Key("live_at_end");
+  Field(out, "live_at_end");
   out.Raw("{\"columns\":[\"ptr\",\"bytes\",\"alloc_ns\",\"api\",\"device\",\"mem_kind\"],\"rows\":[");
   for (size_t i = 0; i < w.live_at_end.size(); ++i) {
     const LiveAllocation& a = w.live_at_end[i];
@@ -195,7 +225,11 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
     out.Int(a.device); out.Char(','); out.UInt(a.mem_kind); out.Char(']');
   }
   out.Raw("]}");
-  out.Raw(",\n  "); out.Key("config");
+}
+
+// The PROF_* settings the window was recorded with.
+void WriteConfig(const WindowMeta& m, JsonWriter& out) {
+  Field(out, "config");
   out.Char('{');
   for (size_t i = 0; i < m.config.size(); ++i) {
     if (i) out.Raw(", ");
@@ -203,7 +237,20 @@ void WriteLibprofInfo(const Window& w, EventStream& s) {
     out.Char(':');
     out.String(m.config[i].second);
   }
-  out.Raw("}\n},\n");
+  out.Char('}');
+}
+
+void WriteLibprofInfo(const Window& w, EventStream& s) {
+  JsonWriter& out = s.out;
+  out.Key("libprof");
+  out.Raw("{\n  ");
+  WriteIdentity(w.meta, out);
+  WriteRecording(w.meta, out);
+  if (!w.python.status.empty()) WritePython(w, out);
+  WriteLosses(w.meta.losses, out);
+  WriteStepsAndLive(w, s);
+  WriteConfig(w.meta, out);
+  out.Raw("\n},\n");
 }
 
 // Everything of a metadata event up to its one argument's value.
