@@ -13,7 +13,6 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <thread>
@@ -33,9 +32,8 @@
 #include "agent/process/lifecycle.h"
 #include "base/loader_guard.h"
 #include "agent/runtime/runtime.h"
+#include "agent/session/window_sink.h"
 #include "collectors/python/python_stacks.h"
-#include "exporters/atomic_file.h"
-#include "exporters/temporary_sweeper.h"
 
 extern "C" void prof_step(void);
 
@@ -177,45 +175,10 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   deps.nvtx = &rt->nvtx;
   deps.collectives = &rt->collectives;
   deps.python = rt->python.get();
-  // A process that never loaded CUDA (a shell between the launcher and the
-  // job) has nothing to show: its empty windows are not written.
-  // A fork child without CUPTI says why with its first window, once.
-  auto host_only_note = std::make_shared<std::atomic<bool>>(fork_child);
-  deps.sink = [sink = MakeWindowSink(config), dir = config.output_dir, host_only_note, parent,
-               sweeper = std::make_shared<TemporarySweeper>(config.output_dir)](const Window& w, std::string* note) {
-    // A window that recorded nothing (a CPU-only fork-based worker, a
-    // shell between the launcher and the job) leaves no files. A call
-    // only CUPTI's records show (a device query no wrapper or callback
-    // records, such as cudaGetDeviceProperties) counts: libprof's own calls
-    // leave no record in a window (CuptiCollector::DrainCompletedLocked).
-    bool recorded = std::any_of(w.device_records.begin(), w.device_records.end(), [](const DeviceRecord& r) {
-      return static_cast<DeviceKind>(r.kind) != DeviceKind::kOverhead;
-    });
-    if (w.host_events.empty() && !recorded && w.nvtx_ranges.empty() && w.alloc_samples.empty() &&
-        w.collectives.empty()) {
-      *note = "not written: nothing was recorded in it";
-      return true;
-    }
-    std::string why;
-    if (!MakeDirectories(dir, nullptr, &why)) {
-      *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
-      return false;
-    }
-    bool written = sink(w, note);
-    if (written && host_only_note->exchange(false)) {
-      Log().info("this process (pid {}) was forked from pid {} after that process had loaded CUDA, so CUPTI cannot "
-                 "be used here: its windows hold host calls only, no GPU timings; start such workers with "
-                 "multiprocessing's 'spawn' method (or fork before loading CUDA) to profile them fully",
-                 getpid(), parent);
-    }
-    // Workers that left through _exit() mid-write (no exit path ran there).
-    if (int n = sweeper->Sweep()) {
-      Log().info("removed {} temporary file(s) in PROF_OUTPUT_DIR left by processes that ended through _exit() while "
-                 "writing a window",
-                 n);
-    }
-    return written;
-  };
+  WindowSinkOptions sink = SinkOptionsFor(config);
+  sink.host_only = fork_child;  // says why with its first window, once
+  sink.parent = parent;
+  deps.sink = MakeWindowFileSink(std::move(sink));
   if (!fork_child) deps.enrich = EnrichWindow;
   rt->writer = std::make_unique<WriterThread>(std::move(deps));
   ClearHotBits(~0u);

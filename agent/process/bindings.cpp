@@ -4,22 +4,10 @@
 
 #include "collectors/cupti/cupti_collector.h"
 #include "collectors/interpose/real_functions.h"
-#include "exporters/window_files.h"
 
 namespace prof {
 
 std::unique_ptr<DeviceCollector> MakeDeviceCollector() { return MakeCuptiCollector(); }
-
-WindowSink MakeWindowSink(const Config& config) {
-  OutputOptions options;
-  options.output_dir = config.output_dir;
-  options.chrome = config.write_chrome;
-  options.summary = config.write_summary;
-  options.html = config.write_html;
-  options.stacks = config.write_stacks;
-  options.gzip = config.gzip;
-  return [options](const Window& window, std::string* error) { return WriteWindowFiles(window, options, error); };
-}
 
 void EnrichWindow(Window* window) {
   using RuntimeVersion = int (*)(int*);

@@ -21,7 +21,7 @@
 #include "agent/process/agent_thread.h"
 #include "base/loader_guard.h"
 #include "agent/runtime/runtime.h"
-#include "exporters/atomic_file.h"
+#include "exporters/files/atomic_file.h"
 
 namespace prof {
 namespace {
