@@ -3,7 +3,7 @@
 #include <cstring>
 #include <exception>
 
-#include "tools/prof/commands.h"
+#include "tools/prof/commands/commands.h"
 
 namespace {
 

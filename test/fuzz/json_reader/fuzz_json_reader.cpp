@@ -10,10 +10,12 @@
 #include <string_view>
 #include <vector>
 
-#include "exporters/byte_sink.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/trace_to_window.h"
-#include "tools/prof/validate.h"
+#include "exporters/files/byte_sink.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/json/parse.h"
+#include "tools/prof/merge/merge.h"
+#include "tools/prof/trace/trace_to_window.h"
+#include "tools/prof/trace/validate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "test/unit/exporters/window_builder.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof {
 namespace {

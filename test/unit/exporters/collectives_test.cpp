@@ -4,7 +4,7 @@
 
 #include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
-#include "tools/prof/trace_to_window.h"
+#include "tools/prof/trace/trace_to_window.h"
 
 namespace prof {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof {
 namespace {

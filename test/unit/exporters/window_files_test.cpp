@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "test/unit/exporters/window_builder.h"
-#include "tools/prof/trace_io.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/json/trace_file.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof {
 namespace {

@@ -1,5 +1,5 @@
-// The `prof` subcommands. Each takes the arguments after its name and
-// returns the process exit status.
+// The `prof` subcommands, one file each in commands/. Each takes the
+// arguments after its name and returns the process exit status.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,8 @@ int ValidateCommand(const Args& args);  // prof validate FILE...
 int MergeCommand(const Args& args);     // prof merge FILE... -o OUT
 int ReportCommand(const Args& args);    // prof report TRACE|DIR [-o FILE] [--stacks]
 
+// What the commands share (arguments.cpp): "--help" or "-h" among the
+// arguments.
 bool WantsHelp(const Args& args);
 // "--max-unpacked-mb N": N > 0 whole MB, at most 9 digits.
 bool ParseMegabytes(const std::string& text, uint64_t* bytes);

@@ -9,10 +9,10 @@
 
 #include "exporters/files/atomic_file.h"
 #include "exporters/files/gzip_sink.h"
-#include "tools/prof/commands.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/json_stream.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/commands/commands.h"
+#include "tools/prof/job/job_render.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/merge/merge.h"
 
 namespace prof::tool {
 namespace {
@@ -93,43 +93,41 @@ bool SameFile(const std::string& a, const std::string& b) {
   return stat(a.c_str(), &sa) == 0 && stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-}  // namespace
-
-int MergeCommand(const Args& args) {
-  if (WantsHelp(args)) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
-  std::string out;
-  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
-  std::vector<MergeSource> sources;
-  std::vector<std::string> inputs;
+// 0, or the exit status for bad arguments (having said why).
+int ParseArgs(const Args& args, std::string* out, uint64_t* max_unpacked, std::vector<std::string>* inputs) {
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "-o" || args[i] == "--output") {
       if (i + 1 >= args.size()) {
         std::fprintf(stderr, "prof merge: %s needs a file name\n", args[i].c_str());
         return 2;
       }
-      out = args[++i];
+      *out = args[++i];
       continue;
     }
     if (args[i] == "--max-unpacked-mb") {
-      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
+      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], max_unpacked)) {
         std::fprintf(stderr, "prof merge: --max-unpacked-mb needs a whole number of MB\n");
         return 2;
       }
       ++i;
       continue;
     }
-    inputs.push_back(args[i]);
+    inputs->push_back(args[i]);
   }
+  return 0;
+}
+
+// The traces the inputs name (a directory: the traces in it, an earlier
+// merge into `out` left out). False when a directory cannot be read.
+bool CollectSources(const std::vector<std::string>& inputs, const std::string& out, uint64_t max_unpacked,
+                    std::vector<MergeSource>* sources) {
   for (const std::string& input : inputs) {
     struct stat st;
     std::vector<std::string> paths;
     if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       if (!TracesIn(input, &paths)) {
         std::fprintf(stderr, "prof merge: %s: cannot read the directory\n", input.c_str());
-        return 1;
+        return false;
       }
       if (paths.empty()) std::fprintf(stderr, "prof merge: %s: no *.pt.trace.json[.gz] in it\n", input.c_str());
     } else {
@@ -137,21 +135,21 @@ int MergeCommand(const Args& args) {
     }
     for (const std::string& path : paths) {
       if (!out.empty() && SameFile(path, out) && input != path) continue;  // an earlier merge in the directory
-      sources.push_back({path, [path, &max_unpacked](std::string* error) {
-                           return OpenFileSource(path, max_unpacked, error);
-                         }});
+      sources->push_back({path, [path, max_unpacked](std::string* error) {
+                            return OpenFileSource(path, max_unpacked, error);
+                          }});
     }
   }
-  if (out.empty() || sources.empty()) {
-    std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
-    return 2;
-  }
-  // Written under a temporary name and renamed into place once whole and
-  // validated: the output never exists half-written, and an input that
-  // fails on a later pass leaves nothing behind.
+  return true;
+}
+
+// The merged trace, written under a temporary name and renamed into place
+// once whole and validated: the output never exists half-written, and an
+// input that fails on a later pass leaves nothing behind. False with every
+// line of the error said.
+bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out, MergeReport* report) {
   AtomicFile file(PosixFileSystem(), out);
   std::unique_ptr<GzipSink> zipped;
-  MergeReport report;
   std::string error;
   bool ok = false;
   try {
@@ -168,7 +166,7 @@ int MergeCommand(const Args& args) {
       return true;  // written all the same, and the exit status says it is invalid
     };
     if (ok) {
-      ok = StreamMerge(sources, *sink, &report, &error, validated);
+      ok = StreamMerge(sources, *sink, report, &error, validated);
       if (!ok && error.empty()) error = file.error();
     } else {
       error = file.error();
@@ -179,16 +177,36 @@ int MergeCommand(const Args& args) {
     ok = false;
     error = e.what();
   }
-  if (!ok) {
-    file.Abort();
-    for (size_t start = 0; start <= error.size();) {
-      size_t nl = error.find('\n', start);
-      if (nl == std::string::npos) nl = error.size();
-      std::fprintf(stderr, "prof merge: %s\n", error.substr(start, nl - start).c_str());
-      start = nl + 1;
-    }
-    return 1;
+  if (ok) return true;
+  file.Abort();
+  for (size_t start = 0; start <= error.size();) {
+    size_t nl = error.find('\n', start);
+    if (nl == std::string::npos) nl = error.size();
+    std::fprintf(stderr, "prof merge: %s\n", error.substr(start, nl - start).c_str());
+    start = nl + 1;
   }
+  return false;
+}
+
+}  // namespace
+
+int MergeCommand(const Args& args) {
+  if (WantsHelp(args)) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  std::string out;
+  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
+  std::vector<std::string> inputs;
+  if (int status = ParseArgs(args, &out, &max_unpacked, &inputs)) return status;
+  std::vector<MergeSource> sources;
+  if (!CollectSources(inputs, out, max_unpacked, &sources)) return 1;
+  if (out.empty() || sources.empty()) {
+    std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
+    return 2;
+  }
+  MergeReport report;
+  if (!WriteMerge(sources, out, &report)) return 1;
   // The job summary, beside the merged trace.
   std::string summary = RenderJobSummary(report.job);
   std::string summary_path = SummaryPathFor(out);

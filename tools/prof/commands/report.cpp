@@ -6,17 +6,20 @@
 #include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <memory>
 
-#include "exporters/files/atomic_file.h"
 #include "exporters/common/compact_window.h"
+#include "exporters/common/window_index.h"
+#include "exporters/files/atomic_file.h"
 #include "exporters/report/report.h"
 #include "exporters/summary/summary.h"
-#include "exporters/common/window_index.h"
-#include "tools/prof/commands.h"
-#include "tools/prof/job.h"
-#include "tools/prof/json_stream.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/trace_to_window.h"
+#include "tools/prof/commands/commands.h"
+#include "tools/prof/job/clock_alignment.h"
+#include "tools/prof/job/job_analysis.h"
+#include "tools/prof/job/job_render.h"
+#include "tools/prof/job/rank_events.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/trace/trace_to_window.h"
 
 namespace prof::tool {
 namespace {
@@ -83,146 +86,116 @@ std::vector<std::string> TracesIn(const std::string& dir) {
   return out;
 }
 
-// What `prof merge`'s job analysis reads (tools/prof/job.h), from one
-// rank's trace or from a merged trace, whose events are split back into
-// their ranks by pid block (times there are already on one clock).
-class JobInput : public TraceStreamHandler {
- public:
-  explicit JobInput(std::vector<RankEvents>* ranks) : ranks_(ranks) {}
-
-  void Member(std::string_view key, const JsonValue& v) override {
-    if (key == "baseTimeNanoseconds") {
-      v.ToInt64(&base_ns_);
-    } else if (key == "distributedInfo" && v.is_object()) {
-      int64_t rank = 0;
-      if (v.Get("rank").ToInt64(&rank) && rank >= 0 && rank <= INT32_MAX) rank_ = static_cast<int>(rank);
-    } else if (key == "libprof_merge" && v.is_object()) {
-      JsonValue inputs = v.Get("inputs");
-      for (JsonValue in = inputs.first(); in.valid(); in = inputs.next(in)) {
-        int64_t rank = 0, offset = 0;
-        in.Get("rank").ToInt64(&rank);
-        in.Get("clock_offset_ns").ToInt64(&offset);
-        merged_ranks_.push_back(static_cast<int>(rank));
-        merged_offsets_.push_back(offset);
-      }
-      merged_ = true;
-    }
-  }
-  void EventsBegin(bool) override {
-    if (merged_) {
-      first_ = ranks_->size();
-      for (int rank : merged_ranks_) {
-        ranks_->emplace_back();
-        ranks_->back().rank = rank;
-      }
-    } else {
-      first_ = ranks_->size();
-      ranks_->emplace_back();
-    }
-  }
-  void Event(uint64_t, const JsonValue& e) override {
-    size_t slot = 0;
-    if (merged_) {
-      // The merge numbers input k's pids (k + 1) * kMergePidBlock + pid,
-      // and a pid that was a string "rank R: <pid>".
-      JsonValue pid = e.Get("pid");
-      int64_t n = 0;
-      if (pid.ToInt64(&n) && n >= kMergePidBlock) {
-        slot = static_cast<size_t>(n / kMergePidBlock - 1);
-      } else if (pid.is_string() && pid.str().rfind("rank ", 0) == 0) {
-        int rank = std::atoi(std::string(pid.str().substr(5)).c_str());
-        slot = merged_ranks_.size();
-        for (size_t k = 0; k < merged_ranks_.size(); ++k) {
-          if (merged_ranks_[k] == rank) slot = k;
-        }
-      } else {
-        return;
-      }
-      if (slot >= merged_ranks_.size()) return;
-    }
-    ReadJobEvent(e, &(*ranks_)[first_ + slot]);
-  }
-  void EventsEnd(uint64_t) override {
-    if (merged_) {
-      // The merge took each rank's clock offset out of its times: put it
-      // back, so the analysis finds (and reports) the same offsets.
-      for (size_t k = 0; k < merged_offsets_.size() && first_ + k < ranks_->size(); ++k) {
-        ShiftRankEvents(&(*ranks_)[first_ + k], merged_offsets_[k]);
-      }
-      return;
-    }
-    if (first_ >= ranks_->size()) return;
-    RankEvents& r = (*ranks_)[first_];
-    r.rank = rank_ >= 0 ? rank_ : static_cast<int>(first_);
-    ShiftRankEvents(&r, base_ns_);
-  }
-
- private:
-  std::vector<RankEvents>* ranks_;
-  size_t first_ = 0;
-  int64_t base_ns_ = 0;
-  int rank_ = -1;
-  bool merged_ = false;
-  std::vector<int> merged_ranks_;
-  std::vector<int64_t> merged_offsets_;
+struct ReportOptions {
+  std::string input, out;
+  bool stacks = false;
+  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
 };
 
-void Append(std::string* out, const char* key, double v, bool comma = true) {
-  *out += std::string(comma ? "," : "") + "\"" + key + "\":";
-  AppendJsonDouble(out, v);
+// 0, or the exit status for bad arguments (having said why).
+int ParseArgs(const Args& args, ReportOptions* o) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-o" || args[i] == "--output") {
+      if (i + 1 >= args.size()) {
+        std::fprintf(stderr, "prof report: %s needs a file name\n", args[i].c_str());
+        return 2;
+      }
+      o->out = args[++i];
+    } else if (args[i] == "--stacks") {
+      o->stacks = true;
+    } else if (args[i] == "--max-unpacked-mb") {
+      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &o->max_unpacked)) {
+        std::fprintf(stderr, "prof report: --max-unpacked-mb needs a whole number of MB\n");
+        return 2;
+      }
+      ++i;
+    } else if (o->input.empty()) {
+      o->input = args[i];
+    } else {
+      std::fprintf(stderr, "prof report: one trace or directory, not '%s' too\n%s", args[i].c_str(), kHelp);
+      return 2;
+    }
+  }
+  if (o->input.empty()) {
+    std::fprintf(stderr, "prof report: no trace given\n%s", kHelp);
+    return 2;
+  }
+  return 0;
 }
 
-// The job view's data: prof merge's job summary (its text, and its numbers
-// for the heat map and the per-rank chart).
-std::string JobJson(const JobSummary& job) {
-  std::string out = "{\"text\":";
-  AppendJsonString(&out, RenderJobSummary(job));
-  out += ",\"labels\":[";
-  for (size_t i = 0; i < job.labels.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(&out, job.labels[i]);
+// What the windows read become: the page's parts, or the stacks' lines.
+struct ReportParts {
+  std::vector<std::string> windows;
+  std::string folded;
+  size_t count = 0;
+  int status = 0;
+};
+
+// "label;<line>" for each line of folded stacks.
+std::string Prefixed(const std::string& label, const std::string& lines) {
+  std::string prefixed;
+  for (size_t at = 0; at < lines.size();) {
+    size_t nl = lines.find('\n', at);
+    prefixed += label + ";" + lines.substr(at, nl - at + 1);
+    at = nl + 1;
   }
-  out += "],\"steps\":[";
-  for (size_t i = 0; i < job.step_numbers.size(); ++i) out += (i ? "," : "") + std::to_string(job.step_numbers[i]);
-  out += std::string("],\"by_number\":") + (job.steps_by_number ? "true" : "false") + ",\"cells\":[";
-  for (size_t row = 0; row < job.cells.size(); ++row) {
-    out += row ? ",[" : "[";
-    for (size_t i = 0; i < job.cells[row].size(); ++i) {
-      const JobCell& c = job.cells[row][i];
-      if (i) out += ',';
-      if (!c.present) {
-        out += "null";
-        continue;
+  return prefixed;
+}
+
+// The windows of the trace at `path` into `parts`; `several`: the report
+// has more than one input file.
+void AddWindows(const std::string& path, bool dir, bool several, const ReportOptions& o, ReportParts* parts) {
+  std::vector<CompactWindow> read;
+  std::string error;
+  bool ok = false;
+  try {
+    ok = ReadWindows(path, o.max_unpacked, &read, &error);
+  } catch (const std::exception& e) {
+    error = path + ": " + e.what();
+  }
+  if (!ok) {
+    std::fprintf(stderr, "prof report: %s\n", error.c_str());
+    parts->status = 1;
+    return;
+  }
+  for (size_t i = 0; i < read.size(); ++i) {
+    try {
+      const CompactWindow& w = read[i];
+      std::string label = dir ? BaseName(Stem(path)) : BaseName(path);
+      if (read.size() > 1) label = w.meta.rank_known ? "rank " + std::to_string(w.meta.rank) : label + " #" + std::to_string(i);
+      WindowIndex index(w);
+      if (o.stacks) {
+        std::string lines = FoldedStacks(w, index);
+        // Several windows: each line starts with the window's name.
+        parts->folded += several || read.size() > 1 ? Prefixed(label, lines) : lines;
+      } else {
+        Summary summary = ComputeSummary(w);
+        parts->windows.push_back(ReportWindowJson(w, index, summary, label, path));
       }
-      out += "[" + std::to_string(c.step_ns) + "," + std::to_string(c.compute_ns) + "," + std::to_string(c.comm_ns) +
-             "," + std::to_string(c.wait_ns) + "," + std::to_string(c.gap_ns) + "," + std::to_string(c.syncs) + "," +
-             std::to_string(c.cost_ns) + "]";
+      ++parts->count;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "prof report: %s: %s\n", path.c_str(), e.what());
+      parts->status = 1;
     }
-    out += "]";
+    read[i] = CompactWindow();
   }
-  out += "],\"totals\":[";
-  for (size_t i = 0; i < job.totals.size(); ++i) {
-    const JobRankTotals& t = job.totals[i];
-    out += (i ? ",{" : "{") + std::string("\"rank\":") + std::to_string(t.rank) +
-           ",\"arrived_last\":" + std::to_string(t.arrived_last);
-    Append(&out, "cost_per_rank_step", t.cost_per_rank_step_ns);
-    Append(&out, "step", t.mean_step_ns);
-    Append(&out, "compute", t.mean_compute_ns);
-    Append(&out, "comm", t.mean_comm_ns);
-    Append(&out, "wait", t.mean_wait_ns);
-    Append(&out, "gap", t.mean_gap_ns);
-    Append(&out, "overlap", t.comm_overlap_percent);
-    out += "}";
+}
+
+// A job (a merged trace, or a directory of several ranks' traces): prof
+// merge's job analysis, on the same events it reads; "" when the inputs
+// hold one rank.
+std::string JobViewJson(const std::vector<std::string>& paths, uint64_t max_unpacked) {
+  std::vector<RankEvents> ranks;
+  for (const std::string& path : paths) {
+    std::string error;
+    std::unique_ptr<ByteSource> source = OpenFileSource(path, max_unpacked, &error);
+    if (!source) continue;
+    size_t first = ranks.size();
+    ReadJobRanks(source.get(), &ranks);
+    for (size_t i = first; i < ranks.size(); ++i) ranks[i].path = path;
   }
-  out += "],\"straggler\":" + std::to_string(job.straggler) + ",\"straggler_line\":";
-  AppendJsonString(&out, job.straggler_line);
-  out += ",\"evidence\":[";
-  for (size_t i = 0; i < job.evidence.size(); ++i) {
-    if (i) out += ',';
-    AppendJsonString(&out, job.evidence[i]);
-  }
-  out += "]}";
-  return out;
+  if (ranks.size() < 2) return "";
+  return JobJson(AnalyzeJob(ranks, AlignClocks(ranks)));
 }
 
 }  // namespace
@@ -232,116 +205,26 @@ int ReportCommand(const Args& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  std::string input, out;
-  bool stacks = false;
-  uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-o" || args[i] == "--output") {
-      if (i + 1 >= args.size()) {
-        std::fprintf(stderr, "prof report: %s needs a file name\n", args[i].c_str());
-        return 2;
-      }
-      out = args[++i];
-    } else if (args[i] == "--stacks") {
-      stacks = true;
-    } else if (args[i] == "--max-unpacked-mb") {
-      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
-        std::fprintf(stderr, "prof report: --max-unpacked-mb needs a whole number of MB\n");
-        return 2;
-      }
-      ++i;
-    } else if (input.empty()) {
-      input = args[i];
-    } else {
-      std::fprintf(stderr, "prof report: one trace or directory, not '%s' too\n%s", args[i].c_str(), kHelp);
-      return 2;
-    }
-  }
-  if (input.empty()) {
-    std::fprintf(stderr, "prof report: no trace given\n%s", kHelp);
-    return 2;
-  }
+  ReportOptions o;
+  if (int status = ParseArgs(args, &o)) return status;
+  const std::string& input = o.input;
   bool dir = IsDirectory(input);
   std::vector<std::string> paths = dir ? TracesIn(input) : std::vector<std::string>{input};
   if (paths.empty()) {
     std::fprintf(stderr, "prof report: no .pt.trace.json[.gz] in %s\n", input.c_str());
     return 1;
   }
+  std::string out = o.out;
   if (out.empty()) {
     std::string base = dir ? input + (EndsWith(input, "/") ? "" : "/") : Stem(input) + ".";
-    out = base + (stacks ? "stacks.txt" : "report.html");
+    out = base + (o.stacks ? "stacks.txt" : "report.html");
   }
-
-  int status = 0;
-  std::vector<std::string> windows;  // the page's parts, or
-  std::string folded;                // the stacks' lines
-  size_t count = 0;
-  for (const std::string& path : paths) {
-    std::vector<CompactWindow> read;
-    std::string error;
-    bool ok = false;
-    try {
-      ok = ReadWindows(path, max_unpacked, &read, &error);
-    } catch (const std::exception& e) {
-      error = path + ": " + e.what();
-    }
-    if (!ok) {
-      std::fprintf(stderr, "prof report: %s\n", error.c_str());
-      status = 1;
-      continue;
-    }
-    for (size_t i = 0; i < read.size(); ++i) {
-      try {
-        const CompactWindow& w = read[i];
-        std::string label = dir ? BaseName(Stem(path)) : BaseName(path);
-        if (read.size() > 1) label = w.meta.rank_known ? "rank " + std::to_string(w.meta.rank) : label + " #" + std::to_string(i);
-        WindowIndex index(w);
-        if (stacks) {
-          std::string lines = FoldedStacks(w, index);
-          if (paths.size() > 1 || read.size() > 1) {
-            // Several windows: each line starts with the window's name.
-            std::string prefixed;
-            for (size_t at = 0; at < lines.size();) {
-              size_t nl = lines.find('\n', at);
-              prefixed += label + ";" + lines.substr(at, nl - at + 1);
-              at = nl + 1;
-            }
-            lines.swap(prefixed);
-          }
-          folded += lines;
-        } else {
-          Summary summary = ComputeSummary(w);
-          windows.push_back(ReportWindowJson(w, index, summary, label, path));
-        }
-        ++count;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "prof report: %s: %s\n", path.c_str(), e.what());
-        status = 1;
-      }
-      read[i] = CompactWindow();
-    }
-  }
-  if (count == 0) return 1;
-  // A job (a merged trace, or a directory of several ranks' traces): prof
-  // merge's job analysis, on the same events it reads.
-  std::string job_json;
-  if (!stacks && count > 1) {
-    std::vector<RankEvents> ranks;
-    for (const std::string& path : paths) {
-      std::string error;
-      std::unique_ptr<ByteSource> source = OpenFileSource(path, max_unpacked, &error);
-      if (!source) continue;
-      JobInput handler(&ranks);
-      StreamTrace(source.get(), &handler);
-    }
-    if (ranks.size() > 1) {
-      for (size_t i = 0; i < ranks.size(); ++i) ranks[i].path = paths.size() == 1 ? paths[0] : paths[i];
-      JobSummary job = AnalyzeJob(ranks, AlignClocks(ranks));
-      job_json = JobJson(job);
-    }
-  }
+  ReportParts parts;
+  for (const std::string& path : paths) AddWindows(path, dir, paths.size() > 1, o, &parts);
+  if (parts.count == 0) return 1;
+  std::string job_json = !o.stacks && parts.count > 1 ? JobViewJson(paths, o.max_unpacked) : "";
   std::string title = BaseName(dir ? input : Stem(input));
-  std::string bytes = stacks ? folded : RenderReportPage(title, windows, job_json);
+  std::string bytes = o.stacks ? parts.folded : RenderReportPage(title, parts.windows, job_json);
   // Whole or not at all: written under a temporary name, then renamed.
   AtomicFile file(PosixFileSystem(), out);
   if (!(file.Open() && file.Append(bytes.data(), bytes.size()) && file.Commit())) {
@@ -349,9 +232,9 @@ int ReportCommand(const Args& args) {
                                                                     : file.error().c_str());
     return 1;
   }
-  std::printf("%s: %s of %zu window%s\n", out.c_str(), stacks ? "folded stacks" : "report", count,
-              count == 1 ? "" : "s");
-  return status;
+  std::printf("%s: %s of %zu window%s\n", out.c_str(), o.stacks ? "folded stacks" : "report", parts.count,
+              parts.count == 1 ? "" : "s");
+  return parts.status;
 }
 
 }  // namespace prof::tool

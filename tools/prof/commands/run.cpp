@@ -10,7 +10,7 @@
 #include <string>
 #include <utility>
 
-#include "tools/prof/commands.h"
+#include "tools/prof/commands/commands.h"
 
 namespace prof::tool {
 namespace {

@@ -7,11 +7,9 @@
 #include "exporters/common/format.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
-#include "tools/prof/commands.h"
-#include "tools/prof/json_stream.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/trace_io.h"
-#include "tools/prof/trace_to_window.h"
+#include "tools/prof/commands/commands.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/trace/trace_to_window.h"
 
 namespace prof::tool {
 namespace {

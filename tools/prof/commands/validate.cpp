@@ -2,9 +2,9 @@
 #include <cstdio>
 #include <exception>
 
-#include "tools/prof/commands.h"
-#include "tools/prof/trace_io.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/commands/commands.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof::tool {
 namespace {
@@ -31,13 +31,6 @@ cannot be read is reported and the others are still checked.
 )";
 
 }  // namespace
-
-bool WantsHelp(const Args& args) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") return true;
-  }
-  return false;
-}
 
 int ValidateCommand(const Args& args) {
   if (WantsHelp(args)) {
@@ -96,14 +89,6 @@ int ValidateCommand(const Args& args) {
     std::fflush(stdout);
   }
   return failed ? 1 : 0;
-}
-
-bool ParseMegabytes(const std::string& text, uint64_t* bytes) {
-  if (text.empty() || text.size() > 9 || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  uint64_t mb = std::stoull(text);
-  if (mb == 0) return false;
-  *bytes = mb << 20;
-  return true;
 }
 
 }  // namespace prof::tool

@@ -1,4 +1,4 @@
-#include "tools/prof/trace_io.h"
+#include "tools/prof/json/trace_file.h"
 
 #include <zlib.h>
 

@@ -1,6 +1,7 @@
-// Reading and writing trace files for the `prof` tool: plain or gzip JSON
-// (detected from the bytes, not the name). The tool may use nlohmann-json;
-// libprof.so never does.
+// A whole trace file in memory: its bytes (plain or gzip, detected from the
+// bytes, not the name), or an nlohmann document parsed strictly. For tests
+// and small inputs; the commands stream (trace_stream.h). The tool may use
+// nlohmann-json; libprof.so never does.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -4,7 +4,10 @@
 // and labelled "rank R", flow ids are made unique per input, and times are
 // shifted so all inputs share the earliest baseTimeNanoseconds and each
 // rank's clock is aligned to the others' on the collectives they share
-// (tools/prof/job.h; the offset subtracted is the input's clock_offset_ns).
+// (job/clock_alignment.h; the offset subtracted is the input's
+// clock_offset_ns). merge.cpp runs the two passes (merge_inputs.cpp reads,
+// rewrite.cpp rewrites); merge_documents.cpp does the same on documents in
+// memory, and undoes it.
 #pragma once
 
 #include <functional>
@@ -14,10 +17,11 @@
 #include <vector>
 
 #include "exporters/files/byte_sink.h"
-#include "tools/prof/event_fields.h"
-#include "tools/prof/job.h"
-#include "tools/prof/json_stream.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/job/job_analysis.h"
+#include "tools/prof/json/byte_source.h"
+#include "tools/prof/trace/event_fields.h"
+#include "tools/prof/trace/merged_trace.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof::tool {
 
@@ -34,12 +38,6 @@ bool MergeTraces(std::vector<MergeInput>* inputs, nlohmann::json* merged, std::s
 // was not written by MergeTraces.
 bool SplitMerged(const nlohmann::json& merged, std::vector<nlohmann::json>* traces);
 
-// Pid block size: larger than Linux's pid_max (2^22).
-inline constexpr int64_t kMergePidBlock = 100000000;
-// Flow ids of input `slot` are slot << kMergeFlowIdBits | id, for integer
-// ids in [0, 2^40); any other id becomes the string "<slot>:<id>".
-inline constexpr int kMergeFlowIdBits = 40;
-
 // One input of a streaming merge: a name for messages and the `libprof_merge`
 // block, and how to (re)open its bytes (it is read twice, and once more
 // when a validation message must describe events).
@@ -55,7 +53,7 @@ struct MergeReport {
   // type (event_fields.h); `first` names the input and the event.
   SkippedEvents skipped;
   ValidateResult validation;
-  JobSummary job;  // the ranks' clocks and the job summary (tools/prof/job.h)
+  JobSummary job;  // the ranks' clocks and the job summary (job/job_analysis.h)
 };
 
 // The streaming merge: reads each input's top-level members and what the

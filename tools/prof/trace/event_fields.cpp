@@ -1,4 +1,4 @@
-#include "tools/prof/event_fields.h"
+#include "tools/prof/trace/event_fields.h"
 
 #include <string_view>
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tools/prof/json_stream.h"
+#include "tools/prof/json/json_value.h"
 
 namespace prof::tool {
 

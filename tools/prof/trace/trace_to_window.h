@@ -3,7 +3,9 @@
 // Exact for libprof's traces (times are whole nanoseconds, clipped slices
 // carry their true duration, steps and live allocations are in the "libprof"
 // block); best effort for other Kineto traces (cpu_op and other categories
-// libprof does not model are skipped).
+// libprof does not model are skipped). A merged trace (`prof merge`) reads
+// back as one window per input. The events are read by window_reader.h, the
+// top-level members by window_meta.h; this file streams them there.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "model/window.h"
 #include "exporters/common/compact_window.h"
-#include "tools/prof/event_fields.h"
+#include "model/window.h"
+#include "tools/prof/trace/event_fields.h"
 
 namespace prof::tool {
 

@@ -22,6 +22,9 @@
 // real torch.profiler traces pass: flow starts whose GPU side fell outside
 // the recorded window (no finish), and "cuda_sync" slices that Kineto puts on
 // a stream's track overlapping the copy or kernel they wait for.
+//
+// validate.cpp holds the rules (TraceValidator); validate_source.cpp runs
+// them over a file, bytes or a document.
 #pragma once
 
 #include <cstdint>
@@ -30,10 +33,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
-#include "tools/prof/json_stream.h"
+#include "tools/prof/json/json_value.h"
 
 namespace prof::tool {
 

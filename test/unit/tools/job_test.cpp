@@ -11,11 +11,14 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "tools/prof/job.h"
-#include "tools/prof/json_stream.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/trace_to_window.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/job/clock_alignment.h"
+#include "tools/prof/job/job_analysis.h"
+#include "tools/prof/job/job_render.h"
+#include "tools/prof/job/rank_events.h"
+#include "tools/prof/json/parse.h"
+#include "tools/prof/merge/merge.h"
+#include "tools/prof/trace/trace_to_window.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof {
 namespace {

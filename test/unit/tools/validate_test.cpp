@@ -1,6 +1,6 @@
 // The validator rejects one broken trace per rule, naming the rule and the
 // event, and accepts the real torch.profiler traces.
-#include "tools/prof/validate.h"
+#include "tools/prof/trace/validate.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "tools/prof/trace_io.h"
+#include "tools/prof/json/trace_file.h"
 
 namespace prof::tool {
 namespace {

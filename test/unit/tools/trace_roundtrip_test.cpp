@@ -4,10 +4,10 @@
 
 #include "exporters/summary/summary.h"
 #include "test/unit/exporters/window_builder.h"
-#include "tools/prof/merge.h"
-#include "tools/prof/trace_io.h"
-#include "tools/prof/trace_to_window.h"
-#include "tools/prof/validate.h"
+#include "tools/prof/json/trace_file.h"
+#include "tools/prof/merge/merge.h"
+#include "tools/prof/trace/trace_to_window.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof {
 namespace {

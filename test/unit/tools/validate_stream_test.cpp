@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <random>
 
-#include "tools/prof/validate.h"
+#include "tools/prof/trace/validate.h"
 
 namespace prof::tool {
 namespace {

@@ -1,0 +1,132 @@
+#include "tools/prof/job/rank_events.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+#include "tools/prof/trace/event_fields.h"
+
+namespace prof::tool {
+namespace {
+
+bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// HTA's CommunicateKernelGroupingPattern: ^nccl, or ncclKernel anywhere
+// (ncclDevKernel_* of NCCL >= 2.19 starts with "nccl").
+bool IsCommKernelName(std::string_view name) {
+  return StartsWith(name, "nccl") || name.find("ncclKernel") != std::string_view::npos;
+}
+
+// Point-to-point operations: the two sides carry different names, so they
+// are not matched across ranks.
+bool IsPointToPoint(std::string_view collective) {
+  std::string l = Lower(collective);
+  return l.find("send") != std::string::npos || l.find("recv") != std::string::npos;
+}
+
+bool ToNs(const JsonValue& v, int64_t* ns) {
+  if (!v.is_number()) return false;
+  double d = v.number() * 1000.0;
+  if (!(d > -9.0e18 && d < 9.0e18)) return false;
+  *ns = std::llround(d);
+  return true;
+}
+
+// A member's value as text: a string's content, a number as written.
+std::string Text(const JsonValue& v) {
+  if (v.is_string() || v.is_number()) return std::string(v.str());
+  return std::string();
+}
+
+}  // namespace
+
+uint32_t RankEvents::Intern(std::string_view s) {
+  auto it = name_ids.find(std::string(s));
+  if (it != name_ids.end()) return it->second;
+  if (names.empty()) names.emplace_back();  // id 0: no name
+  uint32_t id = static_cast<uint32_t>(names.size());
+  names.emplace_back(s);
+  name_ids.emplace(std::string(s), id);
+  return id;
+}
+
+void ReadJobEvent(const JsonValue& e, RankEvents* r) {
+  // Events the merge leaves out (a pid, tid, ts or dur of the wrong type) are not read either.
+  if (!e.is_object() || e.StringOr("ph", "") != "X" || WrongTypedField(e) != nullptr) return;
+  int64_t start = 0, dur = 0;
+  if (!ToNs(e.Get("ts"), &start) || !ToNs(e.Get("dur"), &dur) || dur < 0) return;
+  std::string_view cat = e.StringOr("cat", "");
+  std::string_view name = e.StringOr("name", "");
+  int64_t tid = 0;
+  e.Get("tid").ToInt64(&tid);
+  if (cat == "kernel") {
+    JobKernel k;
+    JsonValue args = e.Get("args");
+    // A kernel drawn inside an overlapping one on its stream's track (the
+    // two conversions of one device instant to host time may differ by a
+    // few ns) is clipped there; its true duration is kept in the args. The
+    // collective's end is what aligns the clocks: the clipped one is wrong
+    // by the whole kernel.
+    int64_t unclipped = 0;
+    if (args.is_object() && ToNs(args.Get("unclipped dur"), &unclipped) && unclipped > dur) dur = unclipped;
+    k.start_ns = start;
+    k.end_ns = start + dur;
+    JsonValue coll = args.is_object() ? args.Get("Collective name") : JsonValue();
+    if (coll.is_string()) {
+      k.comm = true;
+      k.collective = std::string(coll.str());
+      std::string seq = Text(args.Get("Seq"));
+      if (!seq.empty() && !IsPointToPoint(k.collective)) {
+        k.key = Text(args.Get("Process Group Name")) + "/" + k.collective + "/" + seq;
+      }
+    } else {
+      k.comm = IsCommKernelName(name);
+      if (k.comm) k.collective = std::string(name);
+    }
+    r->kernels.push_back(std::move(k));
+  } else if (cat == "user_annotation" && StartsWith(name, "ProfilerStep#")) {
+    JobStep s;
+    std::string digits(name.substr(13));
+    char* end = nullptr;
+    s.number = std::strtoull(digits.c_str(), &end, 10);
+    if (digits.empty() || *end != '\0') return;
+    s.start_ns = start;
+    s.end_ns = start + dur;
+    r->steps.push_back(s);
+  } else if (cat == "cuda_runtime" || cat == "cuda_driver" ||
+             (StartsWith(name, "nccl") && !StartsWith(cat, "gpu_") && cat != "ac2g")) {
+    r->calls.push_back({start, start + dur, tid, r->Intern(name)});
+  } else if (cat == "python_function") {
+    r->python.push_back({start, start + dur, tid, r->Intern(name)});
+  }
+}
+
+void ShiftRankEvents(RankEvents* r, int64_t ns) {
+  for (JobStep& s : r->steps) s.start_ns += ns, s.end_ns += ns;
+  for (JobKernel& k : r->kernels) k.start_ns += ns, k.end_ns += ns;
+  for (JobSlice& c : r->calls) c.start_ns += ns, c.end_ns += ns;
+  for (JobSlice& p : r->python) p.start_ns += ns, p.end_ns += ns;
+  std::sort(r->steps.begin(), r->steps.end(), [](const JobStep& a, const JobStep& b) { return a.start_ns < b.start_ns; });
+}
+
+std::unordered_map<std::string, size_t> MatchableKernels(const RankEvents& r) {
+  std::unordered_map<std::string, size_t> index;
+  std::unordered_map<std::string, int> count;
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    if (r.kernels[i].key.empty()) continue;
+    if (++count[r.kernels[i].key] == 1) index[r.kernels[i].key] = i;
+  }
+  for (const auto& [key, n] : count) {
+    if (n > 1) index.erase(key);
+  }
+  return index;
+}
+
+}  // namespace prof::tool

@@ -1,0 +1,37 @@
+// The merge's first pass (merge/ only): each input's top-level members and
+// what the job analysis reads from its events (job/rank_events.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tools/prof/job/rank_events.h"
+#include "tools/prof/merge/merge.h"
+
+namespace prof::tool {
+
+// What the first pass learns about an input.
+struct InputMeta {
+  bool has_events = false;
+  uint64_t events = 0;
+  int64_t base_ns = 0;
+  bool has_rank = false;
+  int rank = 0;
+  int world_size = 0;
+  bool libprof = false;
+  std::string libprof_raw;
+  // From the libprof block: an unranked process is labelled by what it ran.
+  bool rank_unknown = false;  // libprof.rank_known is false
+  std::string process;        // libprof.process, or libprof.name
+  int64_t pid = -1;
+  std::string device_properties_raw;  // empty when absent
+  bool is_merge = false;              // has a libprof_merge block: already merged
+};
+
+// Reads every input once. False with `error` naming every input that cannot
+// be read (one per line), has no traceEvents array or is itself a merge.
+bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputMeta>* metas,
+                     std::vector<RankEvents>* job_events, std::string* error);
+
+}  // namespace prof::tool
