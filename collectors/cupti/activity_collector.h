@@ -32,7 +32,6 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -45,13 +44,16 @@
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
 #include "collectors/cupti/launch_registry.h"
+#include "collectors/cupti/loss_ledger.h"
 #include "collectors/cupti/name_table.h"
 #include "collectors/cupti/pending_records.h"
 #include "collectors/cupti/record_layouts.h"
+#include "collectors/cupti/window_collection.h"
 
 namespace prof::cupti {
 
 struct CallbackThread;  // the API callbacks' per-thread state (collector_callbacks.cpp)
+struct DecodeContext;   // activity_decoder.h
 
 enum class CollectorState : uint8_t { kIdle, kAttached, kPaused, kFinishing, kDetached, kOff, kQuiet };
 
@@ -194,8 +196,28 @@ class CuptiCollector final : public DeviceCollector {
   // control_mutex_: tells CUPTI which ids to leave out (or record again).
   void ApplyRuntimeSelectionLocked();
 
-  // With decode_mutex_ held.
+  // Decoding (collector_decode.cpp), with decode_mutex_ held: the buffers
+  // CUPTI handed over and the records built from callbacks, into pending_.
   void DrainCompletedLocked();
+  void HoldBuiltRecords(const DecodeContext& context);
+  void DecodeBuffer(const Completed& done, const DecodeContext& context);
+  // A decoded record CUPTI could not time, of a call some window recorded:
+  // that window's loss.
+  void NoteUntimed(const DeviceRecord& record);
+  // Keeps a decoded record for the window its call was launched in (or
+  // drops it: libprof's own calls, a sealed window's, past the budget).
+  void HoldRecord(const DeviceRecord& record);
+
+  // A window's collection (collector_window.cpp), on the writer thread:
+  // performs what WindowCollection decides and seals the window.
+  WindowCollection::Action Perform(const WindowCollection::Action& action, WindowCollection& collection,
+                                   uint64_t start_ns, uint64_t end_ns);
+  WindowCollection::Counts CountWindow(uint64_t start_ns, uint64_t end_ns, uint64_t settled_ns);
+  void SealWindow(uint64_t start_ns, uint64_t end_ns, const WindowCollection& collection, Window* out);
+  // With decode_mutex_ held: the window's records into out, in start order,
+  // names in its string table; the registry forgets the window's calls.
+  void MoveRecordsLocked(uint64_t start_ns, uint64_t end_ns, Window* out);
+  void ForgetWindowLocked(uint64_t start_ns, uint64_t end_ns);
 
   // kQuiet is not subscribed.
   bool Subscribed(CollectorState state) const {
@@ -370,18 +392,9 @@ class CuptiCollector final : public DeviceCollector {
   // Decoded records waiting for the window their call's launch belongs to.
   PendingRecords pending_;
   size_t max_pending_ = 0;
-  uint64_t own_dropped_ = 0;  // scratch buffers (launch unknown: charged to the window collected next)
-  // Records decoded past the budget, by their call's launch time in buckets
-  // of 2^kDropBucketShift ns: each drop is charged to the window its launch
-  // falls in (to within one bucket at a window's end), not to the window
-  // being collected when it happened. When the writer lags, records are
-  // decoded for windows still queued behind it, and those are what drop.
-  static constexpr int kDropBucketShift = 16;  // ~66 us
-  std::map<uint64_t, uint64_t> dropped_by_launch_;
-  // Launch times of the calls whose device records CUPTI delivered untimed
-  // (rare): a loss of the window that holds the call, and of no other.
-  std::vector<uint64_t> untimed_launch_ns_;
-  uint64_t unknown_kinds_ = 0;
+  // Records decoding could not keep and CUPTI's drop count, charged to
+  // the windows they belong to as each is sealed.
+  LossLedger losses_;
   // cuptiActivityGetNumDroppedRecords is a global counter that resets on
   // read: its readings add up in cupti_dropped_ (control_mutex_). Drops
   // read between Attach and BeginRecord belong to warmup and are set aside
@@ -389,13 +402,10 @@ class CuptiCollector final : public DeviceCollector {
   std::atomic<uint64_t> cupti_dropped_{0};
   uint64_t dropped_at_attach_ = 0;           // cupti_dropped_ at Attach
   std::atomic<uint64_t> warmup_dropped_{0};  // to subtract at the next collect
-  uint64_t dropped_reported_ = 0;            // decode_mutex_: charged to windows or warmup so far
   uint64_t refused_reported_ = 0;            // writer thread: pool refusals when the last window was sealed
   // Since the last window was sealed, a buffer request was refused or CUPTI
   // counted drops: a record not delivered yet may never come (writer thread).
   bool MayHaveDroppedRecords() const;
-  // Writer thread: a forced flush, and the buffers it delivered decoded.
-  void ForceFlushAndDrain();
   // No window after the one being collected has begun recording: a forced
   // flush would untime only the work of calls between windows.
   bool NoLaterWindowRecords() const;

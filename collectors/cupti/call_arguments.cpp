@@ -2,6 +2,9 @@
 
 #include <cupti.h>  // with the toolkit's generated_cuda*_meta.h parameter structs
 
+#include <array>
+#include <cstddef>
+
 #include "collectors/cupti/api_classes.h"
 
 namespace prof::cupti {
@@ -32,31 +35,6 @@ const P& As(const void* params) {
   return *static_cast<const P*>(params);
 }
 
-template <typename P>
-void Copy(const void* params, HostEvent* e) {
-  const auto& p = As<P>(params);
-  e->ptr = U64(p.dst);
-  e->bytes = p.count;
-  e->copy_kind = static_cast<uint8_t>(p.kind);
-}
-
-template <typename P>
-void Copy2D(const void* params, HostEvent* e) {
-  const auto& p = As<P>(params);
-  e->ptr = U64(p.dst);
-  e->bytes = static_cast<uint64_t>(p.width) * p.height;
-  e->copy_kind = static_cast<uint8_t>(p.kind);
-}
-
-template <typename P>
-void CopyPeer(const void* params, HostEvent* e) {
-  const auto& p = As<P>(params);
-  e->ptr = U64(p.dst);
-  e->bytes = p.count;
-  e->device = static_cast<int16_t>(p.dstDevice);
-  e->copy_kind = static_cast<uint8_t>(cudaMemcpyDeviceToDevice);
-}
-
 // An allocator's out-parameter, read once the call succeeded.
 template <typename T>
 uint64_t Out(T* const* where, bool ok) {
@@ -67,231 +45,234 @@ uint64_t OutValue(T* where, bool ok) {
   return ok && where != nullptr ? static_cast<uint64_t>(*where) : 0;
 }
 
+// What a wrapper fills, by the shape of a call's parameters: one filler per
+// shape, and a table (kRules below) naming each call's filler.
+using Filler = void (*)(const void* params, bool ok, HostEvent* e);
+
+// A filler, then the stream the struct names as `stream` or `hStream`.
+template <Filler F, typename P>
+void WithStream(const void* params, bool ok, HostEvent* e) {
+  F(params, ok, e);
+  e->stream = U64(As<P>(params).stream);
+}
+template <Filler F, typename P>
+void WithHStream(const void* params, bool ok, HostEvent* e) {
+  F(params, ok, e);
+  e->stream = U64(As<P>(params).hStream);
+}
+
+// Launches: the function (or graph) launched and its stream.
+template <typename P>
+void Launch(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.func);
+  e->stream = U64(p.stream);
+}
+void LaunchExC(const void* params, bool, HostEvent* e) {
+  const auto& p = As<cudaLaunchKernelExC_v11060_params>(params);
+  e->ptr = U64(p.func);
+  e->stream = p.config != nullptr ? U64(p.config->stream) : 0;
+}
+void GraphLaunch(const void* params, bool, HostEvent* e) {
+  const auto& p = As<cudaGraphLaunch_v10000_params>(params);
+  e->ptr = U64(p.graphExec);
+  e->stream = U64(p.stream);
+}
+// cuLaunchCooperativeKernel's struct is cuLaunchKernel's without `extra`.
+void DriverLaunch(const void* params, bool, HostEvent* e) {
+  const auto& p = As<cuLaunchCooperativeKernel_params>(params);
+  e->ptr = U64(p.f);
+  e->stream = U64(p.hStream);
+}
+void DriverLaunchEx(const void* params, bool, HostEvent* e) {
+  const auto& p = As<cuLaunchKernelEx_params>(params);
+  e->ptr = U64(p.f);
+  e->stream = p.config != nullptr ? U64(p.config->hStream) : 0;
+}
+
+// Copies and memsets: destination, bytes, cudaMemcpyKind.
+template <typename P>
+void Copy(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.dst);
+  e->bytes = p.count;
+  e->copy_kind = static_cast<uint8_t>(p.kind);
+}
+template <typename P>
+void Copy2D(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.dst);
+  e->bytes = static_cast<uint64_t>(p.width) * p.height;
+  e->copy_kind = static_cast<uint8_t>(p.kind);
+}
+template <typename P>
+void CopyPeer(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.dst);
+  e->bytes = p.count;
+  e->device = static_cast<int16_t>(p.dstDevice);
+  e->copy_kind = static_cast<uint8_t>(cudaMemcpyDeviceToDevice);
+}
+template <typename P>
+void Set(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.devPtr);
+  e->bytes = p.count;
+}
+template <typename P>
+void Set2D(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = U64(p.devPtr);
+  e->bytes = static_cast<uint64_t>(p.width) * p.height;
+}
+
+// Synchronizes: what is waited on.
+void Nothing(const void*, bool, HostEvent*) {}
+void EventSync(const void* params, bool, HostEvent* e) {
+  e->ptr = U64(As<cudaEventSynchronize_v3020_params>(params).event);
+}
+void StreamWaitEvent(const void* params, bool, HostEvent* e) {
+  const auto& p = As<cudaStreamWaitEvent_v3020_params>(params);
+  e->stream = U64(p.stream);
+  e->ptr = U64(p.event);
+}
+
+// Allocations: the pointer written (member kOut) once the call succeeded,
+// the size; frees: the pointer.
+template <typename P, auto kOut>
+void Alloc(const void* params, bool ok, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = Out(p.*kOut, ok);
+  e->bytes = p.size;
+}
+void MallocPitch(const void* params, bool ok, HostEvent* e) {
+  const auto& p = As<cudaMallocPitch_v3020_params>(params);
+  bool known = ok && p.devPtr != nullptr && p.pitch != nullptr;
+  e->ptr = known ? U64(*p.devPtr) : 0;
+  e->bytes = known ? static_cast<uint64_t>(*p.pitch) * p.height : static_cast<uint64_t>(p.width) * p.height;
+}
+template <typename P, auto kPtr>
+void Free(const void* params, bool, HostEvent* e) {
+  e->ptr = U64(As<P>(params).*kPtr);
+}
+template <typename P>
+void DriverAlloc(const void* params, bool ok, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = OutValue(p.dptr, ok);
+  e->bytes = p.bytesize;
+}
+template <typename P>
+void DriverFree(const void* params, bool, HostEvent* e) {
+  e->ptr = As<P>(params).dptr;
+}
+void MemCreate(const void* params, bool ok, HostEvent* e) {
+  const auto& p = As<cuMemCreate_params>(params);
+  e->ptr = OutValue(p.handle, ok);
+  e->bytes = p.size;
+  e->device = p.prop != nullptr && p.prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                  ? static_cast<int16_t>(p.prop->location.id)
+                  : -1;
+}
+void MemRelease(const void* params, bool, HostEvent* e) { e->ptr = As<cuMemRelease_params>(params).handle; }
+template <typename P>
+void MapRange(const void* params, bool, HostEvent* e) {
+  const auto& p = As<P>(params);
+  e->ptr = p.ptr;
+  e->bytes = p.size;
+}
+
+struct Rule {
+  ApiId id;
+  Filler fill;
+};
+
+using LaunchP = cudaLaunchKernel_v7000_params;
+using CopyAsyncP = cudaMemcpyAsync_v3020_params;
+using Copy2DAsyncP = cudaMemcpy2DAsync_v3020_params;
+using PeerAsyncP = cudaMemcpyPeerAsync_v4000_params;
+using SetAsyncP = cudaMemsetAsync_v3020_params;
+using Set2DAsyncP = cudaMemset2DAsync_v3020_params;
+using MallocAsyncP = cudaMallocAsync_v11020_params;
+using PoolAsyncP = cudaMallocFromPoolAsync_v11020_params;
+using FreeAsyncP = cudaFreeAsync_v11020_params;
+
+// Calls not listed fill nothing: launches by handle (no published struct),
+// synchronizes of the device or context, the profiler switch.
+constexpr Rule kRules[] = {
+    {ApiId::cudaLaunchKernel, Launch<LaunchP>},
+    {ApiId::cudaLaunchKernel_ptsz, Launch<LaunchP>},
+    {ApiId::cudaLaunchCooperativeKernel, Launch<LaunchP>},
+    {ApiId::cudaLaunchCooperativeKernel_ptsz, Launch<LaunchP>},
+    {ApiId::cudaLaunchKernelExC, LaunchExC},
+    {ApiId::cudaLaunchKernelExC_ptsz, LaunchExC},
+    {ApiId::cudaGraphLaunch, GraphLaunch},
+    {ApiId::cudaGraphLaunch_ptsz, GraphLaunch},
+    {ApiId::cuLaunchKernel, DriverLaunch},
+    {ApiId::cuLaunchKernel_ptsz, DriverLaunch},
+    {ApiId::cuLaunchCooperativeKernel, DriverLaunch},
+    {ApiId::cuLaunchCooperativeKernel_ptsz, DriverLaunch},
+    {ApiId::cuLaunchKernelEx, DriverLaunchEx},
+    {ApiId::cuLaunchKernelEx_ptsz, DriverLaunchEx},
+    {ApiId::cudaMemcpy, Copy<cudaMemcpy_v3020_params>},
+    {ApiId::cudaMemcpy_ptds, Copy<cudaMemcpy_v3020_params>},
+    {ApiId::cudaMemcpyAsync, WithStream<Copy<CopyAsyncP>, CopyAsyncP>},
+    {ApiId::cudaMemcpyAsync_ptsz, WithStream<Copy<CopyAsyncP>, CopyAsyncP>},
+    {ApiId::cudaMemcpy2D, Copy2D<cudaMemcpy2D_v3020_params>},
+    {ApiId::cudaMemcpy2D_ptds, Copy2D<cudaMemcpy2D_v3020_params>},
+    {ApiId::cudaMemcpy2DAsync, WithStream<Copy2D<Copy2DAsyncP>, Copy2DAsyncP>},
+    {ApiId::cudaMemcpy2DAsync_ptsz, WithStream<Copy2D<Copy2DAsyncP>, Copy2DAsyncP>},
+    {ApiId::cudaMemcpyPeer, CopyPeer<cudaMemcpyPeer_v4000_params>},
+    {ApiId::cudaMemcpyPeerAsync, WithStream<CopyPeer<PeerAsyncP>, PeerAsyncP>},
+    {ApiId::cudaMemset, Set<cudaMemset_v3020_params>},
+    {ApiId::cudaMemset_ptds, Set<cudaMemset_v3020_params>},
+    {ApiId::cudaMemsetAsync, WithStream<Set<SetAsyncP>, SetAsyncP>},
+    {ApiId::cudaMemsetAsync_ptsz, WithStream<Set<SetAsyncP>, SetAsyncP>},
+    {ApiId::cudaMemset2D, Set2D<cudaMemset2D_v3020_params>},
+    {ApiId::cudaMemset2DAsync, WithStream<Set2D<Set2DAsyncP>, Set2DAsyncP>},
+    {ApiId::cudaStreamSynchronize, WithStream<Nothing, cudaStreamSynchronize_v3020_params>},
+    {ApiId::cudaStreamSynchronize_ptsz, WithStream<Nothing, cudaStreamSynchronize_v3020_params>},
+    {ApiId::cuStreamSynchronize, WithHStream<Nothing, cuStreamSynchronize_params>},
+    {ApiId::cuStreamSynchronize_ptsz, WithHStream<Nothing, cuStreamSynchronize_params>},
+    {ApiId::cudaEventSynchronize, EventSync},
+    {ApiId::cudaStreamWaitEvent, StreamWaitEvent},
+    {ApiId::cudaStreamWaitEvent_ptsz, StreamWaitEvent},
+    {ApiId::cudaMalloc, Alloc<cudaMalloc_v3020_params, &cudaMalloc_v3020_params::devPtr>},
+    {ApiId::cudaMallocAsync, WithHStream<Alloc<MallocAsyncP, &MallocAsyncP::devPtr>, MallocAsyncP>},
+    {ApiId::cudaMallocAsync_ptsz, WithHStream<Alloc<MallocAsyncP, &MallocAsyncP::devPtr>, MallocAsyncP>},
+    {ApiId::cudaMallocFromPoolAsync, WithStream<Alloc<PoolAsyncP, &PoolAsyncP::ptr>, PoolAsyncP>},
+    {ApiId::cudaMallocFromPoolAsync_ptsz, WithStream<Alloc<PoolAsyncP, &PoolAsyncP::ptr>, PoolAsyncP>},
+    {ApiId::cudaMallocHost, Alloc<cudaMallocHost_v3020_params, &cudaMallocHost_v3020_params::ptr>},
+    {ApiId::cudaHostAlloc, Alloc<cudaHostAlloc_v3020_params, &cudaHostAlloc_v3020_params::pHost>},
+    {ApiId::cudaMallocManaged, Alloc<cudaMallocManaged_v6000_params, &cudaMallocManaged_v6000_params::devPtr>},
+    {ApiId::cudaMallocPitch, MallocPitch},
+    {ApiId::cudaFree, Free<cudaFree_v3020_params, &cudaFree_v3020_params::devPtr>},
+    {ApiId::cudaFreeHost, Free<cudaFreeHost_v3020_params, &cudaFreeHost_v3020_params::ptr>},
+    {ApiId::cudaFreeAsync, WithHStream<Free<FreeAsyncP, &FreeAsyncP::devPtr>, FreeAsyncP>},
+    {ApiId::cudaFreeAsync_ptsz, WithHStream<Free<FreeAsyncP, &FreeAsyncP::devPtr>, FreeAsyncP>},
+    {ApiId::cuMemAlloc_v2, DriverAlloc<cuMemAlloc_v2_params>},
+    {ApiId::cuMemAllocAsync, WithHStream<DriverAlloc<cuMemAllocAsync_params>, cuMemAllocAsync_params>},
+    {ApiId::cuMemFree_v2, DriverFree<cuMemFree_v2_params>},
+    {ApiId::cuMemFreeAsync, WithHStream<DriverFree<cuMemFreeAsync_params>, cuMemFreeAsync_params>},
+    {ApiId::cuMemCreate, MemCreate},
+    {ApiId::cuMemRelease, MemRelease},
+    {ApiId::cuMemMap, MapRange<cuMemMap_params>},
+    {ApiId::cuMemUnmap, MapRange<cuMemUnmap_params>},
+};
+
+// ApiId -> its filler (nullptr: none), built at compile time.
+template <size_t N>
+constexpr std::array<Filler, kApiCount> FillersOf(const Rule (&rules)[N]) {
+  std::array<Filler, kApiCount> fillers{};
+  for (const Rule& rule : rules) fillers[static_cast<size_t>(rule.id)] = rule.fill;
+  return fillers;
+}
+constexpr std::array<Filler, kApiCount> kFillers = FillersOf(kRules);
+
 }  // namespace
 
 void FillArguments(ApiId id, const void* params, bool ok, HostEvent* e) {
-  if (params == nullptr) return;
-  switch (id) {
-    case ApiId::cudaLaunchKernel:
-    case ApiId::cudaLaunchKernel_ptsz:
-    case ApiId::cudaLaunchCooperativeKernel:
-    case ApiId::cudaLaunchCooperativeKernel_ptsz: {
-      const auto& p = As<cudaLaunchKernel_v7000_params>(params);
-      e->ptr = U64(p.func);
-      e->stream = U64(p.stream);
-      return;
-    }
-    case ApiId::cudaLaunchKernelExC:
-    case ApiId::cudaLaunchKernelExC_ptsz: {
-      const auto& p = As<cudaLaunchKernelExC_v11060_params>(params);
-      e->ptr = U64(p.func);
-      e->stream = p.config != nullptr ? U64(p.config->stream) : 0;
-      return;
-    }
-    case ApiId::cudaGraphLaunch:
-    case ApiId::cudaGraphLaunch_ptsz: {
-      const auto& p = As<cudaGraphLaunch_v10000_params>(params);
-      e->ptr = U64(p.graphExec);
-      e->stream = U64(p.stream);
-      return;
-    }
-    case ApiId::cuLaunchKernel:
-    case ApiId::cuLaunchKernel_ptsz:
-    case ApiId::cuLaunchCooperativeKernel:
-    case ApiId::cuLaunchCooperativeKernel_ptsz: {
-      // cuLaunchCooperativeKernel's struct is cuLaunchKernel's without `extra`.
-      const auto& p = As<cuLaunchCooperativeKernel_params>(params);
-      e->ptr = U64(p.f);
-      e->stream = U64(p.hStream);
-      return;
-    }
-    case ApiId::cuLaunchKernelEx:
-    case ApiId::cuLaunchKernelEx_ptsz: {
-      const auto& p = As<cuLaunchKernelEx_params>(params);
-      e->ptr = U64(p.f);
-      e->stream = p.config != nullptr ? U64(p.config->hStream) : 0;
-      return;
-    }
-    case ApiId::cudaMemcpy:
-    case ApiId::cudaMemcpy_ptds:
-      Copy<cudaMemcpy_v3020_params>(params, e);
-      return;
-    case ApiId::cudaMemcpyAsync:
-    case ApiId::cudaMemcpyAsync_ptsz:
-      Copy<cudaMemcpyAsync_v3020_params>(params, e);
-      e->stream = U64(As<cudaMemcpyAsync_v3020_params>(params).stream);
-      return;
-    case ApiId::cudaMemcpy2D:
-    case ApiId::cudaMemcpy2D_ptds:
-      Copy2D<cudaMemcpy2D_v3020_params>(params, e);
-      return;
-    case ApiId::cudaMemcpy2DAsync:
-    case ApiId::cudaMemcpy2DAsync_ptsz:
-      Copy2D<cudaMemcpy2DAsync_v3020_params>(params, e);
-      e->stream = U64(As<cudaMemcpy2DAsync_v3020_params>(params).stream);
-      return;
-    case ApiId::cudaMemcpyPeer:
-      CopyPeer<cudaMemcpyPeer_v4000_params>(params, e);
-      return;
-    case ApiId::cudaMemcpyPeerAsync:
-      CopyPeer<cudaMemcpyPeerAsync_v4000_params>(params, e);
-      e->stream = U64(As<cudaMemcpyPeerAsync_v4000_params>(params).stream);
-      return;
-    case ApiId::cudaMemset:
-    case ApiId::cudaMemset_ptds: {
-      const auto& p = As<cudaMemset_v3020_params>(params);
-      e->ptr = U64(p.devPtr);
-      e->bytes = p.count;
-      return;
-    }
-    case ApiId::cudaMemsetAsync:
-    case ApiId::cudaMemsetAsync_ptsz: {
-      const auto& p = As<cudaMemsetAsync_v3020_params>(params);
-      e->ptr = U64(p.devPtr);
-      e->bytes = p.count;
-      e->stream = U64(p.stream);
-      return;
-    }
-    case ApiId::cudaMemset2D: {
-      const auto& p = As<cudaMemset2D_v3020_params>(params);
-      e->ptr = U64(p.devPtr);
-      e->bytes = static_cast<uint64_t>(p.width) * p.height;
-      return;
-    }
-    case ApiId::cudaMemset2DAsync: {
-      const auto& p = As<cudaMemset2DAsync_v3020_params>(params);
-      e->ptr = U64(p.devPtr);
-      e->bytes = static_cast<uint64_t>(p.width) * p.height;
-      e->stream = U64(p.stream);
-      return;
-    }
-    case ApiId::cudaStreamSynchronize:
-    case ApiId::cudaStreamSynchronize_ptsz:
-      e->stream = U64(As<cudaStreamSynchronize_v3020_params>(params).stream);
-      return;
-    case ApiId::cuStreamSynchronize:
-    case ApiId::cuStreamSynchronize_ptsz:
-      e->stream = U64(As<cuStreamSynchronize_params>(params).hStream);
-      return;
-    case ApiId::cudaEventSynchronize:
-      e->ptr = U64(As<cudaEventSynchronize_v3020_params>(params).event);
-      return;
-    case ApiId::cudaStreamWaitEvent:
-    case ApiId::cudaStreamWaitEvent_ptsz: {
-      const auto& p = As<cudaStreamWaitEvent_v3020_params>(params);
-      e->stream = U64(p.stream);
-      e->ptr = U64(p.event);
-      return;
-    }
-    case ApiId::cudaMalloc: {
-      const auto& p = As<cudaMalloc_v3020_params>(params);
-      e->ptr = Out(p.devPtr, ok);
-      e->bytes = p.size;
-      return;
-    }
-    case ApiId::cudaMallocAsync:
-    case ApiId::cudaMallocAsync_ptsz: {
-      const auto& p = As<cudaMallocAsync_v11020_params>(params);
-      e->ptr = Out(p.devPtr, ok);
-      e->bytes = p.size;
-      e->stream = U64(p.hStream);
-      return;
-    }
-    case ApiId::cudaMallocFromPoolAsync:
-    case ApiId::cudaMallocFromPoolAsync_ptsz: {
-      const auto& p = As<cudaMallocFromPoolAsync_v11020_params>(params);
-      e->ptr = Out(p.ptr, ok);
-      e->bytes = p.size;
-      e->stream = U64(p.stream);
-      return;
-    }
-    case ApiId::cudaMallocHost: {
-      const auto& p = As<cudaMallocHost_v3020_params>(params);
-      e->ptr = Out(p.ptr, ok);
-      e->bytes = p.size;
-      return;
-    }
-    case ApiId::cudaHostAlloc: {
-      const auto& p = As<cudaHostAlloc_v3020_params>(params);
-      e->ptr = Out(p.pHost, ok);
-      e->bytes = p.size;
-      return;
-    }
-    case ApiId::cudaMallocManaged: {
-      const auto& p = As<cudaMallocManaged_v6000_params>(params);
-      e->ptr = Out(p.devPtr, ok);
-      e->bytes = p.size;
-      return;
-    }
-    case ApiId::cudaMallocPitch: {
-      const auto& p = As<cudaMallocPitch_v3020_params>(params);
-      bool known = ok && p.devPtr != nullptr && p.pitch != nullptr;
-      e->ptr = known ? U64(*p.devPtr) : 0;
-      e->bytes = known ? static_cast<uint64_t>(*p.pitch) * p.height : static_cast<uint64_t>(p.width) * p.height;
-      return;
-    }
-    case ApiId::cudaFree:
-      e->ptr = U64(As<cudaFree_v3020_params>(params).devPtr);
-      return;
-    case ApiId::cudaFreeHost:
-      e->ptr = U64(As<cudaFreeHost_v3020_params>(params).ptr);
-      return;
-    case ApiId::cudaFreeAsync:
-    case ApiId::cudaFreeAsync_ptsz: {
-      const auto& p = As<cudaFreeAsync_v11020_params>(params);
-      e->ptr = U64(p.devPtr);
-      e->stream = U64(p.hStream);
-      return;
-    }
-    case ApiId::cuMemAlloc_v2: {
-      const auto& p = As<cuMemAlloc_v2_params>(params);
-      e->ptr = OutValue(p.dptr, ok);
-      e->bytes = p.bytesize;
-      return;
-    }
-    case ApiId::cuMemAllocAsync: {
-      const auto& p = As<cuMemAllocAsync_params>(params);
-      e->ptr = OutValue(p.dptr, ok);
-      e->bytes = p.bytesize;
-      e->stream = U64(p.hStream);
-      return;
-    }
-    case ApiId::cuMemFree_v2:
-      e->ptr = As<cuMemFree_v2_params>(params).dptr;
-      return;
-    case ApiId::cuMemFreeAsync: {
-      const auto& p = As<cuMemFreeAsync_params>(params);
-      e->ptr = p.dptr;
-      e->stream = U64(p.hStream);
-      return;
-    }
-    case ApiId::cuMemCreate: {
-      const auto& p = As<cuMemCreate_params>(params);
-      e->ptr = OutValue(p.handle, ok);
-      e->bytes = p.size;
-      e->device = p.prop != nullptr && p.prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE
-                      ? static_cast<int16_t>(p.prop->location.id)
-                      : -1;
-      return;
-    }
-    case ApiId::cuMemRelease:
-      e->ptr = As<cuMemRelease_params>(params).handle;
-      return;
-    case ApiId::cuMemMap: {
-      const auto& p = As<cuMemMap_params>(params);
-      e->ptr = p.ptr;
-      e->bytes = p.size;
-      return;
-    }
-    case ApiId::cuMemUnmap: {
-      const auto& p = As<cuMemUnmap_params>(params);
-      e->ptr = p.ptr;
-      e->bytes = p.size;
-      return;
-    }
-    default:
-      return;  // launches by handle (no published struct), synchronizes of the device, the profiler switch
-  }
+  if (params == nullptr || static_cast<size_t>(id) >= kApiCount) return;
+  if (Filler fill = kFillers[static_cast<size_t>(id)]) fill(params, ok, e);
 }
 
 bool NamesCurrentDevice(ApiId id) {

@@ -3,7 +3,10 @@
 // functions are defined in
 //   cupti_collector.cpp       loading, subscription, which callback ids are on, the interface
 //   collector_callbacks.cpp   the API callbacks (application threads: the hot path, one unit)
-//   collector_records.cpp     activity kinds, buffers, decoding and a window's records (writer thread)
+//   collector_activities.cpp  activity kinds, and the RUNTIME records CUPTI leaves out
+//   collector_buffers.cpp     the buffer callbacks, flushes and CUPTI's drop count
+//   collector_decode.cpp      decoding handed-over buffers into held records (writer thread)
+//   collector_window.cpp      a window's collection, driving WindowCollection, and its sealing (writer thread)
 //   collector_states.cpp      windows' begin/pause/finish, detaching while waiting, exit
 #pragma once
 
@@ -24,7 +27,7 @@ extern std::atomic<CuptiCollector*> g_buffer_owner;
 // The C callbacks CUPTI calls, forwarding to the collector.
 // The API and resource callbacks (collector_callbacks.cpp).
 void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
-// The activity buffer callbacks (collector_records.cpp).
+// The activity buffer callbacks (collector_buffers.cpp).
 void CUPTIAPI BufferRequestedTrampoline(uint8_t** buffer, size_t* size, size_t* max_records);
 void CUPTIAPI BufferCompletedTrampoline(CUcontext, uint32_t, uint8_t* buffer, size_t size, size_t valid_size);
 
