@@ -41,17 +41,20 @@ int16_t CurrentDevice() {
   return static_cast<int16_t>(device);
 }
 
+// A stream-ordered allocation's event (cudaMallocAsync, cudaMallocFromPoolAsync).
+inline void FillStreamAllocation(HostEvent& e, cudaError_t r, void** ptr, size_t size, cudaStream_t stream) {
+  e.ptr = (r == cudaSuccess && ptr != nullptr) ? U64(*ptr) : 0;
+  e.bytes = size;
+  e.stream = U64(stream);
+  e.device = CurrentDevice();
+}
+
 template <ApiId kId>
 cudaError_t MallocAsync(void** ptr, size_t size, cudaStream_t stream) {
   using Fn = cudaError_t (*)(void**, size_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
-      [=](HostEvent& e, cudaError_t r) {
-        e.ptr = (r == cudaSuccess && ptr != nullptr) ? U64(*ptr) : 0;
-        e.bytes = size;
-        e.stream = U64(stream);
-        e.device = CurrentDevice();
-      },
+      [=](HostEvent& e, cudaError_t r) { FillStreamAllocation(e, r, ptr, size, stream); },
       ptr, size, stream);
 }
 
@@ -72,12 +75,7 @@ cudaError_t MallocFromPoolAsync(void** ptr, size_t size, cudaMemPool_t pool, cud
   using Fn = cudaError_t (*)(void**, size_t, cudaMemPool_t, cudaStream_t);
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), kNoName,
-      [=](HostEvent& e, cudaError_t r) {
-        e.ptr = (r == cudaSuccess && ptr != nullptr) ? U64(*ptr) : 0;
-        e.bytes = size;
-        e.stream = U64(stream);
-        e.device = CurrentDevice();
-      },
+      [=](HostEvent& e, cudaError_t r) { FillStreamAllocation(e, r, ptr, size, stream); },
       ptr, size, pool, stream);
 }
 

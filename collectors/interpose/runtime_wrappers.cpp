@@ -83,17 +83,20 @@ cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
 
 // ---- copies ----
 
+// What every copy's event holds: destination, bytes, kind (the stream is
+// added by the asynchronous ones).
+inline void FillCopy(HostEvent& e, void* dst, uint64_t bytes, cudaMemcpyKind kind) {
+  e.ptr = U64(dst);
+  e.bytes = bytes;
+  e.copy_kind = static_cast<uint8_t>(kind);
+}
+
 template <ApiId kId>
 cudaError_t Memcpy(void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   using Fn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
-      [=](HostEvent& e, cudaError_t) {
-        e.ptr = U64(dst);
-        e.bytes = count;
-        e.copy_kind = static_cast<uint8_t>(kind);
-      },
-      dst, src, count, kind);
+      [=](HostEvent& e, cudaError_t) { FillCopy(e, dst, count, kind); }, dst, src, count, kind);
 }
 
 template <ApiId kId>
@@ -102,9 +105,7 @@ cudaError_t MemcpyAsync(void* dst, const void* src, size_t count, cudaMemcpyKind
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
-        e.ptr = U64(dst);
-        e.bytes = count;
-        e.copy_kind = static_cast<uint8_t>(kind);
+        FillCopy(e, dst, count, kind);
         e.stream = U64(stream);
       },
       dst, src, count, kind, stream);
@@ -116,11 +117,7 @@ cudaError_t Memcpy2D(void* dst, size_t dpitch, const void* src, size_t spitch, s
   using Fn = cudaError_t (*)(void*, size_t, const void*, size_t, size_t, size_t, cudaMemcpyKind);
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
-      [=](HostEvent& e, cudaError_t) {
-        e.ptr = U64(dst);
-        e.bytes = static_cast<uint64_t>(width) * height;
-        e.copy_kind = static_cast<uint8_t>(kind);
-      },
+      [=](HostEvent& e, cudaError_t) { FillCopy(e, dst, static_cast<uint64_t>(width) * height, kind); },
       dst, dpitch, src, spitch, width, height, kind);
 }
 
@@ -131,12 +128,19 @@ cudaError_t Memcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spit
   return Intercept<kId, cudaError_t>(
       kMissing, kHostEventNone, Loaded<Fn>(kId), KindDetail,
       [=](HostEvent& e, cudaError_t) {
-        e.ptr = U64(dst);
-        e.bytes = static_cast<uint64_t>(width) * height;
-        e.copy_kind = static_cast<uint8_t>(kind);
+        FillCopy(e, dst, static_cast<uint64_t>(width) * height, kind);
         e.stream = U64(stream);
       },
       dst, dpitch, src, spitch, width, height, kind, stream);
+}
+
+// A peer copy's event (cudaMemcpyPeer, cudaMemcpyPeerAsync): no kind in
+// its arguments, device to device by definition.
+inline void FillPeerCopy(HostEvent& e, void* dst, int dst_device, size_t count) {
+  e.ptr = U64(dst);
+  e.bytes = count;
+  e.device = static_cast<int16_t>(dst_device);
+  e.copy_kind = static_cast<uint8_t>(cudaMemcpyDeviceToDevice);
 }
 
 // ---- memsets ----
@@ -315,12 +319,7 @@ EXPORT_SYMBOL cudaError_t cudaMemcpyPeer(void* dst, int dst_device, const void* 
   using Fn = cudaError_t (*)(void*, int, const void*, int, size_t);
   return ip::Intercept<ApiId::cudaMemcpyPeer, cudaError_t>(
       ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemcpyPeer), ip::kNoName,
-      [=](prof::HostEvent& e, cudaError_t) {
-        e.ptr = reinterpret_cast<uint64_t>(dst);
-        e.bytes = count;
-        e.device = static_cast<int16_t>(dst_device);
-        e.copy_kind = static_cast<uint8_t>(cudaMemcpyDeviceToDevice);
-      },
+      [=](prof::HostEvent& e, cudaError_t) { ip::FillPeerCopy(e, dst, dst_device, count); },
       dst, dst_device, src, src_device, count);
 }
 EXPORT_SYMBOL cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const void* src, int src_device, size_t count,
@@ -329,10 +328,7 @@ EXPORT_SYMBOL cudaError_t cudaMemcpyPeerAsync(void* dst, int dst_device, const v
   return ip::Intercept<ApiId::cudaMemcpyPeerAsync, cudaError_t>(
       ip::kMissing, prof::kHostEventNone, ip::Loaded<Fn>(ApiId::cudaMemcpyPeerAsync), ip::kNoName,
       [=](prof::HostEvent& e, cudaError_t) {
-        e.ptr = reinterpret_cast<uint64_t>(dst);
-        e.bytes = count;
-        e.device = static_cast<int16_t>(dst_device);
-        e.copy_kind = static_cast<uint8_t>(cudaMemcpyDeviceToDevice);
+        ip::FillPeerCopy(e, dst, dst_device, count);
         e.stream = reinterpret_cast<uint64_t>(stream);
       },
       dst, dst_device, src, src_device, count, stream);

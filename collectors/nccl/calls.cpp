@@ -96,8 +96,6 @@ void Record(const CallArgs& args, uint64_t seq, uint64_t start_ns, uint64_t end_
   hooks::RecordCollective(c);
 }
 
-bool IsP2p(CollFunc f) { return f == CollFunc::kSend || f == CollFunc::kRecv; }
-
 }  // namespace
 
 void FinishCall(const CallArgs& args, uint64_t seq, uint64_t start_ns, uint64_t end_ns, int result,

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <cstdint>
 
-#include "model/events.h"
 #include "base/device_collector.h"
 #include "model/events.h"
 
@@ -22,7 +21,14 @@ inline thread_local bool tls_in_wrapper = false;
 struct CommSeq {
   std::atomic<uint64_t> coll{0};
   std::atomic<uint64_t> p2p{0};
+  // Counts one call: its number on this communicator, from 1.
+  uint64_t Next(bool is_p2p) {
+    return (is_p2p ? p2p : coll).fetch_add(1, std::memory_order_relaxed) + 1;
+  }
 };
+
+// Send and Recv are numbered in CommSeq::p2p, every other call in coll.
+inline bool IsP2p(CollFunc f) { return f == CollFunc::kSend || f == CollFunc::kRecv; }
 
 // Communicators the wrappers saw created, by handle (ncclComm_t). Lookups
 // are lock-free (a fixed open-addressed table); creation and destruction are

@@ -98,7 +98,7 @@ Result StartCall(void* context, void** handle, uint64_t type, const CollV4* coll
   auto* comm = static_cast<PluginComm*>(context);
   hooks::NoteCollective();  // the job's iteration count (PROF_STEP=auto on several ranks)
   const bool is_p2p = type == kProfileP2p;
-  const uint64_t seq = (is_p2p ? comm->seq.p2p : comm->seq.coll).fetch_add(1, std::memory_order_relaxed) + 1;
+  const uint64_t seq = comm->seq.Next(is_p2p);
   if ((LoadHotBits() & kHotRecording) == 0) return kSuccess;
   if (!comm->registered.exchange(true)) {
     CommInfo info;

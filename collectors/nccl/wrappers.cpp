@@ -68,8 +68,6 @@ uint64_t Hash(const void* data, size_t bytes, uint64_t h = 1469598103934665603ul
   return h;
 }
 
-bool IsP2p(CollFunc f) { return f == CollFunc::kSend || f == CollFunc::kRecv; }
-
 // The NCCL version, asked once (for the trace's distributedInfo).
 void NoteVersion() {
   static std::atomic<bool> done{false};
@@ -101,7 +99,7 @@ ncclResult_t Collective(const CallArgs& args, Call call) {
   hooks::NoteCollective();  // the job's iteration count (PROF_STEP=auto on several ranks)
   uint64_t seq = 0;
   if (CommSlot* slot = FindComm(args.comm)) {
-    seq = (IsP2p(args.func) ? slot->seq.p2p : slot->seq.coll).fetch_add(1, std::memory_order_relaxed) + 1;
+    seq = slot->seq.Next(IsP2p(args.func));
   }
   if (NCCL_LIKELY((LoadHotBits() & kHotRecording) == 0)) {
     tls_in_wrapper = true;

@@ -361,38 +361,52 @@ nvtxDomainHandle_t NVTX_API DomainCreateW(const wchar_t* name) {
   return DomainHandle(Guarded<uint32_t>(0, [&] { return name != nullptr && *name != 0 ? Register(Narrow(name)) : 0; }));
 }
 
+// The slots libprof fills in one NVTX callback module: id -> our function.
+struct Slot {
+  unsigned int id;
+  NvtxFunctionPointer fn;
+};
+
 template <typename F>
-void Set(NvtxFunctionTable table, unsigned int size, unsigned int id, F fn) {
-  if (id < size && table[id] != nullptr) *table[id] = reinterpret_cast<NvtxFunctionPointer>(fn);
+Slot SlotOf(unsigned int id, F fn) {
+  return Slot{id, reinterpret_cast<NvtxFunctionPointer>(fn)};
 }
 
-bool FillCore(const NvtxExportTableCallbacks* cb) {
+// Fills the module's slots that this NVTX has (a slot past its table's size
+// or without a pointer is left alone); false if NVTX has no such module.
+template <size_t N>
+bool FillModule(const NvtxExportTableCallbacks* cb, NvtxCallbackModule module, const Slot (&slots)[N]) {
   NvtxFunctionTable table = nullptr;
   unsigned int size = 0;
-  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE, &table, &size) || table == nullptr) return false;
-  Set(table, size, NVTX_CBID_CORE_RangePushA, &RangePushA);
-  Set(table, size, NVTX_CBID_CORE_RangePushW, &RangePushW);
-  Set(table, size, NVTX_CBID_CORE_RangePushEx, &RangePushEx);
-  Set(table, size, NVTX_CBID_CORE_RangePop, &RangePop);
-  Set(table, size, NVTX_CBID_CORE_RangeStartA, &RangeStartA);
-  Set(table, size, NVTX_CBID_CORE_RangeStartW, &RangeStartW);
-  Set(table, size, NVTX_CBID_CORE_RangeStartEx, &RangeStartEx);
-  Set(table, size, NVTX_CBID_CORE_RangeEnd, &RangeEnd);
+  if (!cb->GetModuleFunctionTable(module, &table, &size) || table == nullptr) return false;
+  for (const Slot& slot : slots) {
+    if (slot.id < size && table[slot.id] != nullptr) *table[slot.id] = slot.fn;
+  }
   return true;
 }
 
+bool FillCore(const NvtxExportTableCallbacks* cb) {
+  const Slot slots[] = {
+      SlotOf(NVTX_CBID_CORE_RangePushA, &RangePushA),   SlotOf(NVTX_CBID_CORE_RangePushW, &RangePushW),
+      SlotOf(NVTX_CBID_CORE_RangePushEx, &RangePushEx), SlotOf(NVTX_CBID_CORE_RangePop, &RangePop),
+      SlotOf(NVTX_CBID_CORE_RangeStartA, &RangeStartA), SlotOf(NVTX_CBID_CORE_RangeStartW, &RangeStartW),
+      SlotOf(NVTX_CBID_CORE_RangeStartEx, &RangeStartEx), SlotOf(NVTX_CBID_CORE_RangeEnd, &RangeEnd),
+  };
+  return FillModule(cb, NVTX_CB_MODULE_CORE, slots);
+}
+
 void FillCore2(const NvtxExportTableCallbacks* cb) {
-  NvtxFunctionTable table = nullptr;
-  unsigned int size = 0;
-  if (!cb->GetModuleFunctionTable(NVTX_CB_MODULE_CORE2, &table, &size) || table == nullptr) return;
-  Set(table, size, NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx);
-  Set(table, size, NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop);
-  Set(table, size, NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx);
-  Set(table, size, NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd);
-  Set(table, size, NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA);
-  Set(table, size, NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW);
-  Set(table, size, NVTX_CBID_CORE2_DomainCreateA, &DomainCreateA);
-  Set(table, size, NVTX_CBID_CORE2_DomainCreateW, &DomainCreateW);
+  const Slot slots[] = {
+      SlotOf(NVTX_CBID_CORE2_DomainRangePushEx, &DomainRangePushEx),
+      SlotOf(NVTX_CBID_CORE2_DomainRangePop, &DomainRangePop),
+      SlotOf(NVTX_CBID_CORE2_DomainRangeStartEx, &DomainRangeStartEx),
+      SlotOf(NVTX_CBID_CORE2_DomainRangeEnd, &DomainRangeEnd),
+      SlotOf(NVTX_CBID_CORE2_DomainRegisterStringA, &DomainRegisterStringA),
+      SlotOf(NVTX_CBID_CORE2_DomainRegisterStringW, &DomainRegisterStringW),
+      SlotOf(NVTX_CBID_CORE2_DomainCreateA, &DomainCreateA),
+      SlotOf(NVTX_CBID_CORE2_DomainCreateW, &DomainCreateW),
+  };
+  FillModule(cb, NVTX_CB_MODULE_CORE2, slots);  // optional: an older NVTX has no CORE2 module
 }
 
 }  // namespace
