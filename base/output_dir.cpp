@@ -12,16 +12,16 @@
 
 namespace prof {
 
-bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why) {
+bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, std::string* why, FileSystem& fs) {
   struct stat st;
   // The usual case (the writer asks at every window): it exists already,
   // and one call says so instead of one per level.
-  if (stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
+  if (fs.Stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return true;
   for (size_t pos = dir.find('/', 1);; pos = dir.find('/', pos + 1)) {
     std::string partial = dir.substr(0, pos);
     if (!partial.empty()) {
       // 0755 whatever the umask: never a world-writable directory of ours.
-      if (mkdir(partial.c_str(), 0755) == 0) {
+      if (fs.MakeDir(partial.c_str(), 0755) == 0) {
         if (created != nullptr) created->push_back(partial);
       } else if (errno != EEXIST) {
         if (why != nullptr) *why = fmt::format("cannot create '{}': {}", partial, std::strerror(errno));
@@ -30,7 +30,11 @@ bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, 
     }
     if (pos == std::string::npos) break;
   }
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+  if (fs.Stat(dir.c_str(), &st) != 0) {
+    if (why != nullptr) *why = fmt::format("cannot reach '{}': {}", dir, std::strerror(errno));
+    return false;
+  }
+  if (!S_ISDIR(st.st_mode)) {
     if (why != nullptr) *why = "it exists and is not a directory";
     return false;
   }
@@ -44,13 +48,13 @@ bool MakeDirectories(const std::string& dir, std::vector<std::string>* created, 
 // missing one, the nearest existing folder above it must be a writable
 // directory on a file system that holds files (not /proc or /sys). The
 // writer creates it at the first window and says there if that still fails.
-bool OutputDirUsable(const std::string& dir, std::string* why) {
+bool OutputDirUsable(const std::string& dir, std::string* why, FileSystem& fs) {
   std::string path = dir.empty() ? "." : dir;
   bool missing = false;
   for (;;) {
     while (path.size() > 1 && path.back() == '/') path.pop_back();
     struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
+    if (fs.Stat(path.c_str(), &st) != 0) {
       if (errno != ENOENT) {  // ENOTDIR: a file on the way; EACCES, ELOOP, ENAMETOOLONG
         *why = fmt::format("cannot reach '{}': {}", path, std::strerror(errno));
         return false;
@@ -64,15 +68,16 @@ bool OutputDirUsable(const std::string& dir, std::string* why) {
       *why = missing ? fmt::format("'{}' is not a directory", path) : "it exists and is not a directory";
       return false;
     }
-    if (access(path.c_str(), W_OK | X_OK) != 0) {
+    if (fs.Access(path.c_str(), W_OK | X_OK) != 0) {
       *why = missing ? fmt::format("cannot create it in '{}': {}", path, std::strerror(errno))
                      : fmt::format("it is not writable: {}", std::strerror(errno));
       return false;
     }
-    struct statfs fs;
-    if (missing && statfs(path.c_str(), &fs) == 0 && (fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC)) {
+    struct statfs sfs;
+    if (missing && fs.StatFs(path.c_str(), &sfs) == 0 &&
+        (sfs.f_type == PROC_SUPER_MAGIC || sfs.f_type == SYSFS_MAGIC)) {
       *why = fmt::format("cannot create it in '{}', a {} file system", path,
-                         fs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
+                         sfs.f_type == PROC_SUPER_MAGIC ? "proc" : "sysfs");
       return false;
     }
     return true;

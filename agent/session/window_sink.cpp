@@ -24,7 +24,7 @@ WindowSinkOptions SinkOptionsFor(const Config& config) {
 WindowFileSink::WindowFileSink(WindowSinkOptions options, FileSystem& fs)
     : options_(std::move(options)),
       fs_(fs),
-      sweeper_(options_.files.output_dir),
+      sweeper_(options_.files.output_dir, fs),
       host_only_note_pending_(options_.host_only) {}
 
 bool WindowFileSink::Recorded(const Window& w) {
@@ -45,7 +45,7 @@ bool WindowFileSink::Write(const Window& window, std::string* note) {
   }
   const std::string& dir = options_.files.output_dir;
   std::string why;
-  if (!MakeDirectories(dir, nullptr, &why)) {
+  if (!MakeDirectories(dir, nullptr, &why, fs_)) {
     *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
     return false;
   }

@@ -10,8 +10,8 @@
 //   4. Temporaries that workers ending through _exit() left mid-write are
 //      swept (exporters/files/temporary_sweeper).
 //
-// Every file and directory call goes through one FileSystem, so tests
-// inject each failure. The sink logs its own notes (a fork child's
+// Every file and directory call goes through one FileSystem
+// (base/file_system.h), so tests inject each failure. The sink logs its own notes (a fork child's
 // host-only windows, swept temporaries); the writer logs the outcome from
 // what Write returns ("window steps a-b written", or "not written: why").
 #pragma once
@@ -23,7 +23,7 @@
 
 #include "agent/session/writer.h"
 #include "base/config.h"
-#include "exporters/files/file_system.h"
+#include "base/file_system.h"
 #include "exporters/files/temporary_sweeper.h"
 #include "exporters/files/window_files.h"
 #include "model/window.h"

@@ -1,6 +1,5 @@
 #include "exporters/files/atomic_file.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -90,35 +89,42 @@ long TemporaryPid(const char* name) {
   return pid;
 }
 
-int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live) {
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return 0;
-  DIR* d = ::fdopendir(dfd);
-  if (d == nullptr) {
-    ::close(dfd);
-    return 0;
-  }
+bool ProcessGone(long pid) {
+  // ESRCH only: EPERM means the process exists (another user's).
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+bool RemoveTemporaryIfOurs(FileSystem& fs, const std::string& dir, const std::string& name) {
+  std::string path = dir + "/" + name;
+  struct stat st;
+  if (fs.Lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return false;
+  return fs.Unlink(path.c_str()) == 0;
+}
+
+int RemoveDeadProcessTemporaries(const std::string& dir, const std::vector<std::string>& names,
+                                 std::vector<std::string>* live, FileSystem& fs) {
   int removed = 0;
-  while (dirent* e = ::readdir(d)) {
-    long pid = TemporaryPid(e->d_name);
+  for (const std::string& name : names) {
+    long pid = TemporaryPid(name.c_str());
     if (pid <= 0 || pid == ::getpid()) continue;
-    // ESRCH only: EPERM means the process exists (another user's).
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) {
-      if (live != nullptr) live->emplace_back(e->d_name);
+    if (!ProcessGone(pid)) {
+      if (live != nullptr) live->push_back(name);
       continue;
     }
-    struct stat st;
-    if (::fstatat(dfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_uid != ::geteuid()) {
-      continue;
-    }
-    if (::unlinkat(dfd, e->d_name, 0) == 0) ++removed;
+    if (RemoveTemporaryIfOurs(fs, dir, name)) ++removed;
   }
-  ::closedir(d);
   return removed;
 }
 
+int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live, FileSystem& fs) {
+  std::vector<std::string> names;
+  if (fs.ListDir(dir.c_str(), &names) != 0) return 0;
+  return RemoveDeadProcessTemporaries(dir, names, live, fs);
+}
+
 void RemoveUnfinishedTemporaries() {
+  // unlink(2) itself, not through the FileSystem seam: this runs in a signal
+  // handler, where only async-signal-safe calls may be made.
   for (TempSlot& slot : g_temp_slots) {
     if (slot.state.load(std::memory_order_acquire) == 2) ::unlink(slot.path);
   }

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "exporters/files/byte_sink.h"
-#include "exporters/files/file_system.h"
+#include "base/file_system.h"
 
 namespace prof {
 
@@ -71,9 +71,22 @@ void RemoveUnfinishedTemporaries();
 // _exit() (multiprocessing's forked workers) runs no exit path, so a window
 // its writer thread was writing then stays a temporary. A process that
 // exists (or a pid reused since) keeps its files. Returns how many were
-// removed. `live`, if given, gets the names of the temporaries of other
-// processes that exist (TemporarySweeper watches them).
-int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live = nullptr);
+// removed; a directory it cannot list, or a file it cannot look at or
+// remove, is passed over (the next sweep tries again). `live`, if given,
+// gets the names of the temporaries of other processes that exist
+// (TemporarySweeper watches them).
+int RemoveDeadProcessTemporaries(const std::string& dir, std::vector<std::string>* live = nullptr,
+                                 FileSystem& fs = PosixFileSystem());
+// The same for names already listed from dir.
+int RemoveDeadProcessTemporaries(const std::string& dir, const std::vector<std::string>& names,
+                                 std::vector<std::string>* live, FileSystem& fs);
+
+// Whether the process with this pid is gone (kill(pid, 0) says ESRCH).
+bool ProcessGone(long pid);
+
+// Removes dir/name if it is a regular file of this user (never a link, a
+// directory or someone else's file); true if removed.
+bool RemoveTemporaryIfOurs(FileSystem& fs, const std::string& dir, const std::string& name);
 
 // The pid in a temporary's name (".<name>.tmp<pid>.<hex>"), or -1 for any
 // other name.

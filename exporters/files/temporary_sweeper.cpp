@@ -1,7 +1,5 @@
 #include "exporters/files/temporary_sweeper.h"
 
-#include <fcntl.h>
-#include <signal.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,28 +14,25 @@ namespace prof {
 TemporarySweeper::~TemporarySweeper() { Unwatch(); }
 
 void TemporarySweeper::Unwatch() {
-  if (fd_ >= 0) ::close(fd_);
+  if (fd_ >= 0) fs_.Close(fd_);
   fd_ = -1;
 }
 
 void TemporarySweeper::Watch() {
-  fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  fd_ = fs_.WatchInit(IN_NONBLOCK | IN_CLOEXEC);
   if (fd_ < 0) return;  // no inotify (or out of instances): list every time
   owner_ = ::getpid();
   // IN_MOVED_TO: a temporary renamed in from elsewhere counts as created.
   // The *_SELF events and IN_IGNORED say the watch no longer sees the
   // directory that is written to.
   uint32_t mask = IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF | IN_ONLYDIR;
-  if (::inotify_add_watch(fd_, dir_.c_str(), mask) < 0) {
-    ::close(fd_);
-    fd_ = -1;
-  }
+  if (fs_.WatchAdd(fd_, dir_.c_str(), mask) < 0) Unwatch();
 }
 
 bool TemporarySweeper::ReadEvents() {
   alignas(inotify_event) char buf[16384];
   for (;;) {
-    ssize_t n = ::read(fd_, buf, sizeof(buf));
+    ssize_t n = fs_.Read(fd_, buf, sizeof(buf));
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
     if (n == 0) return false;
     for (ssize_t off = 0; off < n;) {
@@ -53,24 +48,18 @@ bool TemporarySweeper::ReadEvents() {
 
 int TemporarySweeper::SweepCandidates() {
   if (candidates_.empty()) return 0;  // the usual case: nothing but this process's own files
-  int dfd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) {
-    candidates_.clear();
-    return 0;
-  }
   int removed = 0;
   // The same tests as the listing's (RemoveDeadProcessTemporaries).
   auto settled = [&](const std::string& name) {
     struct stat st;
-    if (::fstatat(dfd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return true;  // renamed or removed
-    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return true;               // never ours to remove
-    long pid = TemporaryPid(name.c_str());
-    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) return false;    // its process exists
-    if (::unlinkat(dfd, name.c_str(), 0) == 0) ++removed;
+    std::string path = dir_ + "/" + name;
+    if (fs_.Lstat(path.c_str(), &st) != 0) return true;                        // renamed or removed
+    if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid()) return true;         // never ours to remove
+    if (!ProcessGone(TemporaryPid(name.c_str()))) return false;               // its process exists
+    if (fs_.Unlink(path.c_str()) == 0) ++removed;
     return true;
   };
   candidates_.erase(std::remove_if(candidates_.begin(), candidates_.end(), settled), candidates_.end());
-  ::close(dfd);
   return removed;
 }
 
@@ -94,7 +83,12 @@ int TemporarySweeper::Sweep() {
   if (fd_ < 0 || list_next_) {
     ++listings_;
     candidates_.clear();
-    int removed = RemoveDeadProcessTemporaries(dir_, &candidates_);
+    std::vector<std::string> names;
+    if (fs_.ListDir(dir_.c_str(), &names) != 0) {
+      list_next_ = true;  // what it missed is looked for at the next Sweep
+      return 0;
+    }
+    int removed = RemoveDeadProcessTemporaries(dir_, names, &candidates_, fs_);
     list_next_ = fd_ < 0;
     return removed;
   }

@@ -19,11 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "base/file_system.h"
+
 namespace prof {
 
 class TemporarySweeper {
  public:
-  explicit TemporarySweeper(std::string dir) : dir_(std::move(dir)) {}
+  // fs must outlive the sweeper (PosixFileSystem() does).
+  explicit TemporarySweeper(std::string dir, FileSystem& fs = PosixFileSystem()) : dir_(std::move(dir)), fs_(fs) {}
   ~TemporarySweeper();
   TemporarySweeper(const TemporarySweeper&) = delete;
   TemporarySweeper& operator=(const TemporarySweeper&) = delete;
@@ -43,6 +46,7 @@ class TemporarySweeper {
   int SweepCandidates();
 
   std::string dir_;
+  FileSystem& fs_;
   pid_t owner_ = -1;  // the process whose watch fd_ is (a fork child starts its own)
   int fd_ = -1;       // inotify instance, -1 when not watching
   bool list_next_ = true;

@@ -1,6 +1,5 @@
 #include "exporters/files/window_files.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,28 +16,14 @@
 namespace prof {
 namespace {
 
-// mkdir -p: PROF_OUTPUT_DIR may name several missing levels.
-bool EnsureDir(FileSystem& fs, const std::string& dir, std::string* error) {
-  // The usual case, at every window after the first: the directory is there
-  // (or its parents are), and one call says so. EEXIST for the whole path
-  // means every level exists.
-  if (!dir.empty() && (fs.MakeDir(dir.c_str(), 0755) == 0 || errno == EEXIST)) return true;
-  for (size_t end = 1; end <= dir.size(); ++end) {
-    if (end != dir.size() && dir[end] != '/') continue;
-    std::string prefix = dir.substr(0, end);
-    if (fs.MakeDir(prefix.c_str(), 0755) == 0 || errno == EEXIST) continue;
-    *error = "mkdir " + prefix + ": " + ErrnoText(errno);
-    return false;
-  }
-  return true;
-}
-
 // Variant 0 is the plain stem; 1.. add the writing process's pid (and a
 // number): another process with the same PROF_NAME (a fork-based worker, a
 // launcher's other children, an earlier run) already holds the plain name.
 constexpr int kStemVariants = 10;
 
-bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0 || errno != ENOENT; }
+// Anything that is not surely missing counts as taken (a name we cannot
+// look at is not one to write to).
+bool Exists(FileSystem& fs, const std::string& path) { return fs.Access(path.c_str(), F_OK) == 0 || errno != ENOENT; }
 
 // Gives file's bytes the name dir + stem(variant) + suffix, never replacing
 // an existing file: on EEXIST the next variant is tried, and *variant says
@@ -108,17 +93,16 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
   if (error == nullptr) error = &scratch;
   error->clear();
   try {
-    if (!EnsureDir(fs, options.output_dir, error)) return false;
     std::string dir = options.output_dir.empty() ? "" : options.output_dir + "/";
     std::string trace_suffix = std::string(".pt.trace.json") + (options.gzip ? ".gz" : "");
     // The first variant whose names are all free (a race with another
     // process is settled at commit time: link(2) never replaces).
     int variant = 0;
     while (variant + 1 < kStemVariants &&
-           ((options.chrome && Exists(dir + WindowFileStemVariant(window.meta, variant) + trace_suffix)) ||
-            (options.summary && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")) ||
-            (options.html && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".report.html")) ||
-            (options.stacks && Exists(dir + WindowFileStemVariant(window.meta, variant) + ".stacks.txt")))) {
+           ((options.chrome && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + trace_suffix)) ||
+            (options.summary && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")) ||
+            (options.html && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".report.html")) ||
+            (options.stacks && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".stacks.txt")))) {
       ++variant;
     }
     bool ok = true;

@@ -6,12 +6,12 @@
 #include <string>
 
 #include "model/window.h"
-#include "exporters/files/file_system.h"
+#include "base/file_system.h"
 
 namespace prof {
 
 struct OutputOptions {
-  std::string output_dir;  // created (with missing parents) if missing
+  std::string output_dir;  // must exist: the window sink (agent/session/window_sink) creates it
   bool chrome = true;      // <stem>.pt.trace.json[.gz]
   bool summary = true;     // <stem>.summary.txt
   bool gzip = false;       // compress the trace

@@ -637,7 +637,7 @@ def main():
                 # the rest: windows still queued at the loop's end are sealed
                 # after it): repeatable, unlike the in-loop share.
                 windows, _ = trace_losses(out_dir)
-                collect, export = "CollectWindowImpl(", "WriteWindowFiles(prof::Window const&, prof::OutputOptions const&, std"
+                collect, export = "CollectWindowImpl(", "WriteWindowFiles(prof::Window const&, prof::OutputOptions const&, prof::FileSystem&"
                 writer = "prof::WriterThread::EnsureThread()::{lambda()#1}> > >::_M_run()"
                 per = {collect: 0, export: 0, writer: 0}
                 for dump in os.listdir(keep):

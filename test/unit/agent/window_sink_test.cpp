@@ -13,8 +13,12 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -25,9 +29,12 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "fakes.h"
+#include "test/unit/base/faulty_file_system.h"
 
 namespace prof {
 namespace {
+
+using testing::FaultyFileSystem;
 
 struct TempDir {
   std::string path;
@@ -73,17 +80,6 @@ class LogCapture {
  private:
   std::ostringstream out_;
   std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
-
-// The real file system, with every write failing with ENOSPC.
-class FullDisk final : public FileSystem {
- public:
-  int Open(const char* path, int flags, mode_t mode) override { return PosixFileSystem().Open(path, flags, mode); }
-  ssize_t Write(int, const void*, size_t) override { return errno = ENOSPC, -1; }
-  int Close(int fd) override { return PosixFileSystem().Close(fd); }
-  int Rename(const char* from, const char* to) override { return PosixFileSystem().Rename(from, to); }
-  int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
-  int MakeDir(const char* path, mode_t mode) override { return PosixFileSystem().MakeDir(path, mode); }
 };
 
 // One launch and its kernel in steps 5-6.
@@ -208,32 +204,171 @@ TEST_CASE("temporaries a dead process left mid-write are swept after a window, a
   CHECK(lines[0].find("removed 1 temporary file(s) in PROF_OUTPUT_DIR") == 0);
 }
 
-TEST_CASE("through the writer, a full disk is one warning naming the steps, the call and ENOSPC", "[sink][writer]") {
-  TempDir tmp;
-  FullDisk fs;
-  auto sink = std::make_shared<WindowFileSink>(Options(tmp.path), fs);
+// One window through a writer thread and the sink; the warnings it logged.
+struct Outcome {
+  uint64_t failed = 0;
+  std::vector<std::string> warnings;
+};
+
+Outcome WriteThrough(WindowFileSink* sink, const Window& window) {
   testing::FakeCollector collector;
-  Window recorded = Recorded();
-  collector.records = recorded.device_records;
+  collector.records = window.device_records;
   WriterDeps deps;
   deps.collector = &collector;
   deps.sink = [sink](const Window& w, std::string* error) { return sink->Write(w, error); };
   LogCapture log;
+  Outcome outcome;
   {
     WriterThread writer(std::move(deps));
     WindowJob job;
-    job.meta = recorded.meta;
-    job.steps = recorded.steps;
+    job.meta = window.meta;
+    job.steps = window.steps;
     job.deadline_ns = NowNs();
     writer.SubmitWindow(std::move(job));
     REQUIRE(writer.Drain(10'000'000'000));
-    CHECK(writer.windows_failed() == 1);
+    outcome.failed = writer.windows_failed();
   }
-  std::vector<std::string> warnings = log.Lines("warning");
-  REQUIRE(warnings.size() == 1);
-  CHECK(warnings[0].rfind("window steps 5-6 not written: write " + tmp.path + "/.worker.5.", 0) == 0);
-  CHECK(warnings[0].find("No space left on device (ENOSPC)") != std::string::npos);
-  CHECK(TempDir::Files(tmp.path).empty());  // no temporary, no partial file
+  outcome.warnings = log.Lines("warning");
+  for (const std::string& line : log.Lines("error")) outcome.warnings.push_back(line);
+  return outcome;
+}
+
+TEST_CASE("through the writer, a full disk is one warning naming the steps, the call and ENOSPC", "[sink][writer]") {
+  TempDir tmp;
+  FaultyFileSystem fs;
+  fs.FailAt(FaultyFileSystem::kWrite, 1, ENOSPC);
+  WindowFileSink sink(Options(tmp.path), fs);
+  Outcome outcome = WriteThrough(&sink, Recorded());
+  CHECK(outcome.failed == 1);
+  REQUIRE(outcome.warnings.size() == 1);
+  CHECK(outcome.warnings[0].rfind("window steps 5-6 not written: write " + tmp.path + "/.worker.5.", 0) == 0);
+  CHECK(outcome.warnings[0].find("No space left on device (ENOSPC)") != std::string::npos);
+  // The summary still came; no temporary and no partial trace are left.
+  CHECK(TempDir::Files(tmp.path) == std::vector<std::string>{"worker.5.summary.txt"});
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A file's name and bytes as the plain variant would have them: the name
+// another process's file made us take ("worker_pid4242[_k]") and our own
+// temporary's hidden name (".<final>.tmp<pid>.<hex>") both back to the final
+// name, so any whole file compares equal to the clean run's.
+std::string Normalized(std::string text) { return std::regex_replace(text, std::regex("_pid4242(_[0-9]+)?"), ""); }
+std::string FinalName(const std::string& name) {
+  std::smatch m;
+  std::string own = "^\\.(.*)\\.tmp" + std::to_string(getpid()) + "\\.[0-9a-f]+$";
+  if (std::regex_match(name, m, std::regex(own))) return Normalized(m[1]);
+  return Normalized(name);
+}
+
+// The temporary of a process that has exited (what the sweep removes).
+std::string PlantDeadTemporary(const std::string& dir, const std::string& stem) {
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::string name = "." + stem + ".pt.trace.json.tmp" + std::to_string(child) + ".c1c2df1925";
+  std::ofstream(dir + "/" + name) << "partial";
+  return name;
+}
+
+// What the sink meets: a missing nested directory (created), or an existing
+// one holding a dead process's temporary (swept at the first window, listed;
+// another appears before the second window, seen by the directory's watch).
+enum class Scene { kNewDirectory, kSweeping };
+
+struct SceneRun {
+  std::vector<Outcome> windows;
+  std::map<std::string, std::string> files;  // name -> bytes, in the output directory
+  std::vector<std::string> planted;          // the dead processes' temporaries
+};
+
+SceneRun Play(Scene scene, FileSystem& fs) {
+  TempDir tmp;
+  std::string dir = tmp.path + (scene == Scene::kNewDirectory ? "/a/b" : "/out");
+  SceneRun run;
+  if (scene == Scene::kSweeping) {
+    REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+    run.planted.push_back(PlantDeadTemporary(dir, "other.3"));
+  }
+  WindowFileSink sink(Options(dir), fs);
+  run.windows.push_back(WriteThrough(&sink, Recorded()));
+  if (scene == Scene::kSweeping) {
+    run.planted.push_back(PlantDeadTemporary(dir, "other.9"));
+    Window next = Recorded();
+    next.meta.first_step = 11;
+    next.meta.last_step = 12;
+    next.steps = {{11, 0, 1'000'000}, {12, 1'000'000, 2'000'000}};
+    run.windows.push_back(WriteThrough(&sink, next));
+  }
+  for (const std::string& name : TempDir::Files(dir)) run.files[name] = ReadAll(dir + "/" + name);
+  return run;
+}
+
+TEST_CASE("a failure at any file or directory call the sink makes leaves no partial file and is one warning",
+          "[sink][faults]") {
+  for (Scene scene : {Scene::kNewDirectory, Scene::kSweeping}) {
+    FaultyFileSystem counting;
+    SceneRun clean = Play(scene, counting);
+    for (const Outcome& w : clean.windows) REQUIRE(w.failed == 0);
+    for (const Outcome& w : clean.windows) REQUIRE(w.warnings.empty());
+    // The calls each scene is there to reach.
+    using F = FaultyFileSystem;
+    for (F::Call c : {F::kAccess, F::kOpen, F::kWrite, F::kClose, F::kLink, F::kUnlink, F::kStat}) {
+      CHECK(counting.calls(c) >= 1);
+    }
+    if (scene == Scene::kNewDirectory) CHECK(counting.calls(F::kMakeDir) >= 2);
+    if (scene == Scene::kSweeping) {
+      for (F::Call c : {F::kListDir, F::kLstat, F::kWatchInit, F::kWatchAdd, F::kRead}) CHECK(counting.calls(c) >= 1);
+      CHECK(counting.calls(F::kLstat) >= 2);  // the listing's and the watch's
+      for (const std::string& name : clean.planted) CHECK(clean.files.count(name) == 0);  // both swept
+    }
+    std::map<std::string, std::string> whole;  // the clean run's files, by final name
+    for (const auto& [name, bytes] : clean.files) whole[FinalName(name)] = Normalized(bytes);
+    int injected = 0;
+    for (int call = 0; call < FaultyFileSystem::kCallKinds; ++call) {
+      auto kind = static_cast<FaultyFileSystem::Call>(call);
+      for (int at = 1; at <= counting.calls(kind); ++at) {
+        for (int err : {ENOSPC, EACCES, EINTR, EEXIST}) {
+          INFO("scene " << static_cast<int>(scene) << ": " << FaultyFileSystem::Name(kind) << " #" << at
+                        << " fails with " << strerrorname_np(err));
+          FaultyFileSystem fs;
+          fs.FailAt(kind, at, err);
+          SceneRun run = Play(scene, fs);
+          CHECK(fs.failed());
+          ++injected;
+          // Each window that failed says so in exactly one line, naming the
+          // steps and the error; one that was written says nothing alarming.
+          for (const Outcome& w : run.windows) {
+            REQUIRE(w.warnings.size() == w.failed);
+            for (const std::string& line : w.warnings) {
+              CHECK(line.rfind("window steps ", 0) == 0);
+              CHECK(line.find(" not written: ") != std::string::npos);
+              // (A fake EEXIST from mkdir leaves the directory missing: the
+              // next call's error is the one named.)
+              if (err != EEXIST || kind != FaultyFileSystem::kMakeDir) {
+                CHECK(line.find(std::strerror(err)) != std::string::npos);
+              }
+            }
+          }
+          // Every file left is whole: the clean run's bytes under the same
+          // final name (our own temporary is whole only when it is a second
+          // link to a file already in place); dead processes' temporaries
+          // may stay when the sweep could not remove them.
+          for (const auto& [name, bytes] : run.files) {
+            INFO(name);
+            if (std::find(run.planted.begin(), run.planted.end(), name) != run.planted.end()) continue;
+            REQUIRE(whole.count(FinalName(name)) == 1);
+            CHECK(Normalized(bytes) == whole[FinalName(name)]);
+          }
+        }
+      }
+    }
+    CHECK(injected > 40);
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string>
 
+#include "test/unit/base/faulty_file_system.h"
 #include "test/unit/exporters/temp_files.h"
 
 namespace prof {
@@ -20,6 +21,7 @@ namespace {
 using testing::DeadPid;
 using testing::Exists;
 using testing::Touch;
+using testing::FaultyFileSystem;
 
 std::string MakeDir() { return testing::MakeDir("libprof-sweeper"); }
 
@@ -157,6 +159,41 @@ TEST_CASE("a directory that does not exist yet is listed at each sweep until it 
   CHECK(sweeper.Sweep() == 1);
   CHECK(sweeper.listings() == 3);
   std::system(("rm -rf " + dir.substr(0, dir.size() - 6)).c_str());
+}
+
+TEST_CASE("a listing that fails is made again at the next sweep, watched or not", "[sweeper][faults]") {
+  for (auto kind : {FaultyFileSystem::kWatchInit, FaultyFileSystem::kWatchAdd, FaultyFileSystem::kListDir}) {
+    INFO(FaultyFileSystem::Name(kind));
+    std::string dir = MakeDir();
+    std::string gone = Temp(dir, "job.3.pt.trace.json", DeadPid());
+    Touch(gone);
+    FaultyFileSystem fs;
+    fs.FailAt(kind, 1, kind == FaultyFileSystem::kListDir ? EINTR : EMFILE);
+    TemporarySweeper sweeper(dir, fs);
+    // The first sweep's listing fails, or its watch does (then it lists).
+    CHECK(sweeper.Sweep() == (kind == FaultyFileSystem::kListDir ? 0 : 1));
+    CHECK(fs.failed());
+    CHECK(Exists(gone) == (kind == FaultyFileSystem::kListDir));
+    CHECK(sweeper.Sweep() == (kind == FaultyFileSystem::kListDir ? 1 : 0));
+    CHECK_FALSE(Exists(gone));
+    CHECK(sweeper.listings() == 2);
+    std::system(("rm -rf " + dir).c_str());
+  }
+}
+
+TEST_CASE("a watch whose events cannot be read is dropped and the directory listed", "[sweeper][faults]") {
+  std::string dir = MakeDir();
+  FaultyFileSystem fs;
+  fs.FailAt(FaultyFileSystem::kRead, 2, EIO);
+  TemporarySweeper sweeper(dir, fs);
+  CHECK(sweeper.Sweep() == 0);  // watched (its first read finds nothing), listed
+  std::string gone = Temp(dir, "job.4.pt.trace.json", DeadPid());
+  Touch(gone);
+  CHECK(sweeper.Sweep() == 1);  // the events' read failed: listed instead
+  CHECK(fs.failed());
+  CHECK_FALSE(Exists(gone));
+  CHECK(sweeper.listings() == 2);
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ namespace {
 
 using testing::WindowBuilder;
 
-// The real file system, with failures injected on chosen calls.
+// The real file system, with failures, short writes and races injected on
+// chosen calls (the directory is the window sink's: window_sink_test).
 class FaultyFileSystem final : public FileSystem {
  public:
   int fail_open_errno = 0;        // every Open fails with this
@@ -30,10 +31,8 @@ class FaultyFileSystem final : public FileSystem {
   int fail_write_at = 0;          // 1-based
   int interrupt_writes = 0;       // the first N writes fail with EINTR
   int fail_rename_errno = 0;
-  int fail_mkdir_errno = 0;      // every MakeDir of a missing directory fails with this
   int plant_before_link = 0;      // the next N links find their name just taken
   int writes = 0;
-  int mkdirs = 0;
 
   int open_flags = 0;             // of the last Open
   mode_t open_mode = 0;
@@ -65,11 +64,6 @@ class FaultyFileSystem final : public FileSystem {
     return PosixFileSystem().Link(from, to);
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
-  int MakeDir(const char* path, mode_t mode) override {
-    ++mkdirs;
-    if (fail_mkdir_errno && access(path, F_OK) != 0) return errno = fail_mkdir_errno, -1;
-    return PosixFileSystem().MakeDir(path, mode);
-  }
 };
 
 struct TempDir {
@@ -188,10 +182,10 @@ TEST_CASE("a name taken between the look and the commit: the trace is written ag
 TEST_CASE("WriteWindowFiles writes a valid trace and a summary and nothing else", "[files]") {
   TempDir dir;
   std::string error;
-  OutputOptions options{dir.path + "/out", true, true, false};  // the directory is created
+  OutputOptions options{dir.path, true, true, false};
   REQUIRE(WriteWindowFiles(Small(), options, &error));
   CHECK(error.empty());
-  DIR* d = opendir((dir.path + "/out").c_str());
+  DIR* d = opendir(dir.path.c_str());
   REQUIRE(d);
   std::vector<std::string> names;
   while (dirent* e = readdir(d)) {
@@ -201,7 +195,7 @@ TEST_CASE("WriteWindowFiles writes a valid trace and a summary and nothing else"
   std::sort(names.begin(), names.end());
   CHECK(names == std::vector<std::string>{"worker.35.pt.trace.json", "worker.35.summary.txt"});
   nlohmann::json trace;
-  REQUIRE(tool::LoadTrace(dir.path + "/out/worker.35.pt.trace.json", &trace, &error));
+  REQUIRE(tool::LoadTrace(dir.path + "/worker.35.pt.trace.json", &trace, &error));
   CHECK(tool::ValidateTrace(trace).ok());
 }
 
@@ -276,40 +270,6 @@ TEST_CASE("EINTR and short writes are retried until every byte is written", "[fi
   nlohmann::json trace;
   REQUIRE(tool::LoadTrace(dir.path + "/worker.35.pt.trace.json", &trace, &error));
   CHECK(tool::ValidateTrace(trace).ok());
-}
-
-TEST_CASE("missing output directories are created, parents included", "[files]") {
-  TempDir dir;
-  std::string error;
-  REQUIRE(WriteWindowFiles(Small(), {dir.path + "/a/b/c", true, true, false}, &error));
-  CHECK(access((dir.path + "/a/b/c/worker.35.summary.txt").c_str(), R_OK) == 0);
-}
-
-TEST_CASE("a directory that cannot be created is reported with its errno", "[files]") {
-  TempDir dir;
-  FaultyFileSystem fs;
-  fs.fail_mkdir_errno = EACCES;
-  std::string error;
-  CHECK_FALSE(WriteWindowFiles(Small(), {dir.path + "/new", true, true, false}, fs, &error));
-  CHECK(error.find("mkdir ") == 0);
-  CHECK(error.find("Permission denied (EACCES)") != std::string::npos);
-  CHECK(dir.Files().empty());
-}
-
-TEST_CASE("missing levels of the directory are made, and an existing one costs one call per window", "[files]") {
-  TempDir dir;
-  FaultyFileSystem fs;
-  std::string error;
-  std::string nested = dir.path + "/a/b/c";
-  REQUIRE(WriteWindowFiles(Small(), {nested, true, true, false}, fs, &error));
-  CHECK(dir.Files() == std::vector<std::string>{"a"});  // the files are in a/b/c
-  struct stat st;
-  CHECK(stat(nested.c_str(), &st) == 0);
-  fs.mkdirs = 0;
-  Window next = Small();
-  next.meta.first_step += 1;
-  REQUIRE(WriteWindowFiles(next, {nested, true, true, false}, fs, &error));
-  CHECK(fs.mkdirs == 1);  // not one per level, at every window
 }
 
 }  // namespace
