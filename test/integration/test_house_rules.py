@@ -103,7 +103,8 @@ class ArchitectureNamesRealPaths(unittest.TestCase):
         with open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8") as f:
             text = f.read()
         tops = "|".join(PRODUCT + ["test", "scripts", "docs", "include", "cmake"])
-        named = set(re.findall(r"`((?:%s)/[A-Za-z0-9_./{},*-]*)`" % tops, text))
+        # Backticked in the text, or anywhere in the diagrams.
+        named = set(re.findall(r"(?<![\w/.])((?:%s)/[A-Za-z0-9_./{},*-]*[A-Za-z0-9_}*/])" % tops, text))
         missing = []
         for path in sorted(named):
             # `a/{b,c}.h` names a/b.h and a/c.h; `a/b.*` any file a/b.<ext>.
