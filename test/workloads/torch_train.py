@@ -2,17 +2,27 @@
 an embedding, pre-norm encoder blocks with scaled_dot_product_attention, a
 linear head, AdamW, bfloat16 autocast, gradient clipping, and a DataLoader
 with two worker processes feeding random token sequences. Nothing in it
-knows about a profiler.
+knows about a profiler, unless asked:
 
     python torch_train.py [--steps N] [--layers L] [--device cuda]
+                          [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]]
+
+--sync-each-step ends each iteration with torch.cuda.synchronize() (the one
+cudaDeviceSynchronize of an iteration: libprof's PROF_STEP=api:cudaDeviceSynchronize
+counts them). --torch-profiler does that too, profiles the loop with
+torch.profiler (ProfilerActivity.CPU and CUDA, schedule(wait, warmup, active),
+prof.step() right after each synchronize) and writes its trace to TRACE, as a
+user who profiles their own script writes it.
 """
 import argparse
+import contextlib
 import math
 import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile, schedule
 from torch.utils.data import DataLoader, Dataset
 
 
@@ -82,6 +92,11 @@ def main():
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--dim", type=int, default=256)
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--sync-each-step", action="store_true")
+    parser.add_argument("--torch-profiler", metavar="TRACE")
+    parser.add_argument("--wait", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--active", type=int, default=3)
     args = parser.parse_args()
 
     torch.manual_seed(0)
@@ -95,7 +110,22 @@ def main():
           f"{sum(p.numel() for p in model.parameters()) / 1e6:.2f} M values", flush=True)
 
     model.train()
+    profiler = contextlib.nullcontext()
+    if args.torch_profiler:
+        def ready(prof):
+            prof.export_chrome_trace(args.torch_profiler)
+            first = args.wait + args.warmup
+            print(f"torch.profiler: steps {first}-{first + args.active - 1} in {args.torch_profiler}", flush=True)
+        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], on_trace_ready=ready,
+                           schedule=schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1))
     started = time.perf_counter()
+    with profiler as prof:
+        train(args, model, optimizer, data, vocab, prof)
+    torch.cuda.synchronize()
+    print(f"{args.steps} steps in {time.perf_counter() - started:.2f} s", flush=True)
+
+
+def train(args, model, optimizer, data, vocab, prof):
     for step, (tokens, targets) in enumerate(data):
         tokens = tokens.to(args.device, non_blocking=True)
         targets = targets.to(args.device, non_blocking=True)
@@ -109,8 +139,10 @@ def main():
         if step % 10 == 0:
             value = loss.item()
             print(f"step {step}: loss {value if math.isfinite(value) else float('nan'):.3f}", flush=True)
-    torch.cuda.synchronize()
-    print(f"{args.steps} steps in {time.perf_counter() - started:.2f} s", flush=True)
+        if args.sync_each_step or prof is not None:
+            torch.cuda.synchronize()
+        if prof is not None:
+            prof.step()
 
 
 if __name__ == "__main__":

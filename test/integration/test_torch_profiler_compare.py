@@ -1,0 +1,338 @@
+"""torch.profiler and libprof on the same PyTorch training, in separate runs
+on the simulated stack (build/test/sim/simrun, PyPI's torch from the tests'
+venv): test/workloads/torch_train.py, a small transformer (one block, width
+64, sequences of 32), seven iterations, each ending with torch.cuda.synchronize().
+
+  - torch.profiler: --torch-profiler, ProfilerActivity.CPU and CUDA,
+    schedule(wait=2, warmup=1, active=3), prof.step() right after each
+    iteration's synchronize: it records iterations 3-5 as ProfilerStep#3-5.
+  - libprof, under LD_PRELOAD and under CUDA_INJECTION64_PATH: --sync-each-step,
+    default settings but PROF_STEP=api:cudaDeviceSynchronize PROF_WAIT=2
+    PROF_WARMUP=1 PROF_ACTIVE=3, which number the same iterations: the
+    synchronize is the iteration's only cudaDeviceSynchronize, none comes
+    before the loop, so step k is iteration k in both.
+
+The one difference in where steps cut: an api: marker starts a step when the
+call is entered, so the synchronize that ends iteration k is the first call
+of libprof's step k+1, while prof.step() after it leaves it the last call of
+torch.profiler's step k. Each step still holds one synchronize; the test says
+which one each holds, from the truth log.
+
+Per step, checked between torch.profiler's trace and libprof's (each mode):
+equal multisets of kernel names, of copies and memsets (name, which says the
+kind and memory kinds, and bytes), of runtime calls by name once the calls
+Kineto leaves out (KINETO_LEAVES_OUT) are removed from libprof's, and of
+(device op, launching runtime call's name) pairs; in both traces every
+device op's duration is the truth log's, and the step's device ops are the
+truth's iteration (told apart by the batch's copies). Where the two traces'
+schemas differ in what HTA, Perfetto or TensorBoard read, the differences
+are the ones listed in KINETO_ONLY_CATS, LIBPROF_ONLY_CATS and
+KINETO_ONLY_ARGS (docs/real-programs.md says why)."""
+import collections
+import glob
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
+import sim_truth as truth  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKLOAD = os.path.join(HERE, "..", "workloads", "torch_train.py")
+SIMRUN = os.path.join(os.path.dirname(harness.SIM_LIB_DIR), "simrun") if harness.SIM_LIB_DIR else ""
+STEPS, WAIT, WARMUP, ACTIVE = 7, 2, 1, 3
+ACTIVE_STEPS = list(range(WAIT + WARMUP, WAIT + WARMUP + ACTIVE))
+BATCH, SEQ_LEN = 8, 32
+WORKLOAD_ARGS = ["--steps", str(STEPS), "--layers", "1", "--dim", "64", "--seq-len", str(SEQ_LEN),
+                 "--batch", str(BATCH)]
+# libprof's settings: its defaults but what aligns its steps with torch.profiler's.
+LIBPROF_ALIGN = {"PROF_STEP": "api:cudaDeviceSynchronize", "PROF_WAIT": WAIT, "PROF_WARMUP": WARMUP,
+                 "PROF_ACTIVE": ACTIVE}
+# Runtime calls Kineto drops from its trace, as "very frequent and not very
+# interesting", to keep the trace small (libkineto's isBlockListedRuntimeCbid,
+# CuptiCbidRegistry in recent releases): the same list as test_torch_profiler_sim.py.
+KINETO_LEAVES_OUT = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cudaEventCreate",
+                     "cudaEventCreateWithFlags", "cudaEventDestroy"}
+DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
+# Where the two traces differ in what a consumer reads (HTA, Perfetto,
+# TensorBoard); docs/real-programs.md, "torch.profiler and libprof on the same steps", says why.
+# Categories only one of them writes:
+KINETO_ONLY_CATS = {
+    "cpu_op": "PyTorch's operators: libprof sees CUDA calls, not ATen",
+    "fwdbwd": "flows from a forward operator to its backward one",
+    "cuda_driver": "the driver calls under runtime launches; libprof's with PROF_ACTIVITIES=...,driver",
+    "gpu_user_annotation": "ProfilerStep#N and record_function spans projected onto the stream",
+    "Trace": "one slice spanning the trace",
+}
+LIBPROF_ONLY_CATS = {
+    "cuda_sync": "CUPTI's synchronization records (Kineto's only with enable_cuda_sync_events)",
+    "python_function": "Python stacks at the recorded calls (Kineto's only with with_stack=True)",
+}
+# Args Kineto writes on every event of a category and ours lacks.
+_GRAPH_AND_CHANNEL = {"graph id", "graph node id", "channel", "channel_type"}
+KINETO_ONLY_ARGS = {
+    "kernel": {"External id", "queued", "priority", "occupancy"} | _GRAPH_AND_CHANNEL,
+    "gpu_memcpy": {"External id"} | _GRAPH_AND_CHANNEL,
+    "gpu_memset": {"External id"} | _GRAPH_AND_CHANNEL,
+    "cuda_runtime": set(),  # "External id" only where a CPU operator encloses the call
+    "user_annotation": {"External id", "Record function id", "Ev Idx"},
+}
+# Under LD_PRELOAD the calls libprof's wrappers record (launches, copies,
+# memsets, synchronizes) have no CUPTI record to take a cbid from.
+KINETO_ONLY_ARGS_LD_PRELOAD = {"cuda_runtime": {"cbid"}}
+
+
+def run_torch_profiler(python, work):
+    trace_path = os.path.join(work, "torch.pt.trace.json")
+    truth_path = os.path.join(work, "torch.truth.jsonl")
+    env = harness.clean_env(SIM_TRUTH_FILE=truth_path, PYTHONUNBUFFERED="1")
+    proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--torch-profiler", trace_path, "--wait", str(WAIT),
+                        "--warmup", str(WARMUP), "--active", str(ACTIVE)], env, timeout=300)
+    trace = None
+    if os.path.exists(trace_path):
+        with open(trace_path) as f:
+            trace = json.load(f)
+    return proc, trace, truth.read(truth_path)
+
+
+def run_libprof(python, mode, work):
+    out = os.path.join(work, mode)
+    truth_path = os.path.join(work, mode + ".truth.jsonl")
+    env = harness.clean_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth_path, PYTHONUNBUFFERED="1", **LIBPROF_ALIGN)
+    env[mode] = harness.LIBPROF_SO
+    proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--sync-each-step"], env, timeout=300)
+    traces = glob.glob(os.path.join(out, "*.pt.trace.json"))
+    trace = None
+    if len(traces) == 1:
+        with open(traces[0]) as f:
+            trace = json.load(f)
+    return proc, trace, truth.read(truth_path)
+
+
+class Steps:
+    """A trace cut into its ProfilerStep#k spans: per step, the runtime calls
+    made inside it (any thread) and the device ops those calls launched."""
+
+    def __init__(self, trace):
+        events = trace["traceEvents"]
+        spans = sorted((e for e in events if e.get("cat") == "user_annotation"
+                        and str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+        self.numbers = [int(s["name"].split("#")[1]) for s in spans]
+        self.calls = {e["args"]["correlation"]: e for e in events if e.get("cat") == "cuda_runtime"}
+        self.outside = []  # runtime calls in no step
+        self.step_calls = collections.defaultdict(list)
+        for call in self.calls.values():
+            k = next((int(s["name"].split("#")[1]) for s in spans if s["ts"] <= call["ts"] < s["ts"] + s["dur"]), None)
+            (self.outside if k is None else self.step_calls[k]).append(call)
+        self.step_of_call = {c["args"]["correlation"]: k for k, calls in self.step_calls.items() for c in calls}
+        self.ops = [(DEVICE_CATS[e["cat"]], e) for e in events if e.get("cat") in DEVICE_CATS]
+        self.unlaunched = [e for _, e in self.ops if e["args"]["correlation"] not in self.calls]
+        self.step_ops = collections.defaultdict(list)
+        for kind, e in self.ops:
+            k = self.step_of_call.get(e["args"]["correlation"])
+            self.step_ops[k].append((kind, e))
+
+    def call_names(self, k, leave_out=()):
+        return collections.Counter(c["name"] for c in self.step_calls[k] if c["name"] not in leave_out)
+
+    def op_keys(self, k):
+        return collections.Counter((kind, e["name"]) if kind == "kernel" else (kind, e["name"], e["args"]["bytes"])
+                                   for kind, e in self.step_ops[k])
+
+    def launches(self, k):
+        return collections.Counter((kind, e["name"], self.calls[e["args"]["correlation"]]["name"])
+                                   for kind, e in self.step_ops[k])
+
+
+def iterations(lines):
+    """From the truth: the process's pid, the correlation id that opens each
+    iteration (its batch's first pinned host-to-device copy), and each
+    iteration's closing cudaDeviceSynchronize (its first in the iteration)."""
+    pid = next(l["pid"] for l in lines if l["type"] == "api")
+    batch = [op["correlation"] for op in truth.of_type(lines, "memcpy")
+             if op["pid"] == pid and op["copy_kind"] == truth.HTOD and op["src_kind"] == truth.PINNED
+             and op["bytes"] == BATCH * SEQ_LEN * 8]
+    assert len(batch) == 2 * STEPS, f"{len(batch)} batch copies: tokens and targets, each iteration"
+    starts = batch[::2] + [float("inf")]
+    syncs = sorted(l["correlation"] for l in truth.api(lines, "cudaDeviceSynchronize") if l["pid"] == pid)
+    closing = [min(c for c in syncs if starts[i] <= c < starts[i + 1]) for i in range(STEPS)]
+    return pid, starts, closing, syncs
+
+
+class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        harness.need(harness.LIBPROF_SO, SIMRUN)
+        cls.python = harness.need_venv("torch")
+        cls.work = tempfile.mkdtemp(prefix="libprof-torch-compare-")
+        cls.torch = run_torch_profiler(cls.python, cls.work)
+        cls.libprof = {mode: run_libprof(cls.python, mode, cls.work) for mode in harness.INJECTION_MODES}
+
+    @classmethod
+    def tearDownClass(cls):
+        import shutil
+        shutil.rmtree(cls.work, ignore_errors=True)
+
+    def setUp(self):
+        proc, trace, _ = self.torch
+        self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+        self.assertIn(f"torch.profiler: steps {ACTIVE_STEPS[0]}-{ACTIVE_STEPS[-1]}", proc.stdout)
+        self.assertIsNotNone(trace, "torch.profiler wrote no trace")
+        self.kineto = Steps(trace)
+
+    def each_mode(self, check):
+        for mode, (proc, trace, lines) in self.libprof.items():
+            with self.subTest(mode=mode):
+                self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+                self.assertIsNotNone(trace, f"not one window: {proc.stderr[-3000:]}")
+                check(mode, trace, Steps(trace), lines)
+
+    def test_both_record_iterations_3_to_5_as_steps_3_to_5(self):
+        _, _, torch_lines = self.torch
+        self.assertEqual(self.kineto.numbers, ACTIVE_STEPS)
+
+        def step_ops_are_the_iteration(steps, lines, who):
+            pid, starts, closing, _ = iterations(lines)
+            for k in ACTIVE_STEPS:
+                ops = steps.step_ops[k]
+                self.assertGreater(len(ops), 50, f"{who} step {k}")
+                outside = [e["name"][:60] for _, e in ops if not starts[k] <= e["args"]["correlation"] < starts[k + 1]]
+                self.assertEqual(outside, [], f"{who} step {k}: ops of another iteration")
+            return closing
+
+        step_ops_are_the_iteration(self.kineto, torch_lines, "torch.profiler")
+
+        def check(mode, trace, steps, lines):
+            w = trace["libprof"]["window"]
+            self.assertEqual((w["first_step"], w["last_step"], w["partial"]), (ACTIVE_STEPS[0], ACTIVE_STEPS[-1], False))
+            self.assertEqual(steps.numbers, ACTIVE_STEPS)
+            step_ops_are_the_iteration(steps, lines, mode)
+        self.each_mode(check)
+
+    def test_the_synchronize_ends_torch_profilers_step_and_opens_libprofs(self):
+        _, _, torch_lines = self.torch
+        _, _, closing, syncs = iterations(torch_lines)
+        for k in ACTIVE_STEPS:
+            got = [c["args"]["correlation"] for c in self.kineto.step_calls[k] if c["name"] == "cudaDeviceSynchronize"]
+            self.assertEqual(got, [closing[k]], f"torch.profiler step {k} holds iteration {k}'s synchronize")
+        # Kineto's own synchronize, when the active steps end, is in no step:
+        # the one after iteration 5's, before iteration 6 begins.
+        own = [c["args"]["correlation"] for c in self.kineto.outside if c["name"] == "cudaDeviceSynchronize"]
+        self.assertEqual(own, [next(s for s in syncs if s > closing[ACTIVE_STEPS[-1]])])
+
+        def check(mode, trace, steps, lines):
+            _, _, closing, _ = iterations(lines)
+            for k in ACTIVE_STEPS:
+                got = [c["args"]["correlation"] for c in steps.step_calls[k] if c["name"] == "cudaDeviceSynchronize"]
+                self.assertEqual(got, [closing[k - 1]], f"libprof step {k} opens with iteration {k - 1}'s synchronize")
+                first = min(steps.step_calls[k], key=lambda c: c["ts"])
+                self.assertEqual(first["name"], "cudaDeviceSynchronize")
+            self.assertEqual(steps.outside, [])
+        self.each_mode(check)
+
+    def test_per_step_the_same_kernels_copies_and_memsets(self):
+        for k in ACTIVE_STEPS:
+            kinds = collections.Counter(key[0] for key in self.kineto.op_keys(k).elements())
+            self.assertGreater(kinds["kernel"], 50)
+            self.assertGreaterEqual(kinds["memcpy"], 2)  # the batch: tokens and targets
+            self.assertGreaterEqual(kinds["memset"], 1)
+
+        def check(mode, trace, steps, lines):
+            for k in ACTIVE_STEPS:
+                want, got = self.kineto.op_keys(k), steps.op_keys(k)
+                self.assertEqual(got - want, collections.Counter(), f"step {k}: libprof only")
+                self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
+            self.assertEqual(steps.step_ops.get(None, []), [], "device ops launched outside the steps")
+        self.each_mode(check)
+
+    def test_per_step_the_same_runtime_calls_but_what_kineto_leaves_out(self):
+        for k in ACTIVE_STEPS:
+            self.assertEqual(set(self.kineto.call_names(k)) & KINETO_LEAVES_OUT, set())
+
+        def check(mode, trace, steps, lines):
+            for k in ACTIVE_STEPS:
+                want, got = self.kineto.call_names(k), steps.call_names(k, KINETO_LEAVES_OUT)
+                self.assertGreater(sum(want.values()), 100)
+                self.assertEqual(got - want, collections.Counter(), f"step {k}: libprof only")
+                self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
+                # What was left out is there in libprof's trace: PyTorch asks
+                # for the current device at nearly every operator.
+                self.assertGreater(steps.call_names(k)["cudaGetDevice"], 100, f"step {k}")
+        self.each_mode(check)
+
+    def test_per_step_each_device_op_has_the_same_launching_call(self):
+        _, _, torch_lines = self.torch
+        self.assertEqual(self.kineto.unlaunched, [])
+
+        def launches_are_the_truths(steps, lines, who):
+            pid = next(l["pid"] for l in lines if l["type"] == "api")
+            api = {op["correlation"]: op["api"] for op in truth.of_type(lines, *truth.DEVICE_OPS) if op["pid"] == pid}
+            for kind, e in steps.ops:
+                self.assertEqual(steps.calls[e["args"]["correlation"]]["name"], api[e["args"]["correlation"]],
+                                 f"{who}: {e['name'][:60]}")
+        launches_are_the_truths(self.kineto, torch_lines, "torch.profiler")
+
+        def check(mode, trace, steps, lines):
+            self.assertEqual(steps.unlaunched, [])
+            launches_are_the_truths(steps, lines, mode)
+            for k in ACTIVE_STEPS:
+                want, got = self.kineto.launches(k), steps.launches(k)
+                self.assertGreater(len({key[2] for key in want}), 2, "several launch functions")
+                self.assertEqual(got - want, collections.Counter(), f"step {k}: libprof only")
+                self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
+        self.each_mode(check)
+
+    def test_durations_are_the_truths_in_both(self):
+        def durations(steps, lines, delta_ns, who):
+            pid = next(l["pid"] for l in lines if l["type"] == "api")
+            ops = {op["correlation"]: op for op in truth.of_type(lines, *truth.DEVICE_OPS) if op["pid"] == pid}
+            for kind, e in steps.ops:
+                op = ops[e["args"]["correlation"]]
+                self.assertAlmostEqual(e["dur"] * 1000, op["end_ns"] - op["start_ns"], delta=delta_ns,
+                                       msg=f"{who}: {e['name'][:60]}")
+        # Kineto's trace: the sim's clock through CUPTI's and Kineto's conversions (1 ns each).
+        durations(self.kineto, self.torch[2], 2, "torch.profiler")
+        # libprof's: µs with three decimals, from the same ns.
+        self.each_mode(lambda mode, trace, steps, lines: durations(steps, lines, 0.01, mode))
+
+    def test_fields_consumers_read_follow_kinetos_but_the_listed_ones(self):
+        _, kineto_trace, _ = self.torch
+
+        def args_on_every(trace, cat):
+            events = [e for e in trace["traceEvents"] if e.get("cat") == cat and e.get("ph") == "X"
+                      and (cat != "user_annotation" or str(e["name"]).startswith("ProfilerStep#"))]
+            self.assertTrue(events, cat)
+            return set.intersection(*(set(e.get("args", {})) for e in events)), events
+
+        def cats(trace):
+            return {e["cat"] for e in trace["traceEvents"] if "cat" in e}
+
+        def check(mode, trace, steps, lines):
+            self.assertEqual(cats(kineto_trace) - cats(trace), set(KINETO_ONLY_CATS))
+            self.assertEqual(cats(trace) - cats(kineto_trace), set(LIBPROF_ONLY_CATS))
+            for cat, lacks in KINETO_ONLY_ARGS.items():
+                kineto_keys, _ = args_on_every(kineto_trace, cat)
+                ours_keys, ours = args_on_every(trace, cat)
+                expected = lacks | (KINETO_ONLY_ARGS_LD_PRELOAD.get(cat, set()) if mode == "LD_PRELOAD" else set())
+                self.assertEqual(kineto_keys - ours_keys, expected, cat)
+                if cat in DEVICE_CATS:
+                    # GPU tracks as Kineto lays them out: pid = device, tid = stream.
+                    self.assertEqual({(e["pid"], e["tid"]) for e in ours},
+                                     {(e["args"]["device"], e["args"]["stream"]) for e in ours}, cat)
+            # Only GPU work carries "stream" (HTA takes any event with one for a kernel).
+            self.assertEqual({e["cat"] for e in trace["traceEvents"] if "stream" in e.get("args", {})},
+                             set(DEVICE_CATS) | {"cuda_sync"})
+            # Each device op's flow: started on its launching call, finished on the op.
+            flows = collections.Counter((e["ph"], e["id"]) for e in trace["traceEvents"] if e.get("cat") == "ac2g")
+            for _, e in steps.ops:
+                c = e["args"]["correlation"]
+                self.assertEqual((flows[("s", c)], flows[("f", c)]), (1, 1), e["name"][:60])
+        self.each_mode(check)
+
+
+if __name__ == "__main__":
+    harness.main()
