@@ -14,25 +14,23 @@ struct CbidName {
 };
 #include "callback_names.inc"
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 ApiClass ClassifyName(std::string_view name) {
   // Runtime names first, then their driver equivalents.
-  if (StartsWith(name, "cudaLaunchHostFunc") || StartsWith(name, "cuLaunchHostFunc")) return ApiClass::kOther;
-  if (StartsWith(name, "cudaLaunch") || StartsWith(name, "__cudaLaunchKernel") || StartsWith(name, "cudaGraphLaunch") ||
-      StartsWith(name, "cuLaunch") || StartsWith(name, "cuGraphLaunch")) {
+  if (name.starts_with("cudaLaunchHostFunc") || name.starts_with("cuLaunchHostFunc")) return ApiClass::kOther;
+  if (name.starts_with("cudaLaunch") || name.starts_with("__cudaLaunchKernel") || name.starts_with("cudaGraphLaunch") ||
+      name.starts_with("cuLaunch") || name.starts_with("cuGraphLaunch")) {
     return ApiClass::kLaunch;
   }
-  if (StartsWith(name, "cudaMemcpy") || StartsWith(name, "cuMemcpy")) return ApiClass::kMemcpy;
-  if (StartsWith(name, "cudaMemset") || StartsWith(name, "cuMemset")) return ApiClass::kMemset;
-  if (name == "cudaDeviceSynchronize" || StartsWith(name, "cudaStreamSynchronize") || name == "cudaEventSynchronize" ||
-      StartsWith(name, "cudaStreamWaitEvent") || name == "cuCtxSynchronize" ||
-      StartsWith(name, "cuStreamSynchronize") || name == "cuEventSynchronize" ||
-      StartsWith(name, "cuStreamWaitEvent")) {
+  if (name.starts_with("cudaMemcpy") || name.starts_with("cuMemcpy")) return ApiClass::kMemcpy;
+  if (name.starts_with("cudaMemset") || name.starts_with("cuMemset")) return ApiClass::kMemset;
+  if (name == "cudaDeviceSynchronize" || name.starts_with("cudaStreamSynchronize") || name == "cudaEventSynchronize" ||
+      name.starts_with("cudaStreamWaitEvent") || name == "cuCtxSynchronize" ||
+      name.starts_with("cuStreamSynchronize") || name == "cuEventSynchronize" ||
+      name.starts_with("cuStreamWaitEvent")) {
     return ApiClass::kSync;
   }
-  if (StartsWith(name, "cudaMalloc") || StartsWith(name, "cudaFree") || name == "cudaHostAlloc" ||
-      StartsWith(name, "cuMemAlloc") || StartsWith(name, "cuMemFree") || name == "cuMemCreate" ||
+  if (name.starts_with("cudaMalloc") || name.starts_with("cudaFree") || name == "cudaHostAlloc" ||
+      name.starts_with("cuMemAlloc") || name.starts_with("cuMemFree") || name == "cuMemCreate" ||
       name == "cuMemRelease") {
     return ApiClass::kMemory;
   }

@@ -66,8 +66,6 @@ std::string PythonSliceName(const Window& w, uint32_t frame_id, uint32_t via) {
 
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 // ".../lib/python3.<N>/..." (the standard library of a CPython install).
 bool InStdlib(std::string_view file) {
   size_t at = file.find("/lib/python3.");
@@ -84,12 +82,12 @@ bool IsUserFile(const std::string& file, const std::string& user_prefixes) {
   while (!prefixes.empty()) {
     size_t comma = prefixes.find(',');
     std::string_view p = prefixes.substr(0, comma);
-    if (!p.empty() && StartsWith(file, p)) return true;
+    if (!p.empty() && file.starts_with(p)) return true;
     if (comma == std::string_view::npos) break;
     prefixes.remove_prefix(comma + 1);
   }
   if (file.find("/site-packages/") != std::string::npos || file.find("/dist-packages/") != std::string::npos) return false;
-  if (StartsWith(file, "<")) return false;  // <frozen importlib._bootstrap>, <string>
+  if (file.starts_with("<")) return false;  // <frozen importlib._bootstrap>, <string>
   return !InStdlib(file);
 }
 

@@ -10,6 +10,7 @@
 #include "exporters/common/collectives.h"
 #include "exporters/common/compact_window.h"
 #include "exporters/common/demangle.h"
+#include "exporters/common/intervals.h"
 #include "exporters/summary/stats.h"
 #include "exporters/summary/summary.h"
 #include "exporters/common/window_index.h"
@@ -89,28 +90,9 @@ std::vector<Interval> BusyIntervals(const W& w) {
       spans.emplace_back(r.start_ns, std::max(r.start_ns, r.end_ns));
     }
   }
-  std::sort(spans.begin(), spans.end());
-  std::vector<Interval> merged;
-  for (const Interval& s : spans) {
-    if (!merged.empty() && s.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, s.second);
-    } else {
-      merged.push_back(s);
-    }
-  }
-  return merged;
+  return MergeIntervals(std::move(spans), EmptyIntervals::kKeep);
 }
 
-uint64_t BusyWithin(const std::vector<Interval>& busy, uint64_t start_ns, uint64_t end_ns) {
-  uint64_t total = 0;
-  auto it = std::lower_bound(busy.begin(), busy.end(), Interval{start_ns, 0},
-                             [](const Interval& a, const Interval& b) { return a.second < b.first; });
-  for (; it != busy.end() && it->first < end_ns; ++it) {
-    uint64_t s = std::max(it->first, start_ns), e = std::min(it->second, end_ns);
-    if (e > s) total += e - s;
-  }
-  return total;
-}
 
 template <typename W>
 void ComputeSpan(const W& w, Summary* s) {
@@ -275,7 +257,7 @@ void ComputeSteps(const W& w, const WindowIndex& index, const std::vector<Interv
     StepRow row;
     row.step = step.step;
     row.wall_ns = Duration(step.start_ns, step.end_ns);
-    row.gpu_busy_ns = BusyWithin(busy, step.start_ns, step.end_ns);
+    row.gpu_busy_ns = LengthWithin(busy, step.start_ns, step.end_ns);
     row.gpu_busy_percent = row.wall_ns ? 100.0 * static_cast<double>(row.gpu_busy_ns) / static_cast<double>(row.wall_ns) : 0;
     s->steps.push_back(row);
   }
@@ -411,17 +393,8 @@ void ComputeGpuSplit(const W& w, Summary* s) {
     }
     (communication ? comm : compute).emplace_back(r.start_ns, std::max(r.start_ns, r.end_ns));
   }
-  auto merge = [](std::vector<Interval>* v) {
-    std::sort(v->begin(), v->end());
-    std::vector<Interval> out;
-    for (const Interval& i : *v) {
-      if (!out.empty() && i.first <= out.back().second) out.back().second = std::max(out.back().second, i.second);
-      else out.push_back(i);
-    }
-    *v = std::move(out);
-  };
-  merge(&compute);
-  merge(&comm);
+  compute = MergeIntervals(std::move(compute), EmptyIntervals::kKeep);
+  comm = MergeIntervals(std::move(comm), EmptyIntervals::kKeep);
   const uint64_t lo = s->span_start_ns, hi = s->span_end_ns;
   auto clip = [&](Interval i) { return Interval{std::max(i.first, lo), std::min(i.second, hi)}; };
   uint64_t overlap = 0;
@@ -432,7 +405,7 @@ void ComputeGpuSplit(const W& w, Summary* s) {
     if (compute[a].second < comm[b].second) ++a;
     else ++b;
   }
-  const uint64_t compute_ns = BusyWithin(compute, lo, hi), comm_ns = BusyWithin(comm, lo, hi);
+  const uint64_t compute_ns = LengthWithin(compute, lo, hi), comm_ns = LengthWithin(comm, lo, hi);
   const uint64_t span = Duration(lo, hi);
   s->gpu_overlap_ns = overlap;
   s->gpu_compute_ns = compute_ns - std::min(compute_ns, overlap);
@@ -485,21 +458,6 @@ void ComputeCollectives(const W& w, Summary* s) {
   }
   std::stable_sort(s->collectives.begin(), s->collectives.end(),
                    [](const CollectiveRow& a, const CollectiveRow& b) { return a.total_ns > b.total_ns; });
-}
-
-// Sorted, merged copy of `spans`.
-std::vector<Interval> Merged(std::vector<Interval> spans) {
-  std::sort(spans.begin(), spans.end());
-  std::vector<Interval> merged;
-  for (const Interval& s : spans) {
-    if (s.second <= s.first) continue;
-    if (!merged.empty() && s.first <= merged.back().second) {
-      merged.back().second = std::max(merged.back().second, s.second);
-    } else {
-      merged.push_back(s);
-    }
-  }
-  return merged;
 }
 
 // The categories of TimeBreakdown, in the order a moment is given to the
@@ -559,7 +517,7 @@ void ComputeBreakdown(const W& w, const WindowIndex& index, ApiRecordNames* api_
   };
   std::vector<Edge> edges;
   for (int c = 0; c < kCatCount; ++c) {
-    for (const Interval& iv : Merged(std::move(spans[c]))) {
+    for (const Interval& iv : MergeIntervals(std::move(spans[c]))) {
       uint64_t a = std::max(iv.first, s->span_start_ns), b = std::min(iv.second, s->span_end_ns);
       if (b <= a) continue;
       edges.push_back({a, 1, static_cast<uint8_t>(c)});
@@ -649,7 +607,7 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeSpan(w, &s);
   std::vector<Interval> busy = BusyIntervals(w);
   s.has_gpu_work = !busy.empty();
-  s.gpu_busy_ns = BusyWithin(busy, s.span_start_ns, s.span_end_ns);
+  s.gpu_busy_ns = LengthWithin(busy, s.span_start_ns, s.span_end_ns);
   uint64_t span = Duration(s.span_start_ns, s.span_end_ns);
   s.gpu_busy_percent = span ? 100.0 * static_cast<double>(s.gpu_busy_ns) / static_cast<double>(span) : 0;
   ComputeTables(w, index, &s);

@@ -127,14 +127,12 @@ void Steps(const Summary& s, std::string* out) {
   *out += "\n== Steps ==\n";
   TextTable t({"Step", "Wall (ms)", "GPU busy (%)", "Kernels", "Launches", "Syncs", "Copies", "Allocs/frees"});
   for (const StepRow& r : s.steps) {
-    t.AddRow({std::to_string(r.step), Grouped(double(r.wall_ns) / 1e6, 3),
+    t.AddRow({std::to_string(r.step), Ms(double(r.wall_ns)),
               s.meta.has_gpu_timings ? D(r.gpu_busy_percent) : "n/a", U(r.kernels), U(r.launches), U(r.syncs),
               U(r.copies), U(r.allocs)});
   }
   *out += t.empty() ? " (no steps)\n" : t.Render();
 }
-
-std::string Ms(uint64_t ns) { return Grouped(double(ns) / 1e6, 3); }
 
 void BreakdownRow(const std::string& label, uint64_t wall_ns, const TimeBreakdown& b, TextTable* t) {
   t->AddRow({label, Ms(wall_ns), Ms(b.kernel_ns), Ms(b.comm_ns), Ms(b.memcpy_ns), Ms(b.memset_ns), Ms(b.runtime_ns),
@@ -201,7 +199,7 @@ void IdleGaps(const Summary& s, std::string* out) {
   TextTable t({"Duration", "At (+ms)", "Host was in"});
   for (size_t i = 0; i < s.idle_gaps.size() && i < 5; ++i) {
     const IdleGap& g = s.idle_gaps[i];
-    t.AddRow({FormatDuration(double(g.end_ns - g.start_ns)), Grouped(double(g.start_ns - s.span_start_ns) / 1e6, 3),
+    t.AddRow({FormatDuration(double(g.end_ns - g.start_ns)), Ms(double(g.start_ns - s.span_start_ns)),
               g.host_activity.empty() ? "(no CUDA call)" : g.host_activity});
   }
   *out += t.Render();

@@ -64,6 +64,8 @@ std::string Grouped(double value, int decimals) {
   return out;
 }
 
+std::string Ms(double ns, int decimals) { return Grouped(ns / 1e6, decimals); }
+
 std::string TextTable::Render() const {
   size_t columns = headers_.size();
   // Each cell's display width, measured once (it sizes the column and pads

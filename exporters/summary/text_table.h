@@ -22,5 +22,8 @@ class TextTable {
 // 1234567 -> "1,234,567"; 1234.5 -> "1,234.5" (nsys's number style).
 std::string Grouped(unsigned long long value);
 std::string Grouped(double value, int decimals);
+// Nanoseconds as grouped milliseconds, as nsys prints times and the
+// summary's and job's tables show them: 1234567891 -> "1,234.568".
+std::string Ms(double ns, int decimals = 3);
 
 }  // namespace prof

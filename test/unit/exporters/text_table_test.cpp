@@ -83,5 +83,13 @@ TEST_CASE("numbers are grouped in threes, with their decimals zero-padded", "[te
   }
 }
 
+TEST_CASE("times in tables are grouped milliseconds with three decimals unless asked", "[text_table]") {
+  CHECK(Ms(1'234'567'891.0) == "1,234.568");
+  CHECK(Ms(600.0) == "0.001");
+  CHECK(Ms(0.0) == "0.000");
+  CHECK(Ms(2'500'000.0, 1) == "2.5");
+  CHECK(Ms(-3'000'000.0) == "-3.000");
+}
+
 }  // namespace
 }  // namespace prof

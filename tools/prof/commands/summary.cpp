@@ -52,8 +52,8 @@ void Compare(const std::vector<Row>& rows) {
     t.AddRow({s.meta.rank_known ? std::to_string(s.meta.rank) : "-",
               Printf("%llu-%llu", static_cast<unsigned long long>(s.meta.first_step),
                      static_cast<unsigned long long>(s.meta.last_step)),
-              Grouped(double(wall) / 1e6, 3), s.meta.has_gpu_timings ? Grouped(s.gpu_busy_percent, 1) : "n/a",
-              Grouped(static_cast<unsigned long long>(kernels)), Grouped(double(kernel_ns) / 1e6, 3),
+              Ms(double(wall)), s.meta.has_gpu_timings ? Grouped(s.gpu_busy_percent, 1) : "n/a",
+              Grouped(static_cast<unsigned long long>(kernels)), Ms(double(kernel_ns)),
               findings.empty() ? "-" : findings, r.label});
   }
   std::fputs(t.Render().c_str(), stdout);

@@ -124,8 +124,8 @@ RankTimeline Timeline(const RankEvents& r, int64_t o) {
   t.offset = o;
   Intervals compute, comm;
   for (const JobKernel& k : r.kernels) (k.comm ? comm : compute).push_back({k.start_ns - o, k.end_ns - o});
-  t.compute = Merged(std::move(compute));
-  t.comm = Merged(std::move(comm));
+  t.compute = MergeIntervals(std::move(compute));
+  t.comm = MergeIntervals(std::move(comm));
   for (size_t k = 0; k < r.kernels.size(); ++k) t.kernels.push_back({r.kernels[k].start_ns - o, k});
   std::sort(t.kernels.begin(), t.kernels.end());
   int64_t main_tid = MainThread(r);

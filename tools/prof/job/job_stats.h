@@ -8,22 +8,18 @@
 #include <utility>
 #include <vector>
 
+#include "exporters/common/intervals.h"    // MergeIntervals, LengthWithin
+#include "exporters/summary/text_table.h"  // Ms
+
 namespace prof::tool {
 
-using Intervals = std::vector<std::pair<int64_t, int64_t>>;
+using Intervals = prof::Intervals<int64_t>;
 
 double Median(std::vector<double> v);
 // The median of integers, the mean of the middle two rounded down.
 int64_t MedianInt(std::vector<int64_t> v);
 
-// [start, end) intervals merged into disjoint ones, sorted.
-Intervals Merged(Intervals iv);
 // Length of the intersection of two sets of disjoint sorted intervals.
 int64_t Intersection(const Intervals& a, const Intervals& b);
-// Length of disjoint sorted intervals within [lo, hi).
-int64_t LengthWithin(const Intervals& merged, int64_t lo, int64_t hi);
-
-// ns as ms with `decimals` decimals and grouped thousands ("1,234.567").
-std::string Ms(double ns, int decimals = 3);
 
 }  // namespace prof::tool

@@ -10,8 +10,6 @@
 namespace prof::tool {
 namespace {
 
-bool StartsWith(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
 std::string Lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -21,7 +19,7 @@ std::string Lower(std::string_view s) {
 // HTA's CommunicateKernelGroupingPattern: ^nccl, or ncclKernel anywhere
 // (ncclDevKernel_* of NCCL >= 2.19 starts with "nccl").
 bool IsCommKernelName(std::string_view name) {
-  return StartsWith(name, "nccl") || name.find("ncclKernel") != std::string_view::npos;
+  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos;
 }
 
 // Point-to-point operations: the two sides carry different names, so they
@@ -91,7 +89,7 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
       if (k.comm) k.collective = std::string(name);
     }
     r->kernels.push_back(std::move(k));
-  } else if (cat == "user_annotation" && StartsWith(name, "ProfilerStep#")) {
+  } else if (cat == "user_annotation" && name.starts_with("ProfilerStep#")) {
     JobStep s;
     std::string digits(name.substr(13));
     char* end = nullptr;
@@ -101,7 +99,7 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
     s.end_ns = start + dur;
     r->steps.push_back(s);
   } else if (cat == "cuda_runtime" || cat == "cuda_driver" ||
-             (StartsWith(name, "nccl") && !StartsWith(cat, "gpu_") && cat != "ac2g")) {
+             (name.starts_with("nccl") && !cat.starts_with("gpu_") && cat != "ac2g")) {
     r->calls.push_back({start, start + dur, tid, r->Intern(name)});
   } else if (cat == "python_function") {
     r->python.push_back({start, start + dur, tid, r->Intern(name)});
