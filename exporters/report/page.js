@@ -5,7 +5,9 @@
 
   const DATA = JSON.parse(document.getElementById('prof-data').textContent);
 
-  // ---- formatting: the summary's own rules (exporters/text_table.cpp, format.cpp)
+  // ---- formatting: the summary's own rules (exporters/summary/text_table.cpp:
+  // Grouped, Ms; exporters/common/format.cpp: FormatDuration, FormatBytes), written
+  // again here because the page formats its tables in the browser.
 
   // Grouped(value, decimals): the same IEEE operations as the C++, so the
   // same digits.
