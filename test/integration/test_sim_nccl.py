@@ -19,6 +19,7 @@ import sim_truth  # noqa: E402
 DDP = os.path.join(harness.WORKLOAD_DIR, "ddp_train")
 DDP_STATIC = os.path.join(harness.WORKLOAD_DIR, "ddp_train_static")
 CTYPES = os.path.join(harness.WORKLOAD_DIR, "nccl_ctypes.py")
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "workloads", "nccl_data.py")
 PROBE_DIR = os.path.join(os.path.dirname(harness.SIM_LIB_DIR), "testing")
 
 # The model's numbers (README "Collectives").
@@ -243,6 +244,31 @@ class SimNcclTest(unittest.TestCase):
                     self.assertTrue(channels and all(e.get("null_context") for e in channels), channels[:3])
                 elif name in ("short name", "static"):
                     self.assertEqual(len(finalized), 2)
+
+    def test_collectives_move_the_bytes_nccl_documents(self):
+        # test/workloads/nccl_data.py on four ranks, one device each, the last
+        # rank late to every call: each collective's result (every reduction
+        # and type, FP8 saturating, rooted, gathers, scatters, all-to-all,
+        # send/receive) is in the receive buffer when a copy queued right
+        # behind the kernel reads it, and a memset queued behind it wins.
+        tmp = harness.scratch_dir(self, "simnccl-")
+        truth = os.path.join(tmp, "truth.jsonl")
+        results = self.run_ranks([sys.executable, DATA], 4, truth, extra_env={"SIM_DEVICE_COUNT": 4})
+        for r, res in enumerate(results):
+            checks = [json.loads(l) for l in res.stdout.splitlines()]
+            self.assertEqual([c["check"] for c in checks if not c["ok"]], [], f"rank {r}: {checks}")
+            self.assertEqual(len(checks), 20, res.stdout)
+        # Every kernel moved its bytes, but the one given memory the sim never
+        # allocated (the last all-reduce on each rank).
+        lines = sim_truth.read(truth)
+        coll = nccl_lines(lines)
+        for r in range(4):
+            mine = sorted((l for l in coll if l["rank"] == r), key=lambda l: l["arrival_ns"])
+            self.assertEqual([l["data"] for l in mine], [True] * (len(mine) - 1) + [False])
+        # The bytes went through shared-memory objects named after the
+        # communicator (rank 0's pid): the last reader of each removed it.
+        creator = next(l["pid"] for l in lines if l["type"] == "comm_init" and l["rank"] == 0)
+        self.assertEqual([n for n in os.listdir("/dev/shm") if n.startswith(f"simnccl.{creator}.")], [])
 
     def test_static_nccl_runs_the_same_job(self):
         tmp = harness.scratch_dir(self, "simnccl-")

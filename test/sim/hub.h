@@ -10,6 +10,7 @@
 // sim clock unless a timestamp callback was registered with CUPTI.
 #pragma once
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -164,11 +165,13 @@ int simhub_graph_node_id(void* node, uint64_t* id);
 // (work before it on its stream may itself wait on a gate), and places its
 // end at max(start, release) + transfer_ns once simhub_gate_release says when
 // the last rank started. Work behind an unreleased gate on its stream (or on
-// a stream waiting for it through an event) is placed then too: kernels and
-// event record/wait are queued without blocking the host; copies, memsets,
-// host functions and graph launches, synchronize calls and event synchronize
-// block the host until it is placed. The hub frees the gate after its
-// kernel is reported.
+// a stream waiting for it through an event) is placed then too: kernels,
+// event record/wait, and the copies and memsets the host does not wait for
+// are queued without blocking the host (their bytes move when placed, after
+// the collective's result was written before simhub_gate_release); copies
+// the host waits for, host functions and graph launches, synchronize calls
+// and event synchronize block the host until it is placed. The hub frees the
+// gate after its kernel is reported.
 typedef struct SimGate SimGate;
 typedef void (*SimGateStart)(void* arg, uint64_t start_ns);
 SimGate* simhub_gate_create(uint64_t transfer_ns, SimGateStart on_start, void* arg);
@@ -176,6 +179,10 @@ SimGate* simhub_gate_create(uint64_t transfer_ns, SimGateStart on_start, void* a
 // this gate. Without a launch the gate is never used (and leaks).
 void simhub_gate_arm(SimGate* gate);
 void simhub_gate_release(SimGate* gate, uint64_t release_ns);
+// 1 if [ptr, ptr + bytes) lies inside one allocation the sim made or
+// registered (a collective's buffers: the simulated NCCL reads and writes
+// them only then, where NVIDIA's kernel would fault otherwise); no API call.
+int simhub_memory_holds(const void* ptr, size_t bytes);
 
 // Fault switches (SIM_* environment variables) read once by the hub.
 // Returns the value of SIM_<name> or NULL; e.g. simhub_fault("NO_DRIVER").

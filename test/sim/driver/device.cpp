@@ -295,7 +295,8 @@ void Device::WaitSettledLocked(std::unique_lock<std::mutex>& lock, CUstream_st* 
   settled_.wait(lock, [&] { return !UnsettledLocked(s); });
 }
 
-void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate) {
+void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate,
+                       std::function<void()> effect) {
   const uint64_t now = simhub_now_ns();
   Ready ready;
   {
@@ -306,7 +307,8 @@ void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, c
     SimOp mine = op;
     mine.device_id = static_cast<uint32_t>(ordinal_);
     mine.context_id = ContextUidLocked();
-    deferred_.push_back(Deferred{Deferred::kKernel, s, nullptr, now, duration_ns, mine, api, gate, false});
+    deferred_.push_back(Deferred{Deferred::kKernel, s, nullptr, now, duration_ns, mine, api, gate, false,
+                                 std::move(effect)});
     ++s->deferred;
     ProcessLocked(&ready);
   }
@@ -364,6 +366,7 @@ void Device::ProcessLocked(Ready* ready) {
         }
         e.op.stream_id = s->id;
         s->tail_ns = e.op.end_ns;
+        if (e.effect) e.effect();  // the bytes move in stream order
         ready->ops.push_back(ReadyOp{e.op, e.api, e.gate});
         break;
       case Deferred::kRecord:
@@ -424,7 +427,7 @@ void Device::RecordEvent(CUevent event, CUstream stream) {
   event->recorded = true;
   if (UnsettledLocked(s)) {  // behind a collective waiting for its peers: known later
     event->pending = true;
-    deferred_.push_back(Deferred{Deferred::kRecord, s, event, now, 0, SimOp{}, nullptr, nullptr, false});
+    deferred_.push_back(Deferred{Deferred::kRecord, s, event, now, 0, SimOp{}, nullptr, nullptr, false, {}});
     ++s->deferred;
     return;
   }
@@ -440,7 +443,7 @@ void Device::WaitEvent(CUstream stream, CUevent event) {
   CUstream_st* s = ResolveLocked(stream);
   if (!s || !events_.count(event) || !event->recorded) return;
   if (event->pending || UnsettledLocked(s)) {
-    deferred_.push_back(Deferred{Deferred::kWait, s, event, now, 0, SimOp{}, nullptr, nullptr, false});
+    deferred_.push_back(Deferred{Deferred::kWait, s, event, now, 0, SimOp{}, nullptr, nullptr, false, {}});
     ++s->deferred;
     return;
   }
@@ -555,6 +558,17 @@ bool Device::IsAllocationStart(const void* ptr, int memory_kind) {
   std::lock_guard<std::mutex> lock(memory.mutex);
   auto it = memory.by_start.find(reinterpret_cast<uintptr_t>(ptr));
   return it != memory.by_start.end() && it->second.kind == memory_kind;
+}
+
+bool Device::Holds(const void* ptr, size_t bytes) {
+  std::lock_guard<std::mutex> lock(Memory().mutex);
+  const uintptr_t start = reinterpret_cast<uintptr_t>(ptr);
+  auto& by_start = Memory().by_start;
+  auto it = by_start.upper_bound(start);
+  if (it == by_start.begin()) return false;
+  --it;  // the allocation starting at or before ptr
+  const size_t offset = start - it->first;
+  return offset < it->second.bytes && bytes <= it->second.bytes - offset;
 }
 
 size_t Device::DeviceBytesInUse() {
@@ -702,6 +716,10 @@ extern "C" __attribute__((visibility("default"))) void simhub_gate_arm(SimGate* 
 extern "C" __attribute__((visibility("default"))) void simhub_gate_release(SimGate* gate, uint64_t release_ns) {
   // The gate's device: its kernel was enqueued (and announced its start) before any release.
   if (gate) (gate->device ? *gate->device : sim::Device::Get()).ReleaseGate(gate, release_ns);
+}
+
+extern "C" __attribute__((visibility("default"))) int simhub_memory_holds(const void* ptr, size_t bytes) {
+  return ptr && sim::Device::Holds(ptr, bytes) ? 1 : 0;
 }
 
 extern "C" __attribute__((visibility("default"))) int simhub_device_count(void) { return sim::Device::Count(); }

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -128,8 +129,12 @@ class Device {
   // when nothing it depends on is deferred and it is not gated, else queued
   // and placed (and reported with EmitOp) once what it waits for is known.
   // `op` comes filled by Place (correlation, context, graph) except the
-  // times. `gate` (kernels only) may be null.
-  void EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate);
+  // times. `gate` (kernels only) may be null. `effect` (a copy's or
+  // memset's bytes) runs when the op is placed, under this device's lock, so
+  // its bytes move in stream order: after a collective ahead of it wrote its
+  // result (README "Collectives", data).
+  void EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, const char* api, SimGate* gate,
+                 std::function<void()> effect = {});
   // A gate's peers have all arrived: its kernel ends at max(start, release) + transfer.
   void ReleaseGate(SimGate* gate, uint64_t release_ns);
 
@@ -168,6 +173,9 @@ class Device {
   static int DeviceOf(const void* ptr);
   // Whether ptr is where an allocation of this memory kind starts.
   static bool IsAllocationStart(const void* ptr, int memory_kind);
+  // Whether [ptr, ptr + bytes) lies inside one allocation the sim knows
+  // (device, managed, pinned or registered memory).
+  static bool Holds(const void* ptr, size_t bytes);
   size_t DeviceBytesInUse();  // this device's
   static constexpr size_t kTotalMemBytes = 85520809984ull;  // 79.6 GiB, as an H100 80GB reports
 
@@ -207,6 +215,7 @@ class Device {
     const char* api;       // kKernel: the launching call's name (truth log)
     SimGate* gate;         // kKernel: null when not gated
     bool started;          // gated kernel: start placed and announced
+    std::function<void()> effect;  // kKernel: a copy's or memset's bytes, moved when placed
   };
   struct ReadyOp {
     SimOp op;

@@ -68,11 +68,16 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   device.RetainPrimaryContext();
   const int src_kind = src.memory_kind ? src.memory_kind : device.KindOf(src.base);
   const int dst_kind = dst.memory_kind ? dst.memory_kind : device.KindOf(dst.base);
-  for (size_t z = 0; z < depth; ++z) {
-    for (size_t row = 0; row < height; ++row) {
-      memmove(dst.base + z * dst.slice_pitch + row * dst.pitch, src.base + z * src.slice_pitch + row * src.pitch, width);
+  // The bytes move when the copy takes its place on the stream: at once,
+  // unless it waits behind a collective whose result is not written yet.
+  auto move = [src, dst, width, height, depth] {
+    for (size_t z = 0; z < depth; ++z) {
+      for (size_t row = 0; row < height; ++row) {
+        memmove(dst.base + z * dst.slice_pitch + row * dst.pitch, src.base + z * src.slice_pitch + row * src.pitch,
+                width);
+      }
     }
-  }
+  };
   SimOp op{};
   op.kind = SIM_OP_MEMCPY;
   op.copy_kind = CopyKind(src_kind, dst_kind);
@@ -90,10 +95,11 @@ CUresult CopyBox(const CopyRegion& src, const CopyRegion& dst, size_t width, siz
   if (!HostWaits(synchronous, op.copy_kind, src_kind, dst_kind)) {
     // Queued like a kernel behind a collective waiting for its peers.
     Place(&op, Placement{});
-    device.EnqueueOp(stream, duration_ns, op, OuterFunctionName(), nullptr);
+    device.EnqueueOp(stream, duration_ns, op, OuterFunctionName(), nullptr, move);
     return CUDA_SUCCESS;
   }
-  const Placement at = device.Enqueue(stream, duration_ns);
+  const Placement at = device.Enqueue(stream, duration_ns);  // waits for deferred work ahead
+  move();
   Place(&op, at);
   EmitOp(op);
   WaitUntilNs(at.end_ns);
@@ -126,14 +132,16 @@ CUresult SetBox(void* dst, size_t pitch, unsigned char value, size_t width, size
   if (!dst || !OnDevice(device.KindOf(dst))) return CUDA_ERROR_INVALID_VALUE;
   if (!device.IsValid(stream)) return CUDA_ERROR_INVALID_HANDLE;
   if (CUresult r = CUDA_SUCCESS; CaptureMemset(stream, dst, pitch, value, width, rows, &r)) return r;
-  for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
+  auto fill = [dst, pitch, value, width, rows] {
+    for (size_t row = 0; row < rows; ++row) memset(static_cast<char*>(dst) + row * pitch, value, width);
+  };
   SimOp op{};
   op.kind = SIM_OP_MEMSET;
   op.bytes = width * rows;
   op.address = reinterpret_cast<uint64_t>(dst);
   op.dst_kind = device.KindOf(dst);
   Place(&op, Placement{});
-  device.EnqueueOp(stream, MemsetDurationNs(op.bytes), op, OuterFunctionName(), nullptr);
+  device.EnqueueOp(stream, MemsetDurationNs(op.bytes), op, OuterFunctionName(), nullptr, fill);
   return CUDA_SUCCESS;
 }
 

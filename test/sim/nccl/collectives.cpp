@@ -40,7 +40,9 @@ const Hub& GetHub() {
     h.gate_arm = reinterpret_cast<void (*)(void*)>(dlsym(lib, "simhub_gate_arm"));
     h.gate_release = reinterpret_cast<void (*)(void*, uint64_t)>(dlsym(lib, "simhub_gate_release"));
     h.current_device = reinterpret_cast<int (*)()>(dlsym(lib, "simhub_current_device"));
-    h.ok = h.now_ns && h.truth_line && h.gate_create && h.gate_arm && h.gate_release && h.current_device;
+    h.memory_holds = reinterpret_cast<int (*)(const void*, size_t)>(dlsym(lib, "simhub_memory_holds"));
+    h.ok = h.now_ns && h.truth_line && h.gate_create && h.gate_arm && h.gate_release && h.current_device &&
+           h.memory_holds;
     return h;
   }();
   return hub;
@@ -48,7 +50,7 @@ const Hub& GetHub() {
 
 namespace {
 
-enum class Func { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kSend, kRecv };
+using Func = CollFunc;
 
 const char* FuncName(Func f) {
   switch (f) {
@@ -89,6 +91,7 @@ struct Task {
   int peer;  // p2p
   const void* send;
   void* recv;
+  int redop = ncclSum;  // reductions
 };
 
 // ---- model (README "Collectives")
@@ -211,6 +214,10 @@ struct Message {  // one send or receive of a p2p group
   bool is_send;
   int peer;
   uint64_t n;  // index among this pair's messages
+  const void* send;  // the bytes (README "Data")
+  void* recv;
+  size_t bytes;
+  bool data_ok = true;
   bool published = false;
   bool consumed = false;
   uint64_t peer_start = 0;
@@ -229,6 +236,9 @@ struct Pending {
   double factor;
   uint8_t channels;
   void* plugin_task = nullptr;
+  CollBytes data{};             // collectives: what the bytes are (README "Data")
+  bool data_published = false;  // poller thread only
+  bool data_ok = true;
   // Set by OnStart (any thread) under the poller's mutex.
   bool started = false;
   bool published = false;
@@ -271,6 +281,9 @@ bool Publish(Pending& p) {
   ncclComm_t c = p.comm;
   Shared* s = c->shared;
   if (!p.p2p) {
+    // The bytes first: a peer that sees the start reads them.
+    if (!p.data_published) p.data_ok = PublishCollData(c, p.op, p.data);
+    p.data_published = true;
     if (p.op >= static_cast<uint64_t>(kCollRing) && MinReleased(s, c->nranks) <= p.op - kCollRing) return false;
     Mailbox& m = s->coll[p.op % kCollRing][c->rank];
     m.value.store(p.start_ns, std::memory_order_relaxed);
@@ -287,6 +300,7 @@ bool Publish(Pending& p) {
       all = false;  // the peer has not read the previous message in this slot
       continue;
     }
+    if (msg.is_send) msg.data_ok = PublishSendData(c, msg.peer, msg.n, msg.send, msg.bytes);
     m.value.store(p.start_ns, std::memory_order_relaxed);
     m.tag.store(msg.n + 1, std::memory_order_release);
     msg.published = true;
@@ -338,17 +352,30 @@ void NoteReleased(ncclComm_t c, uint64_t op) {
   c->shared->ranks[c->rank].released.store(c->released, std::memory_order_release);
 }
 
+// This rank's received bytes, written before the kernel's end is placed
+// (work queued behind it then sees them); false if any could not be.
+bool Receive(Pending& p) {
+  if (!p.p2p) return ReceiveCollData(p.comm, p.op, p.data) && p.data_ok;
+  bool ok = true;
+  for (Message& msg : p.messages) {
+    ok = (msg.is_send ? msg.data_ok : ReceiveRecvData(p.comm, msg.peer, msg.n, msg.recv, msg.bytes)) && ok;
+  }
+  return ok;
+}
+
 void Finish(Pending& p, uint64_t release_ns, bool timed_out) {
   const Hub& hub = GetHub();
+  const bool data = !timed_out && Receive(p);
   hub.gate_release(p.gate, release_ns);  // the kernel is placed and reported here
   const uint64_t end = std::max(p.start_ns, release_ns) + p.transfer_ns;
   const double dur = static_cast<double>(end - p.start_ns);
   char tail[512];
   snprintf(tail, sizeof(tail),
            ",\"start_ns\":%" PRIu64 ",\"release_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64 ",\"wait_ns\":%" PRIu64
-           ",\"transfer_ns\":%" PRIu64 ",\"bus_bytes\":%.0f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"timed_out\":%s}",
+           ",\"transfer_ns\":%" PRIu64 ",\"bus_bytes\":%.0f,\"algbw_gbps\":%.6f,\"busbw_gbps\":%.6f,\"timed_out\":%s,"
+           "\"data\":%s}",
            p.start_ns, release_ns, end, release_ns > p.start_ns ? release_ns - p.start_ns : 0, p.transfer_ns, p.bytes,
-           p.bytes / dur, p.bytes * p.factor / dur, timed_out ? "true" : "false");
+           p.bytes / dur, p.bytes * p.factor / dur, timed_out ? "true" : "false", data ? "true" : "false");
   hub.truth_line((p.truth + tail).c_str());
   if (!p.p2p) NoteReleased(p.comm, p.op);
   PluginKernelDone(p.comm, p.plugin_task, p.channels, p.start_ns, end);
@@ -508,6 +535,7 @@ ncclResult_t LaunchColl(const Task& t, uint64_t arrival) {
   SizeAndFactor(t.func, t.count, kTypes[t.datatype].bytes, c->nranks, &p->bytes, &p->factor);
   p->transfer_ns = TransferNs(p->bytes * p->factor, Steps(t.func, c->nranks));
   p->channels = Channels(p->bytes);
+  p->data = CollBytes{t.func, t.datatype, t.redop, t.count, t.root, t.send, t.recv};
   const uint64_t nccl_seq = c->seq_by_func[static_cast<int>(t.func)]++;
   const uint64_t seq = ++c->coll_seq;
   const std::string kernel = KernelBase(t.func, t.datatype);
@@ -537,8 +565,8 @@ ncclResult_t LaunchP2p(const std::vector<Task>& tasks, uint64_t arrival) {
   for (const Task& t : tasks) {
     const bool is_send = t.func == Func::kSend;
     const uint64_t n = is_send ? c->sent_to[t.peer]++ : c->received_from[t.peer]++;
-    p->messages.push_back(Message{is_send, t.peer, n});
     const double bytes = static_cast<double>(t.count) * kTypes[t.datatype].bytes;
+    p->messages.push_back(Message{is_send, t.peer, n, t.send, t.recv, static_cast<size_t>(bytes)});
     (is_send ? send_bytes : recv_bytes) += bytes;
     const uint64_t nccl_seq = c->seq_by_func[static_cast<int>(t.func)]++;
     char b[256];
@@ -668,7 +696,8 @@ using namespace simnccl;
 
 NCCL_SIM_API(ncclAllReduce, (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                              ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)) {
-  return Submit(Task{Func::kAllReduce, comm, reinterpret_cast<CUstream>(stream), datatype, count, -1, -1, sendbuff, recvbuff},
+  return Submit(Task{Func::kAllReduce, comm, reinterpret_cast<CUstream>(stream), datatype, count, -1, -1, sendbuff, recvbuff,
+                     op},
                 ValidOp(op));
 }
 
@@ -685,7 +714,8 @@ NCCL_SIM_API(ncclBcast, (void* buff, size_t count, ncclDataType_t datatype, int 
 
 NCCL_SIM_API(ncclReduce, (const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype, ncclRedOp_t op,
                           int root, ncclComm_t comm, cudaStream_t stream)) {
-  return Submit(Task{Func::kReduce, comm, reinterpret_cast<CUstream>(stream), datatype, count, root, -1, sendbuff, recvbuff},
+  return Submit(Task{Func::kReduce, comm, reinterpret_cast<CUstream>(stream), datatype, count, root, -1, sendbuff, recvbuff,
+                     op},
                 ValidOp(op));
 }
 
@@ -698,7 +728,7 @@ NCCL_SIM_API(ncclAllGather, (const void* sendbuff, void* recvbuff, size_t sendco
 NCCL_SIM_API(ncclReduceScatter, (const void* sendbuff, void* recvbuff, size_t recvcount, ncclDataType_t datatype,
                                  ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)) {
   return Submit(Task{Func::kReduceScatter, comm, reinterpret_cast<CUstream>(stream), datatype, recvcount, -1, -1, sendbuff,
-                     recvbuff},
+                     recvbuff, op},
                 ValidOp(op));
 }
 

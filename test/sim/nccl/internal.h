@@ -103,8 +103,34 @@ struct Hub {
   void (*gate_arm)(void*);
   void (*gate_release)(void*, uint64_t);
   int (*current_device)();  // simhub_current_device: no API call
+  int (*memory_holds)(const void*, size_t);  // simhub_memory_holds: no API call
 };
 const Hub& GetHub();
+
+// ---- data.cpp (README "Collectives", "Data")
+enum class CollFunc { kAllReduce, kBroadcast, kReduce, kAllGather, kReduceScatter, kAlltoAll, kSend, kRecv };
+// What one collective reads and writes on this rank.
+struct CollBytes {
+  CollFunc func;
+  int datatype;  // ncclDataType_t
+  int redop;     // ncclRedOp_t (reductions)
+  size_t count;  // as the call's count argument (sendcount, recvcount)
+  int root;
+  const void* send;
+  void* recv;
+};
+// This rank's contribution to collective `op`, copied where the peers read
+// it; call before publishing the kernel's start. False when the bytes could
+// not be given (the buffer is not memory the sim knows: NCCL's kernel would
+// fault); the peers then leave their results unwritten.
+bool PublishCollData(ncclComm_t comm, uint64_t op, const CollBytes& b);
+// Once every rank published: this rank's result, written into its receive
+// buffer. False when it could not be computed.
+bool ReceiveCollData(ncclComm_t comm, uint64_t op, const CollBytes& b);
+// A point-to-point message: the n-th from this rank to peer, and the n-th
+// from peer to this rank.
+bool PublishSendData(ncclComm_t comm, int peer, uint64_t n, const void* buff, size_t bytes);
+bool ReceiveRecvData(ncclComm_t comm, int peer, uint64_t n, void* buff, size_t bytes);
 
 // ---- comm.cpp
 ncclResult_t JoinComm(const char* segment, int nranks, int rank, const char* comm_name, uint64_t comm_hash,
