@@ -102,7 +102,6 @@ class TraceWriter {
   bool Write() {
     AdjustSteps();
     BuildGpuAnnotations();
-    BuildHostCbids();
     out_.Raw("{\n");
     out_.Key("schemaVersion");
     out_.Int(1);
@@ -184,21 +183,6 @@ class TraceWriter {
         }
         if (!merged) gpu_annotations_.push_back({range.name_id, r.device_id, r.stream_id, r.start_ns, r.end_ns});
       }
-    }
-  }
-
-  // The callback id of each host event whose call CUPTI also recorded (its
-  // API record, hidden behind the host event, has the same correlation):
-  // Kineto writes "cbid" on every runtime and driver call, and HTA reads it.
-  void BuildHostCbids() {
-    for (const DeviceRecord& r : w_.device_records) {
-      if (!IsApiRecord(r) || r.correlation_id == 0) continue;
-      int64_t host = index_.HostCall(r.correlation_id);
-      if (host == WindowIndex::kNone) continue;
-      bool driver = (w_.host_events[static_cast<size_t>(host)].flags & kHostEventDriver) != 0;
-      if (driver != (KindOf(r) == DeviceKind::kDriverApi)) continue;
-      if (host_cbids_.empty()) host_cbids_.assign(w_.host_events.size(), kNoCbid);
-      host_cbids_[static_cast<size_t>(host)] = r.cbid;
     }
   }
 
@@ -460,11 +444,7 @@ class TraceWriter {
     bool driver = (e.flags & kHostEventDriver) != 0;
     SliceHead(driver ? "cuda_driver" : "cuda_runtime", quoted_apis_(e.api), false, w_.meta.pid,
               e.tid, e.start_ns, e.end_ns);
-    out_.Raw(",\"args\":{");
-    if (!host_cbids_.empty() && host_cbids_[index] != kNoCbid) {
-      out_.Raw("\"cbid\":"); out_.UInt(host_cbids_[index]); out_.Char(',');
-    }
-    out_.Raw("\"correlation\":"); out_.UInt(e.correlation_id);
+    out_.Raw(",\"args\":{\"correlation\":"); out_.UInt(e.correlation_id);
     if (e.bytes != 0) { out_.Raw(",\"bytes\":"); out_.UInt(e.bytes); }
     if (e.device >= 0) { out_.Raw(",\"device\":"); out_.Int(e.device); }
     if (e.result != 0) { out_.Raw(",\"result\":"); out_.Int(e.result); }
@@ -570,8 +550,6 @@ class TraceWriter {
   std::string quote_scratch_;
   std::vector<StepSpan> steps_;
   std::vector<GpuAnnotation> gpu_annotations_;
-  static constexpr uint32_t kNoCbid = UINT32_MAX;
-  std::vector<uint32_t> host_cbids_;  // host event -> its API record's cbid; empty when none has one
   std::vector<PySlice> py_slices_;
   std::vector<std::string> py_names_;  // frame id -> quoted slice name
   struct Track {

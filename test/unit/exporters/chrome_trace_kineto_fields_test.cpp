@@ -3,9 +3,7 @@
 // holds a window to torch.profiler's trace of the same steps):
 //   - gpu_user_annotation events carry no "stream" (nor "device"): HTA takes
 //     every event with a "stream" for GPU work, and counted an NVTX range's
-//     projection as a kernel as long as its range;
-//   - "cbid" on every runtime and driver call, the wrapped ones included
-//     (HTA's complete argument set).
+//     projection as a kernel as long as its range.
 #include <catch2/catch.hpp>
 
 #include "exporters/trace/chrome_trace.h"
@@ -70,32 +68,6 @@ TEST_CASE("an NVTX range's gpu_user_annotation has no stream arg, so HTA does no
   auto r = tool::ValidateTrace(t);
   for (const auto& e : r.errors) INFO(e);
   CHECK(r.ok());
-}
-
-TEST_CASE("a wrapped call carries the cbid of CUPTI's record of the same call", "[chrome]") {
-  WindowBuilder b = TwoSteps();
-  // CUPTI's runtime records of the launch (correlation 7) and of the copy
-  // (10); none of the memset's (11). A driver record whose correlation a
-  // runtime call has is not that call's.
-  b.Record(DeviceKind::kRuntimeApi, 1'100'000, 1'110'000, 7).cbid = 211;
-  b.Record(DeviceKind::kRuntimeApi, 2'100'000, 2'110'000, 10).cbid = 41;
-  b.Record(DeviceKind::kDriverApi, 1'400'000, 1'410'000, 8).cbid = 307;
-  json t = TraceJson(b.Build());
-  auto calls = Events(t, "X", "cuda_runtime");
-  auto cbid_of = [&](uint32_t correlation) -> json {
-    for (const json& e : calls) {
-      if (e["args"]["correlation"] == correlation) return e["args"].value("cbid", json());
-    }
-    FAIL("no call with correlation " << correlation);
-    return json();
-  };
-  CHECK(cbid_of(7) == 211);
-  CHECK(cbid_of(10) == 41);
-  CHECK(cbid_of(11).is_null());
-  CHECK(cbid_of(8).is_null());
-  // The records stay hidden behind the calls: one event per call.
-  CHECK(calls.size() == 5);
-  CHECK(Events(t, "X", "cuda_driver").empty());
 }
 
 }  // namespace
