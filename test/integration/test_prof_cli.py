@@ -198,6 +198,52 @@ class ProfCli(unittest.TestCase):
         self.assertIn("already a merge", r.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "x.json")))
 
+    def test_merge_of_traces_without_a_rank_names_processes_not_ranks(self):
+        # libprof's own traces (rank_known false) are labelled by program and
+        # pid; another producer's traces without distributedInfo by file name.
+        source = load(self.real("simple_add.pt.trace.json.gz"))
+        inputs = []
+        for k in range(3):
+            trace = json.loads(json.dumps(source))
+            trace.pop("distributedInfo", None)
+            path = os.path.join(self.tmp, f"worker{k}.pt.trace.json")
+            with open(path, "w") as f:
+                json.dump(trace, f)
+            inputs.append(path)
+        out = os.path.join(self.tmp, "merged.json")
+        r = prof("merge", *inputs, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(r.stdout.startswith("Job: 3 processes (their traces carry no rank)"), r.stdout)
+        self.assertNotRegex(r.stdout, r"\bRank\b|\brank [0-9]")
+        self.assertIn("worker2.pt.trace.json", r.stdout)
+        merged = load(out)
+        self.assertNotIn("distributedInfo", merged)
+        self.assertEqual(prof("validate", out).returncode, 0)
+        # The control: the same traces with their ranks are ranks.
+        for k, path in enumerate(inputs):
+            with open(path) as f:
+                trace = json.load(f)
+            trace["distributedInfo"] = {"rank": k, "world_size": 3}
+            with open(path, "w") as f:
+                json.dump(trace, f)
+        r = prof("merge", *inputs, "-o", out)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertTrue(r.stdout.startswith("Job: 3 ranks"), r.stdout)
+        self.assertEqual(load(out)["distributedInfo"]["ranks"], [0, 1, 2])
+
+    def test_errors_name_the_output_path_given_not_a_temporary(self):
+        trace = self.real("simple_add.pt.trace.json.gz")
+        missing = os.path.join(self.tmp, "missing", "dir")
+        for command in (["merge", trace, trace, "-o", os.path.join(missing, "out.json")],
+                        ["report", trace, "-o", os.path.join(missing, "out.html")]):
+            with self.subTest(command=command[0]):
+                r = prof(*command)
+                self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+                self.assertIn(f"prof {command[0]}: cannot write {command[-1]}: No such file or directory (ENOENT)",
+                              r.stderr)
+                self.assertNotIn(".tmp", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(self.tmp, "missing")))
+
     def test_summary_reads_several_traces_and_compares_them(self):
         paths = [self.real(n) for n in REAL_TRACES[:2]]
         r = prof("summary", *paths)

@@ -354,6 +354,72 @@ TEST_CASE("prof merge aligns the ranks' clocks on the timeline and splits back t
   }
 }
 
+// Four processes' traces as libprof writes them with no rank to be had
+// (distributedInfo rank 0 of 1, libprof.rank_known false), or, `ranked`,
+// as the ranks of a job.
+std::vector<tool::MergeSource> LibprofJob(bool ranked, std::vector<std::string>* texts) {
+  JobSpec spec;
+  std::vector<json> traces = BuildJob(spec);
+  std::vector<tool::MergeSource> sources;
+  texts->clear();
+  for (int r = 0; r < spec.ranks; ++r) {
+    json& t = traces[r];
+    t["libprof"] = {{"process", "train_loop"}, {"pid", 4240 + r}, {"rank_known", ranked}};
+    if (!ranked) t["distributedInfo"] = {{"rank", 0}, {"world_size", 1}};
+    texts->push_back(t.dump());
+  }
+  for (int r = 0; r < spec.ranks; ++r) {
+    const std::string& text = (*texts)[r];
+    sources.push_back({"p" + std::to_string(r) + ".pt.trace.json",
+                       [&text](std::string*) { return tool::MemorySource(text); }});
+  }
+  return sources;
+}
+
+TEST_CASE("prof merge of traces with no rank calls them processes by program and pid, and claims no rank",
+          "[job][merge]") {
+  for (bool ranked : {false, true}) {
+    INFO((ranked ? "ranked" : "unranked"));
+    std::vector<std::string> texts;
+    std::vector<tool::MergeSource> sources = LibprofJob(ranked, &texts);
+    std::string out, error;
+    StringSink sink(&out);
+    tool::MergeReport report;
+    REQUIRE(tool::StreamMerge(sources, sink, &report, &error));
+    INFO(json(report.validation.errors).dump());
+    CHECK(report.validation.ok());
+    json merged = json::parse(out);
+    // `prof validate` of the file holds it to the same rules.
+    tool::ValidateResult valid = tool::ValidateTrace(merged);
+    INFO(json(valid.errors).dump());
+    CHECK(valid.ok());
+    std::string text = tool::RenderJobSummary(report.job);
+    INFO(text);
+    // `prof report` reads the merged file back into the same job.
+    std::vector<tool::RankEvents> back;
+    auto bytes = tool::MemorySource(out);
+    tool::ReadJobRanks(bytes.get(), &back);
+    REQUIRE(back.size() == 4);
+    tool::JobSummary reread = tool::AnalyzeJob(back, tool::AlignClocks(back));
+    if (ranked) {
+      CHECK(text.rfind("Job: 4 ranks, 5 steps", 0) == 0);
+      CHECK(merged["distributedInfo"]["ranks"] == json({0, 1, 2, 3}));
+      CHECK(reread.labels == std::vector<std::string>{"rank 0", "rank 1", "rank 2", "rank 3"});
+      continue;
+    }
+    CHECK(text.rfind("Job: 4 processes (their traces carry no rank), 5 steps", 0) == 0);
+    CHECK(text.find("Rank") == std::string::npos);
+    CHECK(text.find(" 40  train_loop pid 4240 ") != std::string::npos);  // a row of the first table
+    CHECK(text.find("\n train_loop pid 4243 ") != std::string::npos);       // a row of the second
+    CHECK_FALSE(merged.contains("distributedInfo"));
+    for (const json& in : merged["libprof_merge"]["inputs"]) CHECK_FALSE(in.contains("rank"));
+    CHECK_FALSE(reread.ranked);
+    CHECK(reread.labels ==
+          std::vector<std::string>{"train_loop pid 4240", "train_loop pid 4241", "train_loop pid 4242",
+                                   "train_loop pid 4243"});
+  }
+}
+
 TEST_CASE("traces without collectives merge unaligned and name no straggler", "[job]") {
   std::vector<tool::RankEvents> ranks(2);
   ranks[1].rank = 1;

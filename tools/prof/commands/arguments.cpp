@@ -20,4 +20,11 @@ bool ParseMegabytes(const std::string& text, uint64_t* bytes) {
   return true;
 }
 
+std::string CannotWrite(const std::string& path, const std::string& file_error) {
+  // The reason follows the last ": " (the errno's text, which holds none).
+  size_t colon = file_error.rfind(": ");
+  std::string why = colon == std::string::npos ? file_error : file_error.substr(colon + 2);
+  return "cannot write " + path + (why.empty() ? "" : ": " + why);
+}
+
 }  // namespace prof::tool

@@ -21,5 +21,10 @@ int ReportCommand(const Args& args);    // prof report TRACE|DIR [-o FILE] [--st
 bool WantsHelp(const Args& args);
 // "--max-unpacked-mb N": N > 0 whole MB, at most 9 digits.
 bool ParseMegabytes(const std::string& text, uint64_t* bytes);
+// An output file that could not be written, said with the path the user
+// gave: "cannot write PATH: <why>". file_error is AtomicFile::error() ("<call>
+// <path>: <why>"), which names the hidden temporary the bytes went to first
+// (".out.json.tmp*"), a name the user never gave; empty: why is not known.
+std::string CannotWrite(const std::string& path, const std::string& file_error);
 
 }  // namespace prof::tool

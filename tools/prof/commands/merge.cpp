@@ -43,7 +43,9 @@ kind of kernel), the time spent waiting in collectives for the last rank to
 arrive, and the longest gap between the host's CUDA calls; per rank, how
 often it arrived last and what that cost every other rank per step; then
 one line naming the straggler with its evidence, or saying that no rank
-stands out.
+stands out. Traces that carry no rank (processes started without a
+launcher's rank) are processes there, named as in the timeline ("python3
+pid 4242"), and the merged trace then claims no distributedInfo.
 
 Exit status 0 when the merge was written and is valid, 1 otherwise.
 
@@ -167,12 +169,12 @@ bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out,
     };
     if (ok) {
       ok = StreamMerge(sources, *sink, report, &error, validated);
-      if (!ok && error.empty()) error = file.error();
+      if (!ok && error.empty()) error = CannotWrite(out, file.error());
     } else {
-      error = file.error();
+      error = CannotWrite(out, file.error());
     }
     ok = ok && sink->Finish() && file.Commit();
-    if (!ok && error.empty()) error = file.error().empty() ? "writing " + out + " failed" : file.error();
+    if (!ok && error.empty()) error = CannotWrite(out, file.error());
   } catch (const std::exception& e) {
     ok = false;
     error = e.what();
@@ -212,7 +214,7 @@ int MergeCommand(const Args& args) {
   std::string summary_path = SummaryPathFor(out);
   AtomicFile text(PosixFileSystem(), summary_path);
   if (!(text.Open() && text.Append(summary.data(), summary.size()) && text.Commit())) {
-    std::fprintf(stderr, "prof merge: writing %s failed: %s\n", summary_path.c_str(), text.error().c_str());
+    std::fprintf(stderr, "prof merge: %s\n", CannotWrite(summary_path, text.error()).c_str());
     text.Abort();
   }
   std::fputs(summary.c_str(), stdout);

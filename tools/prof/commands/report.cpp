@@ -228,8 +228,7 @@ int ReportCommand(const Args& args) {
   // Whole or not at all: written under a temporary name, then renamed.
   AtomicFile file(PosixFileSystem(), out);
   if (!(file.Open() && file.Append(bytes.data(), bytes.size()) && file.Commit())) {
-    std::fprintf(stderr, "prof report: %s\n", file.error().empty() ? ("writing " + out + " failed").c_str()
-                                                                    : file.error().c_str());
+    std::fprintf(stderr, "prof report: %s\n", CannotWrite(out, file.error()).c_str());
     return 1;
   }
   std::printf("%s: %s of %zu window%s\n", out.c_str(), o.stacks ? "folded stacks" : "report", parts.count,

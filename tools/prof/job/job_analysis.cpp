@@ -293,15 +293,14 @@ void NameStraggler(const std::vector<RankEvents>& ranks, const ClockAlignment& c
     if (top.cost_ns == 0) {
       job->straggler_line = "straggler: none: no rank made another wait in a collective";
     } else {
-      job->straggler_line = "straggler: none: no rank stands out (the most waited-for, rank " +
-                            std::to_string(top.rank) + ", " + last_text + " and cost every other rank " + cost_text +
-                            ")";
+      job->straggler_line = "straggler: none: no rank stands out (the most waited-for, " + job->labels[order[0]] +
+                            ", " + last_text + " and cost every other rank " + cost_text + ")";
     }
     return;
   }
   size_t s = order[0];
   job->straggler = static_cast<int>(s);
-  job->straggler_line = "straggler: rank " + std::to_string(top.rank) + ": " + last_text + " (" +
+  job->straggler_line = "straggler: " + job->labels[s] + ": " + last_text + " (" +
                         Printf("%.0f %%", share * 100.0) + "); its lateness costs every other rank " + cost_text;
   job->evidence = StragglerEvidence(ranks[s], s, OffsetOf(clocks, s), *job);
 }
@@ -315,8 +314,12 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
   job.world = n;
   job.totals.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    job.labels.push_back("rank " + std::to_string(ranks[i].rank));
-    job.totals[i].rank = ranks[i].rank;
+    const RankEvents& r = ranks[i];
+    job.ranked = job.ranked && r.ranked;
+    job.labels.push_back(!r.label.empty() ? r.label
+                         : r.ranked       ? "rank " + std::to_string(r.rank)
+                                          : ProcessLabel("", -1, r.path));
+    job.totals[i].rank = r.rank;
   }
   if (n == 0) return job;
   Waits waits = ChargeWaits(ranks, clocks, &job);

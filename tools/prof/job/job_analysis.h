@@ -55,7 +55,8 @@ struct JobRankTotals {
 
 struct JobSummary {
   size_t world = 0;
-  std::vector<std::string> labels;       // per input: "rank R"
+  bool ranked = true;                    // every input has its rank; else they are called processes
+  std::vector<std::string> labels;       // per input: "rank R", or "python3 pid 4242" without a rank
   std::vector<uint64_t> step_numbers;    // per row
   bool steps_by_number = true;           // false: rows pair the k-th step of each rank
   std::vector<std::vector<JobCell>> cells;  // [row][input]
@@ -65,7 +66,7 @@ struct JobSummary {
   double median_step_ns = 0;
   ClockAlignment clocks;
   int straggler = -1;                    // input index, -1 none
-  std::string straggler_line;            // "straggler: rank R ..." or "straggler: none ..."
+  std::string straggler_line;            // "straggler: <label> ..." or "straggler: none ..."
   std::vector<std::string> evidence;     // lines under it
 };
 

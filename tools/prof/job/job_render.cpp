@@ -19,8 +19,18 @@ void Append(std::string* out, const char* key, double v, bool comma = true) {
 std::string RenderJobSummary(const JobSummary& job) {
   std::string out;
   unsigned long long rows = job.cells.size();
-  out += Printf("Job: %zu ranks, %llu steps, %llu collectives matched across ranks\n", job.world, rows,
-                static_cast<unsigned long long>(job.collectives));
+  // Traces that carry no rank are processes, named as the timeline names
+  // them ("python3 pid 4242"), never ranks 0..N-1 made up from their order.
+  const char* unit = job.ranked ? "rank" : "process";
+  auto who = [&job](size_t i) { return job.ranked ? std::to_string(job.totals[i].rank) : job.labels[i]; };
+  if (job.ranked) {
+    out += Printf("Job: %zu ranks, %llu steps, %llu collectives matched across ranks\n", job.world, rows,
+                  static_cast<unsigned long long>(job.collectives));
+  } else {
+    out += Printf("Job: %zu processes (their traces carry no rank), %llu steps, %llu collectives matched across "
+                  "processes\n",
+                  job.world, rows, static_cast<unsigned long long>(job.collectives));
+  }
   const ClockAlignment& c = job.clocks;
   if (c.collectives == 0) {
     out += "Clocks: not aligned (no collective seen on two ranks); times as each rank's clock read them\n";
@@ -36,16 +46,17 @@ std::string RenderJobSummary(const JobSummary& job) {
     }
     if (!offsets.empty()) out += offsets + "\n";
   }
-  out += "\nPer step and rank (ms; waiting: in collectives, for the last rank to arrive; host gap: longest between "
-         "the rank's CUDA calls):\n";
-  TextTable t({job.steps_by_number ? "Step" : "Step (k-th)", "Rank", "Step time", "Compute", "Communication",
-               "Waiting", "Host gap"});
+  out += Printf("\nPer step and %s (ms; waiting: in collectives, for the last %s to arrive; host gap: longest "
+                "between the %s's CUDA calls):\n",
+                unit, unit, unit);
+  TextTable t({job.steps_by_number ? "Step" : "Step (k-th)", job.ranked ? "Rank" : "Process", "Step time", "Compute",
+               "Communication", "Waiting", "Host gap"});
   constexpr size_t kMaxRowsShown = 20;  // steps; the per-rank table covers them all
   for (size_t row = 0; row < job.cells.size() && row < kMaxRowsShown; ++row) {
     for (size_t i = 0; i < job.world; ++i) {
       const JobCell& x = job.cells[row][i];
       if (!x.present) continue;
-      t.AddRow({std::to_string(job.step_numbers[row]), std::to_string(job.totals[i].rank), Ms(double(x.step_ns)),
+      t.AddRow({std::to_string(job.step_numbers[row]), who(i), Ms(double(x.step_ns)),
                 Ms(double(x.compute_ns)), Ms(double(x.comm_ns)), Ms(double(x.wait_ns)), Ms(double(x.gap_ns))});
     }
   }
@@ -53,11 +64,12 @@ std::string RenderJobSummary(const JobSummary& job) {
   if (job.cells.size() > kMaxRowsShown) {
     out += Printf("  (%zu more steps not shown; the means below cover them all)\n", job.cells.size() - kMaxRowsShown);
   }
-  out += "\nPer rank (mean per step, ms):\n";
-  TextTable r({"Rank", "Step time", "Compute", "Communication", "Waiting", "Host gap", "Arrived last",
-               "Others waited for it", "Comm overlapped (%)"});
-  for (const JobRankTotals& x : job.totals) {
-    r.AddRow({std::to_string(x.rank), Ms(x.mean_step_ns), Ms(x.mean_compute_ns), Ms(x.mean_comm_ns),
+  out += Printf("\nPer %s (mean per step, ms):\n", unit);
+  TextTable r({job.ranked ? "Rank" : "Process", "Step time", "Compute", "Communication", "Waiting", "Host gap",
+               "Arrived last", "Others waited for it", "Comm overlapped (%)"});
+  for (size_t i = 0; i < job.totals.size(); ++i) {
+    const JobRankTotals& x = job.totals[i];
+    r.AddRow({who(i), Ms(x.mean_step_ns), Ms(x.mean_compute_ns), Ms(x.mean_comm_ns),
               Ms(x.mean_wait_ns), Ms(x.mean_gap_ns), Grouped(static_cast<unsigned long long>(x.arrived_last)),
               Ms(x.cost_per_rank_step_ns),
               x.comm_overlap_percent < 0 ? "-" : Grouped(x.comm_overlap_percent, 1)});

@@ -45,6 +45,12 @@ std::string Text(const JsonValue& v) {
 
 }  // namespace
 
+std::string ProcessLabel(const std::string& process, int64_t pid, const std::string& path) {
+  if (!process.empty()) return process + (pid >= 0 ? " pid " + std::to_string(pid) : "");
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 uint32_t RankEvents::Intern(std::string_view s) {
   auto it = name_ids.find(std::string(s));
   if (it != name_ids.end()) return it->second;

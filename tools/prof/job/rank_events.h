@@ -41,7 +41,9 @@ struct JobSlice {
 
 struct RankEvents {
   std::string path;
-  int rank = 0;
+  int rank = 0;          // its rank, or its place among the inputs when it has none
+  bool ranked = true;    // its trace carries its rank (a libprof trace: rank_known)
+  std::string label;     // "rank R", or ProcessLabel() when it has no rank
   std::vector<JobStep> steps;      // ascending
   std::vector<JobKernel> kernels;  // in trace order
   std::vector<JobSlice> calls;     // host calls
@@ -52,6 +54,10 @@ struct RankEvents {
   uint32_t Intern(std::string_view s);
 };
 
+// How an input without a rank is named, never as a rank: "python3 pid 4242"
+// (its program and pid, from a libprof trace), else its file's name.
+std::string ProcessLabel(const std::string& process, int64_t pid, const std::string& path);
+
 // Reads one trace event into `r`, its times as written (ShiftRankEvents
 // adds the trace's base once it is known).
 void ReadJobEvent(const JsonValue& e, RankEvents* r);
@@ -59,9 +65,11 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r);
 void ShiftRankEvents(RankEvents* r, int64_t ns);
 
 // Appends the ranks one trace holds: one for a rank's own trace (its rank
-// from distributedInfo, else its place in `ranks`), one per input of a
-// merged trace, split back by pid block with each rank's clock offset put
-// back (so the analysis finds, and reports, the same offsets).
+// from distributedInfo; a trace without one, or a libprof trace whose
+// rank_known is false, is labelled by its process and placed by its place in
+// `ranks`), one per input of a merged trace, split back by pid block with
+// each rank's clock offset put back (so the analysis finds, and reports, the
+// same offsets).
 void ReadJobRanks(ByteSource* source, std::vector<RankEvents>* ranks);
 
 // Kernel index by key, for the keys that occur once in the rank's trace:

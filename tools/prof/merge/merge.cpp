@@ -43,8 +43,9 @@ ClockAlignment AnalyzeInputs(const std::vector<MergeSource>& sources, const std:
   for (size_t slot = 0; slot < sources.size(); ++slot) {
     RankEvents& r = (*job_events)[slot];
     r.path = sources[slot].path;
-    bool ranked = metas[slot].has_rank && !metas[slot].rank_unknown;
-    r.rank = ranked ? metas[slot].rank : static_cast<int>(slot);
+    r.ranked = metas[slot].ranked();
+    r.rank = r.ranked ? metas[slot].rank : static_cast<int>(slot);
+    r.label = metas[slot].Label(r.path);
     ShiftRankEvents(&r, metas[slot].base_ns);
   }
   ClockAlignment clocks = AlignClocks(*job_events);
@@ -83,20 +84,10 @@ bool MakeRewrites(const std::vector<MergeSource>& sources, const std::vector<Inp
       return false;
     }
     r.pid_base = static_cast<int64_t>(slot + 1) * kMergePidBlock;
-    if (m.has_rank && !m.rank_unknown) {
-      r.rank = m.rank;
-      r.prefix = "rank " + std::to_string(m.rank);
-    } else {
-      // No rank is invented: the process is named by its program and pid
-      // (libprof traces), else by its file.
-      r.rank = -1;
-      if (!m.process.empty()) {
-        r.prefix = m.process + (m.pid >= 0 ? " pid " + std::to_string(m.pid) : "");
-      } else {
-        size_t slash = sources[slot].path.find_last_of('/');
-        r.prefix = slash == std::string::npos ? sources[slot].path : sources[slot].path.substr(slash + 1);
-      }
-    }
+    // No rank is invented: a process without one is named by its program
+    // and pid (libprof traces), else by its file.
+    r.rank = m.ranked() ? m.rank : -1;
+    r.prefix = m.Label(sources[slot].path);
     rewrites->push_back(std::move(r));
   }
   return true;
@@ -116,15 +107,20 @@ std::string MergedHead(const std::vector<MergeSource>& sources, const std::vecto
   std::set<int> ranks;
   int world = 0;
   for (const InputMeta& m : metas) {
-    if (m.has_rank && !m.rank_unknown) ranks.insert(m.rank);
+    if (m.ranked()) ranks.insert(m.rank);
     world = std::max(world, m.world_size);
   }
   std::string head = "{\"baseTimeNanoseconds\":" + std::to_string(base) + ",\"deviceProperties\":";
   head += sources.empty() || metas[0].device_properties_raw.empty() ? "[]" : metas[0].device_properties_raw;
-  json dist = {{"rank", ranks.empty() ? 0 : *ranks.begin()},
-               {"world_size", std::max<int>(world, static_cast<int>(ranks.size()))},
-               {"ranks", json(std::vector<int>(ranks.begin(), ranks.end()))}};
-  head += ",\"displayTimeUnit\":\"ms\",\"distributedInfo\":" + dist.dump();
+  head += ",\"displayTimeUnit\":\"ms\"";
+  // Processes none of which has a rank are no distributed job: no rank is
+  // claimed for them (the distributed-rank rule does not ask for one).
+  if (!ranks.empty()) {
+    json dist = {{"rank", *ranks.begin()},
+                 {"world_size", std::max<int>(world, static_cast<int>(ranks.size()))},
+                 {"ranks", json(std::vector<int>(ranks.begin(), ranks.end()))}};
+    head += ",\"distributedInfo\":" + dist.dump();
+  }
   // Marks the merge as libprof's own, so `prof validate` applies every rule.
   if (AllLibprof(metas)) head += ",\"libprof\":{\"merged_inputs\":" + std::to_string(sources.size()) + "}";
   head += ",\"libprof_merge\":{\"clock_alignment\":";

@@ -27,6 +27,14 @@ struct InputMeta {
   int64_t pid = -1;
   std::string device_properties_raw;  // empty when absent
   bool is_merge = false;              // has a libprof_merge block: already merged
+
+  // Its trace names its rank: a distributedInfo.rank that a libprof trace
+  // does not disown (rank_known false: the agent found none and wrote 0).
+  bool ranked() const { return has_rank && !rank_unknown; }
+  // "rank R", or, with no rank, its process (ProcessLabel) read from `path`.
+  std::string Label(const std::string& path) const {
+    return ranked() ? "rank " + std::to_string(rank) : ProcessLabel(process, pid, path);
+  }
 };
 
 // Reads every input once. False with `error` naming every input that cannot

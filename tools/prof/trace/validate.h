@@ -14,7 +14,8 @@
 //                     (pid, tid) at its timestamp
 //   flow-matched      every flow start has a finish ("f") with its cat and id
 //   kernel-args       "kernel" events carry args.stream and args.correlation
-//   distributed-rank  top-level distributedInfo.rank is present
+//   distributed-rank  top-level distributedInfo.rank is present (not in a
+//                     `prof merge` of processes none of which had a rank)
 //
 // libprof's own traces (those with a top-level "libprof" object) must meet
 // every rule. Traces from other producers are held to the same rules with

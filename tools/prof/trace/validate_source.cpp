@@ -19,6 +19,13 @@ class ValidatingHandler : public TraceStreamHandler {
   void Member(std::string_view key, const JsonValue& value) override {
     if (key == "libprof") strict_ = true;
     if (key == "distributedInfo") has_rank_ = value.is_object() && value.Has("rank");
+    if (key == "libprof_merge" && value.is_object()) {
+      // `prof merge` of processes none of which has a rank claims none.
+      bool any_rank = false;
+      JsonValue inputs = value.Get("inputs");
+      for (JsonValue in = inputs.first(); in.valid(); in = inputs.next(in)) any_rank = any_rank || in.Has("rank");
+      unranked_merge_ = !any_rank;
+    }
   }
   void EventsBegin(bool is_array) override {
     if (seen_events_) v_->ResetEvents();
@@ -29,7 +36,7 @@ class ValidatingHandler : public TraceStreamHandler {
   void EventsEnd(uint64_t count) override { events_ = count; }
 
   TraceValidator* v_;
-  bool strict_ = false, has_rank_ = false, is_array_ = false, seen_events_ = false;
+  bool strict_ = false, has_rank_ = false, is_array_ = false, seen_events_ = false, unranked_merge_ = false;
   uint64_t events_ = 0;
 };
 
@@ -58,7 +65,7 @@ bool ValidateSource(const std::function<std::unique_ptr<ByteSource>(std::string*
     *error = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + label + ": " + read.error : read.error;
     return false;
   }
-  validator.SetTopLevel(read.root_is_object && handler.is_array_, read.root_is_object && handler.has_rank_,
+  validator.SetTopLevel(read.root_is_object && handler.is_array_, read.root_is_object && (handler.has_rank_ || handler.unranked_merge_),
                         read.root_is_object && handler.strict_);
   *events = handler.is_array_ ? handler.events_ : 0;
   *result = validator.Finish([&](const EventSink& sink) {
