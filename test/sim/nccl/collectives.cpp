@@ -385,8 +385,14 @@ void PollerLoop() {
   Poller& poller = ThePoller();
   const Hub& hub = GetHub();
   std::unique_lock<std::mutex> lock(poller.mutex);
+  // How long to sleep before looking again while peers are awaited: from
+  // 20 us, doubling up to 500 us while nothing arrives, so that ranks
+  // waiting for a late peer leave it the CPU (ranks may outnumber cores).
+  uint64_t idle_us = 20;
+  size_t seen = 0;  // pending entries at the last look
   for (;;) {
     poller.wake.wait(lock, [&] { return !poller.pending.empty(); });
+    if (poller.pending.size() != seen) idle_us = 20;  // new work: look often again
     std::vector<std::pair<std::shared_ptr<Pending>, std::pair<uint64_t, bool>>> ready;
     for (auto it = poller.pending.begin(); it != poller.pending.end();) {
       Pending& p = **it;
@@ -418,10 +424,14 @@ void PollerLoop() {
       }
       lock.lock();
       poller.drained.notify_all();
+      idle_us = 20;
+      seen = poller.pending.size();
       continue;
     }
-    // Peers publish through shared memory, which has no wake-up: look again soon.
-    poller.wake.wait_for(lock, std::chrono::microseconds(20));
+    // Peers publish through shared memory, which has no wake-up: look again.
+    seen = poller.pending.size();
+    poller.wake.wait_for(lock, std::chrono::microseconds(idle_us));
+    idle_us = std::min<uint64_t>(idle_us * 2, 500);
   }
 }
 

@@ -54,7 +54,7 @@ bool WriteObject(const std::string& name, uint32_t readers, const void* data, si
   if (fd < 0) return false;
   const size_t total = kPayload + (data ? bytes : 0);
   void* mem = ftruncate(fd, static_cast<off_t>(total)) == 0
-                  ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  ? mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0)
                   : MAP_FAILED;
   close(fd);
   if (mem == MAP_FAILED) {
@@ -80,7 +80,7 @@ class Object {
     struct stat st {};
     if (fstat(fd, &st) == 0 && static_cast<size_t>(st.st_size) >= kPayload) {
       size_ = static_cast<size_t>(st.st_size);
-      void* mem = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      void* mem = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
       if (mem != MAP_FAILED) mem_ = static_cast<char*>(mem);
     }
     close(fd);
@@ -196,73 +196,61 @@ const MiniFloat* MiniOf(int datatype) {
   }
 }
 
+// acc[i] = f(acc[i], x[i]); elements copied in and out (the buffers need
+// not be aligned for T), one loop per operation so that it vectorizes.
+template <typename T, typename F>
+void ReduceWith(char* acc, const char* x, size_t count, F f) {
+  for (size_t i = 0; i < count; ++i) {
+    T a, b;
+    memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    memcpy(&b, x + i * sizeof(T), sizeof(T));
+    a = f(a, b);
+    memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// The operation on values of T: integers wrap as the GPU's do (unsigned
+// arithmetic, no undefined behaviour); Avg sums here, divided at the end.
 template <typename T>
-T Apply(T a, T b, int redop) {
+void ReduceNative(char* acc, const char* x, size_t count, int redop) {
+  using U = typename std::conditional<std::is_integral<T>::value, std::make_unsigned<T>,
+                                      std::common_type<T>>::type::type;
+  switch (redop) {
+    case ncclProd:
+      return ReduceWith<T>(acc, x, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) * static_cast<U>(b)); });
+    case ncclMax: return ReduceWith<T>(acc, x, count, [](T a, T b) { return a > b ? a : b; });
+    case ncclMin: return ReduceWith<T>(acc, x, count, [](T a, T b) { return a < b ? a : b; });
+    default:
+      return ReduceWith<T>(acc, x, count, [](T a, T b) { return static_cast<T>(static_cast<U>(a) + static_cast<U>(b)); });
+  }
+}
+
+template <typename T>
+void DivideNative(char* acc, size_t count, int n) {
+  for (size_t i = 0; i < count; ++i) {
+    T a;
+    memcpy(&a, acc + i * sizeof(T), sizeof(T));
+    a = static_cast<T>(a / static_cast<T>(n));  // integers: toward zero
+    memcpy(acc + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+double ApplyDouble(double a, double b, int redop) {
   switch (redop) {
     case ncclProd: return a * b;
     case ncclMax: return a > b ? a : b;
     case ncclMin: return a < b ? a : b;
-    default: return a + b;  // Sum, Avg (divided at the end)
+    default: return a + b;
   }
 }
 
-// Integers wrap as the GPU's do (unsigned arithmetic, no UB).
-template <typename T>
-T ApplyInt(T a, T b, int redop) {
-  using U = typename std::make_unsigned<T>::type;
-  switch (redop) {
-    case ncclProd: return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-    case ncclMax: return a > b ? a : b;
-    case ncclMin: return a < b ? a : b;
-    default: return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
-  }
-}
-
-template <typename T>
-void ReduceInt(char* acc, const char* x, size_t count, int redop) {
-  for (size_t i = 0; i < count; ++i) {
-    T a, b;
-    memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    memcpy(&b, x + i * sizeof(T), sizeof(T));
-    a = ApplyInt(a, b, redop);
-    memcpy(acc + i * sizeof(T), &a, sizeof(T));
-  }
-}
-template <typename T>
-void DivideInt(char* acc, size_t count, int n) {
-  for (size_t i = 0; i < count; ++i) {
-    T a;
-    memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    a = static_cast<T>(a / static_cast<T>(n));
-    memcpy(acc + i * sizeof(T), &a, sizeof(T));
-  }
-}
-template <typename T>
-void ReduceFloat(char* acc, const char* x, size_t count, int redop) {
-  for (size_t i = 0; i < count; ++i) {
-    T a, b;
-    memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    memcpy(&b, x + i * sizeof(T), sizeof(T));
-    a = Apply(a, b, redop);
-    memcpy(acc + i * sizeof(T), &a, sizeof(T));
-  }
-}
-template <typename T>
-void DivideFloat(char* acc, size_t count, int n) {
-  for (size_t i = 0; i < count; ++i) {
-    T a;
-    memcpy(&a, acc + i * sizeof(T), sizeof(T));
-    a = a / static_cast<T>(n);
-    memcpy(acc + i * sizeof(T), &a, sizeof(T));
-  }
-}
 template <typename Bits>
 void ReduceMini(char* acc, const char* x, size_t count, int redop, const MiniFloat& f) {
   for (size_t i = 0; i < count; ++i) {
     Bits a, b;
     memcpy(&a, acc + i * sizeof(Bits), sizeof(Bits));
     memcpy(&b, x + i * sizeof(Bits), sizeof(Bits));
-    a = static_cast<Bits>(Encode(Apply(Decode(a, f), Decode(b, f), redop), f));
+    a = static_cast<Bits>(Encode(ApplyDouble(Decode(a, f), Decode(b, f), redop), f));
     memcpy(acc + i * sizeof(Bits), &a, sizeof(Bits));
   }
 }
@@ -279,14 +267,14 @@ void DivideMini(char* acc, size_t count, int n, const MiniFloat& f) {
 // acc = acc (op) x, element by element, each step rounded to the type.
 void Reduce(char* acc, const char* x, size_t count, int datatype, int redop) {
   switch (datatype) {
-    case ncclInt8: return ReduceInt<int8_t>(acc, x, count, redop);
-    case ncclUint8: return ReduceInt<uint8_t>(acc, x, count, redop);
-    case ncclInt32: return ReduceInt<int32_t>(acc, x, count, redop);
-    case ncclUint32: return ReduceInt<uint32_t>(acc, x, count, redop);
-    case ncclInt64: return ReduceInt<int64_t>(acc, x, count, redop);
-    case ncclUint64: return ReduceInt<uint64_t>(acc, x, count, redop);
-    case ncclFloat32: return ReduceFloat<float>(acc, x, count, redop);
-    case ncclFloat64: return ReduceFloat<double>(acc, x, count, redop);
+    case ncclInt8: return ReduceNative<int8_t>(acc, x, count, redop);
+    case ncclUint8: return ReduceNative<uint8_t>(acc, x, count, redop);
+    case ncclInt32: return ReduceNative<int32_t>(acc, x, count, redop);
+    case ncclUint32: return ReduceNative<uint32_t>(acc, x, count, redop);
+    case ncclInt64: return ReduceNative<int64_t>(acc, x, count, redop);
+    case ncclUint64: return ReduceNative<uint64_t>(acc, x, count, redop);
+    case ncclFloat32: return ReduceNative<float>(acc, x, count, redop);
+    case ncclFloat64: return ReduceNative<double>(acc, x, count, redop);
     case ncclFloat16: case ncclBfloat16: return ReduceMini<uint16_t>(acc, x, count, redop, *MiniOf(datatype));
     default: return ReduceMini<uint8_t>(acc, x, count, redop, *MiniOf(datatype));
   }
@@ -295,14 +283,14 @@ void Reduce(char* acc, const char* x, size_t count, int datatype, int redop) {
 // ncclAvg: the sum divided by the number of ranks.
 void Divide(char* acc, size_t count, int datatype, int n) {
   switch (datatype) {
-    case ncclInt8: return DivideInt<int8_t>(acc, count, n);
-    case ncclUint8: return DivideInt<uint8_t>(acc, count, n);
-    case ncclInt32: return DivideInt<int32_t>(acc, count, n);
-    case ncclUint32: return DivideInt<uint32_t>(acc, count, n);
-    case ncclInt64: return DivideInt<int64_t>(acc, count, n);
-    case ncclUint64: return DivideInt<uint64_t>(acc, count, n);
-    case ncclFloat32: return DivideFloat<float>(acc, count, n);
-    case ncclFloat64: return DivideFloat<double>(acc, count, n);
+    case ncclInt8: return DivideNative<int8_t>(acc, count, n);
+    case ncclUint8: return DivideNative<uint8_t>(acc, count, n);
+    case ncclInt32: return DivideNative<int32_t>(acc, count, n);
+    case ncclUint32: return DivideNative<uint32_t>(acc, count, n);
+    case ncclInt64: return DivideNative<int64_t>(acc, count, n);
+    case ncclUint64: return DivideNative<uint64_t>(acc, count, n);
+    case ncclFloat32: return DivideNative<float>(acc, count, n);
+    case ncclFloat64: return DivideNative<double>(acc, count, n);
     case ncclFloat16: case ncclBfloat16: return DivideMini<uint16_t>(acc, count, n, *MiniOf(datatype));
     default: return DivideMini<uint8_t>(acc, count, n, *MiniOf(datatype));
   }
@@ -372,11 +360,11 @@ bool ReceiveCollData(ncclComm_t comm, uint64_t op, const CollBytes& b) {
       }
       break;
     default: {  // reductions, in rank order
+      // Straight into the receive buffer: every operand is a peer's copy.
       const size_t from = b.func == CollFunc::kReduceScatter ? static_cast<size_t>(me) * size : 0;
-      std::vector<char> acc(peers[0].data() + from, peers[0].data() + from + size);
-      for (int r = 1; r < n; ++r) Reduce(acc.data(), peers[r].data() + from, b.count, b.datatype, b.redop);
-      if (b.redop == ncclAvg) Divide(acc.data(), b.count, b.datatype, n);
-      memcpy(out, acc.data(), size);
+      memcpy(out, peers[0].data() + from, size);
+      for (int r = 1; r < n; ++r) Reduce(out, peers[r].data() + from, b.count, b.datatype, b.redop);
+      if (b.redop == ncclAvg) Divide(out, b.count, b.datatype, n);
     }
   }
   return true;
