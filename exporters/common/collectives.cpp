@@ -30,34 +30,17 @@ CollectiveSizes SizesOf(const CollectiveCall& call, int nranks) {
   s.in_nelems = s.out_nelems = call.count;
   s.bytes = static_cast<double>(call.count) * type_bytes;
   switch (static_cast<CollFunc>(call.func)) {
-    case CollFunc::kAllReduce: s.factor = 2.0 * (nd - 1) / nd; break;
+    case CollFunc::kAllReduce: s.factor = 2.0 * (nd - 1) / nd; return s;
     case CollFunc::kAllGather:
-      s.out_nelems = call.count * n;
-      s.bytes *= nd;
-      s.factor = (nd - 1) / nd;
-      break;
+    case CollFunc::kGather: s.out_nelems = call.count * n; break;
     case CollFunc::kReduceScatter:
-      s.in_nelems = call.count * n;
-      s.bytes *= nd;
-      s.factor = (nd - 1) / nd;
-      break;
-    case CollFunc::kAlltoAll:
-      s.in_nelems = s.out_nelems = call.count * n;
-      s.bytes *= nd;
-      s.factor = (nd - 1) / nd;
-      break;
-    case CollFunc::kGather:
-      s.out_nelems = call.count * n;
-      s.bytes *= nd;
-      s.factor = (nd - 1) / nd;
-      break;
-    case CollFunc::kScatter:
-      s.in_nelems = call.count * n;
-      s.bytes *= nd;
-      s.factor = (nd - 1) / nd;
-      break;
-    default: break;  // Broadcast, Reduce, Send, Recv: S = count x size, factor 1
+    case CollFunc::kScatter: s.in_nelems = call.count * n; break;
+    case CollFunc::kAlltoAll: s.in_nelems = s.out_nelems = call.count * n; break;
+    default: return s;  // Broadcast, Reduce, Send, Recv: S = count x size, factor 1
   }
+  // The gathers, scatters and all-to-all: S = n x count x size, factor (n-1)/n.
+  s.bytes *= nd;
+  s.factor = (nd - 1) / nd;
   return s;
 }
 

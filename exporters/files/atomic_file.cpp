@@ -185,24 +185,7 @@ bool AtomicFile::Commit() {
     Abort();
     return false;
   }
-  // close() can report a deferred write error (NFS, quota): check it. No
-  // retry on EINTR: on Linux the descriptor is released either way.
-  int rc = fs_.Close(fd_);
-  fd_ = -1;
-  if (rc != 0) {
-    Fail("close", temp_path_, errno);
-    Abort();
-    return false;
-  }
-  if (fs_.Rename(temp_path_.c_str(), final_path_.c_str()) != 0) {
-    Fail("rename", final_path_, errno);
-    Abort();
-    return false;
-  }
-  UntrackTemporary(temp_slot_);
-  temp_slot_ = -1;
-  done_ = true;
-  return true;
+  return CloseTemporary() && RenameInto(final_path_);
 }
 
 bool AtomicFile::CommitNewAs(const std::string& final_path) {
@@ -211,21 +194,10 @@ bool AtomicFile::CommitNewAs(const std::string& final_path) {
     Abort();
     return false;
   }
-  if (fd_ >= 0) {
-    int rc = fs_.Close(fd_);
-    fd_ = -1;
-    if (rc != 0) {
-      Fail("close", temp_path_, errno);
-      Abort();
-      return false;
-    }
-  }
+  if (fd_ >= 0 && !CloseTemporary()) return false;
   if (fs_.Link(temp_path_.c_str(), final_path.c_str()) == 0) {
     fs_.Unlink(temp_path_.c_str());
-    UntrackTemporary(temp_slot_);
-    temp_slot_ = -1;
-    final_path_ = final_path;
-    done_ = true;
+    Placed(final_path);
     return true;
   }
   if (errno == EEXIST) {
@@ -234,16 +206,35 @@ bool AtomicFile::CommitNewAs(const std::string& final_path) {
   }
   // No hard links here (EPERM/ENOTSUP on some network and FUSE file
   // systems): the plain rename, which replaces.
+  return RenameInto(final_path);
+}
+
+bool AtomicFile::CloseTemporary() {
+  // close() can report a deferred write error (NFS, quota): check it. No
+  // retry on EINTR: on Linux the descriptor is released either way.
+  int rc = fs_.Close(fd_);
+  fd_ = -1;
+  if (rc == 0) return true;
+  Fail("close", temp_path_, errno);
+  Abort();
+  return false;
+}
+
+bool AtomicFile::RenameInto(const std::string& final_path) {
   if (fs_.Rename(temp_path_.c_str(), final_path.c_str()) != 0) {
     Fail("rename", final_path, errno);
     Abort();
     return false;
   }
+  Placed(final_path);
+  return true;
+}
+
+void AtomicFile::Placed(const std::string& final_path) {
   UntrackTemporary(temp_slot_);
   temp_slot_ = -1;
   final_path_ = final_path;
   done_ = true;
-  return true;
 }
 
 void AtomicFile::Abort() {

@@ -45,6 +45,12 @@ class AtomicFile final : public ByteSink {
 
  private:
   void Fail(const char* call, const std::string& path, int err);
+  // Commit's steps, each aborting on failure: close the temporary (a
+  // deferred write error), rename it to final_path (replacing), and, once
+  // it is there, forget it (nothing left to sweep or undo).
+  bool CloseTemporary();
+  bool RenameInto(const std::string& final_path);
+  void Placed(const std::string& final_path);
 
   FileSystem& fs_;
   std::string final_path_;
