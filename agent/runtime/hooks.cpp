@@ -28,6 +28,19 @@ uint32_t CaptureStack(uint64_t now_ns, bool launch) {
 
 namespace {
 
+// Runs f on the installed runtime, if any, with exit signals deferred (f
+// takes a mutex the exit path takes too: the allocation table's, a store's).
+// Called from wrappers: nothing may unwind into the host's C code.
+template <typename F>
+void WithRuntimeLocked(F&& f) {
+  try {
+    Runtime* rt = CurrentRuntime();
+    ExitSignalDeferral defer;
+    if (rt != nullptr) f(*rt);
+  } catch (...) {
+  }
+}
+
 // How a window's metadata names its range: "cudaProfilerStart/Stop" or "NVTX `train@step`".
 std::string RangeName(const ObservedEvent& event, const RangeEdge& edge) {
   if (edge.name_id != 0) return "NVTX `" + Strings().Get(edge.name_id) + "`";
@@ -112,42 +125,19 @@ void NoteCall() {
 
 void TrackAlloc(uint64_t ptr, uint64_t bytes, int device, MemKind kind, ApiId api, uint32_t tid, uint64_t ts_ns,
                 bool keep_sample) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    ExitSignalDeferral defer;  // the allocation table's mutex: the exit path snapshots it
-    if (rt != nullptr) rt->allocs.OnAlloc(ptr, bytes, device, kind, api, tid, ts_ns, keep_sample);
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
+  WithRuntimeLocked([&](Runtime& rt) { rt.allocs.OnAlloc(ptr, bytes, device, kind, api, tid, ts_ns, keep_sample); });
 }
 
 void TrackFree(uint64_t ptr, ApiId api, uint32_t tid, uint64_t ts_ns, bool keep_sample) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    ExitSignalDeferral defer;
-    if (rt != nullptr) rt->allocs.OnFree(ptr, api, tid, ts_ns, keep_sample);
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
+  WithRuntimeLocked([&](Runtime& rt) { rt.allocs.OnFree(ptr, api, tid, ts_ns, keep_sample); });
 }
 
 void RecordCollective(const CollectiveCall& call) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    ExitSignalDeferral defer;
-    if (rt != nullptr) rt->collectives.Add(call);
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
+  WithRuntimeLocked([&](Runtime& rt) { rt.collectives.Add(call); });
 }
 
 void RegisterComm(const CommInfo& comm) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    ExitSignalDeferral defer;
-    if (rt != nullptr) rt->collectives.AddComm(comm);
-  } catch (...) {
-  }
+  WithRuntimeLocked([&](Runtime& rt) { rt.collectives.AddComm(comm); });
 }
 
 void SetNcclVersion(int version) {
@@ -165,13 +155,9 @@ void NoteCudaInitialized() {
 }
 
 void RecordNvtxRange(const NvtxRange& range) {
-  try {
-    Runtime* rt = CurrentRuntime();
-    ExitSignalDeferral defer;
-    if (rt != nullptr && (rt->config.activities & kActNvtx)) rt->nvtx.Add(range);
-  } catch (...) {
-    // Called from wrappers: nothing may unwind into the host's C code.
-  }
+  WithRuntimeLocked([&](Runtime& rt) {
+    if (rt.config.activities & kActNvtx) rt.nvtx.Add(range);
+  });
 }
 
 MemKind MemKindOf(ApiId id) {

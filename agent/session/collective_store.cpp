@@ -5,32 +5,9 @@
 
 namespace prof {
 
-void CollectiveStore::SetCapacity(size_t max_calls) {
-  std::lock_guard<std::mutex> lock(mu_);
-  max_calls_ = max_calls;
-}
-
-void CollectiveStore::Add(const CollectiveCall& call) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (calls_.size() >= max_calls_) {
-    uint64_t begin = open_.DropBefore();
-    auto before = [begin](const CollectiveCall& c) { return c.start_ns < begin; };
-    calls_.erase(std::remove_if(calls_.begin(), calls_.end(), before), calls_.end());
-    if (calls_.size() >= max_calls_) {
-      open_.Dropped();
-      return;
-    }
-  }
-  calls_.push_back(call);
-}
-
 std::vector<CollectiveCall> CollectiveStore::Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
-  std::lock_guard<std::mutex> lock(mu_);
-  open_.TakenBefore(end_ns);
-  std::vector<CollectiveCall> out =
-      TakeWindowEntries(calls_, begin_ns, end_ns, [](const CollectiveCall& c) { return c.start_ns; });
+  std::vector<CollectiveCall> out = calls_.Take(begin_ns, end_ns, dropped);
   std::sort(out.begin(), out.end(), [](const CollectiveCall& a, const CollectiveCall& b) { return a.start_ns < b.start_ns; });
-  *dropped += open_.TakeDrops(begin_ns, end_ns);
   return out;
 }
 

@@ -1,10 +1,14 @@
 // Taking one window's entries out of a buffer that may hold later windows'
-// too (a writer behind the application): one pass, in place.
+// too (a writer behind the application): one pass, in place; and the bounded
+// store of such entries that NVTX ranges and NCCL calls are kept in.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
+#include <new>
 #include <vector>
 
 namespace prof {
@@ -70,6 +74,58 @@ class OpenWindows {
   std::deque<uint64_t> begins_;
   uint64_t latest_ = 0;
   std::map<uint64_t, uint64_t> drops_;  // opening -> entries dropped while it was the latest
+};
+
+// Entries with a start_ns (NVTX ranges, collective calls) seen while windows
+// record, until the writer takes each window's. They are coarse (a few per
+// step), so a mutex-protected vector is enough.
+template <typename T>
+class WindowedStore {
+ public:
+  explicit WindowedStore(size_t max_entries) : max_entries_(max_entries) {}
+  // Past this many entries held, Add drops and counts (the agent sets it
+  // from PROF_BUFFER_MB).
+  void SetCapacity(size_t max_entries) {
+    std::lock_guard<std::mutex> lock(mu_);
+    max_entries_ = max_entries;
+  }
+  // A window opens at begin_ns: entries that started before it and before
+  // every window the writer has not taken yet are in no window, so a full
+  // store may drop them at once (the writer's discard of them may come
+  // later); a window still being sealed keeps its entries.
+  void WindowOpens(uint64_t begin_ns) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.Opens(begin_ns);
+  }
+  void Add(const T& entry) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() >= max_entries_) {
+      uint64_t begin = open_.DropBefore();
+      auto before = [begin](const T& e) { return e.start_ns < begin; };
+      entries_.erase(std::remove_if(entries_.begin(), entries_.end(), before), entries_.end());
+      if (entries_.size() >= max_entries_) {
+        open_.Dropped();
+        return;
+      }
+    }
+    entries_.push_back(entry);
+  }
+  // Entries that started in [begin_ns, end_ns), in the order added; older
+  // ones are dropped. *dropped: entries Add refused since the last Take.
+  std::vector<T> Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_.TakenBefore(end_ns);
+    std::vector<T> out = TakeWindowEntries(entries_, begin_ns, end_ns, [](const T& e) { return e.start_ns; });
+    *dropped += open_.TakeDrops(begin_ns, end_ns);
+    return out;
+  }
+  void ResetMutexAfterFork() { new (&mu_) std::mutex(); }
+
+ private:
+  std::mutex mu_;
+  std::vector<T> entries_;  // mu_
+  size_t max_entries_;      // mu_
+  OpenWindows open_;        // mu_
 };
 
 }  // namespace prof
