@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collectors/cupti/api_classes.h"
+#include "collectors/cupti/cupti_13_2.h"
 
 namespace prof::cupti {
 namespace {
@@ -52,7 +53,9 @@ uint32_t ApiName(const DecodeContext& context, ApiDomain domain, uint32_t cbid) 
 }
 
 // The fields read from kernel records exist in Kernel9 and Kernel10 alike
-// (Kernel10 appends isDeviceLaunched); a template reads each through its own struct.
+// (Kernel10 appends isDeviceLaunched); a template reads each through its own
+// struct. Kernel11 (13.1, 13.2) is Kernel10 with priority appended: read
+// through its Kernel10 part, a record of 224 bytes is never read past.
 template <typename KernelRecord>
 DecodeStatus Kernel(const KernelRecord& k, const DecodeContext& context, DeviceRecord* out) {
   *out = Blank(DeviceKind::kKernel);
@@ -203,12 +206,15 @@ const Struct& As(const CUpti_Activity& activity) {
 }  // namespace
 
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out) {
-  static const RecordLayouts kNewest;
-  const RecordLayouts& layouts = context.layouts != nullptr ? *context.layouts : kNewest;
+  static const RecordLayouts kCuda130;
+  const RecordLayouts& layouts = context.layouts != nullptr ? *context.layouts : kCuda130;
   switch (Raw(&activity.kind)) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       if (layouts.kernel == KernelLayout::kKernel9) return Kernel(As<CUpti_ActivityKernel9>(activity), context, out);
+      if (layouts.kernel == KernelLayout::kKernel11) {
+        return Kernel(As<v13_2::ActivityKernel11>(activity).kernel10, context, out);
+      }
       return Kernel(As<CUpti_ActivityKernel10>(activity), context, out);
     case CUPTI_ACTIVITY_KIND_MEMCPY:
       if (layouts.memcpy == MemcpyLayout::kMemcpy5) return AnyCopy(As<CUpti_ActivityMemcpy5>(activity), context, out);

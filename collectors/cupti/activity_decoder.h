@@ -1,8 +1,9 @@
 // CUPTI activity records -> prof::DeviceRecord (model/events.h), each kind
 // read through the struct the loaded CUPTI delivers (record_layouts.h: CUDA
 // 12.x Kernel9, Memcpy5/6, Synchronization/2, Memory3; CUDA 13.0 Kernel10,
-// Memcpy6, Synchronization2, Memory4; MemcpyPtoP4, Memset4 and API
-// throughout). Only fields of that struct are read; what it lacks stays 0.
+// Memcpy6, Synchronization2, Memory4; 13.1 and 13.2 the same but Kernel11;
+// MemcpyPtoP4, Memset4 and API throughout). Only fields of that struct are
+// read; what it lacks stays 0.
 #pragma once
 
 #include <cupti.h>
@@ -24,7 +25,7 @@ enum class DecodeStatus {
 struct DecodeContext {
   NameTable* names;
   const ClockMap* clock;
-  const RecordLayouts* layouts = nullptr;  // nullptr: the newest (CUDA 13.0)
+  const RecordLayouts* layouts = nullptr;  // nullptr: CUDA 13.0's
 };
 
 DecodeStatus DecodeActivity(const CUpti_Activity& activity, const DecodeContext& context, DeviceRecord* out);

@@ -10,11 +10,11 @@ namespace {
 constexpr uint32_t kFirst12 = 19;
 constexpr uint32_t kLast12 = 28;
 constexpr uint32_t kFirst13 = 130000;
-// CUDA 13.1 replaced CUpti_ActivityKernel10 by CUpti_ActivityKernel11
-// (NVIDIA's CUPTI page, "Updates in CUDA Toolkit 13.1"), a struct the 13.0
-// headers libprof is built with do not describe: 13.1 and later are out of
-// range until libprof knows that layout.
-constexpr uint32_t kLast13 = 130099;
+constexpr uint32_t kFirst131 = 130100;
+// CUPTI 13.3 replaced CUpti_ActivityKernel11 by CUpti_ActivityKernel12
+// (CUPTI Python 13.3.0 release notes), whose layout no header libprof is
+// checked against describes: 13.3 and later are out of range until it is.
+constexpr uint32_t kLast13 = 130299;
 constexpr uint32_t kCuda124 = 22;
 constexpr uint32_t kCuda128 = 26;
 constexpr uint32_t kCuda122 = 20;
@@ -30,8 +30,14 @@ bool LayoutsFor(uint32_t version, RecordLayouts* out) {
   // deprecated and replaced by CUpti_ActivityKernel9 (the 12.8 API reference
   // still says kernels "are now reported using the CUpti_ActivityKernel9
   // activity record"); CUPTI Python 13.0.0 release notes: Kernel10 introduced,
-  // Kernel9 dropped.
-  l.kernel = is13 ? KernelLayout::kKernel10 : KernelLayout::kKernel9;
+  // Kernel9 dropped; CUPTI release notes, "Updates in CUDA 13.1": a new
+  // `priority` field, "CUpti_ActivityKernel10 ... replaced by the new
+  // CUpti_ActivityKernel11" (cupti_13_2.h: Kernel10 plus priority and
+  // padding, as 13.2's cupti_activity.h lays it out). Every other kind
+  // libprof decodes has the same struct in 13.2's header as in 13.0's.
+  l.kernel = !is13                 ? KernelLayout::kKernel9
+             : version >= kFirst131 ? KernelLayout::kKernel11
+                                    : KernelLayout::kKernel10;
   // Copies and synchronizations: cupti_activity_deprecated.h (CUDA 13.0):
   // CUpti_ActivityMemcpy5 and CUpti_ActivitySynchronization "deprecated in
   // CUDA 12.8" (CUPTI Python 12.8.0: Memcpy6 and Synchronization2
@@ -56,7 +62,7 @@ bool LayoutsFor(uint32_t version, RecordLayouts* out) {
 }
 
 const char* SupportedCuptiRange() {
-  return "CUPTI API version 19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1) and 130000 to 130099 (CUDA 13.0.x)";
+  return "CUPTI API version 19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1) and 130000 to 130299 (CUDA 13.0 to 13.2)";
 }
 
 std::string CuptiRelease(uint32_t version) {
@@ -81,7 +87,9 @@ std::string CuptiRelease(uint32_t version) {
 }
 
 std::string DescribeLayouts(const RecordLayouts& l) {
-  std::string s = l.kernel == KernelLayout::kKernel9 ? "Kernel9" : "Kernel10";
+  std::string s = l.kernel == KernelLayout::kKernel9    ? "Kernel9"
+                  : l.kernel == KernelLayout::kKernel10 ? "Kernel10"
+                                                        : "Kernel11";
   s += l.memcpy == MemcpyLayout::kMemcpy5 ? ", Memcpy5" : ", Memcpy6";
   s += ", MemcpyPtoP4, Memset4";
   s += l.sync == SyncLayout::kSynchronization ? ", Synchronization" : ", Synchronization2";

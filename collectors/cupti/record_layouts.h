@@ -1,7 +1,7 @@
 // Which struct each activity kind arrives in, per CUPTI release.
 //
 // CUPTI writes the newest record struct of its own release, whatever headers
-// the client was built with, so one libprof.so serving CUDA 12.0 through 13.0
+// the client was built with, so one libprof.so serving CUDA 12.0 through 13.2
 // picks each kind's layout from cuptiGetVersion (record_layouts.cpp cites
 // NVIDIA's documentation for each fact). A version outside the known range
 // has no layout: the collector then runs interception-only.
@@ -12,7 +12,7 @@
 
 namespace prof::cupti {
 
-enum class KernelLayout : uint8_t { kKernel9, kKernel10 };
+enum class KernelLayout : uint8_t { kKernel9, kKernel10, kKernel11 };
 enum class MemcpyLayout : uint8_t { kMemcpy5, kMemcpy6 };
 enum class SyncLayout : uint8_t { kSynchronization, kSynchronization2 };
 enum class MemoryLayout : uint8_t { kMemory3, kMemory4 };
@@ -34,7 +34,7 @@ struct RecordLayouts {
 // the version is outside SupportedCuptiRange().
 bool LayoutsFor(uint32_t version, RecordLayouts* out);
 
-// "19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1), 130000 to 130099 (CUDA 13.0)"
+// "19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1), 130000 to 130299 (CUDA 13.0 to 13.2)"
 const char* SupportedCuptiRange();
 
 // The CUDA release an API version belongs to ("12.4", "13.0"), or "" if unknown.

@@ -160,6 +160,21 @@ class ThroughTheAgent(unittest.TestCase):
         self.assertEqual(state[0]["enabled_callback_domains"], [])
 
 
+@unittest.skipIf(harness.SIM_PERSONALITY == "12", "CUPTI 13.2 is a CUDA 13 release")
+class ThroughTheAgentOnCupti132(ThroughTheAgent):
+    """The same window with the sim reporting CUPTI 13.2 (130202, the CUPTI
+    of PyTorch's cu13 wheels): kernels come as CUpti_ActivityKernel11,
+    libprof reads them as such (record_layouts.cpp), every test above holds."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.r = run_train_loop(SIM_CUPTI_API_VERSION=130202)
+        require_agent(cls.r)
+
+    def test_the_window_says_cupti_13_2(self):
+        self.assertEqual(self.r.traces[0]["libprof"]["cupti_api_version"], 130202)
+
+
 class RepeatedWindows(unittest.TestCase):
     """PROF_REPEAT=2: CUPTI is paused between the windows and attached again;
     each window holds its own steps' work and nothing of the other's. Steps
@@ -230,14 +245,14 @@ class FaultsThroughTheAgent(unittest.TestCase):
         cupti = os.path.join(harness.SIM_LIB_DIR, harness.CUPTI_SONAME)
         self.check_host_unchanged_and_interception_only(
             f"{cupti} reports CUPTI API version 18 (CUDA 11.8 or older), outside the range libprof decodes "
-            "(CUPTI API version 19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1) and 130000 to 130099 (CUDA 13.0.x))",
+            "(CUPTI API version 19 (CUDA 12.0) to 28 (CUDA 12.9 Update 1) and 130000 to 130299 (CUDA 13.0 to 13.2))",
             SIM_CUPTI_API_VERSION=18)
 
     def test_a_cupti_newer_than_the_newest_known_layout_is_not_misread(self):
         cupti = os.path.join(harness.SIM_LIB_DIR, harness.CUPTI_SONAME)
         self.check_host_unchanged_and_interception_only(
-            f"{cupti} reports CUPTI API version 130200 (CUDA 13.2), outside the range libprof decodes",
-            SIM_CUPTI_API_VERSION=130200)
+            f"{cupti} reports CUPTI API version 130300 (CUDA 13.3), outside the range libprof decodes",
+            SIM_CUPTI_API_VERSION=130300)
 
     def test_cupti_init_failure(self):
         self.check_host_unchanged_and_interception_only("CUPTI_ERROR_NOT_INITIALIZED", SIM_CUPTI_INIT_FAIL=1)

@@ -178,11 +178,11 @@ TEST_CASE("a libcupti older than 12.0 is refused with one line naming file, vers
 
 TEST_CASE("a libcupti newer than the newest layout libprof knows is refused, not misread", "[collector]") {
   Harness h;
-  fake::State().version = 130100;  // CUDA 13.1: kernels arrive as CUpti_ActivityKernel11
+  fake::State().version = 130300;  // CUDA 13.3: kernels arrive as CUpti_ActivityKernel12
   auto& c = h.Make();
   c.Attach(h.config);
   CHECK(c.state() == CollectorState::kOff);
-  CHECK(c.Mode().find("version 130100 (CUDA 13.1)") != std::string::npos);
+  CHECK(c.Mode().find("version 130300 (CUDA 13.3)") != std::string::npos);
   CHECK(c.Mode().find(SupportedCuptiRange()) != std::string::npos);
   CHECK(fake::State().subscribe_calls == 0);
 }

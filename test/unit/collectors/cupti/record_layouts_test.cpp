@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "collectors/cupti/activity_decoder.h"
+#include "collectors/cupti/cupti_13_2.h"
 
 namespace prof::cupti {
 namespace {
@@ -52,9 +53,25 @@ TEST_CASE("CUPTI 13.0 delivers Kernel10 and Memory4", "[layouts]") {
         "Kernel10, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, Memory4, Overhead3");
 }
 
-TEST_CASE("versions outside 12.0 to 13.0 have no layout", "[layouts]") {
+TEST_CASE("CUPTI 13.1 and 13.2 deliver Kernel11 and otherwise 13.0's structs", "[layouts]") {
+  for (uint32_t v : {130100u, 130101u, 130200u, 130202u, 130299u}) {
+    RecordLayouts l = For(v);
+    CHECK(l.kernel == KernelLayout::kKernel11);
+    CHECK(l.memcpy == MemcpyLayout::kMemcpy6);
+    CHECK(l.sync == SyncLayout::kSynchronization2);
+    CHECK(l.memory == MemoryLayout::kMemory4);
+    CHECK(l.overhead == OverheadLayout::kOverhead3);
+    CHECK_FALSE(l.cuda12_runtime_names);
+  }
+  CHECK(DescribeLayouts(For(130202)) ==
+        "Kernel11, Memcpy6, MemcpyPtoP4, Memset4, Synchronization2, Memory4, Overhead3");
+  CHECK(CuptiRelease(130202) == "13.2");
+}
+
+TEST_CASE("versions outside 12.0 to 13.2 have no layout", "[layouts]") {
   RecordLayouts l;
-  for (uint32_t v : {0u, 18u, 29u, 1000u, 129999u, 130100u, 130200u, 140000u}) {
+  // 130300: CUPTI 13.3 delivers Kernel12, a layout libprof does not know.
+  for (uint32_t v : {0u, 18u, 29u, 1000u, 129999u, 130300u, 130400u, 140000u}) {
     CHECK_FALSE(LayoutsFor(v, &l));
   }
   CHECK(std::string(SupportedCuptiRange()).find("19 (CUDA 12.0)") != std::string::npos);
@@ -129,6 +146,40 @@ void CheckKernel(uint32_t version) {
 TEST_CASE("a hand-built Kernel9 record (CUDA 12.x) decodes like a Kernel10 one (13.0)", "[layouts]") {
   CheckKernel<CUpti_ActivityKernel9>(22);
   CheckKernel<CUpti_ActivityKernel10>(130001);
+}
+
+TEST_CASE("a Kernel11 record (CUDA 13.1, 13.2) decodes like a Kernel10 one, read within its 224 bytes", "[layouts]") {
+  Decoder d(130202);
+  v13_2::ActivityKernel11 k11;
+  std::memset(&k11, 0, sizeof(k11));
+  CUpti_ActivityKernel10& k = k11.kernel10;
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 100;
+  k.end = 350;
+  k.name = "_Z4stepPf";
+  k.streamId = 13;
+  k.correlationId = 42;
+  k.gridX = 8;
+  k.blockX = 128;
+  k.registersPerThread = 32;
+  k.graphId = 5;
+  k11.priority = -3;  // a high-priority stream's launch
+  REQUIRE(d.Decode(k11) == DecodeStatus::kRecord);
+  CHECK(d.out.kind == static_cast<uint8_t>(DeviceKind::kKernel));
+  CHECK(d.out.end_ns - d.out.start_ns == 250);
+  CHECK(d.names.Get(d.out.name_id) == "_Z4stepPf");
+  CHECK(d.out.stream_id == 13);
+  CHECK(d.out.correlation_id == 42);
+  CHECK(d.out.grid[0] == 8);
+  CHECK(d.out.block[0] == 128);
+  CHECK(d.out.registers_per_thread == 32);
+  CHECK(d.out.graph_id == 5);
+  // What 13.0 wrote in a Kernel10 record, 13.2 writes at the same offsets:
+  // decoded as 13.0's, the first 216 bytes give the same record.
+  Decoder as130(130001);
+  REQUIRE(as130.Decode(k) == DecodeStatus::kRecord);
+  CHECK(as130.out.correlation_id == d.out.correlation_id);
+  CHECK(as130.out.end_ns - as130.out.start_ns == 250);
 }
 
 template <typename MemcpyRecord>
