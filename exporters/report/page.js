@@ -272,6 +272,10 @@
     }));
     if (w.steps.length) {
       s.append(el('h3', { text: 'Per step' }));
+      if (w.steps_total > w.steps.length) {
+        s.append(el('p', { class: 'note', text: w.steps_total + ' steps: the first ' + w.steps_first + ' and the ' +
+          (w.steps.length - w.steps_first) + ' slowest of the others are listed here and above; every step is in the trace as ProfilerStep#N.' }));
+      }
       s.append(dataTable('table-steps', [
         { title: 'Step', key: (r) => r.step, cell: (r) => String(r.step) },
         { title: 'Wall (ms)', key: (r) => r.wall, cell: (r) => Ms(r.wall) },
@@ -467,14 +471,20 @@
   function drawStepRow(g, tl) {
     g.fillStyle = '#5b6673';
     g.fillText('steps', 6, AXIS_H + 11);
-    tl.data.steps.forEach(([step, start, dur], i) => {
+    tl.data.steps.forEach((st, i) => {
+      const [, start, dur] = st;
       const a = Math.max(LABEL_W, timelineX(tl, start)), b = Math.min(tl.width - 8, timelineX(tl, start + dur));
       if (b <= a) return;
       g.fillStyle = i % 2 ? '#dfe6ee' : '#c9d5e2';
       g.fillRect(a, AXIS_H, b - a, STEP_H - 2);
       g.fillStyle = '#1d232b';
-      if (b - a > 30) g.fillText('step ' + step, a + 3, AXIS_H + 11);
+      if (b - a > 30) g.fillText(stepLabel(st), a + 3, AXIS_H + 11);
     });
+  }
+
+  // 'step 7', or 'steps 100-149' for a run of steps drawn as one span.
+  function stepLabel([step, , , last]) {
+    return last === undefined ? 'step ' + step : 'steps ' + step + '\u2013' + last;
   }
 
   // A lane per stream and host thread: its label, then each item in view,
@@ -523,7 +533,7 @@
     const p = timelinePoint(tl, event);
     if (p.py < AXIS_H + STEP_H && p.py >= AXIS_H) {
       const st = tl.data.steps.find(([, start, dur]) => p.t >= start && p.t < start + dur);
-      if (st) return showTip(event, [['step ' + st[0], duration(st[2]) + ', at +' + duration(st[1])]]);
+      if (st) return showTip(event, [[stepLabel(st), duration(st[2]) + ', at +' + duration(st[1])]]);
     }
     const lanes = tl.data.lanes;
     if (p.li < 0 || p.li >= lanes.length || p.px < LABEL_W) return hideTip();

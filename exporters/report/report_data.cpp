@@ -333,8 +333,15 @@ void WriteStatsTables(JsonWriter& out, const Summary& s) {
 
 // Per step, where the time went, and where each stream stood idle.
 void WriteStepTime(JsonWriter& out, const Summary& s) {
+  // The rows the summary lists (ListedStepRows), and how many there are in all.
+  std::vector<StepRow> listed;
+  for (size_t i : ListedStepRows(s.steps)) listed.push_back(s.steps[i]);
+  out.Raw(",\"steps_total\":");
+  out.UInt(s.steps.size());
+  out.Raw(",\"steps_first\":");
+  out.UInt(kStepRowsFirst);
   out.Raw(",\"steps\":");
-  Array(out, s.steps, [&](const StepRow& r) {
+  Array(out, listed, [&](const StepRow& r) {
     Object step(out);
     step.U("step", r.step)
         .U("wall", r.wall_ns)
@@ -531,12 +538,21 @@ void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const 
     if (name != thread_names.end() && !name->second.empty()) label += " (" + name->second + ")";
     WriteLane(out, label, "host", &items, origin, bin);
   }
+  // Steps as [step, start, duration]; past kTimelineSteps, runs of
+  // consecutive steps as one span [first step, start, duration, last step]
+  // (a 100,000-step window would draw each step under a hundredth of a pixel).
   out.Raw("],\"steps\":[");
-  first = true;
-  for (const StepSpan& st : RestOf(w).steps) {
-    if (!first) out.Char(',');
-    first = false;
-    Numbers(out, {st.step, clip(st.start_ns) - origin, Dur(clip(st.start_ns), clip(st.end_ns))});
+  const std::vector<StepSpan>& steps = RestOf(w).steps;
+  const size_t per_span = (steps.size() + kTimelineSteps - 1) / std::max<size_t>(1, kTimelineSteps);
+  for (size_t i = 0; i < steps.size(); i += per_span) {
+    const StepSpan& a = steps[i];
+    const StepSpan& b = steps[std::min(steps.size(), i + per_span) - 1];
+    if (i != 0) out.Char(',');
+    if (per_span <= 1) {
+      Numbers(out, {a.step, clip(a.start_ns) - origin, Dur(clip(a.start_ns), clip(a.end_ns))});
+    } else {
+      Numbers(out, {a.step, clip(a.start_ns) - origin, Dur(clip(a.start_ns), clip(b.end_ns)), b.step});
+    }
   }
   out.Raw("]}");
 }

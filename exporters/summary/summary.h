@@ -116,6 +116,19 @@ struct CallSiteRow {
   uint64_t calls = 0;     // every recorded call
 };
 
+// Kernels that code compiled at run time launched, by what compiled them
+// (summary_compiled.cpp): a torch.compile graph (Inductor's generated module)
+// or @triton.jit kernels launched from one call site.
+struct CompiledCodeRow {
+  bool graph = false;       // a torch.compile graph; else @triton.jit
+  std::string code;         // the generated module's file; "@triton.jit <kernel names>"
+  std::string called_from;  // "model.py:80 in TinyLM.forward" (call-site text of the caller frame)
+  uint64_t gpu_ns = 0;      // GPU time of the kernels, copies and memsets it launched
+  uint64_t kernels = 0;
+  uint64_t launches = 0;    // launch calls
+  uint64_t kernel_names = 0;  // distinct kernel names
+};
+
 // NCCL calls of one operation and message size (nccl-tests' S bytes) on
 // communicators of one size.
 struct CollectiveRow {
@@ -178,6 +191,8 @@ struct Summary {
 
   std::string python_status;            // empty: not a CPython process (no table)
   std::vector<CallSiteRow> call_sites;  // by GPU time, then calls, descending
+  std::vector<CompiledCodeRow> compiled_code;  // by GPU time, then launches, descending
+  uint64_t compiled_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
 
   std::vector<Finding> findings;
 };
@@ -201,7 +216,22 @@ std::string SummaryHeader(const Summary& summary);
 // Fills summary->python_status and call_sites (summary_call_sites.cpp).
 void ComputeCallSites(const Window& window, const WindowIndex& index, Summary* summary);
 void ComputeCallSites(const CompactWindow& window, const WindowIndex& index, Summary* summary);
+// Fills summary->compiled_code (summary_compiled.cpp); RenderCompiledCode
+// appends its table, only when it has rows.
+void ComputeCompiledCode(const Window& window, const WindowIndex& index, Summary* summary);
+void ComputeCompiledCode(const CompactWindow& window, const WindowIndex& index, Summary* summary);
+void RenderCompiledCode(const Summary& summary, std::string* out);
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
+
+// Which per-step rows the summary and the report page list, so that both
+// stay readable and bounded for a window of 100,000 steps (every step is in
+// the trace as ProfilerStep#N): all of them up to kStepRowsAll; past that,
+// the first kStepRowsFirst and the kStepRowsSlowest slowest of the others,
+// as indices into steps in step order.
+constexpr size_t kStepRowsAll = 300;
+constexpr size_t kStepRowsFirst = 100;
+constexpr size_t kStepRowsSlowest = 100;
+std::vector<size_t> ListedStepRows(const std::vector<StepRow>& steps);
 
 }  // namespace prof

@@ -1,8 +1,11 @@
 // RenderSummary: the .summary.txt text. Findings come first (what to fix),
 // then nsys-stats tables, memory, steps, launch latency and idle gaps.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "exporters/common/format.h"
+#include "exporters/summary/stats.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
 
@@ -123,10 +126,28 @@ void Memory(const Summary& s, std::string* out) {
   if (s.live.size() > kLiveRowsShown) *out += Printf(" ... and %zu more\n", s.live.size() - kLiveRowsShown);
 }
 
-void Steps(const Summary& s, std::string* out) {
+// Wall time per step over every step, and which steps the tables list
+// (ListedStepRows): said once, above the per-step table, when some are left out.
+void StepsListedNote(const Summary& s, const std::vector<size_t>& listed, std::string* out) {
+  if (listed.size() == s.steps.size()) return;
+  std::vector<uint64_t> walls;
+  walls.reserve(s.steps.size());
+  for (const StepRow& r : s.steps) walls.push_back(r.wall_ns);
+  Distribution d = Describe(&walls);
+  *out += Printf(" %zu steps; listed: the first %zu and the %zu slowest of the others (every step is in the trace as "
+                 "ProfilerStep#N)\n",
+                 s.steps.size(), kStepRowsFirst, listed.size() - kStepRowsFirst);
+  *out += Printf(" wall per step: min %s, median %s, p90 %s, p99 %s, max %s ms\n", Ms(double(d.min)).c_str(),
+                 Ms(d.median).c_str(), Ms(Percentile(walls, 90)).c_str(), Ms(Percentile(walls, 99)).c_str(),
+                 Ms(double(d.max)).c_str());
+}
+
+void Steps(const Summary& s, const std::vector<size_t>& listed, std::string* out) {
   *out += "\n== Steps ==\n";
+  StepsListedNote(s, listed, out);
   TextTable t({"Step", "Wall (ms)", "GPU busy (%)", "Kernels", "Launches", "Syncs", "Copies", "Allocs/frees"});
-  for (const StepRow& r : s.steps) {
+  for (size_t i : listed) {
+    const StepRow& r = s.steps[i];
     t.AddRow({std::to_string(r.step), Ms(double(r.wall_ns)),
               s.meta.has_gpu_timings ? D(r.gpu_busy_percent) : "n/a", U(r.kernels), U(r.launches), U(r.syncs),
               U(r.copies), U(r.allocs)});
@@ -140,7 +161,7 @@ void BreakdownRow(const std::string& label, uint64_t wall_ns, const TimeBreakdow
 }
 
 // Where each step's wall time went (TimeBreakdown), and the whole window's.
-void StepBreakdown(const Summary& s, std::string* out) {
+void StepBreakdown(const Summary& s, const std::vector<size_t>& listed, std::string* out) {
   *out += "\n== Step time breakdown (ms; GPU busy by what ran, GPU idle by what the host was in) ==\n";
   if (!s.meta.has_gpu_timings) {
     *out += " (no GPU timings)\n";
@@ -148,7 +169,7 @@ void StepBreakdown(const Summary& s, std::string* out) {
   }
   TextTable t({"Step", "Wall", "Kernel", "Communication", "Memcpy", "Memset", "Idle: CUDA call", "Idle: sync",
                "Idle: other"});
-  for (const StepRow& r : s.steps) BreakdownRow(std::to_string(r.step), r.wall_ns, r.breakdown, &t);
+  for (size_t i : listed) BreakdownRow(std::to_string(s.steps[i].step), s.steps[i].wall_ns, s.steps[i].breakdown, &t);
   uint64_t span = s.span_end_ns > s.span_start_ns ? s.span_end_ns - s.span_start_ns : 0;
   BreakdownRow("window", span, s.breakdown, &t);
   *out += t.Render();
@@ -282,9 +303,11 @@ std::string RenderSummary(const Summary& s) {
   out += SizeTable(s.mem_size);
   Collectives(s, &out);
   CallSites(s, &out);
+  RenderCompiledCode(s, &out);
   Memory(s, &out);
-  Steps(s, &out);
-  StepBreakdown(s, &out);
+  const std::vector<size_t> listed = ListedStepRows(s.steps);
+  Steps(s, listed, &out);
+  StepBreakdown(s, listed, &out);
   Latency(s, &out);
   IdleGaps(s, &out);
   StreamIdle(s, &out);
@@ -296,6 +319,22 @@ std::string RenderSummary(const Window& window) { return RenderSummary(ComputeSu
 
 std::string RenderSummary(const Window& window, const WindowIndex& index) {
   return RenderSummary(ComputeSummary(window, index));
+}
+
+std::vector<size_t> ListedStepRows(const std::vector<StepRow>& steps) {
+  std::vector<size_t> listed(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) listed[i] = i;
+  if (steps.size() <= kStepRowsAll) return listed;
+  // The slowest of the steps after the first kStepRowsFirst (ties: the earlier step).
+  std::vector<size_t> rest(listed.begin() + kStepRowsFirst, listed.end());
+  std::partial_sort(rest.begin(), rest.begin() + kStepRowsSlowest, rest.end(), [&](size_t a, size_t b) {
+    return steps[a].wall_ns != steps[b].wall_ns ? steps[a].wall_ns > steps[b].wall_ns : a < b;
+  });
+  rest.resize(kStepRowsSlowest);
+  std::sort(rest.begin(), rest.end());
+  listed.resize(kStepRowsFirst);
+  listed.insert(listed.end(), rest.begin(), rest.end());
+  return listed;
 }
 
 }  // namespace prof
