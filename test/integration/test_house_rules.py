@@ -1,8 +1,8 @@
 """The shape of the code (../shared/DESIGN.md, "Shape of the code"), checked
 on the source tree: layers point down only, every product folder and each
 folder directly inside one says what it owns in a README, no product
-function is over 100 lines, and docs/architecture.md names only paths that
-exist."""
+function is over 100 lines, docs/architecture.md names only paths that
+exist, and docs/performance.md stays a page, not a diary."""
 import os
 import re
 import subprocess
@@ -122,6 +122,16 @@ class ArchitectureNamesRealPaths(unittest.TestCase):
                     missing.append(c)
         self.assertGreater(len(named), 20, "docs/architecture.md names too few paths to be a map")
         self.assertEqual(missing, [], "docs/architecture.md names paths that do not exist: " + ", ".join(missing))
+
+
+class PerformanceDocIsShort(unittest.TestCase):
+    def test_performance_md_has_at_most_300_lines(self):
+        # Method, the latest figure for every target, how to reproduce: no
+        # dated diary (history lives in git).
+        with open(os.path.join(ROOT, "docs", "performance.md"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        self.assertLessEqual(len(lines), 300)
+        self.assertFalse([l for l in lines if re.match(r"^#+ .*\b20\d\d-\d\d-\d\d\b", l)], "dated section headings")
 
 
 if __name__ == "__main__":
