@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "exporters/byte_sink.h"
-#include "exporters/chrome_trace.h"
-#include "exporters/gzip_sink.h"
-#include "exporters/summary.h"
+#include "exporters/files/byte_sink.h"
+#include "exporters/trace/chrome_trace.h"
+#include "exporters/files/gzip_sink.h"
+#include "exporters/summary/summary.h"
 #include "test/bench/harness.h"
 #include "test/bench/synthetic_window.h"
 

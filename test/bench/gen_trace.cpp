@@ -21,9 +21,9 @@
 #include <cstring>
 #include <string>
 
-#include "exporters/byte_sink.h"
-#include "exporters/chrome_trace.h"
-#include "exporters/gzip_sink.h"
+#include "exporters/files/byte_sink.h"
+#include "exporters/trace/chrome_trace.h"
+#include "exporters/files/gzip_sink.h"
 #include "test/bench/synthetic_window.h"
 
 namespace {
