@@ -68,21 +68,7 @@ int SummaryCommand(const Args& args) {
   }
   uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
   std::vector<std::string> paths;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--max-unpacked-mb") {
-      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
-        std::fprintf(stderr, "prof summary: --max-unpacked-mb needs a whole number of MB\n");
-        return 2;
-      }
-      ++i;
-    } else {
-      paths.push_back(args[i]);
-    }
-  }
-  if (paths.empty()) {
-    std::fprintf(stderr, "prof summary: no files given\n%s", kHelp);
-    return 2;
-  }
+  if (int status = ParseFileArgs(args, "summary", kHelp, &max_unpacked, &paths)) return status;
   int status = 0;
   std::vector<Row> rows;
   for (const std::string& path : paths) {

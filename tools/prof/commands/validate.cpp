@@ -40,23 +40,7 @@ int ValidateCommand(const Args& args) {
   bool quiet = false;
   uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
   std::vector<std::string> paths;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-q") {
-      quiet = true;
-    } else if (args[i] == "--max-unpacked-mb") {
-      if (i + 1 >= args.size() || !ParseMegabytes(args[i + 1], &max_unpacked)) {
-        std::fprintf(stderr, "prof validate: --max-unpacked-mb needs a whole number of MB\n");
-        return 2;
-      }
-      ++i;
-    } else {
-      paths.push_back(args[i]);
-    }
-  }
-  if (paths.empty()) {
-    std::fprintf(stderr, "prof validate: no files given\n%s", kHelp);
-    return 2;
-  }
+  if (int status = ParseFileArgs(args, "validate", kHelp, &max_unpacked, &paths, &quiet)) return status;
   size_t failed = 0;
   for (const std::string& path : paths) {
     ValidateResult result;
