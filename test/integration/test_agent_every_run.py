@@ -69,6 +69,13 @@ class EveryRunWritesAWindow(unittest.TestCase):
     def setUpClass(cls):
         harness.need(harness.LIBPROF_SO, ITER_LOOP, harness.PROF_TOOL)
 
+    def valid_trace(self, path):
+        """The trace at path, once `prof validate` passes it."""
+        check = subprocess.run([harness.PROF_TOOL, "validate", path], capture_output=True, text=True)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        with open(path) as f:
+            return json.load(f)
+
     def check_short(self, args):
         bare = harness.run(args, harness.sim_env())
         for mode in harness.INJECTION_MODES:
@@ -78,10 +85,7 @@ class EveryRunWritesAWindow(unittest.TestCase):
                 self.assertEqual(proc.stdout, bare.stdout)
                 self.assertEqual(len(traces), 1, proc.stderr)
                 self.assertEqual(len(summaries), 1, proc.stderr)
-                check = subprocess.run([harness.PROF_TOOL, "validate", traces[0]], capture_output=True, text=True)
-                self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
-                with open(traces[0]) as f:
-                    trace = json.load(f)
+                trace = self.valid_trace(traces[0])
                 self.assertRegex(trace["libprof"]["step"], "^auto: " + WHY.pattern + "$")
                 self.assertTrue(trace["libprof"]["window"]["partial"])
                 with open(summaries[0]) as f:
@@ -136,10 +140,7 @@ class EveryRunWritesAWindow(unittest.TestCase):
                 self.assertRegex(proc.stderr, "PROF_STEP=auto: window 0 is the run from the first CUDA call until auto "
                                               "had seen \\d+ launches")
                 self.assertNotIn("not written", proc.stderr)
-                check = subprocess.run([harness.PROF_TOOL, "validate", traces[0]], capture_output=True, text=True)
-                self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
-                with open(traces[0]) as f:
-                    trace = json.load(f)
+                trace = self.valid_trace(traces[0])
                 self.assertRegex(trace["libprof"]["step"], "^auto: " + limit.pattern + "$")
                 self.assertFalse(trace["libprof"]["window"]["partial"])
                 # Every kernel the program launched up to the window's last one

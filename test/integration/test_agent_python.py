@@ -59,6 +59,19 @@ def enclosing_python(trace, call):
     return out
 
 
+def call_site_table(path):
+    """The summary written beside the trace at path, its "GPU time by Python call site" table, and the
+    table's rows by site: [share, GPU ns, kernels, launches, syncs, copies, allocs/frees, calls]."""
+    with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
+        summary = f.read()
+    table = summary.split("== GPU time by Python call site")[1].split("\n== ")[0]
+    rows = {}
+    for line in table.splitlines()[3:]:
+        cells = line.split(None, 8)
+        rows[cells[8]] = [float(cells[0])] + [int(c) for c in cells[1:8]]
+    return summary, table, rows
+
+
 def only_debian_python(cls):
     """Tests that do not depend on the interpreter's version run once, with
     Debian's python3, not again per versioned interpreter."""
@@ -173,13 +186,7 @@ class PythonStacks(unittest.TestCase):
     def test_summary_names_the_call_sites(self):
         path, trace = self.run_model()
         self.minor = int(re.search(r"CPython 3\.(\d+)", trace["libprof"]["python"]["stacks"]).group(1))
-        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
-            summary = f.read()
-        table = summary.split("== GPU time by Python call site")[1].split("\n== ")[0]
-        rows = {}
-        for line in table.splitlines()[3:]:
-            cells = line.split(None, 8)
-            rows[cells[8]] = [float(cells[0])] + [int(c) for c in cells[1:8]]
+        summary, table, rows = call_site_table(path)
         # columns after the share: GPU ns, kernels, launches, syncs, copies, allocs/frees, calls
         layer = rows[self.site_text("layer", "Linear.forward")]
         self.assertEqual(layer[2:4], [15, 15], "5 kernels per step, 3 steps, all launched on the layer's line")
@@ -257,13 +264,7 @@ class PythonStacks(unittest.TestCase):
                                           self.name("backward", "backward") + via], names)
             self.assertTrue(names[0].endswith("): <module>" + via), names)
             self.assertEqual({e["args"]["via thread"] for e in stack}, {main_tid})
-        with open(path.replace(".pt.trace.json", ".summary.txt")) as f:
-            summary = f.read()
-        table = summary.split("== GPU time by Python call site")[1].split("\n== ")[0]
-        rows = {}
-        for line in table.splitlines()[3:]:
-            cells = line.split(None, 8)
-            rows[cells[8]] = [float(cells[0])] + [int(c) for c in cells[1:8]]
+        _, table, rows = call_site_table(path)
         row = rows[self.site_text("backward", "backward") + via]
         self.assertEqual(row[2:4], [18, 18], "the pool's kernels and launches")
         self.assertGreater(row[1], 0, "GPU time of the pool's kernels")

@@ -142,20 +142,26 @@ class Bare(unittest.TestCase):
                 self.assertGreaterEqual(s["end_ns"], s["waited_until_ns"] + sim_truth.SYNC_WAKE_NS, s)
 
 
+def run_bare_and_under_agent(cls, args, **prof):
+    """Runs args bare (cls.bare) and under libprof as cls.mode() loads it, one window, with the PROF_* variables
+    prof adds (cls.proc, its truth log cls.truth, its traces cls.traces), in cls.tmp."""
+    cls.tmp = tempfile.TemporaryDirectory()
+    out = os.path.join(cls.tmp.name, "out")
+    truth = os.path.join(cls.tmp.name, "truth.jsonl")
+    cls.bare = harness.run(args, harness.sim_env())
+    cls.proc = harness.run(args, harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, **cls.mode(), **prof,
+                                                 **ONE_WINDOW))
+    cls.truth = load_truth(truth)
+    cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+
+
 class UnderAgent:
     """Mixed in per mode: env() says how libprof is loaded."""
 
     @classmethod
     def setUpClass(cls):
         harness.need(WORKLOAD, harness.LIBPROF_SO)
-        cls.tmp = tempfile.TemporaryDirectory()
-        out = os.path.join(cls.tmp.name, "out")
-        truth = os.path.join(cls.tmp.name, "truth.jsonl")
-        cls.bare = harness.run([WORKLOAD], harness.sim_env())
-        cls.proc = harness.run([WORKLOAD], harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, **cls.mode(),
-                                                           **ONE_WINDOW))
-        cls.truth = load_truth(truth)
-        cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+        run_bare_and_under_agent(cls, [WORKLOAD])
 
     @classmethod
     def tearDownClass(cls):
@@ -224,15 +230,7 @@ class DriverApiUnderAgent:
     @classmethod
     def setUpClass(cls):
         harness.need(DRIVER_API, harness.LIBPROF_SO)
-        cls.tmp = tempfile.TemporaryDirectory()
-        out = os.path.join(cls.tmp.name, "out")
-        truth = os.path.join(cls.tmp.name, "truth.jsonl")
-        cls.bare = harness.run(DRIVER_ARGS, harness.sim_env())
-        cls.proc = harness.run(DRIVER_ARGS, harness.sim_env(PROF_OUTPUT_DIR=out, SIM_TRUTH_FILE=truth, **cls.mode(),
-                                                           PROF_ACTIVITIES="kernel,memcpy,memset,runtime,sync,memory,driver",
-                                                           **ONE_WINDOW))
-        cls.truth = load_truth(truth)
-        cls.traces = sorted(glob.glob(os.path.join(out, "*.pt.trace.json")))
+        run_bare_and_under_agent(cls, DRIVER_ARGS, PROF_ACTIVITIES="kernel,memcpy,memset,runtime,sync,memory,driver")
 
     @classmethod
     def tearDownClass(cls):
