@@ -36,4 +36,13 @@ const char* CublasStatusString(cublasStatus_t status) {
   const Entry* e = Find(status);
   return e ? e->text : "<unknown>";
 }
+cublasStatus_t CublasProperty(libraryPropertyType type, int* value) {
+  if (!value) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (type) {
+    case MAJOR_VERSION: *value = CUBLAS_VER_MAJOR; return CUBLAS_STATUS_SUCCESS;
+    case MINOR_VERSION: *value = CUBLAS_VER_MINOR; return CUBLAS_STATUS_SUCCESS;
+    case PATCH_LEVEL: *value = CUBLAS_VER_PATCH; return CUBLAS_STATUS_SUCCESS;
+  }
+  return CUBLAS_STATUS_INVALID_VALUE;
+}
 }  // namespace simmath
