@@ -622,6 +622,7 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeBreakdown(w, index, &api_names, &s);
   ComputeStreamIdle(w, index, &s);
   ComputeCallSites(w, index, &s);
+  ComputeCompiledCode(w, index, &s);
   s.findings = ComputeFindings(w, s, index);
   return s;
 }

@@ -303,6 +303,7 @@ std::string RenderSummary(const Summary& s) {
   out += SizeTable(s.mem_size);
   Collectives(s, &out);
   CallSites(s, &out);
+  RenderCompiledCode(s, &out);
   Memory(s, &out);
   const std::vector<size_t> listed = ListedStepRows(s.steps);
   Steps(s, listed, &out);
