@@ -51,6 +51,7 @@ struct Config {
   RangeKind range_kind = RangeKind::kNone;
   std::string range_pattern;  // nvtx:<regex> source
 
+  // Defaults of the PROF_* variables: data, not logic.
   // torch.profiler.schedule, in steps; repeat == 0 repeats forever.
   uint64_t skip_first = 0;
   uint64_t wait = 30;

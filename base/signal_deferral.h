@@ -32,6 +32,7 @@ namespace prof {
 
 inline constexpr int kExitDeferralSlots = 128;
 
+// A scope class, as LoaderSection is: constructor, destructor, no copies.
 class ExitSignalDeferral {
  public:
   ExitSignalDeferral();

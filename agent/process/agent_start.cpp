@@ -88,6 +88,7 @@ uint32_t MarkerBits(const Config& config) {
   }
 }
 
+// A DeviceCollector that collects nothing (as the bench's NullCollector): the interface's overrides.
 // The device side of a fork child whose parent had loaded CUDA or CUPTI:
 // nothing. NVIDIA leaves CUDA (and CUPTI, subscribed in the parent) undefined
 // in a fork child until exec, and the dynamic loader's lock may have been held

@@ -160,6 +160,7 @@ void RecordNvtxRange(const NvtxRange& range) {
   });
 }
 
+// A table as a switch: one kind per allocating call.
 MemKind MemKindOf(ApiId id) {
   switch (id) {
     case ApiId::cudaMallocHost:

@@ -99,6 +99,7 @@ ApiClass ClassifyCallback(ApiDomain domain, uint32_t cbid) {
     }
     return classes;
   }());
+  // The runtime table's construction, from the driver's names.
   static const auto& driver = *new std::vector<ApiClass>([] {
     std::vector<ApiClass> classes;
     for (const auto& entry : kDriverCallbackNames) {

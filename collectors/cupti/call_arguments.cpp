@@ -78,6 +78,7 @@ void GraphLaunch(const void* params, bool, HostEvent* e) {
   e->ptr = U64(p.graphExec);
   e->stream = U64(p.stream);
 }
+// One reader per params struct: the fields' names differ (f, hStream, config).
 // cuLaunchCooperativeKernel's struct is cuLaunchKernel's without `extra`.
 void DriverLaunch(const void* params, bool, HostEvent* e) {
   const auto& p = As<cuLaunchCooperativeKernel_params>(params);
@@ -186,6 +187,7 @@ struct Rule {
   Filler fill;
 };
 
+// Short names for the params structs the table below reads: aliases, not logic.
 using LaunchP = cudaLaunchKernel_v7000_params;
 using CopyAsyncP = cudaMemcpyAsync_v3020_params;
 using Copy2DAsyncP = cudaMemcpy2DAsync_v3020_params;

@@ -24,6 +24,7 @@
 
 namespace prof::cupti {
 
+// Plain per-thread fields: state, alike in shape to other structs of counters.
 // What the API callbacks keep per application thread, in one thread_local:
 // each thread_local of a shared library is a lookup of its own, so a
 // callback finds all of this with one.

@@ -111,6 +111,7 @@ class LaunchRegistry {
     uint64_t enter_ns;
     uint32_t parent_id;
   };
+  // A launch's state bits: constants, not logic.
   static constexpr uint64_t kExpects = 1;
   static constexpr uint64_t kDelivered = 2;
   static constexpr uint64_t kExpectsApi = 4;

@@ -89,6 +89,7 @@ inline bool ZeroDriverSet2D(const void* params) {
 
 // The per-thread-stream flavours (_ptsz, _ptds) take the same parameters.
 #define PROF_RT(name, test, params) Rule{CUPTI_RUNTIME_TRACE_CBID_##name, test<params>}
+// Data, not logic: one rule per runtime call that may move zero bytes.
 inline constexpr Rule kRuntimeRules[] = {
     PROF_RT(cudaMemcpy_v3020, ZeroCount, cudaMemcpy_v3020_params),
     PROF_RT(cudaMemcpy_ptds_v7000, ZeroCount, cudaMemcpy_ptds_v7000_params),

@@ -127,6 +127,7 @@ EXPORT_SYMBOL cudaError_t cudaMallocFromPoolAsync_ptsz(void** ptr, size_t size, 
   return ip::MallocFromPoolAsync<ApiId::cudaMallocFromPoolAsync_ptsz>(ptr, size, pool, stream);
 }
 
+// One interposed symbol per entry point, each with its own fields: the wrapper's shape, not shared logic.
 EXPORT_SYMBOL cudaError_t cudaMallocHost(void** ptr, size_t size) {
   using Fn = cudaError_t (*)(void**, size_t);
   return ip::Intercept<ApiId::cudaMallocHost, cudaError_t>(

@@ -151,6 +151,7 @@ CUresult MemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocat
       ptr, size, offset, handle, flags);
 }
 
+// One interposed symbol per entry point, each with its own fields: the wrapper's shape, not shared logic.
 template <int kSource>
 CUresult MemUnmap(CUdeviceptr ptr, size_t size) {
   using Fn = CUresult (*)(CUdeviceptr, size_t);

@@ -69,6 +69,7 @@ cudaError_t LaunchByHandle(cudaKernel_t kernel, dim3 grid, dim3 block, void** ar
       kernel, grid, block, args, shared, stream);
 }
 
+// One interposed symbol per entry point, each with its own fields: the wrapper's shape, not shared logic.
 template <ApiId kId>
 cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   using Fn = cudaError_t (*)(cudaGraphExec_t, cudaStream_t);

@@ -254,6 +254,7 @@ NCCL_WRAPPER ncclResult_t ncclAlltoAll(const void* sendbuff, void* recvbuff, siz
                     [&] { return real(sendbuff, recvbuff, count, datatype, comm, stream); });
 }
 
+// One wrapper per NCCL collective: the exported symbols' shape, not shared logic.
 NCCL_WRAPPER ncclResult_t ncclGather(const void* sendbuff, void* recvbuff, size_t count, ncclDataType_t datatype,
                                      int root, ncclComm_t comm, cudaStream_t stream) {
   REAL(ncclGather);

@@ -22,6 +22,7 @@
 
 namespace prof::python {
 
+// Plain addresses: data, not logic.
 // Addresses of the interpreter's type objects, found with dlsym.
 struct PyTypes {
   uintptr_t code = 0;

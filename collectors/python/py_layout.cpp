@@ -49,6 +49,7 @@ std::string DebugOffsetsMismatch(const PyLayout& l, const uint8_t* offsets, size
     int position;
     int expected;
   };
+  // Data, not logic: one row per offset that both _Py_DebugOffsets and the layout give.
   const Check checks[] = {
       {"thread_state.current_frame", d.current_frame, l.tstate_frame},
       {"interpreter_frame.previous", d.frame_previous, l.frame_previous},

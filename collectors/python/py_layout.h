@@ -134,6 +134,7 @@ struct PyLayout {
 };
 
 namespace layouts {
+// Per-version data, not logic: each Make* below is one CPython's offsets, from its headers.
 constexpr PyLayout Make310() {
   PyLayout l;
   l.minor = 10;

@@ -19,6 +19,7 @@ namespace {
 // Kineto sorts GPU processes after CPU ones with this offset.
 constexpr int64_t kGpuSortIndexBase = 16777216;
 
+// Data, not logic: one key per DeviceProps field, in Kineto's names.
 void WriteDeviceProperties(const Window& w, JsonWriter& out) {
   out.Key("deviceProperties");
   out.Char('[');

@@ -46,6 +46,7 @@ int ValidateCommand(const Args& args) {
     ValidateResult result;
     uint64_t events = 0;
     std::string error;
+    // Per file as in summary.cpp: each command reports a failure its own way (a FAIL line here).
     bool read = false;
     // Whatever goes wrong with one file is reported with its name, and the
     // next file is still checked.

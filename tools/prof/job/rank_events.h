@@ -16,6 +16,7 @@
 
 namespace prof::tool {
 
+// Plain records the analysis reads: data, not logic.
 // Times are ns on the rank's own clock (baseTimeNanoseconds + ts).
 struct JobStep {
   uint64_t number = 0;

@@ -33,6 +33,7 @@ bool JsonParser::ParseString(std::string* out) {
 bool JsonParser::ParseEscape(std::string* out) {
   int c = Get();
   char plain;
+  // json_dump.cpp's escape table the other way: a table as a switch, one case per escape.
   switch (c) {
     case '"': plain = '"'; break;
     case '\\': plain = '\\'; break;

@@ -11,6 +11,7 @@
 
 namespace prof::tool {
 
+// Plain fields, one per fact the first pass reads: data, not logic.
 // What the first pass learns about an input.
 struct InputMeta {
   bool has_events = false;

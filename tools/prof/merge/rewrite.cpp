@@ -49,6 +49,7 @@ void RewriteEvent(const JsonValue& e, const Rewrite& r, std::string* out, json* 
       }
     } else if (key == "args" && metadata && m.is_object() &&
                (name == "process_name" || name == "process_sort_index")) {
+      // The member copy above, for args: each one rewritten its own way.
       // Group each rank's processes: its name prefixed, sorted by rank.
       out->push_back('{');
       bool first_arg = true;

@@ -16,6 +16,7 @@ uint64_t FromEpoch(int64_t epoch_ns, int64_t epoch_offset_ns) {
   return epoch_ns > epoch_offset_ns ? static_cast<uint64_t>(epoch_ns) - static_cast<uint64_t>(epoch_offset_ns) : 0;
 }
 
+// Data, not logic: one DeviceProps field per Kineto key.
 DeviceProps ReadDevice(const JsonValue& dev) {
   DeviceProps p;
   auto get = [&dev](const char* key, int64_t fallback) {

@@ -36,6 +36,7 @@ void StableSortByStart(ChunkedVector<T>* v) {
   std::vector<uint32_t> from(c.size());  // from[i]: the record that goes to i
   for (size_t i = 0; i < from.size(); ++i) from[i] = static_cast<uint32_t>(i);
   std::stable_sort(from.begin(), from.end(), [&c](uint32_t a, uint32_t b) { return c[a].start_ns < c[b].start_ns; });
+  // record_order.cpp's in-place cycle walk (collectors/cupti), over a ChunkedVector: the two share only base/.
   for (size_t i = 0; i < from.size(); ++i) {
     if (from[i] == i) continue;
     T held = c[i];
