@@ -260,6 +260,7 @@ class JsScanner:
             k += 1
         return None
 
+    # Skips bracketed groups as the walk above does, stopping at the expression's end instead.
     def _expression_end(self, k):
         tokens, last_line = self.tokens, None
         while k < len(tokens):

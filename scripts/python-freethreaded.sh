@@ -33,6 +33,7 @@ versions=("$@")
 src="$deps/src"
 mkdir -p "$src/apt/state/lists/partial" "$src/apt/cache/archives/partial" "$deps/ft"
 
+# Source packages (deb-src, always sid) in an apt state of their own: not lib/debian-apt.sh's binary lists.
 fetch_source() {  # $1 = 3.14: leaves $src/Python-<x.y.z>.tar.xz
   ls "$src"/python"$1"_*.orig.tar.* >/dev/null 2>&1 && return 0
   printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main\n' \

@@ -44,6 +44,7 @@ int main(void) {
 #else
   printf("version %d.%d\n", PY_MAJOR_VERSION, PY_MINOR_VERSION);
 #endif
+  // Per-version data, not logic: each branch prints one CPython's offsets.
 #if PY_VERSION_HEX < 0x030b0000
   P("tstate.frame", offsetof(PyThreadState, frame));
   P("frame.back", offsetof(PyFrameObject, f_back));

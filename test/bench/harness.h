@@ -18,6 +18,7 @@
 
 namespace prof::bench {
 
+// Plain result fields: data, not logic.
 // Median and spread of a set of samples.
 struct Stats {
   double median = 0;

@@ -36,6 +36,7 @@ static long long NowNs() {
       .count();
 }
 
+// Each bench program is one .cu nvcc builds alone: its own argument loop.
 int main(int argc, char** argv) {
   int steps = 200;
   int launches = 5000;

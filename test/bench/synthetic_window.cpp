@@ -67,6 +67,7 @@ void FillMeta(Window& w) {
   m.cupti_mode = "activity";
   m.has_gpu_timings = true;
   m.libprof_version = "bench";
+  // The simulated device as test/unit/exporters/window_builder.h gives it too: test data, per harness.
   DeviceProps d;
   d.name = "Simulated GPU";
   d.total_global_mem = 80ull << 30;

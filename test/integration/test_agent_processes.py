@@ -127,6 +127,7 @@ class UnderscoreExit(unittest.TestCase):
         self.assertTrue(run.traces[0][1]["libprof"]["window"]["partial"])
 
     def test_a_failed_exec_in_a_vfork_child_leaves_the_parent_and_its_window_alone(self):
+        # Another child program, loading the library as the one above does.
         # subprocess uses vfork: the child shares the parent's memory until it
         # execs, and calls _exit when the exec fails. libprof's _exit must do
         # nothing there (the agent belongs to the parent).

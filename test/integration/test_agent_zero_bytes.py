@@ -35,6 +35,7 @@ COPY_CALLS = ("cudaMemcpy", "cudaMemcpyAsync", "cudaMemset", "cudaMemsetAsync", 
               "cudaMemset2D", "cudaMemcpy3D")
 
 
+# test_agent_own_calls.py's runs, checked for other things: each file its own scenario.
 class ZeroByteCallsAreNotLosses(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

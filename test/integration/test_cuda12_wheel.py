@@ -69,6 +69,7 @@ class PipWheelJob(unittest.TestCase):
         cls.proc = run(["python3", script, cls.site, str(STEPS)], env=env)
         cls.traces = sorted(glob.glob(os.path.join(cls.out, "*.pt.trace.json")))
 
+    # The fixture tail of test_agent_injection.py's: each test file runs its own job.
     @classmethod
     def tearDownClass(cls):
         cls.tmp.cleanup()

@@ -230,6 +230,7 @@ class Faults(unittest.TestCase):
         self.assertEqual(got, expected)
         self.assertEqual(w["device_records_missing"], 0)
 
+    # The probe of the test above with records later than the deadline: another scenario.
     def test_records_later_than_the_deadline_are_forced_out_or_missing_never_misplaced(self):
         # CUPTI's worker would hand the buffers over 400 ms late; at the
         # 20 ms deadline the window forces out what CUPTI still holds: each

@@ -76,6 +76,7 @@ def per_rank_table(summary):
     return rows
 
 
+# Each multi-rank test reads the truth's waits over the collectives its own job makes.
 def truth_waits(traces, truth):
     """Per rank, ms per step: what the truth says the rank waited for the last
     rank to arrive (release minus start of its kernel), over the collectives

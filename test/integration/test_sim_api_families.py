@@ -198,6 +198,7 @@ class UnderAgent:
             self.assertEqual(calls[name], truth[name], name)
 
 
+# Bare's fixture shape, for the driver-API program.
 class DriverApiBare(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

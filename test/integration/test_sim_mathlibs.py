@@ -47,6 +47,7 @@ def xmma(ab, mma, c, ops, kt):
             "_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas")
 
 
+# Each mathlib test file has its prelude, loading its own libraries (here cuBLAS and cuBLASLt).
 # Runs in a child process (a fresh stack and truth log per scenario); prints
 # one "key value" line per check.
 PRELUDE = textwrap.dedent("""

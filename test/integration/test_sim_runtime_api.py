@@ -179,6 +179,7 @@ class SimRuntimeApiTest(unittest.TestCase):
             g = (ctypes.c_uint * 3)(); b = (ctypes.c_uint * 3)(); shm = ctypes.c_size_t(); st = ptr()
             out("pop_without_push", rt.__cudaPopCallConfiguration(g, b, ctypes.byref(shm), ctypes.byref(st)))
         """)
+        # Expected answers, one per probe: data, not logic.
         self.assertEqual(results["bad_kind"], "21")  # cudaErrorInvalidMemcpyDirection
         self.assertEqual(results["peek"], "21")
         self.assertEqual(results["last"], "21")

@@ -59,6 +59,7 @@ def demangle(names):
     return dict(zip(names, out))
 
 
+# test_torch_profiler_compare.py's run-and-read, with this file's modes and arguments.
 def run_profiled(python, mode, work):
     trace_path = os.path.join(work, mode + ".pt.trace.json")
     truth_path = os.path.join(work, mode + ".truth.jsonl")

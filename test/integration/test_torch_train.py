@@ -69,6 +69,7 @@ def run_torch(python, mode, work):
     return proc.returncode, "".join(stdout), stderr, maps, out, truth.read(truth_path)
 
 
+# The venv and scratch set-up every torch test class makes before running its own workload.
 class TorchTrainUnderLibprof(unittest.TestCase):
     @classmethod
     def setUpClass(cls):

@@ -12,6 +12,7 @@
 
 namespace sim {
 
+// The model's constants: numbers, not logic.
 inline constexpr int kRegistersPerThread = 32;
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int kWarpSize = 32;

@@ -48,6 +48,7 @@ namespace {
       exit(1);                                                                                  \
     }                                                                                           \
   } while (0)
+// CHECK_CUDA's shape for ncclResult_t: another error type and name function.
 #define CHECK_NCCL(call)                                                                        \
   do {                                                                                          \
     ncclResult_t r_ = (call);                                                                   \

@@ -24,6 +24,7 @@ namespace {
 int g_failures = 0;
 int g_steps = 0;  // --steps
 
+// The checks of api_families.cu, for CUresult: each workload is one source file built alone.
 bool Expect(CUresult got, CUresult want, const char* what, int line) {
   if (got == want) return true;
   const char* name = nullptr;

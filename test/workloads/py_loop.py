@@ -23,6 +23,7 @@ def truth_writer():
     return lambda line: fn(line.encode())
 
 
+# ctypes_driver.py's argument handling and loading, with this loop's own options.
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iters", type=int, default=80)

@@ -67,6 +67,7 @@ int main() {
   CHECK(cudaMemsetAsync(buf, 0, 64, cudaStreamPerThread));
   CHECK(cudaStreamSynchronize(cudaStreamPerThread));
 
+  // Teardown, one call per object: a list, not logic.
   CHECK(cudaEventDestroy(start));
   CHECK(cudaEventDestroy(stop));
   CHECK(cudaStreamDestroy(blocking));

@@ -53,6 +53,7 @@ Record Zero() {
   return r;
 }
 
+// A record like the unit tests' (record_layouts_test): the fuzzer's seed, with its own values.
 template <typename Kernel>
 Kernel MakeKernel(uint64_t t) {
   auto k = Zero<Kernel>();

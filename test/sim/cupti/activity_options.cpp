@@ -44,6 +44,7 @@ CUptiResult CUPTIAPI cuptiActivityEnableCudaEventDeviceTimestamps(uint8_t enable
   return CUPTI_SUCCESS;
 }
 
+// One setter per cuptiActivityEnable* switch: the API's entry points, each storing its own option.
 // Graph-level records instead of node-level ones: not simulated; the switch
 // is stored and node-level records keep coming, as with a device that does
 // not support it.

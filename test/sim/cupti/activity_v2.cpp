@@ -29,6 +29,7 @@ CUptiResult CUPTIAPI cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber, C
   return simcupti::SetKindEnabled(client, "cuptiActivityEnable_v2", kind, true);
 }
 
+// cuptiActivityEnable_v2 with enable false: one exported entry point each.
 CUptiResult CUPTIAPI cuptiActivityDisable_v2(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind kind,
                                              CUpti_ActivityConfig*) {
   CUptiResult error = CUPTI_SUCCESS;

@@ -9,6 +9,7 @@
 namespace simcupti {
 namespace {
 
+// Data, not logic: each simulated library answers from its own table of its own enum.
 struct ResultName {
   CUptiResult result;
   const char* name;

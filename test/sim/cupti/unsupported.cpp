@@ -10,6 +10,7 @@ CUptiResult Unsupported(CUptiResult result) { return simcupti::Status(result); }
 
 extern "C" {
 
+// One stub per entry point the sim does not model, each saying so: a list, not logic.
 // cupti_activity.h
 CUptiResult CUPTIAPI cuptiActivityConfigurePCSampling(CUcontext ctx, CUpti_ActivityPCSamplingConfig *config) {
   return Unsupported(CUPTI_ERROR_NOT_SUPPORTED);

@@ -142,6 +142,7 @@ Device& Device::Of(CUstream stream) {
   return Get();
 }
 
+// Of(CUstream)'s search, over each device's events.
 Device& Device::Of(CUevent event) {
   Devices& d = All();
   for (int i = 0; i < d.count; ++i) {

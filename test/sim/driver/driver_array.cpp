@@ -338,6 +338,7 @@ SIM_DRIVER_EXPORT CUresult cuTexObjectDestroy(CUtexObject texObject) {
   });
 }
 
+// cuTexObjectCreate's shape for surfaces: their own set and check.
 // Documented: surfaces need an array created with CUDA_ARRAY3D_SURFACE_LDST.
 SIM_DRIVER_EXPORT CUresult cuSurfObjectCreate(CUsurfObject* pSurfObject, const CUDA_RESOURCE_DESC* pResDesc) {
   cuSurfObjectCreate_params params{pSurfObject, pResDesc};

@@ -140,6 +140,7 @@ CUresult BeginCapture(CUstream handle, CUstreamCaptureMode mode) {
   return CUDA_SUCCESS;
 }
 
+// The same stream checks and lock as BeginCapture and IsCapturing: each entry point validates its own.
 // Documented: on the origin stream (CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
 // otherwise), from the beginning thread unless begun relaxed (..._WRONG_THREAD,
 // the capture goes on). Every stream of the capture leaves it; an
@@ -243,6 +244,7 @@ bool CaptureKernel(CUstream stream, const SimOp& op, uint64_t duration_ns, CUres
   return CaptureNode(stream, std::move(node), result);
 }
 
+// A copy node filled field by field: assignments, alike in shape to other structs' fills.
 bool CaptureCopy(CUstream stream, const CopyRegion& src, const CopyRegion& dst, size_t width, size_t rows,
                  size_t depth, CUresult* result) {
   CUgraphNode_st node{};
@@ -497,6 +499,7 @@ SIM_DRIVER_EXPORT CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
                                [&] { return sim::BeginCapture(PerThread(hStream), CU_STREAM_CAPTURE_MODE_GLOBAL); });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   cuStreamBeginCapture_v2_params params{hStream, mode};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamBeginCapture_v2), "cuStreamBeginCapture_v2", &params,

@@ -176,6 +176,7 @@ SIM_DRIVER_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* pCopy) {
   cuMemcpy2D_v2_params params{pCopy};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy2D_v2), "cuMemcpy2D_v2", &params,
@@ -234,6 +235,7 @@ SIM_DRIVER_EXPORT CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPi
 
 // ---- per-thread default stream flavours.
 
+// The per-thread-stream flavour: the same wrapper with its own exported symbol and cbid.
 SIM_DRIVER_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
   cuMemcpy_ptds_params params{dst, src, ByteCount};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemcpy_ptds), "cuMemcpy_ptds", &params, [&] {

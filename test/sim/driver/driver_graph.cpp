@@ -250,6 +250,7 @@ SIMHUB_EXPORT int simhub_graph_id(void* graph, uint32_t* id) {
   return 1;
 }
 
+// simhub_graph_id's shape for executable graphs: their own set.
 SIMHUB_EXPORT int simhub_graph_exec_id(void* graph_exec, uint32_t* id) {
   sim::Graphs& g = sim::State();
   std::lock_guard<std::mutex> lock(g.mutex);
@@ -280,6 +281,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* phGraphExec,
                                [&] { return sim::Instantiate(phGraphExec, hGraph, flags); });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   cuGraphLaunch_params params{hGraphExec, hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphLaunch), "cuGraphLaunch", &params,

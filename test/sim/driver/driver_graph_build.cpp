@@ -62,6 +62,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphAddKernelNode_v2(CUgraphNode* phGraphNode, CUg
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuGraphAddMemcpyNode(CUgraphNode* phGraphNode, CUgraph hGraph,
                                                 const CUgraphNode* dependencies, size_t numDependencies,
                                                 const CUDA_MEMCPY3D* copyParams, CUcontext ctx) {

@@ -104,6 +104,7 @@ SIM_DRIVER_EXPORT CUresult cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgr
                                });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t* flags) {
   cuGraphExecGetFlags_params params{hGraphExec, flags};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuGraphExecGetFlags), "cuGraphExecGetFlags", &params, [&]() -> CUresult {

@@ -18,6 +18,7 @@ struct Registered {
   std::mutex mutex;  // leaf lock
   std::map<void*, unsigned> flags;  // registered range start -> flags
 };
+// A never-destroyed singleton, as each sim file keeps its own state.
 Registered& State() {
   static Registered* registered = new Registered();
   return *registered;

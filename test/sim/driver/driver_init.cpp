@@ -30,6 +30,7 @@ void MarkForkedChild() {
 
 constexpr char kDeviceName[] = "NVIDIA H100 80GB HBM3 (simulated)";
 
+// Data, not logic: each simulated library answers from its own table of its own enum.
 struct ErrorText {
   CUresult code;
   const char* name;
@@ -127,6 +128,7 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGet(CUdevice* device, int ordinal) {
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice dev) {
   cuDeviceGetName_params params{name, len, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetName), "cuDeviceGetName", &params, [&]() -> CUresult {
@@ -206,6 +208,7 @@ SIM_DRIVER_EXPORT CUresult cuGetErrorName(CUresult error, const char** pStr) {
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 // The current context's device (a thread that made none current is on
 // device 0's primary, once it exists: the runtime retains it on first use).
 SIM_DRIVER_EXPORT CUresult cuCtxGetDevice(CUdevice* device) {

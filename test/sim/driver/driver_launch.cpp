@@ -198,6 +198,7 @@ SIM_DRIVER_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDi
                                   /*per_thread=*/true);
 }
 
+// The per-thread-stream flavour: the same wrapper with its own exported symbol and cbid.
 SIM_DRIVER_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                                           unsigned int gridDimZ, unsigned int blockDimX,
                                                           unsigned int blockDimY, unsigned int blockDimZ,

@@ -286,6 +286,7 @@ SIM_DRIVER_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesi
   });
 }
 
+// The per-thread-stream flavour: the same wrapper with its own exported symbol and cbid.
 SIM_DRIVER_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool,
                                                         CUstream hStream) {
   cuMemAllocFromPoolAsync_ptsz_params params{dptr, bytesize, pool, hStream};

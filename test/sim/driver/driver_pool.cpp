@@ -130,6 +130,7 @@ SIM_DRIVER_EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUd
                                });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
   cuDeviceGetMemPool_params params{pool, dev};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuDeviceGetMemPool), "cuDeviceGetMemPool", &params, [&]() -> CUresult {
@@ -170,6 +171,7 @@ SIM_DRIVER_EXPORT CUresult cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolPr
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   cuMemPoolDestroy_params params{pool};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuMemPoolDestroy), "cuMemPoolDestroy", &params, [&]() -> CUresult {

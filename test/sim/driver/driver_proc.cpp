@@ -24,6 +24,7 @@ struct ProcEntry {
 #define SIM_PROC_UNTIL(base, fn, since, before) {base, reinterpret_cast<void*>(&fn), since, before, false}
 #define SIM_PROC_PT(base, fn, since) {base, reinterpret_cast<void*>(&fn), since, 0, true}
 
+// Data, not logic: one row per cuGetProcAddress symbol and the versions that serve it.
 const ProcEntry kProcs[] = {
     SIM_PROC("cuInit", cuInit, 2000),
     SIM_PROC("cuDriverGetVersion", cuDriverGetVersion, 2020),

@@ -166,6 +166,7 @@ SIM_DRIVER_EXPORT CUresult cuStreamQuery_ptsz(CUstream hStream) {
                                [&] { return sim::StreamQuery(sim::PerThread(hStream)); });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuStreamSynchronize(CUstream hStream) {
   cuStreamSynchronize_params params{hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuStreamSynchronize), "cuStreamSynchronize", &params,
@@ -190,6 +191,7 @@ SIM_DRIVER_EXPORT CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEve
                                [&] { return sim::StreamWaitEvent(sim::PerThread(hStream), hEvent, Flags); });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_DRIVER_EXPORT CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
   cuEventRecord_params params{hEvent, hStream};
   return InitializedDriverCall(SIM_DRIVER_CBID(cuEventRecord), "cuEventRecord", &params,

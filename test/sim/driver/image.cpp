@@ -110,6 +110,7 @@ ImageContents ReadFatbin(const unsigned char* p, size_t size) {
     if (magic != kFatbinMagic || header < 16 || entries_bytes > size - container - header) break;
     const size_t end = container + header + entries_bytes;
     size_t entry = container + header;
+    // The entries inside a container: the containers' read-then-bound-check, on the entries' fields.
     while (entry + 16 <= end) {
       uint16_t kind = 0;
       uint32_t entry_header = 0;

@@ -8,6 +8,7 @@
 
 namespace sim {
 
+// The model's constants: numbers, not logic.
 // Work never starts earlier than this after the API call that enqueued it.
 inline constexpr uint64_t kLaunchLatencyNs = 2000;
 

@@ -105,6 +105,7 @@ cublasStatus_t cublasSgemmBatched(cublasHandle_t handle, cublasOperation_t trans
                CUDA_R_32F, CUBLAS_COMPUTE_32F);
 }
 
+// One entry point per cuBLAS type prefix (S, D, H), each one call to Typed: the API's names.
 cublasStatus_t cublasDgemmBatched(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m,
                                   int n, int k, const double* alpha, const double* const Aarray[], int lda,
                                   const double* const Barray[], int ldb, const double* beta, double* const Carray[],

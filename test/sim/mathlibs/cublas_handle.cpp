@@ -83,6 +83,7 @@ cublasStatus_t cublasGetMathMode(cublasHandle_t handle, cublasMath_t* mode) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// One setter and getter per handle mode: cuBLAS's API, each checking its own values.
 cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t handle, cublasPointerMode_t mode) {
   if (!simmath::LiveHandle(handle)) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (mode != CUBLAS_POINTER_MODE_HOST && mode != CUBLAS_POINTER_MODE_DEVICE) return CUBLAS_STATUS_INVALID_VALUE;

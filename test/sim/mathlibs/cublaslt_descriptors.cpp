@@ -109,6 +109,7 @@ cublasStatus_t cublasLtMatrixLayoutInit_internal(cublasLtMatrixLayout_t matLayou
   return r == CUBLAS_STATUS_SUCCESS ? SetLayoutShape(matLayout, type, rows, cols, ld) : r;
 }
 
+// The matrix layout's entry points, like the matmul descriptor's above: one per API function.
 cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
   return Destroy(simmath::LayoutAttrs(), matLayout);
 }

@@ -36,6 +36,7 @@ constexpr uint64_t kSize = kI64 | T(CUDNN_TYPE_FRACTION);  // resample windows, 
 #define G(attr, desc, types, lo, hi) \
   { CUDNN_ATTR_##attr, CUDNN_BACKEND_##desc, types, lo, hi, kGetOnly }
 
+// Data, not logic: one row per (attribute, descriptor) as cudnn_graph.h and the backend docs list them.
 const AttrSpec kTable[] = {
     // CUDNN_BACKEND_POINTWISE_DESCRIPTOR
     R(POINTWISE_MODE, POINTWISE_DESCRIPTOR, T(CUDNN_TYPE_POINTWISE_MODE)),
@@ -390,6 +391,7 @@ const AttrSpec* FindAttr(int descriptor, int name) {
   return nullptr;
 }
 
+// A table as a switch: one size per attribute type.
 size_t ElementBytes(cudnnBackendAttributeType_t type) {
   switch (type) {
     case CUDNN_TYPE_HANDLE:

@@ -12,6 +12,7 @@
 
 namespace simdnn {
 
+// Constants from cuDNN's headers: numbers, not logic.
 // Descriptor and attribute types that cuDNN 9.20-9.26 add to the
 // toolkit's 9.19 cudnn_graph.h the sim is compiled against (values from
 // 9.26's header). PyTorch 2.15 is built against 9.26 and its cuDNN

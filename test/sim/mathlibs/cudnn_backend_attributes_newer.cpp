@@ -7,6 +7,7 @@
 namespace simdnn {
 namespace {
 
+// cudnn_backend_attributes.cpp's type masks again, over int: 9.20+ types are not in the 9.19 enum.
 constexpr uint64_t T(int t) { return uint64_t{1} << t; }
 constexpr uint64_t kDesc = T(CUDNN_TYPE_BACKEND_DESCRIPTOR);
 constexpr uint64_t kI64 = T(CUDNN_TYPE_INT64);
@@ -21,6 +22,7 @@ constexpr uint64_t kFloat = T(CUDNN_TYPE_FLOAT);
 #define OT(name, desc) \
   { name, desc, kDesc, 1, 1, kSettable }
 
+// Data, not logic: one row per attribute that cuDNN 9.20-9.26 add.
 const AttrSpec kNewer[] = {
     // Operation graph (9.21, 9.NEXT), tensor (9.22, 9.24), reduction (9.24), reshape
     {805, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, kBool, 1, 1, kSettable},  // IS_OVERRIDE_SHAPE_ENABLED

@@ -201,6 +201,7 @@ cudnnStatus_t VariantPack(State& s, std::string* why) {
 }  // namespace
 
 cudnnStatus_t FinalizeState(State& s, std::string* why) {
+  // A table as a switch: one case per descriptor type.
   switch (s.type) {
     case CUDNN_BACKEND_TENSOR_DESCRIPTOR:
       return Tensor(s, why);

@@ -8,6 +8,7 @@
 namespace simdnn {
 namespace {
 
+// Data, not logic: each descriptor type's token, as each simulated library keeps its own tables.
 struct OpKind {
   int type;
   const char* token;

@@ -33,6 +33,7 @@ size_t Version() {
   return v;
 }
 
+// Data, not logic: each simulated library answers from its own table of its own enum.
 struct StatusName {
   cudnnStatus_t status;
   const char* name;

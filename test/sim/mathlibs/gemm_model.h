@@ -13,6 +13,7 @@
 
 namespace simmath {
 
+// The model's constants: numbers, not logic.
 inline constexpr int64_t kTileM = 128;
 inline constexpr int64_t kTileN = 128;
 inline constexpr int64_t kSliceK = 256;

@@ -32,6 +32,7 @@ struct Driver {
   void (*api_exit)(SimApiSite*);
 };
 
+// test/sim/nccl/comm.cpp finds the driver the same way: each simulated library is a .so with no shared code.
 Driver LoadDriver() {
   Driver d{};
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
@@ -127,6 +128,7 @@ CUresult LaunchKernel(const Launch& launch) {
   CUresult r = Kernels().Get(d, launch.kernel, &kernel);
   if (r != CUDA_SUCCESS) return r;
   CUlaunchConfig config{};
+  // The geometry field by field into the driver's struct: assignments, not logic.
   config.gridDimX = launch.grid[0];
   config.gridDimY = launch.grid[1];
   config.gridDimZ = launch.grid[2];

@@ -64,6 +64,7 @@ const AttrSpec kMatmulDesc[] = {
     {CUBLASLT_MATMUL_DESC_FAST_ACCUM, 1, 0},
 };
 
+// Data, not logic: one row per matrix-layout attribute, as cublasLt.h lists them.
 const AttrSpec kLayout[] = {
     {CUBLASLT_MATRIX_LAYOUT_ROWS, 8, 0},
     {CUBLASLT_MATRIX_LAYOUT_COLS, 8, 0},

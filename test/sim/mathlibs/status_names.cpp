@@ -4,6 +4,7 @@
 
 namespace simmath {
 namespace {
+// Data, not logic: each simulated library answers from its own table of its own enum.
 struct Entry {
   cublasStatus_t status;
   const char* name;

@@ -274,6 +274,7 @@ NCCL_SIM_API(ncclCommSplit, (ncclComm_t comm, int color, int key, ncclComm_t* ne
   }
   // No rank publishes the next split's colour before every rank read this one.
   me.split_read.store(round);
+  // The same wait as above, on split_read: a second round of the barrier.
   for (int r = 0; r < comm->nranks; ++r) {
     while (s->ranks[r].split_read.load() < round) {
       if (NowNs() > deadline) {

@@ -309,6 +309,7 @@ size_t ContributionBytes(const CollBytes& b, int rank, int n) {
   }
 }
 
+// ContributionBytes' shape for what a rank receives: other collectives in each case.
 // Bytes rank receives into its receive buffer, 0 for none.
 size_t ResultBytes(const CollBytes& b, int rank, int n) {
   const size_t size = b.count * TypeBytes(b.datatype);

@@ -39,6 +39,7 @@ enum ProfilerState : int {
 typedef enum { kLogNone = 0, kLogVersion = 1, kLogWarn = 2, kLogInfo = 3, kLogAbort = 4, kLogTrace = 5 } DebugLogLevel;
 typedef void (*DebugLogger)(DebugLogLevel level, unsigned long flags, const char* file, int line, const char* fmt, ...);
 
+// NCCL's ABI as the sim's NCCL sees it; collectors/nccl declares it again: the two share no header.
 struct CollDescrV4 {
   uint64_t seqNumber;
   const char* func;
@@ -148,6 +149,7 @@ struct EventDescrV5 {
   };
 };
 
+// Per-version layout, not logic: v5's union with a bool graphCaptured and v6's copy-engine member.
 // v6 adds copy-engine descriptors to the union (never sent by this sim;
 // the largest is kept so the union has v6's size).
 struct EventDescrV6 {

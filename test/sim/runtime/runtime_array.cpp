@@ -5,6 +5,7 @@
 // cudaMemcpy3D when an array takes part.
 #include "runtime_state.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
@@ -118,6 +119,7 @@ cudaError_t ToArray2D(cudaArray_t dst, size_t w, size_t h, const void* src, size
   return Run2D(c, kind, stream, async, per_thread);
 }
 
+// ToArray2D's mirror: the array is the source here, so the fields are the other end's.
 cudaError_t FromArray2D(void* dst, size_t dpitch, cudaArray_const_t src, size_t w, size_t h, size_t width,
                         size_t height, cudaMemcpyKind kind, cudaStream_t stream, bool async, bool per_thread) {
   CUDA_MEMCPY2D c{};

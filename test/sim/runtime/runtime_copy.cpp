@@ -4,6 +4,7 @@
 // flavours.
 #include "runtime_state.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
@@ -110,6 +111,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy2D_ptds(void* dst, size_t dpitch, const
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_RUNTIME_EXPORT cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t spitch,
                                                  size_t width, size_t height, cudaMemcpyKind kind,
                                                  cudaStream_t stream) {

@@ -70,6 +70,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr
 }
 
 namespace {
+// Data, not logic: one cudaDeviceProp field per driver attribute.
 // Built from driver attributes, as the real runtime does (the toolkit's
 // cudaDeviceProp, CUDA 13's layout).
 cudaError_t FillDeviceProperties(cudaDeviceProp* prop, int device) {

@@ -4,6 +4,7 @@
 namespace simrt {
 namespace {
 
+// Data, not logic: each simulated library answers from its own table of its own enum.
 struct ErrorText {
   cudaError_t code;
   const char* name;

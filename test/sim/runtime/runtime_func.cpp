@@ -117,6 +117,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWith
   }, simrt::RegisteredName(func));
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_RUNTIME_EXPORT cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, const void* func,
                                                                             int blockSize, size_t dynamicSMemSize) {
   cudaOccupancyMaxActiveBlocksPerMultiprocessor_v6050_params params{numBlocks, func, blockSize, dynamicSMemSize};

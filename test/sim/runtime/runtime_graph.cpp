@@ -2,6 +2,7 @@
 // ../driver/graph.h for what is modelled).
 #include "runtime_state.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;

@@ -4,6 +4,7 @@
 // cudaMemcpy3DParms (extents in array elements when an array takes part).
 #include "registry.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
@@ -21,6 +22,7 @@ cudaError_t Result(CUresult r) {
   return FromDriver(r);
 }
 
+// runtime_copy.cpp's Describe2D for CUDA_MEMCPY3D: another struct, the same unified fields.
 // A 1D copy as the driver's 3D description (unified addressing).
 CUDA_MEMCPY3D Linear(void* dst, const void* src, size_t count) {
   CUDA_MEMCPY3D c{};
@@ -83,6 +85,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGraphAddMemcpyNode1D(cudaGraphNode_t* pGraphN
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_RUNTIME_EXPORT cudaError_t cudaGraphAddMemcpyNode(cudaGraphNode_t* pGraphNode, cudaGraph_t graph,
                                                       const cudaGraphNode_t* pDependencies, size_t numDependencies,
                                                       const struct cudaMemcpy3DParms* pCopyParams) {
@@ -200,6 +203,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaGraphUpload_ptsz(cudaGraphExec_t graphExec, c
   });
 }
 
+// The runtime's face of driver_graph_build.cpp's cuGraphExecUpdate_v2: the driver's checks, runtime errors.
 SIM_RUNTIME_EXPORT cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
                                                    cudaGraphExecUpdateResultInfo* resultInfo) {
   cudaGraphExecUpdate_v10020_params params{hGraphExec, hGraph, resultInfo};

@@ -6,6 +6,7 @@
 
 #include "registry.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
@@ -47,6 +48,7 @@ cudaError_t LaunchEx(const cudaLaunchConfig_t* config, const void* func, void** 
   CUkernel kernel = nullptr;
   if (cudaError_t e = simrt::ResolveKernel(func, &kernel); e != cudaSuccess) return e;
   CUlaunchConfig c{};
+  // The geometry field by field into the driver's struct: assignments, not logic.
   c.gridDimX = config->gridDim.x;
   c.gridDimY = config->gridDim.y;
   c.gridDimZ = config->gridDim.z;
@@ -129,6 +131,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaLaunchKernel(const void* func, dim3 gridDim, 
       simrt::RegisteredName(func));
 }
 
+// The per-thread-stream flavour: the same wrapper with its own exported symbol and cbid.
 SIM_RUNTIME_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void* func, dim3 gridDim, dim3 blockDim, void** args,
                                                      size_t sharedMem, cudaStream_t stream) {
   cudaLaunchKernel_ptsz_v7000_params params{func, gridDim, blockDim, args, sharedMem, stream};

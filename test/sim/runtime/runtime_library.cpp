@@ -27,6 +27,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaLibraryLoadData(cudaLibrary_t* library, const
   });
 }
 
+// One exported wrapper per entry point (params struct, cbid, name for the callback ABI): boilerplate, not logic.
 SIM_RUNTIME_EXPORT cudaError_t cudaLibraryLoadFromFile(cudaLibrary_t* library, const char* fileName,
                                                        enum cudaJitOption* jitOptions, void** jitOptionsValues,
                                                        unsigned int numJitOptions,

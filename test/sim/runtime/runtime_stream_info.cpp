@@ -31,6 +31,7 @@ SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo(cudaStream_t stream,
   });
 }
 
+// The per-thread-stream flavour: the same wrapper with its own exported symbol and cbid.
 SIM_RUNTIME_EXPORT cudaError_t cudaStreamGetCaptureInfo_ptsz(cudaStream_t stream,
                                                              enum cudaStreamCaptureStatus* captureStatus_out,
                                                              unsigned long long* id_out, cudaGraph_t* graph_out,

@@ -6,6 +6,7 @@
 // records whose device side is CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC.
 #include "registry.h"
 
+// The runtime's helpers by short name, as in every runtime_*.cpp.
 using simrt::Driver;
 using simrt::DriverBackedCall;
 using simrt::FromDriver;
@@ -39,6 +40,7 @@ cudaError_t ToSymbol(const void* symbol, const void* src, size_t count, size_t o
   return FromDriver(async ? driver.cuMemcpyAsync(at, D(src), count, S(stream)) : driver.cuMemcpy(at, D(src), count));
 }
 
+// ToSymbol's mirror: the symbol is the source.
 cudaError_t FromSymbol(void* dst, const void* symbol, size_t count, size_t offset, cudaMemcpyKind kind,
                        cudaStream_t stream, bool async, bool per_thread) {
   if (!ValidKind(kind) || kind == cudaMemcpyHostToHost || kind == cudaMemcpyHostToDevice) {

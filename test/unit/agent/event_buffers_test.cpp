@@ -370,6 +370,7 @@ TEST_CASE("a thread that found every slot taken gets one once a pass frees one",
   CHECK(buffers.thread_count() == 2);
 }
 
+// Another scenario than the late-writer test's: the same collect-and-count tail, other drops.
 // A time step's window is opened by the agent thread when it next runs,
 // milliseconds after the boundary it starts at on a busy machine: the drops
 // made in between, of calls that started at or after the boundary, are

@@ -388,6 +388,7 @@ TEST_CASE("per-iteration varying launch counts (dynamic shapes) keep the iterati
   RequireStepsAreIterations(s, d);
 }
 
+// The detection checks of the test above, on another stream of iterations.
 TEST_CASE("warm-up iterations that differ (autotuning, a long first iteration) do not hide the loop", "[auto]") {
   Stream s;
   for (int i = 0; i < 120; ++i) {

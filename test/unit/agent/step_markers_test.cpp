@@ -9,6 +9,7 @@
 namespace prof {
 namespace {
 
+// Test data, field by field, as the other tests' builders fill their own structs.
 ObservedEvent Call(MarkerSite site, ApiKind kind, std::string_view api, uint32_t name_id = 0,
                    MarkerFeed feed = MarkerFeed::kCupti) {
   ObservedEvent e;

@@ -23,6 +23,7 @@ class WrappedCallsCollector : public testing::FakeCollector {
   std::vector<uint32_t> wrapped;
 };
 
+// Test data: this file's host event, as each test file builds its own.
 HostEvent Call(uint64_t start_ns, uint32_t correlation_id) {
   HostEvent e{};
   e.start_ns = start_ns;

@@ -83,6 +83,7 @@ TEST_CASE("Outside a section an exit signal is not deferred", "[signal_deferral]
   CHECK(g_ran.load() == 1);
 }
 
+// Each test raises and counts for its own case: alike in shape, other signals.
 TEST_CASE("A signal inside nested sections is raised again when the outermost one ends", "[signal_deferral]") {
   InstallHandlers();
   {

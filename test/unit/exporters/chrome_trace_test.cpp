@@ -8,6 +8,7 @@
 namespace prof {
 namespace {
 
+// The window-builder tests' usual names, in each file that uses them.
 using nlohmann::json;
 using testing::Events;
 using testing::kPid;

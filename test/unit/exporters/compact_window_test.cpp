@@ -151,6 +151,7 @@ void CheckSameHost(const A& a, const B& b) {
   CHECK(a.copy_kind == b.copy_kind);
 }
 
+// CheckSameHost's shape for device records: the fields differ.
 template <typename A, typename B>
 void CheckSameDevice(const A& a, const B& b) {
   CHECK(a.start_ns == b.start_ns);

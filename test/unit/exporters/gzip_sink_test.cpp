@@ -48,6 +48,7 @@ std::string OurGzip(const std::vector<std::string>& pieces) {
   return out;
 }
 
+// The deflate pump above, inflating: zlib's loop each way.
 std::string Inflate(const std::string& gz) {
   z_stream s{};
   REQUIRE(inflateInit2(&s, 15 + 16) == Z_OK);  // gzip only: checks the CRC and length

@@ -10,6 +10,7 @@ namespace {
 
 using testing::WindowBuilder;
 
+// Test data: each file builds the window its checks need (steps, launches).
 // Step 0 [0, 1 ms): kernels a 10 µs, a 20 µs, b 100 µs, each launched 5 µs
 // before it starts. Step 1 [1, 2 ms): kernel a 30 µs launched 50 µs before,
 // two 1 MB HtoD copies of 100 µs and one 0.5 MB DtoH copy of 50 µs.

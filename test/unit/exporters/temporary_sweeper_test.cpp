@@ -69,6 +69,7 @@ TEST_CASE("the first sweep lists the directory and removes dead processes' tempo
   std::system(("rm -rf " + dir).c_str());
 }
 
+// Another scenario than the test above: the same set-up and final checks.
 TEST_CASE("a temporary left after the first sweep is removed by the next, without listing again", "[sweeper]") {
   std::string dir = MakeDir();
   TemporarySweeper sweeper(dir);

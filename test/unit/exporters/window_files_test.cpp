@@ -228,6 +228,7 @@ TEST_CASE("ENOSPC mid-write fails with a one-line error and leaves no file behin
   CHECK(dir.Files().empty());  // neither the final name nor the temporary
 }
 
+// Another scenario than the test above: the gzip trace's first write fails.
 TEST_CASE("ENOSPC on the gzip trace leaves no trace file but the summary is still written", "[files]") {
   TempDir dir;
   FaultyFileSystem fs;

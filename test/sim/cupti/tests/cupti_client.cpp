@@ -75,6 +75,7 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
 
 void PrintRecord(const CUpti_Activity* record, const std::string& where) {
   std::string line = "{\"ev\":\"record\",\"kind\":" + N(record->kind) + where;
+  // One line per record kind, with its own fields: a table as a switch.
   switch (record->kind) {
     case CUPTI_ACTIVITY_KIND_RUNTIME:
     case CUPTI_ACTIVITY_KIND_DRIVER: {

@@ -421,6 +421,7 @@ uint64_t CUPTIAPI ClockA() { return fakehub::Now() + kOffsetA; }
 uint64_t CUPTIAPI ClockProcess() { return fakehub::Now() + kOffsetProcess; }
 }  // namespace
 
+// The multi-subscriber set-up of the test above, checking clocks: another scenario.
 TEST_CASE("multi-subscriber release: each subscriber's records are on its own clock or CUPTI's default timer",
           "[subscribers][multi][clock]") {
   // CUPTI 13.2: CUPTI_ACTIVITY_ATTR_TIMESTAMP_CALLBACK is per subscriber;

@@ -81,6 +81,7 @@ TEST_CASE("the same kernel name is interned once", "[decoder]") {
   CHECK(f.names.size() == 2);  // "" and the name
 }
 
+// Each test builds its own record kind and checks its own fields: alike in shape, other records.
 TEST_CASE("Memcpy6 and MemcpyPtoP4 records keep bytes, copy kind and memory kinds", "[decoder]") {
   Fixture f;
   auto m = Zeroed<CUpti_ActivityMemcpy6>(CUPTI_ACTIVITY_KIND_MEMCPY);
@@ -161,6 +162,7 @@ TEST_CASE("driver API records are kept for launches and memory calls only", "[de
   CHECK(f.Decode(a) == DecodeStatus::kFiltered);
 }
 
+// The decoder's fields of these kinds; record_layouts_test holds each CUDA version's layout of them.
 TEST_CASE("Synchronization2, Memory4 and Overhead3 records decode to their kinds", "[decoder]") {
   Fixture f;
   auto s = Zeroed<CUpti_ActivitySynchronization2>(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION);

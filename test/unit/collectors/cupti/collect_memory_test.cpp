@@ -196,6 +196,7 @@ TEST_CASE("a window larger than the raw pool hands decoded buffers' pages back, 
     CHECK(c->raw_buffers_evicted() == 0);
     c.reset();
   }
+  // The section above with a window past the pool: another scenario.
   SECTION("window past the pool") {
     auto c = MakeCollector();
     c->Attach(config);

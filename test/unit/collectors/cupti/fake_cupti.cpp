@@ -11,6 +11,7 @@ namespace {
 
 CuptiState* g_state = new CuptiState();
 
+// A table as a switch: one record size per kind.
 size_t RecordSize(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -287,6 +288,7 @@ void Write(const void* record, size_t size) {
   ++g_state->records_written;
 }
 
+// A kernel record for the fake's buffers: test data, field by field as the other tests' records.
 CUpti_ActivityKernel10 Kernel(uint32_t correlation_id, uint64_t start, uint64_t end, const char* name) {
   CUpti_ActivityKernel10 k;
   std::memset(&k, 0, sizeof(k));

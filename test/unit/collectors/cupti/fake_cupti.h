@@ -51,6 +51,7 @@ struct CuptiState {
   // holds a record of device work still running; a forced one hands it over.
   bool plain_flush_keeps_current = false;
 
+  // Counters and flags the tests read: data, not logic.
   // What the collector did.
   int subscribe_calls = 0;
   std::string subscriber_name;

@@ -16,6 +16,7 @@
 namespace prof::cupti {
 namespace {
 
+// Each test file names the callback ids it uses: constants, not logic.
 constexpr auto kRuntime = CUPTI_CB_DOMAIN_RUNTIME_API;
 constexpr auto kDriver = CUPTI_CB_DOMAIN_DRIVER_API;
 constexpr uint32_t kStreamSync = CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020;
@@ -88,6 +89,7 @@ TEST_CASE("while waiting, only the calls the step source is marked by have callb
     CHECK_FALSE(On(kRuntime, kLaunch));
     CHECK_FALSE(On(kDriver, kDriverLaunch));
   }
+  // One SECTION per step source: alike in shape, other calls.
   SECTION("kernel: launches, runtime and driver") {
     Agent a(StepSource::kKernel);
     a.collector->WatchCalls(a.rt.config);

@@ -22,6 +22,7 @@ std::vector<DeviceRecord> Records(const std::vector<uint64_t>& starts) {
   return records;
 }
 
+// The ids in order, as pending_records_test's Ids: each test file builds its own.
 std::vector<uint32_t> Arrivals(const std::vector<DeviceRecord>& records) {
   std::vector<uint32_t> ids;
   for (const DeviceRecord& r : records) ids.push_back(r.correlation_id);

@@ -149,6 +149,7 @@ TEST_CASE("a buffer CUPTI still holds at the deadline is forced out and counted 
   CHECK(w.device_records_missing() == 0);
 }
 
+// The held buffer of the test above, past the settle time: another scenario.
 TEST_CASE("a buffer held past the settle time is forced out at once when no later window records",
           "[window_collection]") {
   WindowCollection w(kEnd, kDeadline, true);

@@ -150,6 +150,7 @@ struct Image {
   }
 };
 
+// Per-version data: which offsets each CPython has, checked field by field.
 void CheckTable(const std::string& version, int minor) {
   std::map<std::string, long> f = Facts(version);
   bool ft = version.back() == 't';
