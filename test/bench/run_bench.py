@@ -32,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 KERNEL_NAME_RE = re.compile(r'"name":\s*("(?:[^"\\]|\\.)*")')
 
 # figure id -> (label, comparison, target); comparison None = information.
+# Data, not logic: one row per figure.
 TARGETS = {
     "wrapper_idle_ns": ("wrapper cost, no window recording", "<=", 2.0),
     "wrapper_record_ns": ("wrapper cost, recording", "<=", 25.0),
@@ -608,28 +609,36 @@ def main():
         os.makedirs(keep, exist_ok=True)
         cg_steps = 100 if smoke else args.callgrind_steps
         variants = host_variants(os.path.join(tmp, "cg"), loop_steps=cg_steps, warmup_steps=CG_WARMUP_STEPS)
-        ir, hub = {}, {}
-        for n in CG_VARIANTS:
-            out = os.path.join(keep, f"callgrind.{n}")
+
+        def run_host_loop(tag, env, steps, warmup, no_dump_hint):
+            """host_loop under callgrind, its dumps as callgrind.<tag>.<pid>[.<n>] in keep (earlier ones of the
+            tag removed): the process and the loop's dump (.1)."""
+            out = os.path.join(keep, f"callgrind.{tag}")
             for old in os.listdir(keep):
-                if old.startswith(f"callgrind.{n}."):
+                if old.startswith(f"callgrind.{tag}."):
                     os.remove(os.path.join(keep, old))
             p = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}.%p", host,
-                                "--steps", str(cg_steps), "--warmup-steps", str(CG_WARMUP_STEPS)],
-                               env=variants[n], capture_output=True, text=True)
+                                "--steps", str(steps), "--warmup-steps", str(warmup)],
+                               env=env, capture_output=True, text=True)
             if p.returncode != 0:
-                raise Failure(f"callgrind {n} exited {p.returncode}: {p.stderr.strip()[-400:]}")
-            parts = [f for f in os.listdir(keep) if f.startswith(f"callgrind.{n}.") and f.endswith(".1")]
+                raise Failure(f"callgrind {tag} exited {p.returncode}: {p.stderr.strip()[-400:]}")
+            parts = [f for f in os.listdir(keep) if f.startswith(f"callgrind.{tag}.") and f.endswith(".1")]
             if len(parts) != 1:
-                raise Failure(f"callgrind {n}: no loop dump (host_loop built without valgrind/callgrind.h?)")
-            total, spin = callgrind_loop_ir(os.path.join(keep, parts[0]))
+                raise Failure(f"callgrind {tag}: no loop dump{no_dump_hint}")
+            return p, os.path.join(keep, parts[0])
+
+        ir, hub = {}, {}
+        for n in CG_VARIANTS:
+            _, loop_dump = run_host_loop(n, variants[n], cg_steps, CG_WARMUP_STEPS,
+                                         " (host_loop built without valgrind/callgrind.h?)")
+            total, spin = callgrind_loop_ir(loop_dump)
             ir[n] = (total - spin) / cg_steps
             # The simulated CUPTI's per-call work while libprof is subscribed
             # (the hub's API enter/exit, inclusive, minus libprof's own
             # callback under it): the simulator standing in for NVIDIA's
             # CUPTI, whose cost cannot be measured here; reported apart.
             hub_enter, hub_exit, cb = "hub.cpp:simhub_api_enter ", "hub.cpp:simhub_api_exit ", "CallbackTrampoline("
-            found = callgrind_inclusive(os.path.join(keep, parts[0]), [hub_enter, hub_exit, cb])
+            found = callgrind_inclusive(loop_dump, [hub_enter, hub_exit, cb])
             hub[n] = (found[hub_enter] + found[hub_exit] - found[cb]) / cg_steps
             out_dir = variants[n].get("PROF_OUTPUT_DIR", "/nonexistent")
             if n == "record" and os.path.isdir(out_dir):
@@ -670,24 +679,12 @@ def main():
         detect = {}
         decided = "not decided before the loop ended"
         for n in ("bare", "wait_auto"):
-            out = os.path.join(keep, f"callgrind.detect_{n}")
-            for old in os.listdir(keep):
-                if old.startswith(f"callgrind.detect_{n}."):
-                    os.remove(os.path.join(keep, old))
-            p = subprocess.run([valgrind, "--tool=callgrind", f"--callgrind-out-file={out}.%p", host, "--steps",
-                                str(CG_DETECT_STEPS), "--warmup-steps", str(CG_DETECT_WARMUP)],
-                               env=variants[n], capture_output=True, text=True)
-            if p.returncode != 0:
-                raise Failure(f"callgrind detect_{n} exited {p.returncode}: {p.stderr.strip()[-400:]}")
-            parts = [f for f in os.listdir(keep) if f.startswith(f"callgrind.detect_{n}.") and f.endswith(".1")]
-            if len(parts) != 1:
-                raise Failure(f"callgrind detect_{n}: no loop dump")
-            total, spin = callgrind_loop_ir(os.path.join(keep, parts[0]))
+            p, loop_dump = run_host_loop(f"detect_{n}", variants[n], CG_DETECT_STEPS, CG_DETECT_WARMUP, "")
+            total, spin = callgrind_loop_ir(loop_dump)
             # The application thread's share, and (auto) the one-time
             # subscription to CUPTI's callbacks the agent thread makes when it
             # first sees CUDA loaded (it falls in these steps or before them).
-            inc = callgrind_inclusive(os.path.join(keep, parts[0]),
-                                      ["???:main [", "prof::Session::WatchCallsIfCuda() ["])
+            inc = callgrind_inclusive(loop_dump, ["???:main [", "prof::Session::WatchCallsIfCuda() ["])
             detect[n] = (total - spin) / CG_DETECT_STEPS
             detect[n + "_main"] = inc["???:main ["] / CG_DETECT_STEPS
             detect[n + "_subscribe"] = inc["prof::Session::WatchCallsIfCuda() ["]
