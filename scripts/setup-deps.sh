@@ -8,7 +8,9 @@ set -euo pipefail
 
 # chromium: the report page's browser tests (test/browser), headless.
 # python3-venv: `python3 -m venv` for the tests' Python packages (below).
-packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 python3-venv binutils clang libclang-rt-14-dev chromium)
+# python3-dev: Python's headers, with which Triton (torch.compile) builds its
+# launcher, a C extension, on first use (test_torch_compile.py).
+packages=(cmake g++ make libspdlog-dev libfmt-dev catch2 zlib1g-dev nlohmann-json3-dev libbenchmark-dev python3 python3-venv python3-dev binutils clang libclang-rt-14-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
