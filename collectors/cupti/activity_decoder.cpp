@@ -161,6 +161,7 @@ MEMORY_FIELD_SHARED_BY_2_3_4(memoryPoolConfig);
 static_assert(offsetof(CUpti_ActivityMemory2, memoryPoolConfig) + sizeof(CUpti_ActivityMemoryPoolType) <=
               sizeof(CUpti_ActivityMemory2));
 
+// MoveLike's shape for allocation records: an instant, and the memory's own fields.
 template <typename MemoryRecord>
 DecodeStatus Memory(const MemoryRecord& m, const DecodeContext& context, DeviceRecord* out) {
   DeviceKind kind;

@@ -577,6 +577,7 @@
     s.append(el('h3', { text: 'Memory operations by time (cuda_gpu_mem_time_sum)' }), timeTable('table-mem-time', w.mem_time, 'Count', 'Operation'));
     s.append(el('h3', { text: 'Memory operations by size (cuda_gpu_mem_size_sum)' }));
     if (w.mem_size_from_host) s.append(el('p', { class: 'note', text: 'No GPU copy records: sizes from the host calls.' }));
+    // Column lists, one entry per column as in every table of the page: data, not logic.
     s.append(dataTable('table-mem-size', [
       { title: 'Total (MB)', key: (r) => r.total, cell: (r) => Mb(r.total) },
       { title: 'Count', key: (r) => r.count, cell: (r) => U(r.count) },

@@ -378,6 +378,7 @@ void WriteCallSites(JsonWriter& out, const Summary& s) {
   });
 }
 
+// Like the writers above, one JSON key per row field: data, not logic.
 // Memory by device and kind, and what was still allocated at the end (the
 // first kLiveRowsShown allocations, with totals over all of them).
 void WriteMemory(JsonWriter& out, const Summary& s) {

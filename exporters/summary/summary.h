@@ -26,6 +26,7 @@ struct TimeRow {
   double stddev_ns = 0;  // sample standard deviation, 0 for one instance
 };
 
+// TimeRow's fields in bytes: data, not logic.
 // One row of cuda_gpu_mem_size_sum (bytes; rendered in MB = 10^6 bytes).
 struct SizeRow {
   std::string name;

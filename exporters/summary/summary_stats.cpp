@@ -45,6 +45,7 @@ TimeRow MakeTimeRow(std::string name, std::vector<uint64_t>* durations) {
   return row;
 }
 
+// Same shape as MakeTimeRow, for SizeRow's struct: the fields differ (bytes, not ns).
 SizeRow MakeSizeRow(std::string name, std::vector<uint64_t>* sizes) {
   Distribution d = Describe(sizes);
   SizeRow row;

@@ -784,6 +784,7 @@ TEST_CASE("callback cost per API call while recording", "[.bench]") {
 }  // namespace
 }  // namespace prof::cupti
 
+// Each part of this file opens its namespaces anew: boilerplate, not logic.
 namespace prof::cupti {
 namespace {
 

@@ -213,6 +213,7 @@ TEST_CASE("a hand-built Memcpy5 record (CUDA 12.0-12.6) decodes like a Memcpy6 o
   CheckMemcpy<CUpti_ActivityMemcpy6>(130000);
 }
 
+// CheckMemcpy's shape for synchronization records: each Check* builds and checks its own kind.
 template <typename SyncRecord>
 void CheckSync(uint32_t version) {
   Decoder d(version);
