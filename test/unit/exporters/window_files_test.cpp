@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test/unit/base/temp_dir.h"
 #include "test/unit/exporters/window_builder.h"
 #include "tools/prof/json/trace_file.h"
 #include "tools/prof/trace/validate.h"
@@ -20,6 +21,7 @@
 namespace prof {
 namespace {
 
+using testing::TempDir;
 using testing::WindowBuilder;
 
 // The real file system, with failures, short writes and races injected on
@@ -64,26 +66,6 @@ class FaultyFileSystem final : public FileSystem {
     return PosixFileSystem().Link(from, to);
   }
   int Unlink(const char* path) override { return PosixFileSystem().Unlink(path); }
-};
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/libprof-exporters-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  std::vector<std::string> Files() const {
-    std::vector<std::string> names;
-    DIR* d = opendir(path.c_str());
-    while (dirent* e = d ? readdir(d) : nullptr) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    if (d) closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-  }
 };
 
 Window Small() {
