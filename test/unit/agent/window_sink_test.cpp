@@ -4,7 +4,6 @@
 // leaves no partial file and is one line the writer logs.
 #include "agent/session/window_sink.h"
 
-#include <dirent.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -30,32 +29,13 @@
 #include "base/log.h"
 #include "fakes.h"
 #include "test/unit/base/faulty_file_system.h"
+#include "test/unit/base/temp_dir.h"
 
 namespace prof {
 namespace {
 
 using testing::FaultyFileSystem;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    char pattern[] = "/tmp/libprof-sink-XXXXXX";
-    path = mkdtemp(pattern);
-  }
-  ~TempDir() { std::system(("rm -rf '" + path + "'").c_str()); }
-  // Every name in dir (hidden temporaries included), sorted.
-  static std::vector<std::string> Files(const std::string& dir) {
-    std::vector<std::string> names;
-    DIR* d = opendir(dir.c_str());
-    while (dirent* e = d ? readdir(d) : nullptr) {
-      std::string n = e->d_name;
-      if (n != "." && n != "..") names.push_back(n);
-    }
-    if (d) closedir(d);
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-};
+using testing::TempDir;
 
 // The agent's log, as lines "<level>: <message>", while it lives.
 class LogCapture {
