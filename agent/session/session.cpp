@@ -649,6 +649,7 @@ Action Session::current_action() {
   return action_;
 }
 
+// Accessors under the session's lock, one per member: boilerplate, not logic.
 bool Session::finished() {
   Locked lock(this);
   return finished_;

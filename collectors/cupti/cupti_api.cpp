@@ -14,6 +14,7 @@ void Resolve(void* handle, const char* name, Fn* out) {
 
 }  // namespace
 
+// One check per required function: a list, not logic.
 const char* CuptiApi::FirstMissing() const {
   if (GetVersion == nullptr) return "cuptiGetVersion";
   if (Subscribe == nullptr) return "cuptiSubscribe";

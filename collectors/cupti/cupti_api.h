@@ -10,6 +10,7 @@
 
 namespace prof::cupti {
 
+// One pointer per CUPTI function used: a table, not logic.
 struct CuptiApi {
   // Required: without any of these the library is not usable.
   decltype(&::cuptiGetVersion) GetVersion = nullptr;

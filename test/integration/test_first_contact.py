@@ -145,6 +145,7 @@ rt.cudaFree(dev)
 """
 
 
+# The scratch-script set-up of test_agent_processes.py's ForkedWorkers: each class writes its own.
 class TrueFindings(unittest.TestCase):
     def setUp(self):
         need(harness.LIBPROF_SO)

@@ -159,6 +159,7 @@ TEST_CASE("a time step acted on after its window began reports the stretch it di
   CHECK_FALSE(writer2.windows[0].steps_at_calls);
 }
 
+// The session set-up of the test above, with another origin and check: another scenario.
 TEST_CASE("a window open from the agent's start reports no unrecorded stretch (attaching took the time)", "[session]") {
   Config c = Schedule(0, 0, 0, 2, 1);
   c.step_source = StepSource::kTime;

@@ -221,6 +221,7 @@ TEST_CASE("idle-gaps advice explains what the host did in the gaps it names, and
   REQUIRE(other.id == "idle-gaps");
   CHECK(other.advice.find("inside cuMemMap") != std::string::npos);
 
+  // The idle gap of the test above with a short copy in it: another scenario.
   // A 30 µs copy in the middle of the 6 ms gap does not explain it: the host
   // was busy elsewhere for the rest.
   WindowBuilder b;

@@ -66,6 +66,7 @@ void ReadWindowBounds(const JsonValue& win, WindowMeta* m) {
   m->end_ns = FromEpoch(IntMember(win, "end_ns", 0), m->epoch_offset_ns);
 }
 
+// Data, not logic: one LossCounts field per key.
 void ReadLosses(const JsonValue& x, LossCounts* l) {
   auto get = [&x](const char* k) { return static_cast<uint64_t>(IntMember(x, k, 0)); };
   l->host_events_dropped = get("host_events_dropped");
