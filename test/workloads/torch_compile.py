@@ -53,6 +53,7 @@ def ema_kernel(average_ptr, value_ptr, decay):
 
 
 def main():
+    # torch_train.py's options with smaller defaults: each workload is a script of its own, a list, not logic.
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--layers", type=int, default=1)
