@@ -4,18 +4,35 @@ linear head, AdamW, bfloat16 autocast, gradient clipping, and a DataLoader
 with two worker processes feeding random token sequences. Nothing in it
 knows about a profiler, unless asked:
 
-    python torch_train.py [--steps N] [--layers L] [--device cuda]
-                          [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]]
+    python torch_train.py [--steps N] [--layers L] [--device cuda] [--tiny-ops N]
+                          [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]
+                          [--torch-activities cuda|cpu,cuda] [--with-stack]] [--time-from STEP]
 
 --sync-each-step ends each iteration with torch.cuda.synchronize() (the one
 cudaDeviceSynchronize of an iteration: libprof's PROF_STEP=api:cudaDeviceSynchronize
 counts them). --torch-profiler does that too, profiles the loop with
 torch.profiler (ProfilerActivity.CPU and CUDA, schedule(wait, warmup, active),
 prof.step() right after each synchronize) and writes its trace to TRACE, as a
-user who profiles their own script writes it.
+user who profiles their own script writes it; --torch-activities cuda records
+ProfilerActivity.CUDA alone, --with-stack adds with_stack=True.
+
+For the benchmark (test/bench/torch_bench.py): --tiny-ops N makes each
+iteration a host-bound one in place of the model's: the batch's copies, then
+N elementwise operations on a 256-value tensor (one small kernel each).
+--time-from STEP (which synchronizes each iteration) prints one JSON line at
+the end, {"timed_steps", "wall_s", "cpu_s", "thread_cpu_s"}: wall time, CPU of
+the whole process (every thread) and of the loop's thread from the end of
+iteration STEP-1 (after its prof.step()) to the synchronize that ends the
+last iteration (before its prof.step(), which writes torch.profiler's
+trace). --callgrind-lib LIB loads LIB with ctypes and calls its bench_start()
+at the first of those points, bench_step() after each timed iteration's
+synchronize and bench_stop() after the last one's (valgrind client requests:
+a dump per timed iteration).
 """
 import argparse
 import contextlib
+import ctypes
+import json
 import math
 import time
 
@@ -97,7 +114,14 @@ def main():
     parser.add_argument("--wait", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--active", type=int, default=3)
+    parser.add_argument("--torch-activities", choices=["cpu,cuda", "cuda"], default="cpu,cuda")
+    parser.add_argument("--with-stack", action="store_true")
+    parser.add_argument("--tiny-ops", type=int, default=0, metavar="N")
+    parser.add_argument("--time-from", type=int, metavar="STEP")
+    parser.add_argument("--callgrind-lib", metavar="LIB")
     args = parser.parse_args()
+    # Before any CUDA work: a library loaded later makes libprof look at CUPTI again.
+    timer = StepTimer(args.time_from, args.steps, args.callgrind_lib)
 
     torch.manual_seed(0)
     vocab = 1000
@@ -116,33 +140,96 @@ def main():
             prof.export_chrome_trace(args.torch_profiler)
             first = args.wait + args.warmup
             print(f"torch.profiler: steps {first}-{first + args.active - 1} in {args.torch_profiler}", flush=True)
-        profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], on_trace_ready=ready,
+        activities = [ProfilerActivity.CUDA]
+        if args.torch_activities == "cpu,cuda":
+            activities.insert(0, ProfilerActivity.CPU)
+        profiler = profile(activities=activities, on_trace_ready=ready, with_stack=args.with_stack,
                            schedule=schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1))
     started = time.perf_counter()
     with profiler as prof:
-        train(args, model, optimizer, data, vocab, prof)
+        train(args, model, optimizer, data, vocab, prof, timer)
     torch.cuda.synchronize()
     print(f"{args.steps} steps in {time.perf_counter() - started:.2f} s", flush=True)
+    timer.report()
 
 
-def train(args, model, optimizer, data, vocab, prof):
+class StepTimer:
+    """Wall, process and thread CPU time of iterations first..last (--time-from)."""
+
+    def __init__(self, first, steps, callgrind_lib):
+        self.first, self.last = first, steps - 1
+        self.marks = ctypes.CDLL(callgrind_lib) if callgrind_lib else None
+        self.start = self.stop = None
+
+    @staticmethod
+    def now():
+        return time.perf_counter(), time.process_time(), time.thread_time()
+
+    def before(self, step):
+        """Called when iteration step-1 is done, prof.step() included."""
+        if step == self.first:
+            if self.marks:
+                self.marks.bench_start()
+            self.start = self.now()
+
+    def after_sync(self, step):
+        """Called right after the synchronize that ends iteration step."""
+        if self.start is None or step > self.last:
+            return
+        if step == self.last:
+            self.stop = self.now()
+        if self.marks:
+            self.marks.bench_step()
+            if step == self.last:
+                self.marks.bench_stop()
+
+    def report(self):
+        if self.first is None:
+            return
+        if self.stop is None:
+            print(json.dumps({"timed_steps": 0}), flush=True)
+            return
+        wall, cpu, thread = (b - a for a, b in zip(self.start, self.stop))
+        print(json.dumps({"timed_steps": self.last - self.first + 1, "wall_s": wall, "cpu_s": cpu,
+                          "thread_cpu_s": thread}), flush=True)
+
+
+def tiny_step(x, count):
+    """count elementwise operations, one small kernel each: the host sets the pace."""
+    for i in range(count):
+        x = TINY_OPS[i % len(TINY_OPS)](x)
+    return x
+
+
+TINY_OPS = (lambda t: t * 0.999, lambda t: t + 0.001, torch.relu, torch.neg)
+
+
+def train(args, model, optimizer, data, vocab, prof, timer):
+    if args.tiny_ops:
+        x = torch.ones(256, device=args.device)
+    timer.before(0)
     for step, (tokens, targets) in enumerate(data):
         tokens = tokens.to(args.device, non_blocking=True)
         targets = targets.to(args.device, non_blocking=True)
-        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
-            logits = model(tokens)
-            loss = F.cross_entropy(logits.view(-1, vocab), targets.view(-1))
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-        optimizer.step()
-        if step % 10 == 0:
-            value = loss.item()
-            print(f"step {step}: loss {value if math.isfinite(value) else float('nan'):.3f}", flush=True)
-        if args.sync_each_step or prof is not None:
+        if args.tiny_ops:
+            x = tiny_step(x, args.tiny_ops)
+        else:
+            with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+                logits = model(tokens)
+                loss = F.cross_entropy(logits.view(-1, vocab), targets.view(-1))
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            optimizer.step()
+            if step % 10 == 0:
+                value = loss.item()
+                print(f"step {step}: loss {value if math.isfinite(value) else float('nan'):.3f}", flush=True)
+        if args.sync_each_step or prof is not None or timer.first is not None:
             torch.cuda.synchronize()
+        timer.after_sync(step)
         if prof is not None:
             prof.step()
+        timer.before(step + 1)
 
 
 if __name__ == "__main__":
