@@ -38,7 +38,7 @@ bool WindowFileSink::Recorded(const Window& w) {
          !w.collectives.empty();
 }
 
-bool WindowFileSink::Write(const Window& window, std::string* note) {
+bool WindowFileSink::Write(const Window& window, std::string* note, std::vector<std::string>* files) {
   if (!Recorded(window)) {
     *note = "not written: nothing was recorded in it";
     return true;
@@ -49,7 +49,7 @@ bool WindowFileSink::Write(const Window& window, std::string* note) {
     *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
     return false;
   }
-  bool written = WriteWindowFiles(window, options_.files, fs_, note);
+  bool written = WriteWindowFiles(window, options_.files, fs_, note, files);
   if (written && host_only_note_pending_) {
     host_only_note_pending_ = false;
     Log().info("this process (pid {}) was forked from pid {} after that process had loaded CUDA, so CUPTI cannot "
@@ -68,7 +68,9 @@ bool WindowFileSink::Write(const Window& window, std::string* note) {
 
 WindowSink MakeWindowFileSink(WindowSinkOptions options) {
   auto sink = std::make_shared<WindowFileSink>(std::move(options));
-  return [sink](const Window& window, std::string* note) { return sink->Write(window, note); };
+  return [sink](const Window& window, std::string* note, std::vector<std::string>* files) {
+    return sink->Write(window, note, files);
+  };
 }
 
 }  // namespace prof

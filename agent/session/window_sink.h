@@ -13,13 +13,15 @@
 // Every file and directory call goes through one FileSystem
 // (base/file_system.h), so tests inject each failure. The sink logs its own notes (a fork child's
 // host-only windows, swept temporaries); the writer logs the outcome from
-// what Write returns ("window steps a-b written", or "not written: why").
+// what Write returns ("window steps a-b of pid P written: ...; files: <each
+// path>", or "not written: why").
 #pragma once
 
 #include <sys/types.h>
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agent/session/writer.h"
 #include "base/config.h"
@@ -49,9 +51,9 @@ class WindowFileSink {
 
   // The WindowSink contract (agent/session/writer.h): false with a one-line
   // error naming the call, the path and the errno; true with a note when
-  // nothing was written on purpose; no partial file either way. Writer
-  // thread only.
-  bool Write(const Window& window, std::string* note);
+  // nothing was written on purpose; no partial file either way. `files`, if
+  // given, gets the path of each file placed. Writer thread only.
+  bool Write(const Window& window, std::string* note, std::vector<std::string>* files = nullptr);
 
   // Whether a window holds anything worth a file.
   static bool Recorded(const Window& window);

@@ -294,7 +294,8 @@ void WriterThread::Run() {
 
 void WriterThread::WriteSealed(Window& w, uint64_t first, uint64_t last, const std::string& note) {
   std::string error;
-  bool ok = deps_.sink ? deps_.sink(w, &error) : false;
+  std::vector<std::string> files;
+  bool ok = deps_.sink ? deps_.sink(w, &error, &files) : false;
   std::lock_guard<std::mutex> count_lock(mu_);
   if (ok) ++written_;
   else ++failed_;
@@ -315,8 +316,15 @@ void WriterThread::WriteSealed(Window& w, uint64_t first, uint64_t last, const s
       } else if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) ++gpu_records;
     }
     if (!note.empty()) Log().info("{}", note);
-    Log().info("window steps {}-{}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU", first, last,
-               w.meta.partial ? " (partial)" : "", w.host_events.size() + api_records, gpu_records);
+    // Whose window and where it went: the processes of one job log lines
+    // that can be told apart, each naming its own files.
+    std::string files_text;
+    for (const std::string& f : files) files_text += (files_text.empty() ? "" : ", ") + f;
+    Log().info("window steps {}-{}{} of pid {}{} written: {} CUDA calls, {} kernels/copies/memsets on the GPU; "
+               "files: {}",
+               first, last, w.meta.partial ? " (partial)" : "", w.meta.pid,
+               w.meta.rank_known ? fmt::format(" (rank {})", w.meta.rank) : std::string(),
+               w.host_events.size() + api_records, gpu_records, files_text.empty() ? "none" : files_text);
   } else {
     Log().warn("window steps {}-{} not written: {}", first, last, error);
   }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/session/alloc_tracker.h"
 #include "agent/session/collective_store.h"
@@ -23,8 +24,10 @@
 namespace prof {
 
 // Writes a sealed window's files; false with a one-line error. On success
-// a non-empty message is a note on why nothing was written.
-using WindowSink = std::function<bool(const Window& window, std::string* error)>;
+// a non-empty message is a note on why nothing was written. `files` gets
+// the path of each file placed (the log line names them).
+using WindowSink =
+    std::function<bool(const Window& window, std::string* error, std::vector<std::string>* files)>;
 
 struct WriterDeps {
   EventBuffers* buffers = nullptr;

@@ -88,10 +88,13 @@ std::string WindowFileStemVariant(const WindowMeta& meta, int variant) {
   return name + "." + std::to_string(meta.first_step);
 }
 
-bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs, std::string* error) {
+bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs, std::string* error,
+                      std::vector<std::string>* written) {
   std::string scratch;
   if (error == nullptr) error = &scratch;
   error->clear();
+  std::vector<std::string> unused;
+  if (written == nullptr) written = &unused;
   try {
     std::string dir = options.output_dir.empty() ? "" : options.output_dir + "/";
     std::string trace_suffix = std::string(".pt.trace.json") + (options.gzip ? ".gz" : "");
@@ -111,10 +114,13 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
     if (options.chrome || options.summary || options.html || options.stacks) index.emplace(window);
     if (options.chrome) ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error);
     std::string trace_name = options.chrome && ok ? WindowFileStemVariant(window.meta, variant) + trace_suffix : "";
+    if (!trace_name.empty()) written->push_back(dir + trace_name);
     // The others are still worth having when the trace failed (e.g. too big).
-    auto note = [&](bool written, const std::string& file_error) {
-      if (!written && ok) *error = file_error;
-      ok = ok && written;
+    // Each is placed under the stem variant's name it leaves in `variant`.
+    auto note = [&](bool placed, const std::string& file_error, const char* suffix) {
+      if (placed) written->push_back(dir + WindowFileStemVariant(window.meta, variant) + suffix);
+      if (!placed && ok) *error = file_error;
+      ok = ok && placed;
     };
     std::string file_error;
     if (options.summary || options.html) {
@@ -122,18 +128,19 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
       Summary summary = ComputeSummary(window, *index);
       if (options.summary) {
         note(WriteTextFile(window.meta, dir, ".summary.txt", RenderSummary(summary), &variant, fs, &file_error),
-             file_error);
+             file_error, ".summary.txt");
       }
       if (options.html) {
         std::string stem = WindowFileStemVariant(window.meta, variant);
         std::string page =
             RenderReportPage(stem, {ReportWindowJson(window, *index, summary, stem, trace_name)});
-        note(WriteTextFile(window.meta, dir, ".report.html", page, &variant, fs, &file_error), file_error);
+        note(WriteTextFile(window.meta, dir, ".report.html", page, &variant, fs, &file_error), file_error,
+             ".report.html");
       }
     }
     if (options.stacks) {
       note(WriteTextFile(window.meta, dir, ".stacks.txt", FoldedStacks(window, *index), &variant, fs, &file_error),
-           file_error);
+           file_error, ".stacks.txt");
     }
     return ok;
   } catch (const std::exception& e) {  // bad_alloc: never let it reach the host
@@ -142,8 +149,9 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
   }
 }
 
-bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error) {
-  return WriteWindowFiles(window, options, PosixFileSystem(), error);
+bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error,
+                      std::vector<std::string>* written) {
+  return WriteWindowFiles(window, options, PosixFileSystem(), error, written);
 }
 
 }  // namespace prof

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/window.h"
 #include "base/file_system.h"
@@ -30,11 +31,14 @@ std::string WindowFileStemVariant(const WindowMeta& meta, int variant);
 // Each file is written under a hidden temporary name in output_dir and linked
 // into place (never replacing a file that exists: see WindowFileStemVariant). Returns false with a one-line `error` naming the call, path and
 // errno (ENOSPC, EACCES, ...) and leaves no partial file; files already
-// renamed into place stay. Never throws.
-bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error);
+// renamed into place stay. `written`, if given, gets the path of each file
+// placed (output_dir + "/" + name), in the order written, whatever the
+// outcome. Never throws.
+bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error,
+                      std::vector<std::string>* written = nullptr);
 
 // The same, through a given file system seam (tests inject failures here).
 bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs,
-                      std::string* error);
+                      std::string* error, std::vector<std::string>* written = nullptr);
 
 }  // namespace prof

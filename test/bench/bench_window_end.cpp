@@ -64,7 +64,7 @@ int Main(int argc, char** argv) {
   deps.allocs = &rt->allocs;
   deps.collector = &collector;
   deps.nvtx = &rt->nvtx;
-  deps.sink = [&](const Window& w, std::string*) {
+  deps.sink = [&](const Window& w, std::string*, std::vector<std::string>*) {
     sealed_events.store(w.host_events.size());
     sealed_at_ns.store(NowNs());
     return true;

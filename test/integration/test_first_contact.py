@@ -108,9 +108,17 @@ class MergeUnranked(unittest.TestCase):
         self.assertEqual(labels, {f"train_loop pid {pid}" for pid in pids})
         names = [e["args"]["name"] for e in m["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_name"]
         self.assertFalse([n for n in names if n.startswith("rank ")], names)
-        self.assertEqual(m["distributedInfo"]["ranks"], [])
+        # No rank is claimed for the merge either, and its job summary speaks
+        # of processes, named as in the timeline.
+        self.assertNotIn("distributedInfo", m)
         for source in m["libprof_merge"]["inputs"]:
             self.assertNotIn("rank", source)
+        with open(os.path.join(self.dir, "merged.summary.txt")) as f:
+            job = f.read()
+        self.assertTrue(job.startswith("Job: 2 processes (their traces carry no rank)"), job)
+        for pid in pids:
+            self.assertIn(f"train_loop pid {pid}", job)
+        self.assertNotRegex(job, r"\bRank\b")
         # Split back, each is still a process without a rank.
         r = prof("summary", os.path.join(self.dir, "merged.json"))
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -119,6 +127,8 @@ class MergeUnranked(unittest.TestCase):
         paths = [self.traces(PROF_RANK=0)[0], self.traces(PROF_RANK=1)[0]]
         m = self.merged(paths)
         self.assertEqual(m["distributedInfo"]["ranks"], [0, 1])
+        with open(os.path.join(self.dir, "merged.summary.txt")) as f:
+            self.assertTrue(f.read().startswith("Job: 2 ranks"))
         labels = {e["args"]["labels"] for e in m["traceEvents"]
                   if e.get("ph") == "M" and e.get("name") == "process_labels" and e["args"]["labels"].startswith("rank")}
         self.assertEqual(labels, {"rank 0", "rank 1"})
@@ -188,6 +198,14 @@ class TrueFindings(unittest.TestCase):
         self.assertIsNotNone(m, written[0])
         self.assertGreaterEqual(int(m.group(1)), 9)
         self.assertEqual(int(m.group(2)), 6)
+        # Whose window it is and where it went: the pid, and every file.
+        whose = re.search(r"window steps \d+-\d+ of pid (\d+) written: .*; files: (.+)$", written[0])
+        self.assertIsNotNone(whose, written[0])
+        path, trace = run.traces[0]
+        self.assertEqual(int(whose.group(1)), trace["libprof"]["pid"])
+        stem = path[:-len(".pt.trace.json")]
+        self.assertEqual(whose.group(2).split(", "),
+                         [path, stem + ".summary.txt", stem + ".report.html"])
         # Which CUPTI was loaded and how its records are read: debug detail.
         self.assertFalse([l for l in lines if "records read as" in l], lines)
         debug = run_agent([sys.executable, self.script, "4000"], timeout=180, PROF_STEP="sync", PROF_WAIT=2,

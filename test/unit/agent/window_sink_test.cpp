@@ -188,6 +188,7 @@ TEST_CASE("temporaries a dead process left mid-write are swept after a window, a
 struct Outcome {
   uint64_t failed = 0;
   std::vector<std::string> warnings;
+  std::vector<std::string> infos;
 };
 
 Outcome WriteThrough(WindowFileSink* sink, const Window& window) {
@@ -195,7 +196,9 @@ Outcome WriteThrough(WindowFileSink* sink, const Window& window) {
   collector.records = window.device_records;
   WriterDeps deps;
   deps.collector = &collector;
-  deps.sink = [sink](const Window& w, std::string* error) { return sink->Write(w, error); };
+  deps.sink = [sink](const Window& w, std::string* error, std::vector<std::string>* files) {
+    return sink->Write(w, error, files);
+  };
   LogCapture log;
   Outcome outcome;
   {
@@ -210,7 +213,52 @@ Outcome WriteThrough(WindowFileSink* sink, const Window& window) {
   }
   outcome.warnings = log.Lines("warning");
   for (const std::string& line : log.Lines("error")) outcome.warnings.push_back(line);
+  outcome.infos = log.Lines("info");
   return outcome;
+}
+
+TEST_CASE("through the writer, a written window's line names its process, its rank and each file it wrote",
+          "[sink][writer]") {
+  TempDir tmp;
+  WindowFileSink sink(Options(tmp.path));
+  // Two processes of one job with the same PROF_NAME and no rank: the second
+  // takes the name with its pid (WindowFileStemVariant), and says so.
+  Window first = Recorded();
+  Window second = Recorded();
+  second.meta.pid = 4343;
+  Outcome a = WriteThrough(&sink, first);
+  Outcome b = WriteThrough(&sink, second);
+  REQUIRE(a.infos.size() == 1);
+  REQUIRE(b.infos.size() == 1);
+  const std::string counts = " written: 0 CUDA calls, 1 kernels/copies/memsets on the GPU; files: ";
+  CHECK(a.infos[0] == "window steps 5-6 of pid 4242" + counts + tmp.path + "/worker.5.pt.trace.json, " + tmp.path +
+                          "/worker.5.summary.txt");
+  CHECK(b.infos[0] == "window steps 5-6 of pid 4343" + counts + tmp.path + "/worker_pid4343.5.pt.trace.json, " +
+                          tmp.path + "/worker_pid4343.5.summary.txt");
+  // Ranks of a job: each line names its rank, and the files it names are there.
+  Window ranked = Recorded();
+  ranked.meta.rank_known = true;
+  ranked.meta.rank = 3;
+  ranked.meta.partial = true;
+  Outcome c = WriteThrough(&sink, ranked);
+  REQUIRE(c.infos.size() == 1);
+  CHECK(c.infos[0] == "window steps 5-6 (partial) of pid 4242 (rank 3)" + counts + tmp.path +
+                          "/worker_rank3.5.pt.trace.json, " + tmp.path + "/worker_rank3.5.summary.txt");
+  std::vector<std::string> files = TempDir::Files(tmp.path);
+  for (const char* name : {"worker.5.pt.trace.json", "worker_pid4343.5.summary.txt", "worker_rank3.5.summary.txt"}) {
+    CHECK(std::find(files.begin(), files.end(), name) != files.end());
+  }
+}
+
+TEST_CASE("a file that could not be written is not named among the window's files", "[sink][writer]") {
+  TempDir tmp;
+  FaultyFileSystem fs;
+  fs.FailAt(FaultyFileSystem::kWrite, 1, ENOSPC);  // the trace's first write
+  WindowFileSink sink(Options(tmp.path), fs);
+  std::string error;
+  std::vector<std::string> placed;
+  CHECK_FALSE(sink.Write(Recorded(), &error, &placed));
+  CHECK(placed == std::vector<std::string>{tmp.path + "/worker.5.summary.txt"});
 }
 
 TEST_CASE("through the writer, a full disk is one warning naming the steps, the call and ENOSPC", "[sink][writer]") {
