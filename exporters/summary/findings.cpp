@@ -209,6 +209,54 @@ class FindingsBuilder {
         "the process ended during the window; the last step may be incomplete");
   }
 
+  // When the call that queued a piece of GPU work began: its host event's
+  // start, else its CUPTI API record's. False when neither is in the window.
+  bool QueuedAt(uint32_t correlation, uint64_t* start_ns) const {
+    if (correlation == 0) return false;
+    int64_t call = index_.HostCall(correlation);
+    if (call != WindowIndex::kNone) {
+      *start_ns = w_.host_events[static_cast<size_t>(call)].start_ns;
+      return true;
+    }
+    call = index_.ApiRecord(correlation);
+    if (call == WindowIndex::kNone) return false;
+    *start_ns = w_.device_records[static_cast<size_t>(call)].start_ns;
+    return true;
+  }
+
+  // Whether the GPU idles because it waits for launches: per stream, each
+  // kernel with work before it (`kernels`), those that found the stream
+  // drained and were launched only after it drained (`waited`: HTA's host
+  // wait, the host had not queued them yet), and the GPU idle of those waits
+  // shorter than kIdleGapMinNs (`short_wait_ns`; longer ones are idle-gaps',
+  // the host busy elsewhere). A host that queues its kernels ahead and then
+  // does other work leaves them back to back: they did not wait.
+  struct LaunchWaits {
+    uint64_t kernels = 0;
+    uint64_t waited = 0;
+    uint64_t short_wait_ns = 0;
+  };
+  LaunchWaits CountLaunchWaits() const {
+    LaunchWaits lw;
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> last_end;  // (device, stream) -> end of its work so far
+    for (const auto& r : w_.device_records) {
+      DeviceKind kind = KindOf(r);
+      if (kind != DeviceKind::kKernel && kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
+      uint64_t end = std::max(r.start_ns, r.end_ns);
+      auto [it, first] = last_end.try_emplace({r.device_id, r.stream_id}, end);
+      if (first) continue;
+      uint64_t prev_end = it->second;
+      it->second = std::max(prev_end, end);
+      if (kind != DeviceKind::kKernel) continue;
+      ++lw.kernels;
+      uint64_t queued_ns = 0;
+      if (r.start_ns <= prev_end || !QueuedAt(r.correlation_id, &queued_ns) || queued_ns <= prev_end) continue;
+      ++lw.waited;
+      if (r.start_ns - prev_end < kIdleGapMinNs) lw.short_wait_ns += r.start_ns - prev_end;
+    }
+    return lw;
+  }
+
   void BoundBy() {
     if (!s_.has_gpu_work) return;
     uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
@@ -225,7 +273,25 @@ class FindingsBuilder {
     if (kernels == 0) return;
     // "Busy" is computing: time the GPU only spends in collectives (waiting
     // for a peer, transferring) is not (compute_busy_percent).
-    if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) {
+    // Short kernels on an idle GPU are launch overhead only when the GPU
+    // idles waiting for their launches; a host busy outside CUDA between
+    // bursts of kernels it queued ahead is idle-gaps' finding instead.
+    // Most kernels waited for their launch; those waits are most of the
+    // GPU's idle in stretches under 1 ms (the longer ones are idle-gaps':
+    // the host busy elsewhere, or off its core), and not a trifle next to
+    // all of its idle (microseconds between long host pauses: fix those).
+    LaunchWaits lw;
+    if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs) lw = CountLaunchWaits();
+    uint64_t short_idle_ns = s_.gpu_idle_ns > s_.idle_gap_total_ns ? s_.gpu_idle_ns - s_.idle_gap_total_ns : 0;
+    auto percent = [](uint64_t part, uint64_t whole) {
+      return whole ? std::min(100.0, 100.0 * static_cast<double>(part) / static_cast<double>(whole)) : 0.0;
+    };
+    double waited_percent = percent(lw.waited, lw.kernels);
+    double short_idle_percent = percent(lw.short_wait_ns, short_idle_ns);
+    double idle_percent = percent(lw.short_wait_ns, s_.gpu_idle_ns);
+    if (s_.compute_busy_percent < kOverheadBusyPercent && s_.median_kernel_ns < kShortKernelNs &&
+        waited_percent >= kLaunchWaitPercent && short_idle_percent >= kLaunchWaitShortIdlePercent &&
+        idle_percent >= kLaunchWaitIdlePercent) {
       // A step that already replays CUDA graphs gains nothing from "capture
       // it in a graph": its idle time is between the replays.
       bool graphs = from_graphs * 2 > kernels;
@@ -236,11 +302,19 @@ class FindingsBuilder {
                  FormatDuration(s_.median_kernel_ns).c_str(), FormatDuration(kShortKernelNs).c_str(),
                  FormatDuration(s_.median_kernel_gap_ns).c_str(), static_cast<unsigned long long>(launches),
                  s_.steps.size());
+      evidence += Printf("; %llu of %llu kernels (%.0f%%; threshold >= %.0f%%) found their stream drained and "
+                         "were launched only after, waiting %s in all: %.0f%% of the GPU's %s idle in stretches under "
+                         "%s (threshold >= %.0f%%), %.0f%% of its %s idle (threshold >= %.0f%%)",
+                         static_cast<unsigned long long>(lw.waited), static_cast<unsigned long long>(lw.kernels),
+                         waited_percent, kLaunchWaitPercent, FormatDuration(static_cast<double>(lw.short_wait_ns)).c_str(),
+                         short_idle_percent, FormatDuration(static_cast<double>(short_idle_ns)).c_str(),
+                         FormatDuration(double(kIdleGapMinNs)).c_str(), kLaunchWaitShortIdlePercent, idle_percent,
+                         FormatDuration(static_cast<double>(s_.gpu_idle_ns)).c_str(), kLaunchWaitIdlePercent);
       if (from_graphs > 0) {
         evidence += Printf("; %llu of %llu kernels ran from CUDA graphs", static_cast<unsigned long long>(from_graphs),
                            static_cast<unsigned long long>(kernels));
       }
-      Add("overhead-bound", "Overhead-bound: the GPU mostly waits for the host to launch short kernels", evidence,
+      Add("overhead-bound", "Overhead-bound: the GPU waits for the host to launch its short kernels", evidence,
           graphs ? "the step already replays CUDA graphs, so the idle time is outside them: capture more of the "
                    "step into the graph (host work between replays shows as gaps), fuse the graph's short "
                    "kernels, or raise the batch size"

@@ -1,6 +1,6 @@
 // Findings: what is wrong with a window, each with the numbers that
-// triggered it. The thresholds are documented in README.md ("Reading the
-// summary"); change both together.
+// triggered it. The thresholds are documented in docs/findings.md (and
+// README.md, "Reading the summary"); change them together.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,11 @@ class CompactWindow;
 
 // Thresholds (see README.md, "Reading the summary").
 inline constexpr double kOverheadBusyPercent = 50.0;     // GPU busy below this ...
-inline constexpr double kShortKernelNs = 20'000;         // ... and median kernel below 20 µs
+inline constexpr double kShortKernelNs = 20'000;         // ... and median kernel below 20 µs ...
+inline constexpr double kLaunchWaitPercent = 50.0;       // ... and at least half the kernels waited for their launch,
+inline constexpr double kLaunchWaitShortIdlePercent = 50.0;  // in waits (each < kIdleGapMinNs) of half the GPU's idle
+                                                             // in stretches under kIdleGapMinNs ...
+inline constexpr double kLaunchWaitIdlePercent = 10.0;   // ... and a tenth of all its idle
 inline constexpr double kComputeBusyPercent = 80.0;      // GPU busy at or above this
 inline constexpr double kCommunicationPercent = 20.0;    // GPU in collectives, nothing overlapping, at or above this
 inline constexpr uint64_t kIdleGapMinNs = 1'000'000;     // idle gaps of 1 ms or more ...

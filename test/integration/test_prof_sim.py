@@ -190,12 +190,20 @@ class ProfRunOnSim(unittest.TestCase):
         self.assertNotIn("data-loss", quiet)
 
     def test_overhead_bound_and_compute_bound_tell_tiny_kernels_from_long_ones(self):
-        _, tiny, _ = self.run_loop("--tiny", "--host-sleep-us", "3000", steps=13)
+        # A thousand 500 ns kernels a step, launched back to back: each launch
+        # call outlasts the kernel before it, so every kernel waits for its
+        # launch (the host's per-step work outside CUDA is a small part).
+        _, tiny, _ = self.run_loop("--tiny", "--kernels-per-step", "1000", steps=13, SIM_KERNEL_NS="tiny_kernel=500")
+        # Tiny kernels queued ahead, then 50 ms a step of host work outside
+        # CUDA: the GPU idles for that work, not for launches (the demo's shape).
+        _, elsewhere, _ = self.run_loop("--tiny", "--host-sleep-us", "50000", steps=13)
         # Every kernel takes 50 ms: the GPU is busy (even if a loaded CI host wakes late).
         long_ns = ",".join(f"{k}=50000000" for k in ("gemm_tile", "scale_inplace", "relu_forward", "optimizer_step"))
         _, heavy, _ = self.run_loop(steps=13, SIM_KERNEL_NS=long_ns)
         self.assertIn("overhead-bound", self.findings(tiny), self.summary(tiny, 3))
         self.assertNotIn("compute-bound", self.findings(tiny))
+        self.assertNotIn("overhead-bound", self.findings(elsewhere), self.summary(elsewhere, 3))
+        self.assertIn("idle-gaps", self.findings(elsewhere), self.summary(elsewhere, 3))
         self.assertIn("compute-bound", self.findings(heavy), self.summary(heavy, 3))
         self.assertNotIn("overhead-bound", self.findings(heavy))
 

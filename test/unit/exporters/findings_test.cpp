@@ -26,17 +26,19 @@ bool Fires(const Window& w, const std::string& id, std::string* evidence = nullp
   return false;
 }
 
-// `steps` steps of 1 ms; in each, `kernels` kernels of `kernel_ns`, launched
-// back to back from the step start, each starting `latency_ns` after its call.
-WindowBuilder Loop(int steps, int kernels, uint64_t kernel_ns, uint64_t latency_ns = 2'000) {
+// `steps` steps of `step_ns`; in each, `kernels` kernels of `kernel_ns`,
+// launched one every `call_every_ns` from the step start, each starting
+// `latency_ns` after its call (or when the one before it ended).
+WindowBuilder Loop(int steps, int kernels, uint64_t kernel_ns, uint64_t latency_ns = 2'000,
+                   uint64_t call_every_ns = 1'000, uint64_t step_ns = kStepNs) {
   WindowBuilder b;
   uint32_t correlation = 1;
   for (int s = 0; s < steps; ++s) {
-    uint64_t t0 = s * kStepNs;
-    b.Step(s, t0, t0 + kStepNs);
+    uint64_t t0 = s * step_ns;
+    b.Step(s, t0, t0 + step_ns);
     uint64_t gpu = t0;
     for (int k = 0; k < kernels; ++k) {
-      uint64_t call = t0 + k * 1'000;
+      uint64_t call = t0 + k * call_every_ns;
       uint64_t start = std::max(gpu, call + latency_ns);
       b.Launch("k", call, 1'000, start, start + kernel_ns, correlation++);
       gpu = start + kernel_ns;
@@ -45,11 +47,72 @@ WindowBuilder Loop(int steps, int kernels, uint64_t kernel_ns, uint64_t latency_
   return b;
 }
 
-TEST_CASE("overhead-bound fires on short kernels with the GPU mostly idle", "[findings]") {
+// Launch-bound: a launch every 10 µs (its call lasts 1 µs), each 2 µs
+// kernel done before the next call begins: the GPU waits for every launch.
+WindowBuilder LaunchBound(int kernels = 50) { return Loop(4, kernels, 2'000, 2'000, 10'000); }
+
+TEST_CASE("overhead-bound fires on short kernels that each wait for their launch", "[findings]") {
   std::string evidence;
-  CHECK(Fires(Loop(4, 50, 2'000).Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
+  CHECK(Fires(LaunchBound().Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
   CHECK(evidence.find("GPU busy 10.0%") != std::string::npos);
-  CHECK_FALSE(Fires(Loop(4, 50, 2'000).Build(), "compute-bound"));
+  // Every kernel but the window's first found its stream drained.
+  CHECK(evidence.find("; 199 of 199 kernels (100%; threshold >= 50%) found their stream drained") != std::string::npos);
+  CHECK_FALSE(Fires(LaunchBound().Build(), "compute-bound"));
+  CHECK_FALSE(Fires(LaunchBound().Build(), "idle-gaps"));
+}
+
+TEST_CASE("overhead-bound stays silent when the host queued its kernels ahead and idles the GPU elsewhere",
+          "[findings]") {
+  // The demo's shape: each step's short kernels queued back to back (the
+  // host runs ahead of them), then the host busy outside CUDA for most of
+  // the step. The GPU idles, but no kernel waited for its launch: that is
+  // idle-gaps' finding, with the right cause.
+  WindowBuilder ahead = Loop(4, 50, 2'000, 2'000, 1'000, 8 * kStepNs);
+  std::string evidence;
+  CHECK_FALSE(Fires(ahead.Build(), "overhead-bound"));
+  CHECK(Fires(ahead.Build(), "idle-gaps", &evidence));
+  CHECK(evidence.find("(host: no CUDA call)") != std::string::npos);
+  // The same with pauses shorter than an idle gap: still no launch waited.
+  CHECK_FALSE(Fires(Loop(4, 50, 2'000).Build(), "overhead-bound"));
+}
+
+TEST_CASE("overhead-bound beside idle-gaps: launch-bound bursts between host pauses, unless the waits are a trifle",
+          "[findings]") {
+  // Steps of 50 kernels that each wait 8 µs for their launch, then the host
+  // elsewhere for over a millisecond (idle-gaps'). 3 ms steps: the waits are
+  // 14% of the GPU's idle, both findings hold. 8 ms steps: 5%, the pauses
+  // are what to fix.
+  std::string evidence;
+  Window w = Loop(4, 50, 2'000, 2'000, 10'000, 3 * kStepNs).Build();
+  CHECK(Fires(w, "overhead-bound", &evidence));
+  CHECK(evidence.find("100% of the GPU's") != std::string::npos);
+  CHECK(evidence.find("14% of its") != std::string::npos);
+  CHECK(Fires(w, "idle-gaps"));
+  w = Loop(4, 50, 2'000, 2'000, 10'000, 8 * kStepNs).Build();
+  CHECK_FALSE(Fires(w, "overhead-bound"));
+  CHECK(Fires(w, "idle-gaps"));
+}
+
+// Steps of `step_ns`: 50 kernels that each wait 8 µs for their launch (the
+// first 0.5 ms), then host work outside CUDA, then a copy at the step's end.
+// The wait before the copy is idle that no launch caused; all is under 1 ms.
+Window BurstThenCopy(uint64_t step_ns) {
+  WindowBuilder b = Loop(4, 50, 2'000, 2'000, 10'000, step_ns);
+  for (uint32_t s = 0; s < 4; ++s) {
+    uint64_t call = (s + 1) * step_ns - 8'000;
+    b.Call(ApiId::cudaMemcpyAsync, call, call + 2'000, 1000 + s).copy_kind = 1;
+    b.Copy(1, testing::kCuptiPinned, testing::kCuptiDevice, 4096, call + 3'000, call + 5'000, 1000 + s);
+  }
+  return b.Build();
+}
+
+TEST_CASE("overhead-bound needs the waits for launches to be most of the GPU's idle under 1 ms", "[findings]") {
+  std::string evidence;
+  // 0.8 ms steps: 0.3 ms of host work after the kernels; the waits are 57%.
+  CHECK(Fires(BurstThenCopy(800'000), "overhead-bound", &evidence));
+  CHECK(evidence.find("57% of the GPU's") != std::string::npos);
+  // 1 ms steps: 0.5 ms of host work; 44%: silent, though every kernel waited.
+  CHECK_FALSE(Fires(BurstThenCopy(1'000'000), "overhead-bound"));
 }
 
 TEST_CASE("overhead-bound on a step that already replays CUDA graphs does not advise capturing one", "[findings]") {
@@ -59,9 +122,9 @@ TEST_CASE("overhead-bound on a step that already replays CUDA graphs does not ad
     }
     return std::string();
   };
-  Window plain = Loop(4, 50, 2'000).Build();
+  Window plain = LaunchBound().Build();
   CHECK(advice_for(plain).find("capture the step in a CUDA graph") != std::string::npos);
-  Window graphs = Loop(4, 50, 2'000).Build();
+  Window graphs = LaunchBound().Build();
   for (DeviceRecord& r : graphs.device_records) {
     if (KindOf(r) == DeviceKind::kKernel) r.graph_id = 7;  // every kernel ran from a graph launch
   }
@@ -89,8 +152,14 @@ TEST_CASE("overhead-bound and compute-bound need kernels: a window of copies alo
   CHECK_FALSE(Fires(w, "compute-bound"));
   // The copies' own findings still fire.
   CHECK(Fires(w, "d2h-copy-in-step"));
-  // One short kernel in the same window: overhead-bound again.
-  b.Launch("k", 100'000, 1'000, 102'000, 104'000, 100);
+  // Short kernels that wait for their launches in the same window (one every
+  // 10 µs in the rest of each step): overhead-bound again.
+  uint32_t correlation = 100;
+  for (uint32_t s = 0; s < 5; ++s) {
+    for (uint64_t call = s * kStepNs + 100'000; call < (s + 1) * kStepNs; call += 10'000) {
+      b.Launch("k", call, 1'000, call + 2'000, call + 4'000, correlation++);
+    }
+  }
   CHECK(Fires(b.Build(), "overhead-bound"));
 }
 
