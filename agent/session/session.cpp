@@ -79,8 +79,7 @@ void Session::BeginProvisional(uint64_t now_ns) {
   writer_->SubmitDiscard(now_ns);
 }
 
-void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, const std::string& reason,
-                                   const std::string& why) {
+void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool at_exit, const std::string& why) {
   provisional_ = false;
   if (!window_open_) return;
   if (now_ns < step_start_ns_) now_ns = step_start_ns_;
@@ -88,7 +87,7 @@ void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, co
   if (write) {
     std::string saved = meta_template_.step_description;
     meta_template_.step_description = "auto: " + why;
-    EndWindow(now_ns, partial, reason);
+    EndWindow(now_ns, /*partial=*/false, "", at_exit);
     meta_template_.step_description = saved;
   } else {
     WindowJob job;
@@ -104,7 +103,7 @@ void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, co
     writer_->SubmitWindow(std::move(job));
     writer_->SubmitDiscard(now_ns);  // the buffered events go too
   }
-  if (partial) return;  // EndPartial turns everything off itself
+  if (at_exit) return;  // EndPartial turns everything off itself
   if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
   recording_since_ns_ = 0;
   if (attached_) collector_->Pause();
@@ -127,7 +126,7 @@ void Session::EndProvisionalIfFull(uint64_t events, uint64_t now_ns) {
       "PROF_STEP=auto: window 0 is the run from the first CUDA call until auto had seen {} launches, copies and "
       "synchronizes ({:.1f} s; the most recorded while it looks); still looking for the loop",
       events, (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
-  EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/false, "", why);
+  EndProvisionalLocked(now_ns, /*write=*/true, /*at_exit=*/false, why);
 }
 
 std::string Session::ProvisionalWhy(uint64_t now_ns, const char* until) const {
@@ -147,7 +146,7 @@ bool Session::LoopFound(const std::string& description, uint64_t iterations_befo
     uint64_t now_ns = NowNs();
     held_span_ns_ = now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0;
     hold_next_ = true;
-    EndProvisionalLocked(now_ns, /*write=*/true, false, "", "the run from the first CUDA call until the loop was found");
+    EndProvisionalLocked(now_ns, /*write=*/true, /*at_exit=*/false, "the run from the first CUDA call until the loop was found");
   }
   meta_template_.step_description = description;
   loop_iterations_before_ = iterations_before;
@@ -216,7 +215,7 @@ bool Session::StartTimeSteps(uint64_t now_ns, const std::string& description) {
     // (The fallback's own line says that no loop was found.)
     written_note_ = fmt::format("PROF_STEP=auto: window 0 is the whole run from the first CUDA call until auto gave up ({:.1f} s)",
                                 (now_ns > window_start_ns_ ? now_ns - window_start_ns_ : 0) / 1e9);
-    EndProvisionalLocked(now_ns, write, false, "", why);
+    EndProvisionalLocked(now_ns, write, /*at_exit=*/false, why);
   }
   meta_template_.step_description = description;
   time_steps_ = true;
@@ -496,7 +495,7 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
   }
 }
 
-void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason) {
+void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason, bool at_exit) {
   if (held_ && !hold_next_) {
     writer_->ReleaseHeld(/*write=*/false, "", "");  // this window replaces it
     held_ = false;
@@ -521,7 +520,8 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   spans_.clear();
   job.live_at_end = allocs_->LiveSnapshot();
   // At exit the process is waiting on us: bound the wait for late records.
-  uint64_t wait_ns = partial ? std::min<uint64_t>(config_.flush_timeout_ns, 2'000'000'000) : config_.flush_timeout_ns;
+  uint64_t wait_ns =
+      partial || at_exit ? std::min<uint64_t>(config_.flush_timeout_ns, 2'000'000'000) : config_.flush_timeout_ns;
   job.deadline_ns = end_ns + wait_ns;
   job.names_generation = names_generation_;
   Strings().WindowEnded();
@@ -548,7 +548,9 @@ bool Session::EndPartial(const std::string& reason, uint64_t now_ns) {
   if (provisional_) {
     std::string why = ProvisionalWhy(std::max(now_ns, window_start_ns_), fmt::format(" to its end ({})", reason).c_str());
     written_note_ = "PROF_STEP=auto: " + why;
-    EndProvisionalLocked(now_ns, /*write=*/true, /*partial=*/true, reason, why);
+    // The whole run, ended where it is meant to end: not partial (its last
+    // step is the run itself, not one the exit cut short).
+    EndProvisionalLocked(now_ns, /*write=*/true, /*at_exit=*/true, why);
     wrote = true;
   }
   if (window_open_) {

@@ -189,12 +189,18 @@ class Session {
   // "no loop found in 3.1 s; this window is the whole run from the first CUDA call<until>"
   std::string ProvisionalWhy(uint64_t now_ns, const char* until) const;
   // Ends the provisional window: written (with `why` in its metadata) or
-  // collected and discarded; recording off, the collector paused.
-  void EndProvisionalLocked(uint64_t now_ns, bool write, bool partial, const std::string& reason, const std::string& why);
+  // collected and discarded; recording off, the collector paused (not
+  // at_exit: EndPartial turns everything off itself). The whole run ending
+  // with the process is where that window is meant to end: it is not
+  // partial, but its late records are awaited only as long as at exit.
+  void EndProvisionalLocked(uint64_t now_ns, bool write, bool at_exit, const std::string& why);
   // The first step's number for AnchorToCollectives; false while calibrating.
   bool AnchoredFirstStep(uint64_t* first_step);
   void Enter(Action prev, Action next, uint64_t now_ns);
-  void EndWindow(uint64_t end_ns, bool partial, const std::string& reason);
+  // partial: ended by the process's exit or a signal before its last step
+  // (WindowMeta::partial, with `reason`). at_exit: the process is ending
+  // (implied by partial), so the wait for late records is bounded.
+  void EndWindow(uint64_t end_ns, bool partial, const std::string& reason, bool at_exit = false);
   void AdvanceTriggerCycle();
   void AttachIfCuda();
   void WatchCallsLocked();
