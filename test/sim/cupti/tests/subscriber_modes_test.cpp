@@ -207,7 +207,7 @@ TEST_CASE("classic CUPTI 13.0 refuses a second subscriber with the holder's name
   CHECK(cuptiActivityGetEnabledKinds(first, nullptr, nullptr, &count) == CUPTI_ERROR_NOT_SUPPORTED);
 }
 
-TEST_CASE("classic CUPTI writes 13.0's Kernel10; the multi-subscriber release reports 13.2 and writes its Kernel11",
+TEST_CASE("classic CUPTI writes 13.0's Kernel10 and the multi-subscriber release reports 13.2 and writes its Kernel11",
           "[subscribers][layouts]") {
   for (bool multi : {false, true}) {
     DYNAMIC_SECTION((multi ? "multi" : "classic")) {
