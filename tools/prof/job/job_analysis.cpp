@@ -4,8 +4,6 @@
 #include <climits>
 #include <map>
 #include <unordered_map>
-#include <utility>
-#include <vector>
 
 #include "exporters/common/format.h"
 #include "tools/prof/job/job_stats.h"
@@ -27,29 +25,14 @@ uint32_t SiteAt(const RankEvents& r, int64_t tid, int64_t t, int64_t offset) {
   return best;
 }
 
-// The loop's own thread, whose host gaps are the straggler's evidence.
+// The thread that made the most host calls: the loop's own.
 int64_t MainThread(const RankEvents& r) {
-  // The thread that opens the most steps (makes the first CUDA call of
-  // each): the loop's own thread. Not the one with the most calls: in
-  // PyTorch that is autograd's backward thread, which never sleeps where
-  // the loop's thread does. Ties, and a window without steps: most calls.
-  std::unordered_map<int64_t, size_t> count, opens;
+  std::unordered_map<int64_t, size_t> count;
   for (const JobSlice& c : r.calls) ++count[c.tid];
-  std::vector<const JobSlice*> by_start;
-  by_start.reserve(r.calls.size());
-  for (const JobSlice& c : r.calls) by_start.push_back(&c);
-  std::sort(by_start.begin(), by_start.end(),
-            [](const JobSlice* a, const JobSlice* b) { return a->start_ns < b->start_ns; });
-  for (const JobStep& st : r.steps) {
-    auto first = std::lower_bound(by_start.begin(), by_start.end(), st.start_ns,
-                                  [](const JobSlice* c, int64_t t) { return c->start_ns < t; });
-    if (first != by_start.end() && (*first)->start_ns < st.end_ns) ++opens[(*first)->tid];
-  }
   int64_t tid = 0;
-  std::pair<size_t, size_t> best{0, 0};
+  size_t most = 0;
   for (const auto& [t, k] : count) {
-    std::pair<size_t, size_t> score{opens.count(t) ? opens[t] : 0, k};
-    if (score > best || (score == best && t < tid)) tid = t, best = score;
+    if (k > most || (k == most && t < tid)) tid = t, most = k;
   }
   return tid;
 }
