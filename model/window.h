@@ -55,6 +55,10 @@ struct LossCounts {
   // actually on (the agent thread, which turns it on at step boundaries, ran
   // that late). Calls made in that stretch are not in the window.
   uint64_t unrecorded_start_ns = 0;
+  // Launches of the window whose GPU records CUPTI wrote for another client
+  // of its activity API (the program's own torch.profiler held it: a CUPTI
+  // that allows one client), not for libprof.
+  uint64_t device_records_elsewhere = 0;
 };
 
 struct WindowMeta {

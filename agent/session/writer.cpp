@@ -328,6 +328,13 @@ void WriterThread::WriteSealed(Window& w, uint64_t first, uint64_t last, const s
   } else {
     Log().warn("window steps {}-{} not written: {}", first, last, error);
   }
+  // What another profiler in the process cost this window (the data-loss
+  // finding of its summary says it too).
+  if (ok && w.meta.losses.device_records_elsewhere != 0) {
+    Log().info("window steps {}-{}: {} launches have no GPU record: CUPTI wrote them for another profiler in the "
+               "process, which held CUPTI's activity API (this CUPTI lets one client use it)",
+               first, last, w.meta.losses.device_records_elsewhere);
+  }
 }
 
 bool WriterThread::Drain(uint64_t timeout_ns) {

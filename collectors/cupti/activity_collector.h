@@ -15,6 +15,19 @@
 //   re-probe interval)--> kPaused;  kQuiet --Finish--> kDetached
 //   any --failure--> kOff (interception-only, for good, one warning)
 //
+// CUPTI's activity API, shared (collector_sharing.cpp, README "Another
+// profiler in the process"): on a CUPTI 13.2 that lets several subscribers
+// in, libprof is a subscriber beside others with an activity client of its
+// own (multi_client_). On one that allows one client, the program's own
+// profiler comes first: when it claims the process-wide activity API
+// (activity_user.h, seen under LD_PRELOAD) libprof hands it over as the
+// program left it (YieldLocked), keeps recording what it still can (calls,
+// host events; its windows count the launches whose records went elsewhere)
+// and takes it back when the program releases it (TakeBackLocked). Another
+// client libprof cannot see (CUDA_INJECTION64_PATH) is sensed instead (its
+// timestamp callback replaced libprof's, or libprof's buffer requests went
+// quiet while records were due) and given the API for good.
+//
 // Locks, outermost first (never taken in the other order):
 //   control_mutex_  Attach/Pause/Finish/OnExit, flushes, finalize. CUPTI is
 //                   called while holding it, and CUPTI may call
@@ -40,6 +53,7 @@
 #include "model/api_ids.h"
 #include "base/hot_state.h"
 #include "base/device_collector.h"
+#include "collectors/cupti/activity_user.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -91,6 +105,28 @@ class CuptiCollector final : public DeviceCollector {
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
+  // The program's own client of CUPTI's process-wide activity API
+  // (activity_user.h), on the program's thread: it is about to set the
+  // activity API's state (call: the function), it released the API (a
+  // forced flush with none of its kinds on), and it is finalizing CUPTI /
+  // did. Each takes control_mutex_; never called from CUPTI's callbacks.
+  void OnOtherClientClaims(const std::string& call);
+  void OnOtherClientReleased();
+  void OnOtherClientFinalizing();
+  void OnOtherClientFinalized();
+  // One of the program's calls that set the activity API's state (its
+  // clock, thread ids, an attribute, a disable): forwarded now, or, while
+  // libprof holds the activity API, kept (activity_user.h) for the
+  // hand-over and answered CUPTI_SUCCESS.
+  CUptiResult OtherClientSetting(const std::function<CUptiResult()>& forward);
+  // libprof holds CUPTI's process-wide activity API now (one client allowed).
+  bool HoldsActivityApi();
+  // Subscribed beside other tools, with an activity client of libprof's own
+  // (CUPTI 13.2's allowMultipleSubscribers).
+  bool multi_client() const { return multi_client_.load(std::memory_order_acquire); }
+  // Another client holds CUPTI's process-wide activity API now.
+  bool activity_elsewhere() const { return activity_elsewhere_.load(std::memory_order_acquire); }
+
   CollectorState state() const { return state_.load(std::memory_order_acquire); }
   // Decoded records held at most (budget, fixed at the first attach).
   size_t decoded_capacity() const { return max_pending_; }
@@ -100,6 +136,9 @@ class CuptiCollector final : public DeviceCollector {
   uint64_t late_api_records() const { return late_api_records_.load(std::memory_order_relaxed); }
   const ClockMap& clock() const { return clock_; }
   static constexpr uint32_t kProbeStepsForTest = 3;
+  // At exit, with a window still to be collected: how long threads get to
+  // write the records of calls they returned from (OnExitImpl).
+  static constexpr uint64_t kExitSettleNs = 10'000'000;
 
  private:
   struct Completed {
@@ -126,7 +165,11 @@ class CuptiCollector final : public DeviceCollector {
   // or WatchCalls on) and fills call_traits_ from it.
   void SetConfigLocked(const Config& config);
   bool LoadAndCheckVersion(const Config& config);
+  // As "libprof", beside others (allowMultipleSubscribers) where CUPTI 13.2
+  // allows it.
   bool Subscribe();
+  // Subscribed, CUPTI says several subscribers are allowed (13.2).
+  bool MultipleSubscribersAllowed() const;
   // Subscribe and register timestamps, buffers and thread ids (kIdle,
   // kDetached); false (and kOff) on failure.
   bool SubscribeAndRegister(CollectorState state);
@@ -207,6 +250,11 @@ class CuptiCollector final : public DeviceCollector {
   // Keeps a decoded record for the window its call was launched in (or
   // drops it: libprof's own calls, a sealed window's, past the budget).
   void HoldRecord(const DeviceRecord& record);
+  // A GPU record of a call of a window sealed already (its call launched in
+  // one's span; or forgotten, with an id among one's calls): counted late,
+  // never held for a window that is gone.
+  bool OfSealedWindowLocked(const DeviceRecord& record, bool call_known, uint64_t launch_ns) const;
+  void NoteSealedLocked(uint64_t start_ns, uint64_t end_ns);
 
   // A window's collection (collector_window.cpp), on the writer thread:
   // performs what WindowCollection decides and seals the window.

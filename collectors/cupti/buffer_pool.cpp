@@ -50,6 +50,7 @@ BufferPool::~BufferPool() {
 }
 
 uint8_t* BufferPool::Acquire(uint64_t now_ns) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(mutex_);
   // Resident buffers first: an evicted one costs page faults to refill.
   for (std::vector<uint8_t*>* list : {&free_, &evicted_}) {

@@ -10,6 +10,7 @@
 // Lock order: mutex_ is a leaf; nothing is called while holding it.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -51,6 +52,9 @@ class BufferPool {
   size_t allocated_bytes() const;  // pool buffers ever allocated (<= cap)
   size_t resident_bytes() const;   // allocated minus those evicted since
   uint64_t refused() const;        // requests answered NULL or with scratch
+  // Every Acquire so far, answered or not (no lock: a window asks whether
+  // CUPTI asked libprof for any buffer since it began).
+  uint64_t requests() const { return requests_.load(std::memory_order_relaxed); }
   uint64_t evictions() const;      // releases that handed the pages back
 
  private:
@@ -68,6 +72,7 @@ class BufferPool {
   std::vector<std::pair<uint8_t*, uint64_t>> held_;  // pool buffers CUPTI has, with when it asked
   size_t next_scratch_ = 0;
   uint64_t refused_ = 0;
+  std::atomic<uint64_t> requests_{0};
   uint64_t evictions_ = 0;
 };
 

@@ -34,9 +34,14 @@ std::vector<CUpti_ActivityKind> KindsFor(uint32_t activities) {
 }  // namespace
 
 void CuptiCollector::EnableActivities(bool enable) {
+  kinds_wanted_ = enable;
   if (enable && !enabled_kinds_.empty()) return;  // still on: a pause that never stopped
   if (!enable) {
-    for (CUpti_ActivityKind kind : enabled_kinds_) api_.ActivityDisable(kind);
+    // Only while the activity API is libprof's: held by another client,
+    // the kinds are that client's to turn off (collector_sharing.cpp).
+    if (ActivityOursLocked()) {
+      for (CUpti_ActivityKind kind : enabled_kinds_) SetKindLocked(kind, /*on=*/false);
+    }
     enabled_kinds_.clear();
     // Setting the RUNTIME kind overrides the per-id choices (cupti_activity.h,
     // cuptiActivityEnableRuntimeApi): the next enable records every id, and
@@ -48,9 +53,12 @@ void CuptiCollector::EnableActivities(bool enable) {
     rt_select_dirty_.store(true, std::memory_order_relaxed);
     return;
   }
+  // Another client holds the activity API: the kinds come on when it is
+  // given back (TakeBackLocked).
+  if (!ActivityOursLocked()) return;
   std::string failed;
   for (CUpti_ActivityKind kind : KindsFor(config_.activities)) {
-    CUptiResult r = api_.ActivityEnable(kind);
+    CUptiResult r = SetKindLocked(kind, /*on=*/true);
     if (r == CUPTI_SUCCESS) {
       enabled_kinds_.push_back(kind);
     } else {
@@ -59,9 +67,11 @@ void CuptiCollector::EnableActivities(bool enable) {
   }
   if (!failed.empty()) Log().warn("CUPTI refused some activity kinds ({}); their records are missing", failed);
   // Records built from callbacks carry gettid and agent-clock times, as
-  // CUPTI's do only with both of these.
+  // CUPTI's do only with both of these. Not as a subscriber beside others:
+  // cuptiActivityEnableRuntimeApi has no subscriber, it would choose for
+  // the process-wide client (the program's torch.profiler).
   rt_select_ok_ = api_.ActivityEnableRuntimeApi != nullptr && !rt_select_failed_ && thread_ids_system_ &&
-                  agent_clock_ &&
+                  agent_clock_ && !multi_client_.load(std::memory_order_relaxed) &&
                   std::find(enabled_kinds_.begin(), enabled_kinds_.end(), CUPTI_ACTIVITY_KIND_RUNTIME) !=
                       enabled_kinds_.end();
 }

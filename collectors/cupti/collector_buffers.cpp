@@ -34,15 +34,30 @@ void CUPTIAPI BufferCompletedTrampoline(CUcontext, uint32_t, uint8_t* buffer, si
   }
 }
 
+void CUPTIAPI BufferRequestedV2Trampoline(uint8_t** buffer, size_t* size, size_t* max_records,
+                                         v13_2::BufferRequestInfo*) {
+  BufferRequestedTrampoline(buffer, size, max_records);
+}
+
+void CUPTIAPI BufferCompletedV2Trampoline(uint8_t* buffer, size_t size, size_t valid_size, v13_2::BufferCompleteInfo*) {
+  BufferCompletedTrampoline(nullptr, 0, buffer, size, valid_size);
+}
+
 void CuptiCollector::FlushLocked(bool forced) {
   if (!Subscribed(state_.load(std::memory_order_acquire))) return;
+  // Held by another client (or sensed to be now): its buffers are not
+  // libprof's to flush, and a forced flush would hand it records of work
+  // still running without their times.
+  if (!ActivityOursLocked() || ForeignClockLocked()) return;
+  if (forced && OthersRecordingLocked()) forced = false;
   CUptiResult r = api_.ActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
   if (r != CUPTI_SUCCESS) Log().debug("cuptiActivityFlushAll returned {}", ResultName(api_, r));
   ReadCuptiDropsLocked();
 }
 
 void CuptiCollector::ReadCuptiDropsLocked() {
-  if (!Subscribed(state_.load(std::memory_order_acquire))) return;
+  // CUPTI's count is read and reset for everyone: not while another client holds the API.
+  if (!Subscribed(state_.load(std::memory_order_acquire)) || !ActivityOursLocked()) return;
   size_t dropped = 0;
   if (api_.ActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS && dropped > 0) {
     cupti_dropped_.fetch_add(dropped, std::memory_order_relaxed);
@@ -59,6 +74,10 @@ void CuptiCollector::OnBufferRequested(uint8_t** buffer, size_t* size, size_t* m
   // that holds control_mutex_.
   *max_records = 0;
   if (!pool_) return;
+  // The program's profiler holds the activity API but registered no
+  // callbacks of its own yet: CUPTI without callbacks drops its records,
+  // and so does this (none of it is libprof's).
+  if (activity_elsewhere_.load(std::memory_order_acquire) && !multi_client_.load(std::memory_order_relaxed)) return;
   *buffer = pool_->Acquire(NowNs());
   *size = *buffer != nullptr ? pool_->buffer_bytes() : 0;
 }

@@ -52,6 +52,12 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiActivitySetAttribute", &api->ActivitySetAttribute);
   Resolve(handle, "cuptiActivityEnableRuntimeApi", &api->ActivityEnableRuntimeApi);
   Resolve(handle, "cuptiGetDeviceId", &api->GetDeviceId);
+  Resolve(handle, "cuptiActivityEnable_v2", &api->ActivityEnableV2);
+  Resolve(handle, "cuptiActivityDisable_v2", &api->ActivityDisableV2);
+  Resolve(handle, "cuptiActivityRegisterCallbacks_v2", &api->ActivityRegisterCallbacksV2);
+  Resolve(handle, "cuptiActivitySetAttribute_v2", &api->ActivitySetAttributeV2);
+  Resolve(handle, "cuptiActivityGetAttribute_v2", &api->ActivityGetAttributeV2);
+  Resolve(handle, "cuptiActivityGetEnabledKinds", &api->ActivityGetEnabledKinds);
   const char* first_missing = api->FirstMissing();
   if (first_missing != nullptr && missing != nullptr) *missing = first_missing;
   return first_missing == nullptr;

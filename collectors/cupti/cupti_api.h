@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collectors/cupti/cupti_13_2.h"
+
 namespace prof::cupti {
 
 // One pointer per CUPTI function used: a table, not logic.
@@ -37,12 +39,26 @@ struct CuptiApi {
   decltype(&::cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;
   // The device of a context: an allocation's device when CUPTI's callbacks record the call.
   decltype(&::cuptiGetDeviceId) GetDeviceId = nullptr;
+  // CUPTI 13.2 (cupti_13_2.h): a subscriber let in beside others is an
+  // activity client of its own, addressed by these with its handle.
+  v13_2::ActivityEnableV2 ActivityEnableV2 = nullptr;
+  v13_2::ActivityDisableV2 ActivityDisableV2 = nullptr;
+  v13_2::ActivityRegisterCallbacksV2 ActivityRegisterCallbacksV2 = nullptr;
+  v13_2::ActivityAttributeV2 ActivitySetAttributeV2 = nullptr;
+  v13_2::ActivityAttributeV2 ActivityGetAttributeV2 = nullptr;
+  v13_2::ActivityGetEnabledKinds ActivityGetEnabledKinds = nullptr;
 
   std::string path;       // where it was loaded from, for messages
   std::string found_by;   // which step of the search found it (cupti_loader.h)
 
   // Names the first missing required entry point, or nullptr when complete.
   const char* FirstMissing() const;
+  // Every function a subscriber beside others needs (cupti_13_2.h) is there.
+  bool HasMultiSubscriber() const {
+    return SubscribeV2 != nullptr && ActivityEnableV2 != nullptr && ActivityDisableV2 != nullptr &&
+           ActivityRegisterCallbacksV2 != nullptr && ActivitySetAttributeV2 != nullptr &&
+           ActivityGetAttributeV2 != nullptr && ActivityGetEnabledKinds != nullptr;
+  }
 };
 
 // Fills `api` from a dlopen handle. Returns false (and names the missing

@@ -10,6 +10,12 @@ import harness
 
 FORBIDDEN_NEEDED = re.compile(r"lib(cudart|cuda|cupti|nccl|spdlog|fmt|stdc\+\+|gcc_s)\b")
 ALLOWED_EXPORT = re.compile(r"^(cuda|__cuda|cu[A-Z]|nvtx|prof_|InitializeInjection|nccl[A-Z]|_exit$)")
+# The program's own calls of CUPTI's process-wide activity API (torch.profiler's
+# Kineto), seen under LD_PRELOAD and forwarded (collectors/cupti/cupti_interpose.cpp).
+CUPTI_EXPORTS = {
+    "cuptiActivityRegisterCallbacks", "cuptiActivityRegisterTimestampCallback", "cuptiActivityEnable",
+    "cuptiActivityDisable", "cuptiActivitySetAttribute", "cuptiSetThreadIdType", "cuptiActivityFlushAll",
+    "cuptiFinalize"}
 # NCCL's public API libprof interposes (collectors/nccl/wrappers.cpp) and its profiler-plugin tables.
 NCCL_EXPORTS = {
     "ncclCommInitRank", "ncclCommInitRankConfig", "ncclCommInitRankScalable", "ncclCommInitAll", "ncclCommSplit",
@@ -40,7 +46,7 @@ class LibrarySurface(unittest.TestCase):
         self.assertIn("prof_step", names)
         # _exit: a process leaving through it (os._exit) still writes its window (lifecycle.h).
         self.assertIn("_exit", names)
-        foreign = [n for n in names if not ALLOWED_EXPORT.match(n)]
+        foreign = [n for n in names if not ALLOWED_EXPORT.match(n) and n not in CUPTI_EXPORTS]
         self.assertEqual(foreign, [], f"symbols beyond the CUDA/NVTX/agent entry points: {foreign[:10]}")
 
     def test_nccl_exports_are_the_wrappers_and_the_plugin_tables_never_nccls_strong_names(self):
@@ -48,6 +54,11 @@ class LibrarySurface(unittest.TestCase):
                  if line.strip()}
         # pncclX is where a wrapper forwards: libprof must never define it.
         self.assertEqual({n for n in names if n.startswith("nccl") or n.startswith("pnccl")}, NCCL_EXPORTS)
+
+    def test_cupti_exports_are_the_activity_api_calls_it_forwards(self):
+        names = {line.split()[-1] for line in tool("nm", "-D", "--defined-only", harness.LIBPROF_SO).splitlines()
+                 if line.strip()}
+        self.assertEqual({n for n in names if n.startswith("cupti")}, CUPTI_EXPORTS)
 
     def test_exported_symbols_carry_no_version_node(self):
         # A named version node would stop cudaMalloc@libcudart.so.13 references binding to us.

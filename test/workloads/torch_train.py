@@ -28,9 +28,14 @@ trace). --callgrind-lib LIB loads LIB with ctypes and calls its bench_start()
 at the first of those points, bench_step() after each timed iteration's
 synchronize and bench_stop() after the last one's (valgrind client requests:
 a dump per timed iteration).
+
+--torch-profiler-after GLOB holds torch.profiler's warmup (the step at which
+it starts using CUPTI) until a file matching GLOB exists, up to 60 s: a test
+starts it once libprof has written its first window.
 """
 import argparse
 import contextlib
+import glob
 import ctypes
 import json
 import math
@@ -101,6 +106,23 @@ class TinyLM(nn.Module):
         return self.head(self.norm(x))
 
 
+def held_until(pattern, first_step, inner):
+    """torch.profiler's schedule `inner`, whose step first_step comes only once
+    a file matching pattern exists (waited for there, up to 60 s)."""
+    if not pattern:
+        return inner
+    opened = []
+
+    def gated(step):
+        if step >= first_step and not opened:
+            deadline = time.monotonic() + 60
+            while not glob.glob(pattern) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            opened.append(step)
+        return inner(step)
+    return gated
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=60)
@@ -114,6 +136,7 @@ def main():
     parser.add_argument("--wait", type=int, default=1)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument("--active", type=int, default=3)
+    parser.add_argument("--torch-profiler-after", metavar="GLOB")
     parser.add_argument("--torch-activities", choices=["cpu,cuda", "cuda"], default="cpu,cuda")
     parser.add_argument("--with-stack", action="store_true")
     parser.add_argument("--tiny-ops", type=int, default=0, metavar="N")
@@ -144,7 +167,9 @@ def main():
         if args.torch_activities == "cpu,cuda":
             activities.insert(0, ProfilerActivity.CPU)
         profiler = profile(activities=activities, on_trace_ready=ready, with_stack=args.with_stack,
-                           schedule=schedule(wait=args.wait, warmup=args.warmup, active=args.active, repeat=1))
+                           schedule=held_until(args.torch_profiler_after, args.wait,
+                                             schedule(wait=args.wait, warmup=args.warmup, active=args.active,
+                                                      repeat=1)))
     started = time.perf_counter()
     with profiler as prof:
         train(args, model, optimizer, data, vocab, prof, timer)

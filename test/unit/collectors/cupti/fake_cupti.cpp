@@ -49,6 +49,13 @@ CUptiResult GetVersion(uint32_t* version) {
 CUptiResult SubscribeCommon(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback, void* userdata,
                             CUpti_SubscriberParams* params) {
   ++g_state->subscribe_calls;
+  if (params != nullptr) {
+    g_state->subscribe_struct_size = params->structSize;
+    // 13.2's field, read only when the caller's struct has it.
+    g_state->allow_multiple =
+        params->structSize >= sizeof(prof::cupti::v13_2::SubscriberParams) &&
+        reinterpret_cast<const prof::cupti::v13_2::SubscriberParams*>(params)->allowMultipleSubscribers != 0;
+  }
   if (params != nullptr && params->subscriberName != nullptr) g_state->subscriber_name = params->subscriberName;
   if (g_state->subscribe_result != CUPTI_SUCCESS) {
     if (params != nullptr && params->oldSubscriberName != nullptr && !g_state->holder_name.empty()) {
@@ -102,6 +109,7 @@ CUptiResult EnableCallback(uint32_t enable, CUpti_SubscriberHandle, CUpti_Callba
 }
 
 CUptiResult ActivityEnable(CUpti_ActivityKind kind) {
+  ++g_state->process_wide_activity_calls;
   if (g_state->kinds.empty() && g_state->timestamp != nullptr) g_state->timestamp_registered_before_kinds = true;
   g_state->kinds.insert(kind);
   if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) g_state->runtime_left_out.clear();  // the kind overrides the ids
@@ -109,6 +117,7 @@ CUptiResult ActivityEnable(CUpti_ActivityKind kind) {
 }
 
 CUptiResult ActivityDisable(CUpti_ActivityKind kind) {
+  ++g_state->process_wide_activity_calls;
   g_state->kinds.erase(kind);
   if (kind == CUPTI_ACTIVITY_KIND_RUNTIME) g_state->runtime_left_out.clear();
   return CUPTI_SUCCESS;
@@ -125,16 +134,82 @@ CUptiResult EnableRuntimeApi(CUpti_CallbackId cbid, uint8_t enable) {
   return CUPTI_SUCCESS;
 }
 
-CUptiResult SetThreadIdType(CUpti_ActivityThreadIdType) { return CUPTI_SUCCESS; }
+CUptiResult SetThreadIdType(CUpti_ActivityThreadIdType type) {
+  ++g_state->process_wide_activity_calls;
+  g_state->thread_id_type = type;
+  return CUPTI_SUCCESS;
+}
 
 CUptiResult RegisterCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
+  ++g_state->process_wide_activity_calls;
   g_state->request = request;
   g_state->complete = complete;
   return CUPTI_SUCCESS;
 }
 
 CUptiResult RegisterTimestamp(CUpti_TimestampCallbackFunc timestamp) {
+  ++g_state->process_wide_activity_calls;
   g_state->timestamp = timestamp;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult SetAttribute(CUpti_ActivityAttribute attr, size_t* size, void* value) {
+  ++g_state->process_wide_activity_calls;
+  const auto* bytes = static_cast<const uint8_t*>(value);
+  g_state->attributes[attr].assign(bytes, bytes + *size);
+  return CUPTI_SUCCESS;
+}
+
+// CUPTI 13.2's per-subscriber functions (State().multi).
+CUptiResult EnableV2(CUpti_SubscriberHandle, CUpti_ActivityKind kind, prof::cupti::v13_2::ActivityConfig*) {
+  ++g_state->v2_activity_calls;
+  g_state->kinds.insert(kind);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult DisableV2(CUpti_SubscriberHandle, CUpti_ActivityKind kind, prof::cupti::v13_2::ActivityConfig*) {
+  ++g_state->v2_activity_calls;
+  g_state->kinds.erase(kind);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult RegisterCallbacksV2(CUpti_SubscriberHandle, prof::cupti::v13_2::BufferRequestedV2 request,
+                                prof::cupti::v13_2::BufferCompletedV2 complete) {
+  ++g_state->v2_activity_calls;
+  g_state->request_v2 = request;
+  g_state->complete_v2 = complete;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult SetAttributeV2(CUpti_SubscriberHandle, CUpti_ActivityAttribute attr, size_t* size, void* value) {
+  ++g_state->v2_activity_calls;
+  if (attr == prof::cupti::v13_2::kAttrTimestampCallback) {
+    g_state->timestamp = *static_cast<CUpti_TimestampCallbackFunc*>(value);
+  } else if (attr == prof::cupti::v13_2::kAttrThreadIdType) {
+    g_state->thread_id_type = *static_cast<CUpti_ActivityThreadIdType*>(value);
+  }
+  const auto* bytes = static_cast<const uint8_t*>(value);
+  g_state->attributes[attr].assign(bytes, bytes + *size);
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult GetAttributeV2(CUpti_SubscriberHandle, CUpti_ActivityAttribute attr, size_t* size, void* value) {
+  if (attr != prof::cupti::v13_2::kAttrMultipleSubscriberState || *size < 1) return CUPTI_ERROR_NOT_SUPPORTED;
+  // 1: several allowed, as the first subscriber asked; 0: one.
+  *static_cast<uint8_t*>(value) = g_state->allow_multiple && !g_state->one_subscriber_only ? 1 : 0;
+  return CUPTI_SUCCESS;
+}
+
+CUptiResult GetEnabledKinds(CUpti_SubscriberHandle subscriber, CUpti_ActivityKind* buffer, uint32_t* size,
+                            uint32_t* count) {
+  std::set<int> kinds = g_state->kinds;  // the subscriber's own
+  if (subscriber == nullptr) kinds.insert(g_state->other_kinds.begin(), g_state->other_kinds.end());
+  uint32_t i = 0;
+  for (int kind : kinds) {
+    if (buffer != nullptr && i < *size) buffer[i] = static_cast<CUpti_ActivityKind>(kind);
+    ++i;
+  }
+  *count = i;
   return CUPTI_SUCCESS;
 }
 
@@ -165,7 +240,11 @@ CUptiResult FlushAll(uint32_t flag) {
   auto retired = std::move(g_state->retired);
   g_state->retired.clear();
   for (auto& [buffer, used] : retired) {
-    if (g_state->complete != nullptr) g_state->complete(nullptr, 0, buffer, g_state->buffer_size, used);
+    if (g_state->complete_v2 != nullptr) {
+      g_state->complete_v2(buffer, g_state->buffer_size, used, nullptr);
+    } else if (g_state->complete != nullptr) {
+      g_state->complete(nullptr, 0, buffer, g_state->buffer_size, used);
+    }
   }
   return CUPTI_SUCCESS;
 }
@@ -177,6 +256,13 @@ CUptiResult GetNumDropped(CUcontext, uint32_t, size_t* dropped) {
 }
 
 CUptiResult GetTimestamp(uint64_t* timestamp) {
+  // "normalized to correspond with the ... timestamps reported in the
+  // activity records": the registered callback's clock, once there is one
+  // (a subscriber's own clock in the multi mode is not the process-wide one).
+  if (g_state->timestamp != nullptr && !g_state->multi) {
+    *timestamp = g_state->timestamp();
+    return CUPTI_SUCCESS;
+  }
   *timestamp = static_cast<uint64_t>(static_cast<int64_t>(prof::NowNs()) + g_state->cupti_clock_offset_ns);
   return CUPTI_SUCCESS;
 }
@@ -226,8 +312,33 @@ prof::cupti::CuptiApi Api() {
   api.Finalize = Finalize;
   api.SetThreadIdType = g_state->has_thread_id_type ? SetThreadIdType : nullptr;
   api.ActivityEnableRuntimeApi = g_state->has_enable_runtime_api ? EnableRuntimeApi : nullptr;
+  api.ActivitySetAttribute = SetAttribute;
+  if (g_state->multi) {
+    api.ActivityEnableV2 = EnableV2;
+    api.ActivityDisableV2 = DisableV2;
+    api.ActivityRegisterCallbacksV2 = RegisterCallbacksV2;
+    api.ActivitySetAttributeV2 = SetAttributeV2;
+    api.ActivityGetAttributeV2 = GetAttributeV2;
+    api.ActivityGetEnabledKinds = GetEnabledKinds;
+  }
   api.path = "fake-libcupti.so.13";
   return api;
+}
+
+const prof::cupti::ForwardedCupti* Forwarded() {
+  static const prof::cupti::ForwardedCupti table = [] {
+    prof::cupti::ForwardedCupti t;
+    t.RegisterCallbacks = RegisterCallbacks;
+    t.RegisterTimestampCallback = RegisterTimestamp;
+    t.Enable = ActivityEnable;
+    t.Disable = ActivityDisable;
+    t.SetAttribute = SetAttribute;
+    t.SetThreadIdType = SetThreadIdType;
+    t.FlushAll = FlushAll;
+    t.Finalize = Finalize;
+    return t;
+  }();
+  return &table;
 }
 
 void Enter(CUpti_CallbackDomain domain, uint32_t cbid, uint32_t correlation_id) {
@@ -273,7 +384,11 @@ void Write(const void* record, size_t size) {
     uint8_t* buffer = nullptr;
     size_t buffer_size = 0;
     size_t max_records = 0;
-    if (g_state->request != nullptr) g_state->request(&buffer, &buffer_size, &max_records);
+    if (g_state->request_v2 != nullptr) {
+      g_state->request_v2(&buffer, &buffer_size, &max_records, nullptr);
+    } else if (g_state->request != nullptr) {
+      g_state->request(&buffer, &buffer_size, &max_records);
+    }
     if (buffer == nullptr || buffer_size < need) {
       ++g_state->dropped;
       ++g_state->dropped_total;

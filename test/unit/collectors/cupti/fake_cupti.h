@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "collectors/cupti/activity_user.h"
 #include "collectors/cupti/cupti_api.h"
 
 namespace fake {
@@ -50,10 +52,25 @@ struct CuptiState {
   // A plain flush keeps the buffer being filled, as CUPTI keeps one that
   // holds a record of device work still running; a forced one hands it over.
   bool plain_flush_keeps_current = false;
+  // CUPTI 13.2's per-subscriber activity functions (cupti_13_2.h) present:
+  // a subscriber that asks for several subscribers gets a client of its
+  // own, whose kinds, callbacks and attributes the _v2 calls set (this fake
+  // keeps them in the same fields as the process-wide ones, and counts
+  // which API set them). other_kinds: another client's kinds, in the union
+  // cuptiActivityGetEnabledKinds(NULL) answers.
+  bool multi = false;
+  bool one_subscriber_only = false;  // with multi: CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE answers 0
+  std::set<int> other_kinds;
 
   // Counters and flags the tests read: data, not logic.
   // What the collector did.
   int subscribe_calls = 0;
+  size_t subscribe_struct_size = 0;  // CUpti_SubscriberParams::structSize of the last cuptiSubscribe_v2
+  bool allow_multiple = false;       // and its allowMultipleSubscribers (read only past 13.0's 32 bytes)
+  int process_wide_activity_calls = 0;  // cuptiActivityEnable/Disable/RegisterCallbacks/SetAttribute, timestamp, thread ids
+  int v2_activity_calls = 0;            // their _v2 counterparts
+  std::map<int, std::vector<uint8_t>> attributes;  // last value set per attribute (either API)
+  CUpti_ActivityThreadIdType thread_id_type = CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT;
   std::string subscriber_name;
   bool subscribed = false;
   int unsubscribe_calls = 0;
@@ -66,6 +83,8 @@ struct CuptiState {
   void* userdata = nullptr;
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  prof::cupti::v13_2::BufferRequestedV2 request_v2 = nullptr;  // cuptiActivityRegisterCallbacks_v2
+  prof::cupti::v13_2::BufferCompletedV2 complete_v2 = nullptr;
   std::set<int> kinds;                           // enabled activity kinds
   std::set<int> domains;                         // wholly enabled callback domains
   std::set<std::pair<int, uint32_t>> callbacks;  // single enabled callbacks
@@ -83,6 +102,9 @@ struct CuptiState {
 CuptiState& State();
 void Reset();
 prof::cupti::CuptiApi Api();
+// The process-wide functions another client (the program's torch.profiler)
+// calls, to hand to prof::cupti::SetForwardedCuptiForTest.
+const prof::cupti::ForwardedCupti* Forwarded();
 
 // CUPTI calling the subscriber, as it does around a runtime/driver call
 // (only when that callback is enabled, like CUPTI).
