@@ -16,7 +16,8 @@ the last, each ending with torch.cuda.synchronize()) under these variants:
   libprof waiting       LD_PRELOAD, PROF_STEP=api:cudaDeviceSynchronize, PROF_WAIT=10^9:
                         the schedule never records
   libprof no stacks     LD_PRELOAD, recording every timed iteration in one window
-                        (PROF_WAIT/WARMUP/ACTIVE on the same synchronizes), PROF_PYTHON=0
+                        (PROF_WAIT/WARMUP/ACTIVE on the same synchronizes, PROF_BUFFER_MB=1024
+                        so that nothing is dropped), PROF_PYTHON=0
   libprof stacks        the same with PROF_PYTHON left at its default (auto): a Python
                         stack on every recorded call
   torch CUDA            torch.profiler, ProfilerActivity.CUDA, schedule(wait, warmup,
@@ -38,9 +39,9 @@ rotated every round), with the 10th-90th percentile:
                  (the DataLoader's workers), from wait4: import, loop, files, exit
 
 and the targets (issue "torch.profiler in the same process", item 4):
-recording's in-loop overhead (ratio - 1) at most half of torch.profiler's with
-CUDA only; with Python stacks at most a quarter of torch.profiler's with
-with_stack. --callgrind adds instructions per timed iteration (all threads)
+recording's overhead (ratio - 1, in-loop and whole-process) at most half of
+torch.profiler's with CUDA only; with Python stacks at most a quarter of
+torch.profiler's with with_stack. --callgrind adds instructions per timed iteration (all threads)
 of each workload under valgrind --tool=callgrind, bare and each of
 --callgrind-variants (default: libprof waiting), one run each: instrumented
 only over the timed iterations, one dump per iteration (client requests from
@@ -52,16 +53,18 @@ again add; the added Ir by object file (libprof.so, the sim's libcupti,
 libtorch_cpu.so where Kineto lives, ...) say where it goes.
 
   torch_bench.py --build-dir build [--rounds N] [--workloads transformer,tiny-ops]
-                 [--callgrind [--callgrind-variants V,...] [--callgrind-steps N]]
+                 [--callgrind [--callgrind-variants V,...] [--callgrind-steps N] [--keep-callgrind DIR]]
                  [--json OUT] [--smoke]
 
 libprof.so is copied at the start, so a rebuild during the run cannot mix
 builds. Every run is checked: libprof's recording wrote one window of exactly
-the timed iterations with nothing lost, torch.profiler's trace holds
-ProfilerStep# of the first and last timed iterations.
+the timed iterations with nothing lost and waiting wrote none, torch.profiler's
+trace holds a kernel per timed iteration at least and (with CPU) ProfilerStep#
+of the first and last timed iterations; libprof logged no error.
 Exit status 0 when every figure was produced (targets met or not), 1 if not.
 """
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -151,7 +154,8 @@ def run_once(cmd, env, log_path):
         if line.startswith("{") and "timed_steps" in line:
             result = json.loads(line)
     if not result or not result.get("timed_steps"):
-        raise Failure(f"no timed iterations: {text.strip()[-400:]}")
+        own = "\n".join(line for line in text.splitlines() if not line.startswith("=="))  # valgrind's lines out
+        raise Failure(f"{' '.join(cmd[-6:])}: no timed iterations: {own.strip()[-600:]}")
     return result, usage.ru_utime + usage.ru_stime, text
 
 
@@ -177,8 +181,9 @@ def check_outputs(variant, out_dir, first, timed, log):
         if "CPU" in variant and (first not in steps or first + timed - 1 not in steps):
             raise Failure(f"{variant}: torch.profiler's trace holds ProfilerStep# {sorted(steps)[:3]}..., "
                           f"not {first} and {first + timed - 1}")
-    if "libprof" in variant and "error" in log.lower():
-        raise Failure(f"{variant}: libprof logged an error: {log.strip()[-400:]}")
+    errors = [line for line in log.splitlines() if line.startswith(("[libprof] error", "[libprof] critical"))]
+    if errors:
+        raise Failure(f"{variant}: libprof logged {errors[0]}")
 
 
 def measure(args, simrun, python, libprof, tmp):
@@ -262,7 +267,8 @@ def callgrind(args, simrun, python, libprof, tmp):
         wl_args, _, first = WORKLOADS[w]
         timed = 3 if args.smoke else args.callgrind_steps
         first = SMOKE_STEPS[w][1] if args.smoke else first
-        out_dir = os.path.join(tmp, f"cg-{w}-{v.replace(' ', '-')}")
+        out_dir = os.path.join(args.keep_callgrind or tmp, f"cg-{w}-{v.replace(' ', '-')}")
+        shutil.rmtree(out_dir, ignore_errors=True)
         os.makedirs(out_dir)
         extra_args, extra_env = variant_run(v, libprof, first, timed, out_dir)
         env = clean_env()
@@ -393,6 +399,7 @@ def main():
     ap.add_argument("--callgrind-variants", default="libprof waiting",
                     help="comma list of the variants counted under callgrind besides bare (default: libprof waiting)")
     ap.add_argument("--callgrind-steps", type=int, default=16, help="timed iterations under callgrind")
+    ap.add_argument("--keep-callgrind", metavar="DIR", help="keep the callgrind dumps in DIR/<workload>-<variant>/")
     ap.add_argument("--python", default=os.path.join(ROOT, ".deps", "venv", "bin", "python"))
     ap.add_argument("--json", help="also write every figure here")
     ap.add_argument("--smoke", action="store_true", help="one round of a few iterations: checks, no figures to judge")
@@ -416,6 +423,10 @@ def main():
     try:
         libprof = os.path.join(tmp, "libprof.so")
         shutil.copy2(os.path.join(build, "agent", "libprof.so"), libprof)
+        with open(libprof, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()[:12]
+        print(f"libprof.so built {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(os.path.getmtime(libprof)))}, "
+              f"sha256 {digest}; torch_train.py on {os.path.basename(simrun)}")
         started = time.time()
         runs, loads = measure(args, simrun, args.python, libprof, tmp) if args.rounds else ({}, [os.getloadavg()[0]])
         cg = callgrind(args, simrun, args.python, libprof, tmp) if args.callgrind else None
