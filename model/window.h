@@ -31,6 +31,27 @@ struct DeviceProps {
   int max_shared_per_sm = 0;
 };
 
+// Device records (kernels, copies, memsets) one loss counter holds, by kind:
+// a window says which of its tables undercount. The kinds sum to the counter.
+struct DeviceLossKinds {
+  uint64_t kernels = 0;
+  uint64_t copies = 0;
+  uint64_t memsets = 0;
+
+  // Kinds other than kernel, memcpy and memset are not counted here.
+  void Add(DeviceKind kind, uint64_t n = 1) {
+    if (kind == DeviceKind::kKernel) kernels += n;
+    if (kind == DeviceKind::kMemcpy) copies += n;
+    if (kind == DeviceKind::kMemset) memsets += n;
+  }
+  void Add(const DeviceLossKinds& o) {
+    kernels += o.kernels;
+    copies += o.copies;
+    memsets += o.memsets;
+  }
+  uint64_t total() const { return kernels + copies + memsets; }
+};
+
 // Counts of what was lost, written into the trace and summary.
 struct LossCounts {
   uint64_t host_events_dropped = 0;      // per-thread buffers full (PROF_BUFFER_MB)
@@ -55,10 +76,12 @@ struct LossCounts {
   // actually on (the agent thread, which turns it on at step boundaries, ran
   // that late). Calls made in that stretch are not in the window.
   uint64_t unrecorded_start_ns = 0;
-  // Launches of the window whose GPU records CUPTI wrote for another client
-  // of its activity API (the program's own torch.profiler held it: a CUPTI
-  // that allows one client), not for libprof.
-  uint64_t device_records_elsewhere = 0;
+  // device_records_missing, _untimed and _dropped by kind of record (a
+  // dropped record of a kind libprof does not keep is in the total only).
+  // CUPTI's own drop count says no kind.
+  DeviceLossKinds missing_kinds;
+  DeviceLossKinds untimed_kinds;
+  DeviceLossKinds dropped_kinds;
 };
 
 struct WindowMeta {

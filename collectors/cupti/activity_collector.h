@@ -15,19 +15,6 @@
 //   re-probe interval)--> kPaused;  kQuiet --Finish--> kDetached
 //   any --failure--> kOff (interception-only, for good, one warning)
 //
-// CUPTI's activity API, shared (collector_sharing.cpp, README "Another
-// profiler in the process"): on a CUPTI 13.2 that lets several subscribers
-// in, libprof is a subscriber beside others with an activity client of its
-// own (multi_client_). On one that allows one client, the program's own
-// profiler comes first: when it claims the process-wide activity API
-// (activity_user.h, seen under LD_PRELOAD) libprof hands it over as the
-// program left it (YieldLocked), keeps recording what it still can (calls,
-// host events; its windows count the launches whose records went elsewhere)
-// and takes it back when the program releases it (TakeBackLocked). Another
-// client libprof cannot see (CUDA_INJECTION64_PATH) is sensed instead (its
-// timestamp callback replaced libprof's, or libprof's buffer requests went
-// quiet while records were due) and given the API for good.
-//
 // Locks, outermost first (never taken in the other order):
 //   control_mutex_  Attach/Pause/Finish/OnExit, flushes, finalize. CUPTI is
 //                   called while holding it, and CUPTI may call
@@ -42,6 +29,7 @@
 
 #include <cupti.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -53,7 +41,6 @@
 #include "model/api_ids.h"
 #include "base/hot_state.h"
 #include "base/device_collector.h"
-#include "collectors/cupti/activity_user.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -105,28 +92,6 @@ class CuptiCollector final : public DeviceCollector {
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
-  // The program's own client of CUPTI's process-wide activity API
-  // (activity_user.h), on the program's thread: it is about to set the
-  // activity API's state (call: the function), it released the API (a
-  // forced flush with none of its kinds on), and it is finalizing CUPTI /
-  // did. Each takes control_mutex_; never called from CUPTI's callbacks.
-  void OnOtherClientClaims(const std::string& call);
-  void OnOtherClientReleased();
-  void OnOtherClientFinalizing();
-  void OnOtherClientFinalized();
-  // One of the program's calls that set the activity API's state (its
-  // clock, thread ids, an attribute, a disable): forwarded now, or, while
-  // libprof holds the activity API, kept (activity_user.h) for the
-  // hand-over and answered CUPTI_SUCCESS.
-  CUptiResult OtherClientSetting(const std::function<CUptiResult()>& forward);
-  // libprof holds CUPTI's process-wide activity API now (one client allowed).
-  bool HoldsActivityApi();
-  // Subscribed beside other tools, with an activity client of libprof's own
-  // (CUPTI 13.2's allowMultipleSubscribers).
-  bool multi_client() const { return multi_client_.load(std::memory_order_acquire); }
-  // Another client holds CUPTI's process-wide activity API now.
-  bool activity_elsewhere() const { return activity_elsewhere_.load(std::memory_order_acquire); }
-
   CollectorState state() const { return state_.load(std::memory_order_acquire); }
   // Decoded records held at most (budget, fixed at the first attach).
   size_t decoded_capacity() const { return max_pending_; }
@@ -134,6 +99,8 @@ class CuptiCollector final : public DeviceCollector {
   uint64_t raw_buffers_evicted() const { return pool_ ? pool_->evictions() : 0; }
   // Records of calls with no callback that came after their window was sealed.
   uint64_t late_api_records() const { return late_api_records_.load(std::memory_order_relaxed); }
+  // GPU records of a sealed window's calls that came after it was written.
+  uint64_t late_device_records() const { return late_device_records_.load(std::memory_order_relaxed); }
   const ClockMap& clock() const { return clock_; }
   static constexpr uint32_t kProbeStepsForTest = 3;
   // At exit, with a window still to be collected: how long threads get to
@@ -165,11 +132,7 @@ class CuptiCollector final : public DeviceCollector {
   // or WatchCalls on) and fills call_traits_ from it.
   void SetConfigLocked(const Config& config);
   bool LoadAndCheckVersion(const Config& config);
-  // As "libprof", beside others (allowMultipleSubscribers) where CUPTI 13.2
-  // allows it.
   bool Subscribe();
-  // Subscribed, CUPTI says several subscribers are allowed (13.2).
-  bool MultipleSubscribersAllowed() const;
   // Subscribe and register timestamps, buffers and thread ids (kIdle,
   // kDetached); false (and kOff) on failure.
   bool SubscribeAndRegister(CollectorState state);
@@ -317,6 +280,10 @@ class CuptiCollector final : public DeviceCollector {
   static constexpr uint8_t kTraitCountsBytes = 2;       // a copy or memset: leaves none when it moves zero bytes
   static constexpr uint8_t kTraitExpectsApiRecord = 4;  // its own RUNTIME/DRIVER record is enabled
   static constexpr uint8_t kTraitHostEvent = 8;         // a call of model/api_ids.h: a host event when no wrapper records it
+  // With kTraitExpectsRecord, which record it awaits (LaunchRegistry::Awaits),
+  // so what never comes is counted by kind.
+  static constexpr int kTraitAwaitsShift = 4;
+  static constexpr uint8_t kTraitAwaitsMask = 3 << kTraitAwaitsShift;
   std::atomic<uint8_t> call_traits_[2][kMaxWatchedCbid] = {};
   // Per domain and id: its ApiId (kCount: none), set with call_traits_.
   static_assert(kApiCount < 256, "an ApiId fits the table's bytes");
@@ -444,12 +411,27 @@ class CuptiCollector final : public DeviceCollector {
   // the windows they belong to as each is sealed.
   LossLedger losses_;
   // cuptiActivityGetNumDroppedRecords is a global counter that resets on
-  // read: its readings add up in cupti_dropped_ (control_mutex_). Drops
-  // read between Attach and BeginRecord belong to warmup and are set aside
-  // in warmup_dropped_ rather than charged to the window.
+  // read: its readings add up in cupti_dropped_ (control_mutex_). A window
+  // is charged what was read between its BeginRecord (or the last window's
+  // charge, if later) and its seal: drops read in warmup, between windows,
+  // are no window's; those read while an earlier window still awaited its
+  // collection are that window's (windows back to back, or a writer behind
+  // the session: setting them aside as the next window's warmup made the
+  // earlier window report none).
   std::atomic<uint64_t> cupti_dropped_{0};
-  uint64_t dropped_at_attach_ = 0;           // cupti_dropped_ at Attach
-  std::atomic<uint64_t> warmup_dropped_{0};  // to subtract at the next collect
+  // cupti_dropped_ when each window still to be sealed began recording,
+  // by its start (begin_drops_mutex_: a leaf; BeginRecord and the writer).
+  std::mutex begin_drops_mutex_;
+  std::vector<std::pair<uint64_t, uint64_t>> begin_drops_;
+  // What cupti_dropped_ was when the window starting at start_ns began
+  // recording (0: unknown) and when the next one did (~0: none yet),
+  // forgetting that window's and earlier entries.
+  struct DropReadings {
+    uint64_t at_begin = 0;
+    uint64_t at_next_begin = ~0ull;
+  };
+  DropReadings DropsOfWindow(uint64_t start_ns);
+  void NoteDroppedAtBegin(uint64_t start_ns);
   uint64_t refused_reported_ = 0;            // writer thread: pool refusals when the last window was sealed
   // Since the last window was sealed, a buffer request was refused or CUPTI
   // counted drops: a record not delivered yet may never come (writer thread).
@@ -465,6 +447,20 @@ class CuptiCollector final : public DeviceCollector {
   uint64_t sealed_start_ns_ = 0;
   uint64_t sealed_end_ns_ = 0;
   std::atomic<uint64_t> late_api_records_{0};
+  // decode_mutex_: the last windows sealed, their spans and their calls'
+  // ids (a device record can be later than an API record: a graph launch's
+  // first kernel answers the call, the others come with their work), and
+  // the GPU records that came for them after they were written.
+  struct SealedSpan {
+    uint64_t start_ns = 0;
+    uint64_t end_ns = 0;
+    uint32_t low_id = 0;  // 0: no call
+    uint32_t high_id = 0;
+  };
+  static constexpr size_t kSealedSpans = 16;
+  std::array<SealedSpan, kSealedSpans> sealed_spans_{};
+  size_t sealed_next_ = 0;
+  std::atomic<uint64_t> late_device_records_{0};
 };
 
 }  // namespace prof::cupti

@@ -197,7 +197,7 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
     // A marker that just closed a window starts the next step: its records
     // must be placed after the boundary, not by their own start time
     // (taken before this callback).
-    if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), /*expects_record=*/false);
+    if (marker && registry_) registry_->OnEnter(info->correlationId, NowNs(), LaunchRegistry::Awaits::kNothing);
     return;
   }
   // PROF_RANGE's step edges (config_ is the session's: no range, no call).
@@ -228,7 +228,10 @@ void CuptiCollector::OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackI
     expects_api = (bits & kRtOff) == 0;
   }
   uint64_t enter_ns = call_start_ns != 0 ? call_start_ns : NowNs();
-  registry_->OnEnter(info->correlationId, enter_ns, expects, nested ? t.runtime_correlation : 0, expects_api);
+  LaunchRegistry::Awaits awaits =
+      expects ? static_cast<LaunchRegistry::Awaits>((traits & kTraitAwaitsMask) >> kTraitAwaitsShift)
+              : LaunchRegistry::Awaits::kNothing;
+  registry_->OnEnter(info->correlationId, enter_ns, awaits, nested ? t.runtime_correlation : 0, expects_api);
   if ((traits & kTraitHostEvent) != 0 && call_start_ns == 0 && outermost && (LoadHotBits() & kHotRecording) != 0) {
     // No wrapper records this call (CUDA_INJECTION64_PATH, a handle from
     // dlopen, a static cudart, a driver-API launch): recorded at its exit

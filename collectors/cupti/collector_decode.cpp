@@ -30,6 +30,23 @@ bool IsApiRecord(const DeviceRecord& r) {
   return kind == DeviceKind::kRuntimeApi || kind == DeviceKind::kDriverApi;
 }
 
+// The kind of a raw record not decoded (a scratch buffer's), for the loss
+// counts by kind; kOverhead: none of the three counted by kind.
+DeviceKind KindOfRaw(const CUpti_Activity& a) {
+  switch (a.kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return DeviceKind::kKernel;
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return DeviceKind::kMemcpy;
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return DeviceKind::kMemset;
+    default:
+      return DeviceKind::kOverhead;
+  }
+}
+
 }  // namespace
 
 bool CuptiCollector::HasCallbackWhileRecording(bool runtime, uint32_t cbid) {
@@ -78,7 +95,7 @@ void CuptiCollector::DecodeBuffer(const Completed& done, const DecodeContext& co
   CUpti_Activity* activity = nullptr;
   while (done.valid_size > 0 && api_.ActivityGetNextRecord(done.buffer, done.valid_size, &activity) == CUPTI_SUCCESS) {
     if (scratch) {
-      losses_.NoteScratchRecord();
+      losses_.NoteScratchRecord(KindOfRaw(*activity));
       continue;
     }
     DeviceRecord record;
@@ -114,7 +131,7 @@ void CuptiCollector::NoteUntimed(const DeviceRecord& record) {
   if (record.correlation_id != 0 && IsDeviceWork(record) && !registry_->IsOwn(record.correlation_id) &&
       registry_->EnterNs(record.correlation_id, &launch_ns)) {
     registry_->MarkDelivered(record.correlation_id);  // it came: not also "never delivered"
-    losses_.NoteUntimed(launch_ns);
+    losses_.NoteUntimed(launch_ns, static_cast<DeviceKind>(record.kind));
   }
 }
 
@@ -127,8 +144,18 @@ void CuptiCollector::HoldRecord(const DeviceRecord& record) {
   if (record.correlation_id != 0 && IsDeviceWork(record)) registry_->MarkDelivered(record.correlation_id);
   if (record.correlation_id != 0 && IsApiRecord(record)) registry_->MarkApiDelivered(record.correlation_id);
   uint64_t launch_ns = record.start_ns;
-  if (record.correlation_id != 0 && !registry_->EnterNs(record.correlation_id, &launch_ns) && IsDeviceWork(record) &&
-      registry_->overflowed() == 0) {
+  bool call_known = record.correlation_id != 0 && registry_->EnterNs(record.correlation_id, &launch_ns);
+  if (IsDeviceWork(record) && OfSealedWindowLocked(record, call_known, launch_ns)) {
+    // Its window is written without it: not silent (a window's awaited
+    // records that never came are counted missing when it is sealed).
+    if (late_device_records_.fetch_add(1, std::memory_order_relaxed) == 0) {
+      Log().warn("a GPU record came after its window was written (a call that put several records in flight, or "
+                 "a thread descheduled inside a call for longer than the window waited); such records are "
+                 "counted and logged at exit");
+    }
+    return;
+  }
+  if (record.correlation_id != 0 && !call_known && IsDeviceWork(record) && registry_->overflowed() == 0) {
     // Device work of a call the registry never saw: it entered while no
     // window was recording (a wait step; its device work was enqueued
     // after recording resumed), or its window was sealed already. No
@@ -148,13 +175,33 @@ void CuptiCollector::HoldRecord(const DeviceRecord& record) {
   }
   if (pending_.slots() >= max_pending_) pending_.Compact();
   if (pending_.slots() >= max_pending_) {
-    losses_.NoteBudgetDrop(launch_ns);
+    losses_.NoteBudgetDrop(launch_ns, static_cast<DeviceKind>(record.kind));
     return;
   }
   // Reserved whole (address space only: pages count once written), so
   // growth never holds an old and a new copy at once.
   pending_.Reserve(max_pending_);
   pending_.Append(record, launch_ns);
+}
+
+void CuptiCollector::NoteSealedLocked(uint64_t start_ns, uint64_t end_ns) {
+  SealedSpan& span = sealed_spans_[sealed_next_++ % kSealedSpans];
+  span = SealedSpan{start_ns, end_ns, 0, 0};
+  registry_->IdSpan(start_ns, end_ns, &span.low_id, &span.high_id);
+}
+
+bool CuptiCollector::OfSealedWindowLocked(const DeviceRecord& record, bool call_known, uint64_t launch_ns) const {
+  if (record.correlation_id == 0) return false;
+  for (const SealedSpan& s : sealed_spans_) {
+    if (s.end_ns == 0) continue;
+    // Known: a call registered after its window was sealed (its thread
+    // descheduled between the wrapper's clock read and the callback).
+    if (call_known ? launch_ns >= s.start_ns && launch_ns < s.end_ns
+                   : s.low_id != 0 && record.correlation_id >= s.low_id && record.correlation_id <= s.high_id) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace prof::cupti

@@ -36,22 +36,43 @@ uint64_t LoadedObjects() {
 
 void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
   // Warmup records need nothing here: they are discarded when the window is
-  // collected, because their launches precede its start_ns. Records CUPTI
-  // dropped during warmup are set aside so the window's count is its own;
-  // try_lock because the writer may be flushing (best effort, never wait).
-  (void)start_ns;
-  // What libprof's buffer callbacks were asked for so far: a window whose
-  // records are due with none asked for since went to another client.
-  if (pool_) requests_at_begin_.store(pool_->requests(), std::memory_order_relaxed);
+  // collected, because their launches precede its start_ns. CUPTI's drop
+  // count now is noted, so records CUPTI dropped during warmup are not
+  // charged to the window (LossLedger::ChargeWindow); read first under
+  // try_lock, since the writer may be flushing (best effort, never wait).
   windows_begun_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
-  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) return;
+  if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) {
+    NoteDroppedAtBegin(start_ns);  // what was read so far
+    return;
+  }
   ReadCuptiDropsLocked();
-  uint64_t total = cupti_dropped_.load(std::memory_order_relaxed);
-  warmup_dropped_.fetch_add(total - dropped_at_attach_, std::memory_order_relaxed);
-  dropped_at_attach_ = total;
+  NoteDroppedAtBegin(start_ns);
   // What warmup's calls taught: the window leaves their records out.
   ApplyRuntimeSelectionLocked();
+}
+
+void CuptiCollector::NoteDroppedAtBegin(uint64_t start_ns) {
+  std::lock_guard<std::mutex> lock(begin_drops_mutex_);
+  // Bounded: a writer this far behind charges the oldest ones from the
+  // last charge on (counted still, maybe one window off).
+  if (begin_drops_.size() >= 256) begin_drops_.erase(begin_drops_.begin());
+  begin_drops_.emplace_back(start_ns, cupti_dropped_.load(std::memory_order_relaxed));
+}
+
+CuptiCollector::DropReadings CuptiCollector::DropsOfWindow(uint64_t start_ns) {
+  std::lock_guard<std::mutex> lock(begin_drops_mutex_);
+  // The window's begin is the last noted at or before its start (a window
+  // whose start was not recorded is sealed from a later start); the next
+  // one noted is the next window's.
+  DropReadings readings;
+  auto first_later = begin_drops_.begin();
+  while (first_later != begin_drops_.end() && first_later->first <= start_ns) {
+    readings.at_begin = (first_later++)->second;
+  }
+  if (first_later != begin_drops_.end()) readings.at_next_begin = first_later->second;
+  begin_drops_.erase(begin_drops_.begin(), first_later);
+  return readings;
 }
 
 void CuptiCollector::PauseImpl() {
@@ -65,7 +86,7 @@ void CuptiCollector::PauseImpl() {
   // The writer may have collected the window already (its calls were all
   // done): then nothing is left to wait for. Both this and the end of
   // CollectWindow look under control_mutex_, so one of them stops.
-  if (StopIfPausedLocked(/*collecting=*/false)) ReturnHeldBuffersLocked();
+  StopIfPausedLocked(/*collecting=*/false);
 }
 
 bool CuptiCollector::StopIfPausedLocked(bool collecting) {
@@ -116,27 +137,17 @@ void CuptiCollector::FinishImpl() {
 
 void CuptiCollector::DetachLocked(bool finalize) {
   if (!Subscribed(state_.load(std::memory_order_acquire))) return;
-  FlushLocked(/*forced=*/true);  // nothing while another client holds the activity API
+  FlushLocked(/*forced=*/true);
   EnableActivities(false);
   callbacks_live_.store(false, std::memory_order_release);
   api_.Unsubscribe(subscriber_);
   subscriber_ = nullptr;
-  // A subscriber's own activity client goes with it (CUPTI 13.2).
-  if (multi_client_.load(std::memory_order_relaxed)) activity_registered_ = false;
   // Calls in progress now lose their exit callbacks (see OnApiEnter).
   off_epoch_.fetch_add(1, std::memory_order_relaxed);
-  // cuptiFinalize detaches every client of CUPTI, not only libprof: never
-  // once another one was seen (the program's torch.profiler keeps its
-  // timestamp callback registered between its sessions).
-  if (finalize && api_.Finalize != nullptr && MayFinalizeLocked()) {
+  if (finalize && api_.Finalize != nullptr) {
     CUptiResult r = api_.Finalize();
     if (r != CUPTI_SUCCESS) Log().debug("cuptiFinalize returned {}", ResultName(api_, r));
-    activity_registered_ = false;
-    process_clock_baseline_ok_ = false;  // CUPTI forgot every clock
-  } else if (finalize) {
-    Log().debug("CUPTI left attached (unsubscribed, no cuptiFinalize): another client of CUPTI is in the process");
   }
-  SyncActivityOursLocked();
   finalize_after_ns_.store(~0ull, std::memory_order_release);
   state_.store(CollectorState::kDetached, std::memory_order_release);
 }
@@ -225,6 +236,20 @@ void CuptiCollector::OnExitImpl() {
   exited_.store(true, std::memory_order_release);
   if (uint64_t late = late_api_records_.load(std::memory_order_relaxed); late != 0) {
     Log().info("{} CUPTI records of calls came after their window was written; those windows lack them", late);
+  }
+  if (uint64_t late = late_device_records_.load(std::memory_order_relaxed); late != 0) {
+    Log().info("{} GPU records came after their window was written; those windows lack them", late);
+  }
+  // Calls with no callback (cudaStreamAddCallback, cudaGetLastError) show
+  // only through the RUNTIME/DRIVER record CUPTI writes as each returns, on
+  // its own thread: a thread descheduled between such a call's return and
+  // its record (a busy machine) wrote it after the unsubscribe below, and
+  // the exit's window lacked the call, saying nothing. While a window is
+  // still to be collected, those threads get a moment first (the exit
+  // budget is seconds; no window, no wait).
+  if ((config_.activities & (kActRuntime | kActDriver)) != 0 &&
+      windows_collected_.load(std::memory_order_acquire) < windows_begun_.load(std::memory_order_acquire)) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(kExitSettleNs));
   }
   // The exit path must not wait long: if a window is being collected (the
   // writer holds control_mutex_ while flushing), give it a moment, then go.

@@ -68,7 +68,7 @@ uint32_t LaunchRegistry::SetFlags(uint32_t id, uint64_t set, uint64_t clear) {
 }
 
 void LaunchRegistry::OnOwnCall(uint32_t correlation_id, uint64_t enter_ns) {
-  OnEnter(correlation_id, enter_ns, /*expects_record=*/false);
+  OnEnter(correlation_id, enter_ns, Awaits::kNothing);
   ChangeFlags(correlation_id, /*set=*/kOwn | kExited, /*clear=*/0);
 }
 
@@ -125,7 +125,15 @@ uint64_t LaunchRegistry::Outstanding(uint64_t start_ns, uint64_t end_ns, Pending
   Pending p;
   ForEachLive(ScanLow(), max_id_.load(std::memory_order_acquire), end_ns, [&](uint32_t, const Entry& e) {
     if (e.enter_ns < start_ns || e.enter_ns >= end_ns) return;
-    if ((e.key & kExpects) != 0 && (e.key & kDelivered) == 0) ++count;
+    if ((e.key & kExpects) != 0 && (e.key & kDelivered) == 0) {
+      ++count;
+      switch (static_cast<Awaits>((e.key & kAwaitsMask) >> kAwaitsShift)) {
+        case Awaits::kKernel: ++p.device.kernels; break;
+        case Awaits::kMemcpy: ++p.device.copies; break;
+        case Awaits::kMemset: ++p.device.memsets; break;
+        case Awaits::kNothing: break;
+      }
+    }
     if ((e.key & kExpectsApi) != 0 && (e.key & kApiDelivered) == 0) ++p.api_records;
     if ((e.key & kExited) == 0) ++p.in_progress;
   });
@@ -137,6 +145,18 @@ void LaunchRegistry::WrappedCalls(uint64_t start_ns, uint64_t end_ns, std::vecto
   ForEachLive(ScanLow(), max_id_.load(std::memory_order_acquire), end_ns, [&](uint32_t id, const Entry& e) {
     if (e.enter_ns >= start_ns && e.enter_ns < end_ns && (e.key & kWrapped) != 0) ids->push_back(id);
   });
+}
+
+bool LaunchRegistry::IdSpan(uint64_t start_ns, uint64_t end_ns, uint32_t* low, uint32_t* high) const {
+  uint32_t lo = 0, hi = 0;
+  ForEachLive(ScanLow(), max_id_.load(std::memory_order_acquire), end_ns, [&](uint32_t id, const Entry& e) {
+    if (e.enter_ns < start_ns || e.enter_ns >= end_ns || (e.key & kOwn) != 0) return;
+    if (lo == 0 || id < lo) lo = id;
+    if (id > hi) hi = id;
+  });
+  *low = lo;
+  *high = hi;
+  return lo != 0;
 }
 
 void LaunchRegistry::ForgetBefore(uint64_t end_ns) {

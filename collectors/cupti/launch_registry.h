@@ -28,21 +28,27 @@
 #include <memory>
 #include <vector>
 
+#include "model/window.h"
+
 namespace prof::cupti {
 
 class LaunchRegistry {
  public:
+  // The device record a call awaits (the first of it: a graph launch's
+  // others come with it), by kind, so what never comes is counted by kind.
+  enum class Awaits : uint8_t { kNothing, kKernel, kMemcpy, kMemset };
+
   // Remembers at least max_calls calls (rounded up to a power of two).
   explicit LaunchRegistry(size_t max_calls);
 
-  // expects_record: the call enqueues device work of an enabled kind.
+  // awaits: the call enqueues device work of an enabled kind.
   // parent_id: the runtime call a driver call was made from (0: none); a
   // record carrying either id satisfies both, since CUPTI documents some
   // records (memcpy) with the driver call's id and others with the runtime's.
   // expects_api_record: the call's own RUNTIME/DRIVER record is enabled;
   // it is written when the call returns, so until it is delivered the call
   // may still be in progress (a window must not stop recording before).
-  void OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record, uint32_t parent_id = 0,
+  void OnEnter(uint32_t correlation_id, uint64_t enter_ns, Awaits awaits, uint32_t parent_id = 0,
                bool expects_api_record = false);
   // The call returned; a failed call enqueued nothing: stop expecting a
   // device record for it. api_record_comes false: CUPTI was told not to
@@ -74,13 +80,19 @@ class LaunchRegistry {
   struct Pending {
     uint64_t api_records = 0;  // their own RUNTIME/DRIVER record not delivered yet
     uint64_t in_progress = 0;  // not returned yet (may still enqueue device work)
+    DeviceLossKinds device;    // the returned count, by the kind each call awaits
   };
   // Calls entered in [start_ns, end_ns) still expecting their first device
-  // record; *pending (if given) adds the rest they wait for.
+  // record; *pending (if given) adds the rest they wait for, and that count
+  // by kind.
   uint64_t Outstanding(uint64_t start_ns, uint64_t end_ns, Pending* pending = nullptr) const;
   // Calls entered in [start_ns, end_ns) that returned through a recording
   // wrapper (OnExit's wrapped): the correlation ids their host events carry.
   void WrappedCalls(uint64_t start_ns, uint64_t end_ns, std::vector<uint32_t>* ids) const;
+  // The lowest and highest ids of the calls entered in [start_ns, end_ns)
+  // (false: none): a record that comes for one after ForgetBefore is known
+  // as a sealed window's.
+  bool IdSpan(uint64_t start_ns, uint64_t end_ns, uint32_t* low, uint32_t* high) const;
   // Forgets every call entered before end_ns (their window is sealed).
   void ForgetBefore(uint64_t end_ns);
   // Forgets everything, ids included (a new CUPTI session may count ids
@@ -119,6 +131,8 @@ class LaunchRegistry {
   static constexpr uint64_t kExited = 16;
   static constexpr uint64_t kOwn = 32;
   static constexpr uint64_t kWrapped = 64;
+  static constexpr int kAwaitsShift = 7;  // two bits: Awaits
+  static constexpr uint64_t kAwaitsMask = uint64_t{3} << kAwaitsShift;
   static constexpr uint32_t kNoLateId = ~0u;
   static constexpr uint32_t kLaterRun = 512;
 
@@ -167,8 +181,8 @@ class LaunchRegistry {
 // OnEnter and OnExit run in every API callback while recording (application
 // threads): defined here so the collector's callbacks inline them.
 
-inline void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, bool expects_record,
-                                    uint32_t parent_id, bool expects_api_record) {
+inline void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, Awaits awaits, uint32_t parent_id,
+                                    bool expects_api_record) {
   if (correlation_id == 0) return;
   Slot& slot = SlotOf(correlation_id);
   std::atomic_ref<uint64_t> key(slot.key);
@@ -180,7 +194,8 @@ inline void LaunchRegistry::OnEnter(uint32_t correlation_id, uint64_t enter_ns, 
   std::atomic_thread_fence(std::memory_order_release);
   std::atomic_ref<uint64_t>(slot.enter_ns).store(enter_ns, std::memory_order_relaxed);
   std::atomic_ref<uint32_t>(slot.parent_id).store(parent_id, std::memory_order_relaxed);
-  key.store(uint64_t{correlation_id} << 32 | (expects_record ? kExpects : 0) | (expects_api_record ? kExpectsApi : 0),
+  key.store(uint64_t{correlation_id} << 32 | (awaits != Awaits::kNothing ? kExpects : 0) |
+                uint64_t{static_cast<uint8_t>(awaits)} << kAwaitsShift | (expects_api_record ? kExpectsApi : 0),
             std::memory_order_release);
   // Ids come from one counter: on one thread this is a load and one CAS.
   // Release: a scan that reads max_id_ at or above this id sees the key.

@@ -31,6 +31,8 @@
 
 #include <cstdint>
 
+#include "model/window.h"
+
 namespace prof::cupti {
 
 class WindowCollection {
@@ -69,6 +71,7 @@ class WindowCollection {
   struct Counts {
     uint64_t now_ns = 0;
     uint64_t device_records = 0;  // calls of the window still expecting their first device record
+    DeviceLossKinds device_kinds;  // device_records by the kind of record each awaits
     uint64_t in_progress = 0;     // calls of the window that have not returned
     uint64_t api_records = 0;     // calls of the window whose own RUNTIME/DRIVER record is not in
     bool buffer_held = false;     // CUPTI still holds a buffer it had at settled_ns()
@@ -116,6 +119,8 @@ class WindowCollection {
   // launches whose device record never came, calls whose own API record
   // never came.
   uint64_t device_records_missing() const { return last_.device_records; }
+  // device_records_missing() by kind (they sum to it).
+  const DeviceLossKinds& device_records_missing_kinds() const { return last_.device_kinds; }
   uint64_t api_records_missing() const { return last_.api_records; }
 
  private:

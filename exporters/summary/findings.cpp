@@ -8,6 +8,7 @@
 #include "exporters/common/cuda_names.h"
 #include "exporters/common/format.h"
 #include "exporters/common/python_sites.h"
+#include "exporters/summary/loss_kinds.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
 #include "exporters/common/window_index.h"
@@ -155,15 +156,18 @@ class FindingsBuilder {
   void DataLoss() {
     const LossCounts& l = w_.meta.losses;
     std::string parts;
-    auto part = [&parts](const char* what, uint64_t n) {
-      if (n) parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+    auto part = [&parts](const char* what, uint64_t n, const DeviceLossKinds* kinds = nullptr) {
+      if (!n) return;
+      parts += (parts.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+      // Which tables undercount: the device records by kind.
+      if (kinds != nullptr && kinds->total() != 0) parts += " (" + LossKindsText(*kinds) + ")";
     };
     part("host events dropped (buffer full)", l.host_events_dropped);
-    part("device records dropped (buffer pool exhausted)", l.device_records_dropped);
+    part("device records dropped (buffer pool exhausted)", l.device_records_dropped, &l.dropped_kinds);
     part("records dropped by CUPTI", l.cupti_records_dropped);
-    part("device records never delivered", l.device_records_missing);
+    part("device records never delivered", l.device_records_missing, &l.missing_kinds);
     part("device records CUPTI delivered without timestamps (work still running when CUPTI was flushed)",
-         l.device_records_untimed);
+         l.device_records_untimed, &l.untimed_kinds);
     part("records of unknown kinds", l.unknown_activity_kinds);
     part("calls whose host event came after the window was sealed (their thread was descheduled between the "
          "call's return and its record)",
@@ -172,9 +176,6 @@ class FindingsBuilder {
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
     part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
-    part("launches whose GPU records CUPTI wrote for another profiler in the process (it held CUPTI's activity API, "
-         "which this CUPTI lets one client use; the program's own profiler kept working)",
-         l.device_records_elsewhere);
     if (l.unrecorded_start_ns != 0) {
       parts += (parts.empty() ? "" : ", ") + Printf("the window's first %.3f ms not recorded (libprof's agent thread "
                                                     "turned recording on late: a loaded machine)",
@@ -199,10 +200,6 @@ class FindingsBuilder {
     cure(l.host_events_late || (l.api_records_missing && !l.cupti_records_dropped && !l.device_records_dropped),
          "a busy machine: leave libprof's writer and the program's threads a core, or raise PROF_FLUSH_TIMEOUT_MS");
     cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
-    cure(l.device_records_elsewhere,
-         "let the program's own profiler (torch.profiler) finish before libprof's window, or use a CUPTI that lets "
-         "several subscribers record (13.2, as in PyTorch's cu13 wheels); under CUDA_INJECTION64_PATH libprof cannot "
-         "see it let go: LD_PRELOAD lets libprof take CUPTI back when it does");
     cure(l.unrecorded_start_ns != 0,
          "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");
     Add("data-loss", "Some data was lost: tables and findings undercount", parts, advice);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "exporters/common/format.h"
+#include "exporters/summary/loss_kinds.h"
 #include "exporters/summary/stats.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
@@ -262,10 +263,6 @@ void Losses(const Summary& s, std::string* out) {
   if (l.device_records_untimed != 0) {
     *out += Printf(", device records without timestamps %llu", static_cast<unsigned long long>(l.device_records_untimed));
   }
-  if (l.device_records_elsewhere != 0) {
-    *out += Printf(", GPU records written for another CUPTI client %llu",
-                   static_cast<unsigned long long>(l.device_records_elsewhere));
-  }
   if (l.host_events_late != 0) {
     *out += Printf(", host events late %llu", static_cast<unsigned long long>(l.host_events_late));
   }
@@ -277,6 +274,13 @@ void Losses(const Summary& s, std::string* out) {
                    static_cast<unsigned long long>(l.nvtx_ranges_dropped),
                    static_cast<unsigned long long>(l.nvtx_names_dropped));
   }
+  // Which kinds the device-record counts hold (only when they hold any).
+  auto kinds = [out](const char* what, const DeviceLossKinds& k) {
+    if (k.total() != 0) *out += Printf(", %s: %s", what, LossKindsText(k).c_str());
+  };
+  kinds("missing by kind", l.missing_kinds);
+  kinds("without timestamps by kind", l.untimed_kinds);
+  kinds("dropped by kind", l.dropped_kinds);
   *out += "\n";
   if (l.unrecorded_start_ns != 0) {
     *out += Printf(" recording began %.3f ms after the window's first step did: calls before that are not in it\n",

@@ -186,7 +186,18 @@ constexpr LossField kLossFields[] = {
     {"unrecorded_start_ns", &LossCounts::unrecorded_start_ns, false},
     {"host_events_late", &LossCounts::host_events_late, true},
     {"api_records_missing", &LossCounts::api_records_missing, true},
-    {"device_records_elsewhere", &LossCounts::device_records_elsewhere, true},
+};
+
+// The device-record counters by kind, each written only when it holds any:
+// "<counter>_by_kind": {"kernel": n, "memcpy": n, "memset": n}.
+struct LossKindsField {
+  const char* key;
+  DeviceLossKinds LossCounts::*kinds;
+};
+constexpr LossKindsField kLossKindsFields[] = {
+    {"device_records_missing_by_kind", &LossCounts::missing_kinds},
+    {"device_records_untimed_by_kind", &LossCounts::untimed_kinds},
+    {"device_records_dropped_by_kind", &LossCounts::dropped_kinds},
 };
 
 void WriteLosses(const LossCounts& l, JsonWriter& out) {
@@ -200,6 +211,17 @@ void WriteLosses(const LossCounts& l, JsonWriter& out) {
     first = false;
     out.Key(f.key);
     out.UInt(n);
+  }
+  for (const LossKindsField& f : kLossKindsFields) {
+    const DeviceLossKinds& k = l.*f.kinds;
+    if (k.total() == 0) continue;
+    out.Raw(", ");
+    out.Key(f.key);
+    out.Char('{');
+    out.Key("kernel"); out.UInt(k.kernels); out.Raw(", ");
+    out.Key("memcpy"); out.UInt(k.copies); out.Raw(", ");
+    out.Key("memset"); out.UInt(k.memsets);
+    out.Char('}');
   }
   out.Char('}');
 }

@@ -20,6 +20,8 @@ Window Busy() {
   WindowBuilder b;
   b.window().meta.config = {{"PROF_STEP", "sync"}};
   b.window().meta.losses.device_records_missing = 2;
+  b.window().meta.losses.missing_kinds.kernels = 1;
+  b.window().meta.losses.missing_kinds.copies = 1;
   b.window().meta.losses.nvtx_names_dropped = 5;
   b.window().meta.losses.api_records_missing = 3;
   b.window().meta.rank_known = true;
@@ -92,6 +94,9 @@ void CheckSameSummary(const Summary& a, const Summary& b) {
   CHECK(a.meta.rank == b.meta.rank);
   CHECK(a.meta.first_step == b.meta.first_step);
   CHECK(a.meta.losses.device_records_missing == b.meta.losses.device_records_missing);
+  CHECK(b.meta.losses.missing_kinds.kernels == 1);  // by kind too
+  CHECK(b.meta.losses.missing_kinds.copies == 1);
+  CHECK(b.meta.losses.missing_kinds.memsets == 0);
   CHECK(b.meta.losses.nvtx_names_dropped == 5);
   CHECK(a.meta.losses.nvtx_names_dropped == b.meta.losses.nvtx_names_dropped);
   CHECK(b.meta.losses.api_records_missing == 3);

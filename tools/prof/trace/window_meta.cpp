@@ -81,7 +81,16 @@ void ReadLosses(const JsonValue& x, LossCounts* l) {
   l->unrecorded_start_ns = get("unrecorded_start_ns");
   l->host_events_late = get("host_events_late");
   l->api_records_missing = get("api_records_missing");
-  l->device_records_elsewhere = get("device_records_elsewhere");
+  auto kinds = [&x](const char* k, DeviceLossKinds* out) {
+    JsonValue v = x.Get(k);
+    if (!v.is_object()) return;
+    out->kernels = static_cast<uint64_t>(IntMember(v, "kernel", 0));
+    out->copies = static_cast<uint64_t>(IntMember(v, "memcpy", 0));
+    out->memsets = static_cast<uint64_t>(IntMember(v, "memset", 0));
+  };
+  kinds("device_records_missing_by_kind", &l->missing_kinds);
+  kinds("device_records_untimed_by_kind", &l->untimed_kinds);
+  kinds("device_records_dropped_by_kind", &l->dropped_kinds);
 }
 
 // [step, start, end] rows.

@@ -364,6 +364,48 @@ TEST_CASE("a launch whose record never comes is counted missing after a bounded 
   CHECK(waited < 1'000'000'000);
 }
 
+TEST_CASE("what never comes is counted by the kind of record each call awaited", "[collector]") {
+  Harness h;
+  h.Attached();
+  uint64_t start = NowNs();
+  h.Launch(1);
+  fake::Call(kRuntime, kLaunch, 2);                                              // kernel, never written
+  fake::Call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, 3);       // copy, never written
+  fake::Call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, 4);            // copy, never written
+  fake::Call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, 5);       // memset, never written
+  uint64_t end = NowNs();
+  Window w = h.Collect(start, end, /*wait_ns=*/30'000'000);
+  CHECK(w.meta.losses.device_records_missing == 4);
+  CHECK(w.meta.losses.missing_kinds.kernels == 1);
+  CHECK(w.meta.losses.missing_kinds.copies == 2);
+  CHECK(w.meta.losses.missing_kinds.memsets == 1);
+}
+
+TEST_CASE("a GPU record of a sealed window's call that comes after it was written is counted, in no window",
+          "[collector]") {
+  // A graph launch's first kernel answers the call; its others come with
+  // their work, and one that comes after the window was sealed cannot be in
+  // it: counted and logged, never held for a later window.
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  fake::Call(kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, 41);
+  uint64_t now = NowNs();
+  fake::Write(fake::Kernel(41, now + 1000, now + 2000, "_Z5firstv"));
+  uint64_t end = NowNs();
+  Window first = h.Collect(start, end);
+  CHECK(Correlations(first) == std::vector<uint32_t>{41});
+  CHECK(c.late_device_records() == 0);
+  fake::Write(fake::Kernel(41, now + 2000, now + 3000, "_Z6secondv"));  // the graph's second kernel, late
+  uint64_t next = NowNs();
+  c.BeginRecord(next);
+  h.Launch(42);
+  Window second = h.Collect(next, NowNs());
+  CHECK(Correlations(second) == std::vector<uint32_t>{42});
+  CHECK(c.late_device_records() == 1);
+}
+
 TEST_CASE("what a call is awaited for follows PROF_ACTIVITIES: without kernels a launch waits for nothing",
           "[collector]") {
   // The API-enter callback reads what a call registers from a per-id table
@@ -552,6 +594,23 @@ TEST_CASE("at exit the collector flushes (forced) and releases the subscriber, w
   CHECK(Correlations(w) == std::vector<uint32_t>{1});
 }
 
+TEST_CASE("at exit, with a window still to be collected, threads get a moment to write their calls' records first",
+          "[collector]") {
+  // A call with no callback shows only through the record CUPTI writes as
+  // it returns: a thread descheduled in between wrote it after the release.
+  Harness h;
+  auto& c = h.Attached();
+  uint64_t start = NowNs();
+  c.BeginRecord(start);
+  h.Launch(1);
+  uint64_t before = NowNs();
+  c.OnExit();
+  CHECK(NowNs() - before >= CuptiCollector::kExitSettleNs);
+  CHECK_FALSE(fake::State().subscribed);
+  Window w = h.Collect(start, NowNs());
+  CHECK(Correlations(w) == std::vector<uint32_t>{1});
+}
+
 TEST_CASE("after the exit release nothing attaches CUPTI again, and the windows still queued keep their records",
           "[collector]") {
   // The process exits while the writer is behind: CUPTI's release at exit
@@ -599,6 +658,31 @@ TEST_CASE("without a timestamp callback, CUPTI times are mapped onto the agent c
 
 namespace prof::cupti {
 namespace {
+
+TEST_CASE("windows back to back: each is charged CUPTI's drops from its begin to the next one's, none twice",
+          "[collector]") {
+  // The first window is collected after the second began (its collection
+  // overlaps the next window's recording): the drops read meanwhile are the
+  // second's. Taking them as the second's warmup used to charge them to
+  // neither.
+  Harness h;
+  h.config.buffer_bytes = 4u << 20;  // pool: 1 MiB
+  auto& c = h.Attached();
+  uint64_t start1 = NowNs();
+  c.BeginRecord(start1);
+  for (uint32_t id = 1; id <= 10000; ++id) h.Launch(id);  // overflows the pool
+  uint64_t first_drops = fake::State().dropped_total;
+  REQUIRE(first_drops > 0);
+  uint64_t start2 = NowNs();
+  c.BeginRecord(start2);
+  for (uint32_t id = 10001; id <= 12000; ++id) h.Launch(id);  // the pool is still full: all dropped
+  uint64_t second_drops = fake::State().dropped_total - first_drops;
+  REQUIRE(second_drops > 0);
+  Window first = h.Collect(start1, start2);
+  Window second = h.Collect(start2, NowNs());
+  CHECK(first.meta.losses.cupti_records_dropped == first_drops);
+  CHECK(second.meta.losses.cupti_records_dropped == second_drops);
+}
 
 TEST_CASE("records CUPTI dropped during warmup are not charged to the window", "[collector]") {
   Harness h;

@@ -129,8 +129,12 @@ TEST_CASE("at the deadline what never came by the last look is reported missing 
   REQUIRE(w.OnFlushed(false, kDeadline + kMs).what == Do::kDrainAndCount);
   c.now_ns = kDeadline + kMs;
   c.device_records = 1;  // two came with the last flush
+  c.device_kinds.copies = 1;
   ExpectSealedAfterAsking(w, w.OnCounted(c));
   CHECK(w.device_records_missing() == 1);
+  // By kind, as the last look found them (not the first look's).
+  CHECK(w.device_records_missing_kinds().copies == 1);
+  CHECK(w.device_records_missing_kinds().total() == 1);
   CHECK(w.api_records_missing() == 2);
 }
 
