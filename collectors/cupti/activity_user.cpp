@@ -9,10 +9,12 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <utility>
 #include <mutex>
+#include <new>
 #include <string>
 
 #include "base/loader_guard.h"
@@ -29,13 +31,20 @@ std::mutex g_forward_mutex;  // leaf: guards the lookup
 std::atomic<const ForwardedCupti*> g_forward{nullptr};
 const ForwardedCupti* g_forward_override = nullptr;
 
+// The path of the loaded libcupti into a fixed buffer (nothing may throw
+// inside dl_iterate_phdr's walk).
+struct CuptiPath {
+  char path[4096] = {};
+};
+
 int FindCupti(dl_phdr_info* info, size_t, void* data) {
   const char* name = info->dlpi_name;
   if (name == nullptr || name[0] == '\0') return 0;
   const char* slash = std::strrchr(name, '/');
   const char* base = slash != nullptr ? slash + 1 : name;
   if (std::strncmp(base, "libcupti.so", 11) != 0) return 0;
-  *static_cast<std::string*>(data) = name;
+  auto* found = static_cast<CuptiPath*>(data);
+  std::snprintf(found->path, sizeof(found->path), "%s", name);
   return 1;
 }
 
@@ -53,15 +62,16 @@ const ForwardedCupti* Forwarded() {
   if (g_forward_override != nullptr) return g_forward_override;
   table = g_forward.load(std::memory_order_acquire);
   if (table != nullptr) return table;
-  std::string path;
+  CuptiPath found;
   void* handle = nullptr;
   {
     LoaderSection section;  // base/loader_guard.h
-    dl_iterate_phdr(FindCupti, &path);
-    if (!path.empty()) handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    dl_iterate_phdr(FindCupti, &found);
+    if (found.path[0] != '\0') handle = dlopen(found.path, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   }
   if (handle == nullptr) return nullptr;  // kept open: CUPTI is never unloaded
-  auto* resolved = new ForwardedCupti;    // one per process, never freed (used until exit)
+  auto* resolved = new (std::nothrow) ForwardedCupti;  // one per process, never freed (used until exit)
+  if (resolved == nullptr) return nullptr;
   Resolve(handle, "cuptiActivityRegisterCallbacks", &resolved->RegisterCallbacks);
   Resolve(handle, "cuptiActivityRegisterTimestampCallback", &resolved->RegisterTimestampCallback);
   Resolve(handle, "cuptiActivityEnable", &resolved->Enable);
@@ -72,6 +82,16 @@ const ForwardedCupti* Forwarded() {
   Resolve(handle, "cuptiFinalize", &resolved->Finalize);
   g_forward.store(resolved, std::memory_order_release);
   return resolved;
+}
+
+// Runs libprof's part of one of the program's calls: nothing of it may
+// unwind into the program (its call is forwarded whatever happens here).
+template <typename Fn>
+void NoThrow(Fn&& fn) {
+  try {
+    fn();
+  } catch (...) {
+  }
 }
 
 // Notes what the program set (under the client's mutex, through `note`).
@@ -85,13 +105,17 @@ void Note(const void* caller, NoteFn&& note) {
 // Notes a claim, then tells the collector, which may hand the activity API
 // over before the call goes on.
 template <typename NoteFn>
-void Claim(const std::string& call, const void* caller, NoteFn&& note) {
-  Note(caller, [&](UserClient& u) {
-    note(u);
-    u.claimed = true;
+void Claim(const char* call, int arg, const void* caller, NoteFn&& note) {
+  NoThrow([&] {
+    Note(caller, [&](UserClient& u) {
+      note(u);
+      u.claimed = true;
+    });
+    CuptiCollector* collector = g_collector.load(std::memory_order_acquire);
+    if (collector != nullptr) {
+      collector->OnOtherClientClaims(arg < 0 ? std::string(call) : std::string(call) + "(" + std::to_string(arg) + ")");
+    }
   });
-  CuptiCollector* collector = g_collector.load(std::memory_order_acquire);
-  if (collector != nullptr) collector->OnOtherClientClaims(call);
 }
 
 // A call that sets state of the activity API: forwarded now, or kept for
@@ -100,7 +124,15 @@ template <typename Forward>
 CUptiResult Setting(Forward&& forward) {
   CuptiCollector* collector = g_collector.load(std::memory_order_acquire);
   if (collector == nullptr) return forward();
-  return collector->OtherClientSetting(std::function<CUptiResult()>(std::forward<Forward>(forward)));
+  bool forwarded = false;
+  try {
+    return collector->OtherClientSetting([&] {
+      forwarded = true;
+      return forward();
+    });
+  } catch (...) {
+    return forwarded ? CUPTI_SUCCESS : forward();
+  }
 }
 
 }  // namespace
@@ -142,7 +174,7 @@ CUptiResult UserRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpt
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->RegisterCallbacks == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   if (request != nullptr && complete != nullptr) {
-    Claim("cuptiActivityRegisterCallbacks", caller, [&](UserClient& u) {
+    Claim("cuptiActivityRegisterCallbacks", -1, caller, [&](UserClient& u) {
       u.request = request;
       u.complete = complete;
     });
@@ -153,11 +185,13 @@ CUptiResult UserRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request, CUpt
 CUptiResult UserEnable(CUpti_ActivityKind kind, const void* caller) {
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->Enable == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  Claim("cuptiActivityEnable(" + std::to_string(static_cast<int>(kind)) + ")", caller, [](UserClient&) {});
+  Claim("cuptiActivityEnable", static_cast<int>(kind), caller, [](UserClient&) {});
   CUptiResult result = real->Enable(kind);
   if (result == CUPTI_SUCCESS && static_cast<uint32_t>(kind) < 256) {
-    std::lock_guard<std::mutex> lock(g_user_mutex);
-    g_user.kinds.set(static_cast<uint32_t>(kind));
+    NoThrow([&] {
+      std::lock_guard<std::mutex> lock(g_user_mutex);
+      g_user.kinds.set(static_cast<uint32_t>(kind));
+    });
   }
   return result;
 }
@@ -166,15 +200,17 @@ CUptiResult UserRegisterTimestampCallback(CUpti_TimestampCallbackFunc timestamp,
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->RegisterTimestampCallback == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   if (timestamp == nullptr) return real->RegisterTimestampCallback(timestamp);  // CUPTI's own answer
-  Note(caller, [&](UserClient& u) { u.timestamp = timestamp; });
+  NoThrow([&] { Note(caller, [&](UserClient& u) { u.timestamp = timestamp; }); });
   return Setting([&] { return real->RegisterTimestampCallback(timestamp); });
 }
 
 CUptiResult UserDisable(CUpti_ActivityKind kind, const void* caller) {
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->Disable == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  Note(caller, [&](UserClient& u) {
-    if (static_cast<uint32_t>(kind) < 256) u.kinds.reset(static_cast<uint32_t>(kind));
+  NoThrow([&] {
+    Note(caller, [&](UserClient& u) {
+      if (static_cast<uint32_t>(kind) < 256) u.kinds.reset(static_cast<uint32_t>(kind));
+    });
   });
   // While libprof holds the activity API the kind is libprof's, which the
   // program never enabled: off for the program already.
@@ -185,9 +221,11 @@ CUptiResult UserSetAttribute(CUpti_ActivityAttribute attr, size_t* size, void* v
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->SetAttribute == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   if (size == nullptr || value == nullptr || *size == 0 || *size > 64) return real->SetAttribute(attr, size, value);
-  Note(caller, [&](UserClient& u) {
-    const auto* bytes = static_cast<const uint8_t*>(value);
-    u.attributes[static_cast<int>(attr)].assign(bytes, bytes + *size);
+  NoThrow([&] {
+    Note(caller, [&](UserClient& u) {
+      const auto* bytes = static_cast<const uint8_t*>(value);
+      u.attributes[static_cast<int>(attr)].assign(bytes, bytes + *size);
+    });
   });
   return Setting([&] { return real->SetAttribute(attr, size, value); });
 }
@@ -195,9 +233,11 @@ CUptiResult UserSetAttribute(CUpti_ActivityAttribute attr, size_t* size, void* v
 CUptiResult UserSetThreadIdType(CUpti_ActivityThreadIdType type, const void* caller) {
   const ForwardedCupti* real = Forwarded();
   if (real == nullptr || real->SetThreadIdType == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  Note(caller, [&](UserClient& u) {
-    u.thread_id_set = true;
-    u.thread_id = type;
+  NoThrow([&] {
+    Note(caller, [&](UserClient& u) {
+      u.thread_id_set = true;
+      u.thread_id = type;
+    });
   });
   return Setting([&] { return real->SetThreadIdType(type); });
 }
@@ -209,16 +249,22 @@ CUptiResult UserFlushAll(uint32_t flag) {
   // Nothing in CUPTI is the program's while libprof holds the activity API
   // (a forced flush would cost libprof the times of work still running).
   // Not under the collector's lock: CUPTI runs the program's bufferCompleted.
-  if (collector != nullptr && collector->HoldsActivityApi()) return CUPTI_SUCCESS;
+  bool held = false;
+  NoThrow([&] { held = collector != nullptr && collector->HoldsActivityApi(); });
+  if (held) return CUPTI_SUCCESS;
   CUptiResult result = real->FlushAll(flag);
   // Forced, with none of its kinds on: every buffer of the program's is back
   // in its hands (torch.profiler's stop disables its kinds, then does this).
-  bool released = false;
-  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0) {
-    std::lock_guard<std::mutex> lock(g_user_mutex);
-    released = g_user.claimed && g_user.kinds.none();
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && collector != nullptr) {
+    NoThrow([&] {
+      bool released = false;
+      {
+        std::lock_guard<std::mutex> lock(g_user_mutex);
+        released = g_user.claimed && g_user.kinds.none();
+      }
+      if (released) collector->OnOtherClientReleased();
+    });
   }
-  if (released && collector != nullptr) collector->OnOtherClientReleased();
   return result;
 }
 
@@ -227,11 +273,13 @@ CUptiResult UserFinalize() {
   if (real == nullptr || real->Finalize == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   CuptiCollector* collector = g_collector.load(std::memory_order_acquire);
   // Everything CUPTI holds is discarded: libprof's records first.
-  if (collector != nullptr) collector->OnOtherClientFinalizing();
+  if (collector != nullptr) NoThrow([&] { collector->OnOtherClientFinalizing(); });
   CUptiResult result = real->Finalize();
   if (result == CUPTI_SUCCESS) {
-    ResetUserClient();
-    if (collector != nullptr) collector->OnOtherClientFinalized();
+    NoThrow([&] {
+      ResetUserClient();
+      if (collector != nullptr) collector->OnOtherClientFinalized();
+    });
   }
   return result;
 }
