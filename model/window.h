@@ -82,6 +82,10 @@ struct LossCounts {
   DeviceLossKinds missing_kinds;
   DeviceLossKinds untimed_kinds;
   DeviceLossKinds dropped_kinds;
+  // Launches of the window whose GPU records CUPTI wrote for another client
+  // of its activity API (the program's own torch.profiler held it: a CUPTI
+  // that allows one client), not for libprof.
+  uint64_t device_records_elsewhere = 0;
 };
 
 struct WindowMeta {

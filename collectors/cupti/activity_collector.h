@@ -15,6 +15,19 @@
 //   re-probe interval)--> kPaused;  kQuiet --Finish--> kDetached
 //   any --failure--> kOff (interception-only, for good, one warning)
 //
+// CUPTI's activity API, shared (collector_sharing.cpp, README "Another
+// profiler in the process"): on a CUPTI 13.2 that lets several subscribers
+// in, libprof is a subscriber beside others with an activity client of its
+// own (multi_client_). On one that allows one client, the program's own
+// profiler comes first: when it claims the process-wide activity API
+// (activity_user.h, seen under LD_PRELOAD) libprof hands it over as the
+// program left it (YieldLocked), keeps recording what it still can (calls,
+// host events; its windows count the launches whose records went elsewhere)
+// and takes it back when the program releases it (TakeBackLocked). Another
+// client libprof cannot see (CUDA_INJECTION64_PATH) is sensed instead (its
+// timestamp callback replaced libprof's, or libprof's buffer requests went
+// quiet while records were due) and given the API for good.
+//
 // Locks, outermost first (never taken in the other order):
 //   control_mutex_  Attach/Pause/Finish/OnExit, flushes, finalize. CUPTI is
 //                   called while holding it, and CUPTI may call
@@ -41,6 +54,7 @@
 #include "model/api_ids.h"
 #include "base/hot_state.h"
 #include "base/device_collector.h"
+#include "collectors/cupti/activity_user.h"
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
@@ -92,6 +106,28 @@ class CuptiCollector final : public DeviceCollector {
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
+  // The program's own client of CUPTI's process-wide activity API
+  // (activity_user.h), on the program's thread: it is about to set the
+  // activity API's state (call: the function), it released the API (a
+  // forced flush with none of its kinds on), and it is finalizing CUPTI /
+  // did. Each takes control_mutex_; never called from CUPTI's callbacks.
+  void OnOtherClientClaims(const std::string& call);
+  void OnOtherClientReleased();
+  void OnOtherClientFinalizing();
+  void OnOtherClientFinalized();
+  // One of the program's calls that set the activity API's state (its
+  // clock, thread ids, an attribute, a disable): forwarded now, or, while
+  // libprof holds the activity API, kept (activity_user.h) for the
+  // hand-over and answered CUPTI_SUCCESS.
+  CUptiResult OtherClientSetting(const std::function<CUptiResult()>& forward);
+  // libprof holds CUPTI's process-wide activity API now (one client allowed).
+  bool HoldsActivityApi();
+  // Subscribed beside other tools, with an activity client of libprof's own
+  // (CUPTI 13.2's allowMultipleSubscribers).
+  bool multi_client() const { return multi_client_.load(std::memory_order_acquire); }
+  // Another client holds CUPTI's process-wide activity API now.
+  bool activity_elsewhere() const { return activity_elsewhere_.load(std::memory_order_acquire); }
+
   CollectorState state() const { return state_.load(std::memory_order_acquire); }
   // Decoded records held at most (budget, fixed at the first attach).
   size_t decoded_capacity() const { return max_pending_; }
@@ -132,7 +168,11 @@ class CuptiCollector final : public DeviceCollector {
   // or WatchCalls on) and fills call_traits_ from it.
   void SetConfigLocked(const Config& config);
   bool LoadAndCheckVersion(const Config& config);
+  // As "libprof", beside others (allowMultipleSubscribers) where CUPTI 13.2
+  // allows it.
   bool Subscribe();
+  // Subscribed, CUPTI says several subscribers are allowed (13.2).
+  bool MultipleSubscribersAllowed() const;
   // Subscribe and register timestamps, buffers and thread ids (kIdle,
   // kDetached); false (and kOff) on failure.
   bool SubscribeAndRegister(CollectorState state);
@@ -164,6 +204,45 @@ class CuptiCollector final : public DeviceCollector {
   }
   void EnableActivities(bool enable);
   void FlushLocked(bool forced);
+
+  // Sharing CUPTI's activity API (collector_sharing.cpp), control_mutex_ held.
+  // Registers libprof's buffer callbacks, clock, thread-id type and zeroed
+  // buffers: with the process-wide functions, or its own client's _v2 ones.
+  bool RegisterActivityLocked();
+  void SyncActivityOursLocked();  // activity_ours_ = ActivityOursLocked()
+  CUptiResult SetKindLocked(CUpti_ActivityKind kind, bool on);
+  // libprof may call the activity API now: its registration is CUPTI's and
+  // no other client holds the process-wide API.
+  bool ActivityOursLocked() const { return activity_registered_ && !activity_elsewhere_.load(std::memory_order_relaxed); }
+  // Multi: another client has kinds on (a forced flush would hand it
+  // records of work still running, untimed).
+  bool OthersRecordingLocked() const;
+  // Classic: hands the process-wide activity API to the program's client,
+  // as it left it (libprof's records flushed out first), until it releases it.
+  void YieldLocked(const std::string& who, const std::string& call);
+  void RestoreUserSettingsLocked(const UserClient& user);
+  void TakeBackLocked();
+  // Classic: another client libprof cannot see holds the activity API
+  // (why), since about since_ns: given to it for the rest of the process.
+  void SenseElsewhereLocked(const std::string& why, uint64_t since_ns);
+  // The clock CUPTI stamps records with is no longer libprof's (another
+  // client registered its own timestamp callback); senses it.
+  bool ForeignClockLocked();
+  void NoteClockBaselineLocked();
+  void NoteProcessClockBaselineLocked();
+  // cuptiFinalize detaches every client: only when none other was ever seen.
+  bool MayFinalizeLocked();
+  // The launches of [start_ns, end_ns) made while another client held the
+  // activity API and still awaited (their records went to it), and what
+  // they still wait for (writer thread).
+  uint64_t ElsewhereOutstanding(uint64_t start_ns, uint64_t end_ns, LaunchRegistry::Pending* pending);
+  void OpenElsewhereSpan(uint64_t since_ns);
+  void CloseElsewhereSpan(uint64_t until_ns);
+  // Classic: recording stopped and every window begun collected: flushes
+  // (forced) any buffer of libprof's CUPTI still holds, so that a client
+  // registering its own callbacks later never gets one of them (CUPTI
+  // fills the buffer it holds before asking the new callbacks for another).
+  void ReturnHeldBuffersLocked();
   // The deferred half of Pause (stop_pending_), when the last window begun
   // is the one being collected (collecting) or was collected. Returns true
   // if it stopped.
@@ -245,6 +324,34 @@ class CuptiCollector final : public DeviceCollector {
 
   Loader loader_;
   CuptiApi api_;
+  // Sharing CUPTI's activity API. control_mutex_ unless atomic.
+  std::atomic<bool> multi_client_{false};     // a subscriber beside others: activity calls through the _v2 functions
+  bool activity_registered_ = false;          // libprof's buffer callbacks (clock, ...) are the ones CUPTI uses
+  std::atomic<bool> activity_elsewhere_{false};  // classic: another client holds the process-wide activity API
+  std::atomic<bool> activity_ours_{false};    // ActivityOursLocked(), for the callbacks (no lock)
+  bool kinds_wanted_ = false;                 // the last EnableActivities asked for the kinds on
+  bool elsewhere_for_good_ = false;           // sensed, not seen: never taken back
+  bool other_client_seen_ = false;            // another activity client was ever seen or sensed: no cuptiFinalize
+  std::string elsewhere_holder_;              // who holds it, for the log
+  bool clock_baseline_ok_ = false;            // clock_baseline_ns_ holds cuptiGetTimestamp - NowNs with our callback
+  int64_t clock_baseline_ns_ = 0;
+  uint64_t clock_ok_ns_ = 0;                  // the last time the clock was found libprof's
+  // Multi: cuptiGetTimestamp - NowNs when libprof first subscribed (the
+  // process-wide client's clock: it moves when another client registers a
+  // timestamp callback, which a cuptiFinalize would take from it).
+  bool process_clock_baseline_ok_ = false;
+  int64_t process_clock_baseline_ns_ = 0;
+  // Quiet buffer requests (collector_window.cpp): the pool's requests when
+  // the last window began recording (application thread, relaxed), and a
+  // count found records due that none of libprof's buffers can hold (writer).
+  std::atomic<uint64_t> requests_at_begin_{0};
+  std::atomic<bool> quiet_requests_{false};
+  // [since, until) agent-clock spans another client held the activity API
+  // (until ~0: still); leaf mutex, read by the writer thread.
+  std::mutex spans_mutex_;
+  std::vector<std::pair<uint64_t, uint64_t>> elsewhere_spans_;
+  // The last count's launches whose records went elsewhere (writer thread).
+  uint64_t window_elsewhere_ = 0;
   bool loaded_ = false;
   uint32_t cupti_version_ = 0;
   RecordLayouts layouts_;  // each kind's struct for cupti_version_; set with it

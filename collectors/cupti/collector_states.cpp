@@ -40,6 +40,9 @@ void CuptiCollector::BeginRecordImpl(uint64_t start_ns) {
   // count now is noted, so records CUPTI dropped during warmup are not
   // charged to the window (LossLedger::ChargeWindow); read first under
   // try_lock, since the writer may be flushing (best effort, never wait).
+  // What libprof's buffer callbacks were asked for so far: a window whose
+  // records are due with none asked for since went to another client.
+  if (pool_) requests_at_begin_.store(pool_->requests(), std::memory_order_relaxed);
   windows_begun_.fetch_add(1, std::memory_order_acq_rel);
   std::unique_lock<std::mutex> lock(control_mutex_, std::try_to_lock);
   if (!lock.owns_lock() || state_.load(std::memory_order_acquire) != CollectorState::kAttached) {
@@ -86,7 +89,7 @@ void CuptiCollector::PauseImpl() {
   // The writer may have collected the window already (its calls were all
   // done): then nothing is left to wait for. Both this and the end of
   // CollectWindow look under control_mutex_, so one of them stops.
-  StopIfPausedLocked(/*collecting=*/false);
+  if (StopIfPausedLocked(/*collecting=*/false)) ReturnHeldBuffersLocked();
 }
 
 bool CuptiCollector::StopIfPausedLocked(bool collecting) {
@@ -137,17 +140,27 @@ void CuptiCollector::FinishImpl() {
 
 void CuptiCollector::DetachLocked(bool finalize) {
   if (!Subscribed(state_.load(std::memory_order_acquire))) return;
-  FlushLocked(/*forced=*/true);
+  FlushLocked(/*forced=*/true);  // nothing while another client holds the activity API
   EnableActivities(false);
   callbacks_live_.store(false, std::memory_order_release);
   api_.Unsubscribe(subscriber_);
   subscriber_ = nullptr;
+  // A subscriber's own activity client goes with it (CUPTI 13.2).
+  if (multi_client_.load(std::memory_order_relaxed)) activity_registered_ = false;
   // Calls in progress now lose their exit callbacks (see OnApiEnter).
   off_epoch_.fetch_add(1, std::memory_order_relaxed);
-  if (finalize && api_.Finalize != nullptr) {
+  // cuptiFinalize detaches every client of CUPTI, not only libprof: never
+  // once another one was seen (the program's torch.profiler keeps its
+  // timestamp callback registered between its sessions).
+  if (finalize && api_.Finalize != nullptr && MayFinalizeLocked()) {
     CUptiResult r = api_.Finalize();
     if (r != CUPTI_SUCCESS) Log().debug("cuptiFinalize returned {}", ResultName(api_, r));
+    activity_registered_ = false;
+    process_clock_baseline_ok_ = false;  // CUPTI forgot every clock
+  } else if (finalize) {
+    Log().debug("CUPTI left attached (unsubscribed, no cuptiFinalize): another client of CUPTI is in the process");
   }
+  SyncActivityOursLocked();
   finalize_after_ns_.store(~0ull, std::memory_order_release);
   state_.store(CollectorState::kDetached, std::memory_order_release);
 }

@@ -18,6 +18,16 @@
 
 namespace prof::cupti {
 
+namespace {
+
+// How long after a window's end, every call of it returned, records still
+// due with no buffer of libprof's asked for or held means they went to
+// another client's buffers (CUPTI writes a call's API record as it returns,
+// a kernel's when it ends).
+constexpr uint64_t kQuietRequestsNs = 200'000'000;
+
+}  // namespace
+
 bool CuptiCollector::NoLaterWindowRecords() const {
   // The process is exiting (OnExit may not have got the lock to detach):
   // no window records again.
@@ -55,6 +65,13 @@ WindowCollection::Action CuptiCollector::Perform(const WindowCollection::Action&
       // work of calls between windows, while it would cost a later window
       // its times.
       std::lock_guard<std::mutex> control(control_mutex_);
+      // The last count found libprof's buffers not asked for while records
+      // were due: another client's callbacks get them (collector_sharing.cpp).
+      if (quiet_requests_.exchange(false, std::memory_order_acq_rel)) {
+        SenseElsewhereLocked("CUPTI asked libprof for no buffer while the window's records were due: another "
+                             "client registered its own buffer callbacks",
+                             start_ns);
+      }
       bool forced = action.what == Do::kForceFlush || (action.force_if_last && NoLaterWindowRecords());
       FlushLocked(forced);
       return collection.OnFlushed(forced, NowNs());
@@ -83,15 +100,34 @@ WindowCollection::Action CuptiCollector::Perform(const WindowCollection::Action&
 WindowCollection::Counts CuptiCollector::CountWindow(uint64_t start_ns, uint64_t end_ns, uint64_t settled_ns) {
   WindowCollection::Counts counts;
   LaunchRegistry::Pending pending;
+  LaunchRegistry::Pending elsewhere_pending;
   {
     std::lock_guard<std::mutex> decode(decode_mutex_);
     DrainCompletedLocked();
     counts.device_records = registry_->Outstanding(start_ns, end_ns, &pending);
+    // Launched while another client held CUPTI's activity API: their
+    // records went to it, nothing waits for them; the window counts them.
+    window_elsewhere_ = ElsewhereOutstanding(start_ns, end_ns, &elsewhere_pending);
   }
+  counts.device_records -= std::min(counts.device_records, window_elsewhere_);
   counts.device_kinds = pending.device;
+  if (window_elsewhere_ != 0) {
+    auto less = [](uint64_t& n, uint64_t other) { n -= std::min(n, other); };
+    less(counts.device_kinds.kernels, elsewhere_pending.device.kernels);
+    less(counts.device_kinds.copies, elsewhere_pending.device.copies);
+    less(counts.device_kinds.memsets, elsewhere_pending.device.memsets);
+  }
   counts.in_progress = pending.in_progress;
-  counts.api_records = pending.api_records;
+  counts.api_records = pending.api_records - std::min(pending.api_records, elsewhere_pending.api_records);
   counts.now_ns = NowNs();
+  // Records due, every call returned long ago, and libprof's callbacks
+  // neither asked for a buffer since the window began nor hold one: CUPTI
+  // writes them into another client's buffers.
+  if (activity_ours_.load(std::memory_order_acquire) && !multi_client() && counts.in_progress == 0 &&
+      counts.device_records + counts.api_records > 0 && counts.now_ns > end_ns + kQuietRequestsNs &&
+      pool_->requests() == requests_at_begin_.load(std::memory_order_relaxed) && !pool_->HeldSince(~0ull)) {
+    quiet_requests_.store(true, std::memory_order_release);
+  }
   counts.buffer_held = pool_->HeldSince(settled_ns);
   counts.may_have_dropped = MayHaveDroppedRecords();
   counts.no_later_window = NoLaterWindowRecords();
@@ -110,6 +146,7 @@ void CuptiCollector::SealWindow(uint64_t start_ns, uint64_t end_ns, const Window
     losses.device_records_missing += collection.device_records_missing();
     losses.missing_kinds.Add(collection.device_records_missing_kinds());
     losses.api_records_missing += collection.api_records_missing();
+    losses.device_records_elsewhere += window_elsewhere_;
     refused_reported_ = pool_->refused();
     // CUPTI's drops read from this window's begin to the next one's (or
     // to now, if none began since): a window collected after the next one
@@ -129,6 +166,13 @@ void CuptiCollector::SealWindow(uint64_t start_ns, uint64_t end_ns, const Window
     StopIfPausedLocked(/*collecting=*/false);
     // Windows back to back (no Attach between): what this one taught.
     ApplyRuntimeSelectionLocked();
+    // The schedule's last window is in: nothing is recorded any more (the
+    // detach waits for an API exit, for cuptiFinalize; the kinds need not).
+    if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing &&
+        windows_collected_.load(std::memory_order_acquire) >= windows_begun_.load(std::memory_order_acquire)) {
+      EnableActivities(false);
+    }
+    ReturnHeldBuffersLocked();
   }
   if (state_.load(std::memory_order_acquire) == CollectorState::kFinishing) {
     finalize_after_ns_.store(0, std::memory_order_release);

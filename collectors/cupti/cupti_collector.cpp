@@ -30,8 +30,10 @@
 namespace prof::cupti {
 
 // CUPTI's buffer callbacks carry no user data: they reach the one collector
-// that registered them through this pointer (CUPTI allows one subscriber).
+// that registered them through this pointer (one collector per process).
 std::atomic<CuptiCollector*> g_buffer_owner{nullptr};
+
+uint64_t CUPTIAPI AgentTimestamp() { return NowNs(); }
 
 namespace {
 
@@ -68,9 +70,6 @@ void ReleaseAtExit() {
   std::unique_lock<std::mutex> lock(done->mu);
   done->cv.wait_for(lock, kExitReleaseBudget, [&] { return done->done; });
 }
-
-// CUPTI stamps every record with the agent's clock: no mapping needed.
-uint64_t CUPTIAPI AgentTimestamp() { return NowNs(); }
 
 // The optional entry points a CUPTI lacks, for one log line ("" if none).
 std::string MissingOptional(const CuptiApi& api) {
@@ -111,6 +110,7 @@ CuptiCollector::CuptiCollector(Loader loader) : loader_(std::move(loader)) {}
 CuptiCollector::~CuptiCollector() {
   CuptiCollector* self = this;
   g_buffer_owner.compare_exchange_strong(self, nullptr, std::memory_order_acq_rel);
+  ForgetSharingCollector(this);
 }
 
 // ---- control (application thread) ----
@@ -169,23 +169,57 @@ bool CuptiCollector::LoadAndCheckVersion(const Config& config) {
   return true;
 }
 
+bool CuptiCollector::MultipleSubscribersAllowed() const {
+  uint8_t state = 0;
+  size_t size = sizeof(state);
+  // CUPTI_ACTIVITY_ATTR_MULTIPLE_SUBSCRIBER_STATE: 1 when allowed.
+  return api_.ActivityGetAttributeV2(subscriber_,
+                                     static_cast<CUpti_ActivityAttribute>(v13_2::kAttrMultipleSubscriberState), &size,
+                                     &state) == CUPTI_SUCCESS &&
+         state == 1;
+}
+
 bool CuptiCollector::Subscribe() {
   CUptiResult result;
   const char* how = "cuptiSubscribe";
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  // CUPTI 13.2 lets subscribers that ask for it in beside each other, each
+  // with an activity client of its own: asked for wherever the library has
+  // the functions such a subscriber needs (cupti_13_2.h). An older one
+  // reads 13.0's 32 bytes of the parameters.
+  const bool ask_multi = cupti_version_ >= v13_2::kFirstVersion && api_.HasMultiSubscriber();
   if (api_.SubscribeV2 != nullptr) {
     how = "cuptiSubscribe_v2";
-    CUpti_SubscriberParams params;
+    v13_2::SubscriberParams params;
     std::memset(&params, 0, sizeof(params));
-    params.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+    params.structSize = ask_multi ? sizeof(v13_2::SubscriberParams) : CUpti_SubscriberParams_STRUCT_SIZE;
     params.subscriberName = "libprof";
     params.oldSubscriberName = holder;
     params.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-    result = api_.SubscribeV2(&subscriber_, CallbackTrampoline, this, &params);
+    params.allowMultipleSubscribers = ask_multi ? 1 : 0;
+    result = api_.SubscribeV2(&subscriber_, CallbackTrampoline, this, reinterpret_cast<CUpti_SubscriberParams*>(&params));
   } else {
     result = api_.Subscribe(&subscriber_, CallbackTrampoline, this);
   }
-  if (result == CUPTI_SUCCESS) return true;
+  if (result == CUPTI_SUCCESS) {
+    // Let in: beside others only if CUPTI says several subscribers are
+    // allowed now (a 13.2 that reads 13.0's parameters, or limits activity
+    // to one subscriber, answers otherwise).
+    bool multi = ask_multi && MultipleSubscribersAllowed();
+    bool was_multi = multi_client_.exchange(multi, std::memory_order_acq_rel);
+    if (multi) {
+      NoteProcessClockBaselineLocked();
+      // A claim the program made before is no concern of libprof's own client.
+      if (activity_elsewhere_.exchange(false, std::memory_order_acq_rel)) CloseElsewhereSpan(NowNs());
+      if (!was_multi) {
+        Log().info("CUPTI {}: subscribed beside other tools (allowMultipleSubscribers{}): libprof's GPU records come "
+                   "through an activity client of its own, the program's torch.profiler or another tool records at "
+                   "the same time",
+                   CuptiRelease(cupti_version_), holder[0] != '\0' ? std::string(", first subscriber ") + holder : "");
+      }
+    }
+    return true;
+  }
   subscriber_ = nullptr;
   if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     std::string who = holder[0] != '\0' ? std::string(" (") + holder + ")" : std::string();
@@ -363,36 +397,22 @@ bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
   subscribed_pid_ = getpid();
   static std::once_flag exit_hook;
   std::call_once(exit_hook, [] { std::atexit(ReleaseAtExit); });
-  // The timestamp callback must be in place before any kind is enabled.
-  bool agent_clock = api_.ActivityRegisterTimestampCallback != nullptr &&
-                     api_.ActivityRegisterTimestampCallback(AgentTimestamp) == CUPTI_SUCCESS;
-  agent_clock_ = agent_clock;
-  if (agent_clock) {
-    clock_ = ClockMap();
-  } else {
-    clock_.Calibrate(NowNs, [this](uint64_t* ns) { return api_.GetTimestamp(ns) == CUPTI_SUCCESS; });
-    Log().info("CUPTI timestamps mapped onto the agent clock by paired samples (offset {} ns, +-{} ns)",
-               clock_.offset_ns(), clock_.uncertainty_ns());
+  if (!multi_client_.load(std::memory_order_relaxed)) {
+    // The program's own client of the activity API (activity_user.h) may
+    // have come first: while it has kinds on, it keeps the API.
+    UserClient user = SnapshotUserClient();
+    if (user.claimed) {
+      other_client_seen_ = true;
+      if (user.kinds.any() && !activity_elsewhere_.load(std::memory_order_relaxed)) {
+        YieldLocked(user.who, "its kinds were on when libprof attached");
+      }
+    }
+    // Held by another client: libprof registers when it is released.
+    if (activity_elsewhere_.load(std::memory_order_relaxed)) return true;
   }
-  // API records carry the OS thread id (gettid), as host events do;
-  // CUPTI's default is pthread_self().
-  thread_ids_system_ = api_.SetThreadIdType != nullptr &&
-                      api_.SetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) == CUPTI_SUCCESS;
-  // Our buffers come zeroed (fresh pages, and the decoding thread clears
-  // what CUPTI wrote before a buffer goes back): otherwise CUPTI zeroes
-  // each whole buffer on the thread that asked for it, a stall NVIDIA
-  // documents, on an application thread.
-  if (api_.ActivitySetAttribute != nullptr) {
-    uint8_t zeroed = 1;
-    size_t size = sizeof(zeroed);
-    api_.ActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &size, &zeroed);
-  }
-  g_buffer_owner.store(this, std::memory_order_release);
-  CUptiResult r = api_.ActivityRegisterCallbacks(BufferRequestedTrampoline, BufferCompletedTrampoline);
-  if (r != CUPTI_SUCCESS) {
+  if (!RegisterActivityLocked()) {
     api_.Unsubscribe(subscriber_);
     subscriber_ = nullptr;
-    GoOff("cuptiActivityRegisterCallbacks returned " + ResultName(api_, r));
     return false;
   }
   return true;
@@ -412,6 +432,9 @@ void CuptiCollector::AttachImpl(const Config& config) {
   finalize_after_ns_.store(~0ull, std::memory_order_release);
   quiet_pending_.store(false, std::memory_order_relaxed);  // recording instead
   stop_pending_ = false;  // the last window's pause never stopped: keep going
+  // Another client libprof cannot see may have taken the activity API
+  // since libprof last used it: its kinds must not be touched then.
+  ForeignClockLocked();
   ReadCuptiDropsLocked();
   EnableCallbacks(true);
   EnableActivities(true);
@@ -522,6 +545,9 @@ std::unique_ptr<DeviceCollector> MakeCuptiCollector() {
         return cupti::LoadCupti(cupti::ProcessSearch(config.cupti_lib), api, cause);
       });
   collector->SetRuntimeOnStack(&RuntimeOnThisStack);
+  // The program's own calls of CUPTI's activity API (under LD_PRELOAD) are
+  // reported to this collector.
+  cupti::SetSharingCollector(collector.get());
   return collector;
 }
 

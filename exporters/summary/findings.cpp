@@ -176,6 +176,9 @@ class FindingsBuilder {
     part("allocation samples dropped", l.alloc_samples_dropped);
     part("NVTX ranges dropped (range store full)", l.nvtx_ranges_dropped);
     part("NVTX range names dropped (name table full)", l.nvtx_names_dropped);
+    part("launches whose GPU records CUPTI wrote for another profiler in the process (it held CUPTI's activity API, "
+         "which this CUPTI lets one client use; the program's own profiler kept working)",
+         l.device_records_elsewhere);
     if (l.unrecorded_start_ns != 0) {
       parts += (parts.empty() ? "" : ", ") + Printf("the window's first %.3f ms not recorded (libprof's agent thread "
                                                     "turned recording on late: a loaded machine)",
@@ -200,6 +203,10 @@ class FindingsBuilder {
     cure(l.host_events_late || (l.api_records_missing && !l.cupti_records_dropped && !l.device_records_dropped),
          "a busy machine: leave libprof's writer and the program's threads a core, or raise PROF_FLUSH_TIMEOUT_MS");
     cure(l.unknown_activity_kinds, "records of kinds this libprof does not decode: a newer CUPTI (see PROF_CUPTI_LIB)");
+    cure(l.device_records_elsewhere,
+         "let the program's own profiler (torch.profiler) finish before libprof's window, or use a CUPTI that lets "
+         "several subscribers record (13.2, as in PyTorch's cu13 wheels); under CUDA_INJECTION64_PATH libprof cannot "
+         "see it let go: LD_PRELOAD lets libprof take CUPTI back when it does");
     cure(l.unrecorded_start_ns != 0,
          "give libprof's agent thread time: a longer PROF_STEP=time: or more PROF_WARMUP steps");
     Add("data-loss", "Some data was lost: tables and findings undercount", parts, advice);

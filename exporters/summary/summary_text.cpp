@@ -263,6 +263,10 @@ void Losses(const Summary& s, std::string* out) {
   if (l.device_records_untimed != 0) {
     *out += Printf(", device records without timestamps %llu", static_cast<unsigned long long>(l.device_records_untimed));
   }
+  if (l.device_records_elsewhere != 0) {
+    *out += Printf(", GPU records written for another CUPTI client %llu",
+                   static_cast<unsigned long long>(l.device_records_elsewhere));
+  }
   if (l.host_events_late != 0) {
     *out += Printf(", host events late %llu", static_cast<unsigned long long>(l.host_events_late));
   }

@@ -186,6 +186,7 @@ constexpr LossField kLossFields[] = {
     {"unrecorded_start_ns", &LossCounts::unrecorded_start_ns, false},
     {"host_events_late", &LossCounts::host_events_late, true},
     {"api_records_missing", &LossCounts::api_records_missing, true},
+    {"device_records_elsewhere", &LossCounts::device_records_elsewhere, true},
 };
 
 // The device-record counters by kind, each written only when it holds any:

@@ -81,6 +81,7 @@ void ReadLosses(const JsonValue& x, LossCounts* l) {
   l->unrecorded_start_ns = get("unrecorded_start_ns");
   l->host_events_late = get("host_events_late");
   l->api_records_missing = get("api_records_missing");
+  l->device_records_elsewhere = get("device_records_elsewhere");
   auto kinds = [&x](const char* k, DeviceLossKinds* out) {
     JsonValue v = x.Get(k);
     if (!v.is_object()) return;
