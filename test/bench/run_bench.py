@@ -202,10 +202,14 @@ def trace_losses(out_dir):
         traces += 1
         with open(os.path.join(out_dir, name), "rb") as f:
             head = f.read(1 << 16).decode(errors="replace")
-        m = re.search(r'"losses":\s*(\{[^}]*\})', head)
+        m = re.search(r'"losses":\s*', head)
         if m:
-            for k, v in json.loads(m.group(1)).items():
-                total[k] = total.get(k, 0) + v
+            # The counts, and per-kind breakdowns of some ("..._by_kind":
+            # {...}) that the counts already hold: only the counts are summed.
+            losses, _ = json.JSONDecoder().raw_decode(head, m.end())
+            for k, v in losses.items():
+                if isinstance(v, int):
+                    total[k] = total.get(k, 0) + v
     return traces, total
 
 
