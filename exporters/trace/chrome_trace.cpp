@@ -300,29 +300,43 @@ class TraceWriter {
     }
   }
 
-  // Clips [start, end) to the enclosing open slice on its track; returns the
-  // end to write.
-  uint64_t Nest(uint64_t key, uint64_t start_ns, uint64_t end_ns) {
+  // Fits [start, end) into its track's nesting; returns the span to draw.
+  // A slice that would end after its enclosing one is clipped to it. A
+  // stream op (kernel, copy, memset) that starts inside the previous op on
+  // its stream and ends after it starts where that one ends instead: a stream
+  // runs its ops one after the other, so the overlap is the GPU-to-host clock
+  // conversion's, and an op clipped to it would vanish from what Perfetto and
+  // HTA read.
+  std::pair<uint64_t, uint64_t> Nest(uint64_t key, bool stream_op, uint64_t start_ns, uint64_t end_ns) {
     if (end_ns < start_ns) end_ns = start_ns;
     if (key != last_key_) {
       track_ = &tracks_[key];
       last_key_ = key;
     }
-    std::vector<uint64_t>& open = track_->open;
-    while (!open.empty() && open.back() <= start_ns) open.pop_back();
+    std::vector<OpenSlice>& open = track_->open;
+    while (!open.empty() && open.back().end_ns <= start_ns) open.pop_back();
+    while (stream_op && !open.empty() && open.back().stream_op && open.back().end_ns < end_ns) {
+      start_ns = open.back().end_ns;
+      open.pop_back();
+    }
     // A zero-length slice at a parent's end is still inside it.
-    if (!open.empty() && end_ns > open.back()) end_ns = open.back();
-    open.push_back(end_ns);
-    return end_ns;
+    if (!open.empty() && end_ns > open.back().end_ns) end_ns = open.back().end_ns;
+    open.push_back({end_ns, stream_op});
+    return {start_ns, end_ns};
   }
 
   // `"ph":"X","cat":"<cat>","name":<name>,"pid":..,"tid":..,"ts":..,"dur":..`;
   // `quoted_name` is already a JSON string (Quoted(), or one of the caches).
   void SliceHead(const char* cat, std::string_view quoted_name, bool device, int64_t pid, int64_t tid,
-                 uint64_t start_ns, uint64_t end_ns) {
-    uint64_t nested_end_ns = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), start_ns, end_ns);
-    unclipped_dur_ns_ = nested_end_ns < end_ns ? end_ns - start_ns : 0;
-    end_ns = nested_end_ns;
+                 uint64_t start_ns, uint64_t end_ns, bool stream_op = false) {
+    auto [drawn_start_ns, drawn_end_ns] =
+        Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), stream_op, start_ns, end_ns);
+    bool clipped = drawn_start_ns != start_ns || drawn_end_ns < end_ns;
+    unclipped_dur_ns_ = clipped ? end_ns - start_ns : 0;
+    start_moved_ = drawn_start_ns != start_ns;
+    unclipped_start_ns_ = start_ns;
+    start_ns = drawn_start_ns;
+    end_ns = drawn_end_ns;
     events_.Begin();
     out_.Raw("\"ph\":\"X\",\"cat\":\"");
     out_.Raw(cat);
@@ -344,6 +358,10 @@ class TraceWriter {
   // Closes a slice's args; a clipped slice keeps its true duration there
   // (`prof summary` reads it back).
   void EndArgs() {
+    if (start_moved_) {
+      out_.Raw(",\"unclipped ts\":");
+      Ts(unclipped_start_ns_);
+    }
     if (unclipped_dur_ns_ != 0) {
       out_.Raw(",\"unclipped dur\":");
       out_.Micros(unclipped_dur_ns_);
@@ -491,7 +509,7 @@ class TraceWriter {
     int64_t tid = chrome::StreamTid(r);
     switch (KindOf(r)) {
       case DeviceKind::kKernel: {
-        SliceHead("kernel", quoted_kernels_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns);
+        SliceHead("kernel", quoted_kernels_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns, true);
         CommonDeviceArgs(r);
         out_.Raw(kernel_args_(r));
         if (const CollectiveCall* c = collectives_.ForCorrelation(r.correlation_id)) out_.Raw(collectives_.KernelArgs(*c));
@@ -501,7 +519,8 @@ class TraceWriter {
       case DeviceKind::kMemcpy:
       case DeviceKind::kMemset: {
         bool copy = KindOf(r) == DeviceKind::kMemcpy;
-        SliceHead(copy ? "gpu_memcpy" : "gpu_memset", CopyName(r), true, r.device_id, tid, r.start_ns, r.end_ns);
+        SliceHead(copy ? "gpu_memcpy" : "gpu_memset", CopyName(r), true, r.device_id, tid, r.start_ns, r.end_ns,
+                  true);
         CommonDeviceArgs(r);
         out_.Raw(",\"bytes\":"); out_.UInt(r.bytes);
         uint64_t dur = r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
@@ -552,8 +571,12 @@ class TraceWriter {
   std::vector<GpuAnnotation> gpu_annotations_;
   std::vector<PySlice> py_slices_;
   std::vector<std::string> py_names_;  // frame id -> quoted slice name
+  struct OpenSlice {
+    uint64_t end_ns;
+    bool stream_op;
+  };
   struct Track {
-    std::vector<uint64_t> open;  // ends of the open slices
+    std::vector<OpenSlice> open;
     int64_t pid = 0;
     int64_t tid = 0;
     std::string ids;  // `,"pid":<pid>,"tid":<tid>,"ts":`, made at the track's first slice
@@ -563,7 +586,9 @@ class TraceWriter {
   Track* track_ = nullptr;
   std::unordered_map<size_t, std::string> copy_names_;
   std::string step_name_;
-  uint64_t unclipped_dur_ns_ = 0;  // the last slice's true duration when it was clipped, else 0
+  uint64_t unclipped_dur_ns_ = 0;    // the last slice's true duration when it was clipped, else 0
+  bool start_moved_ = false;         // whether the last slice's start was moved (Nest)
+  uint64_t unclipped_start_ns_ = 0;  // its true start
 };
 
 }  // namespace

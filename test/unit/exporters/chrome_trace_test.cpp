@@ -238,6 +238,32 @@ TEST_CASE("a slice crossing its parent's end is clipped and keeps its true durat
   CHECK(clipped);
 }
 
+TEST_CASE("a stream op that starts inside the one before it starts where that one ends, its truth in args",
+          "[chrome]") {
+  // The second kernel's start converts to 3 ns before the first one's end;
+  // clipped inside it, the 1 ms kernel would be drawn 3 ns long.
+  WindowBuilder b;
+  b.Step(1, 1'000, 3'000'000);
+  b.Kernel("first", 10'000, 1'010'000, 1, /*stream=*/7);
+  b.Kernel("second", 1'009'997, 2'009'997, 2, /*stream=*/7);
+  b.Kernel("elsewhere", 1'000'000, 1'500'000, 3, /*stream=*/8);
+  json t = TraceJson(b.Build());
+  auto r = tool::ValidateTrace(t);
+  INFO((r.errors.empty() ? "" : r.errors[0]));
+  CHECK(r.ok());
+  auto kernels = Events(t, "X", "kernel");
+  json first = FindOne(kernels, "first"), second = FindOne(kernels, "second"), other = FindOne(kernels, "elsewhere");
+  REQUIRE_FALSE(second.is_null());
+  CHECK(second["ts"].get<double>() == Approx(first["ts"].get<double>() + 1000.0));
+  CHECK(second["dur"].get<double>() == Approx(999.997));
+  CHECK(second["args"]["unclipped ts"].get<double>() == Approx(first["ts"].get<double>() + 999.997));
+  CHECK(second["args"]["unclipped dur"].get<double>() == Approx(1000.0));
+  for (const json& e : {first, other}) {
+    CHECK_FALSE(e["args"].contains("unclipped ts"));
+    CHECK_FALSE(e["args"].contains("unclipped dur"));
+  }
+}
+
 TEST_CASE("every trace of a rich window passes the validator's strict rules", "[chrome]") {
   json t = TraceJson(Rich().Build());
   auto r = tool::ValidateTrace(t);

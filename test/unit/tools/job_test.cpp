@@ -447,5 +447,24 @@ TEST_CASE("communication overlapped by compute is measured as HTA's get_comm_com
   CHECK(job.totals[1].comm_overlap_percent == Approx(100.0 * 13 / 21));
 }
 
+TEST_CASE("a kernel drawn from the previous one's end is read at its true start and duration", "[job]") {
+  // Drawn [12, 20) µs on its stream's track, it ran [10, 20): the writer moved
+  // its start past the kernel before it. Read as drawn, the communication
+  // [5, 11) would be 0 % overlapped instead of 1 µs in 6.
+  json trace = {{"distributedInfo", {{"rank", 0}}}, {"baseTimeNanoseconds", 0}};
+  trace["traceEvents"] = json::array({
+      json{{"ph", "X"}, {"cat", "kernel"}, {"name", "gemm"}, {"pid", 0}, {"tid", 7}, {"ts", 12.0}, {"dur", 8.0},
+           {"args", {{"unclipped ts", 10.0}, {"unclipped dur", 10.0}}}},
+      json{{"ph", "X"}, {"cat", "kernel"}, {"name", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}, {"pid", 0},
+           {"tid", 8}, {"ts", 5.0}, {"dur", 6.0}, {"args", json::object()}},
+  });
+  std::vector<tool::RankEvents> ranks = Read({trace});
+  REQUIRE(ranks[0].kernels.size() == 2);
+  CHECK(ranks[0].kernels[0].start_ns == 10'000);
+  CHECK(ranks[0].kernels[0].end_ns == 20'000);
+  tool::JobSummary job = tool::AnalyzeJob(ranks, tool::AlignClocks(ranks));
+  CHECK(job.totals[0].comm_overlap_percent == Approx(100.0 / 6));
+}
+
 }  // namespace
 }  // namespace prof

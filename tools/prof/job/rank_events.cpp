@@ -73,12 +73,13 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
   if (cat == "kernel") {
     JobKernel k;
     JsonValue args = e.Get("args");
-    // A kernel drawn inside an overlapping one on its stream's track (the
-    // two conversions of one device instant to host time may differ by a
-    // few ns) is clipped there; its true duration is kept in the args. The
-    // collective's end is what aligns the clocks: the clipped one is wrong
-    // by the whole kernel.
+    // A kernel that overlapped the one before it on its stream's track (the
+    // two conversions of one device instant to host time may differ by a few
+    // ns) is drawn starting where that one ends, or, by older writers,
+    // clipped inside it; its true start and duration are kept in the args.
+    // The collective's end is what aligns the clocks.
     int64_t unclipped = 0;
+    if (args.is_object() && ToNs(args.Get("unclipped ts"), &unclipped)) start = unclipped;
     if (args.is_object() && ToNs(args.Get("unclipped dur"), &unclipped) && unclipped > dur) dur = unclipped;
     k.start_ns = start;
     k.end_ns = start + dur;

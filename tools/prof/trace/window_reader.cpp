@@ -143,9 +143,12 @@ uint64_t WindowReader<W>::TimeNs(const JsonValue& ts) const {
 
 template <typename W>
 std::pair<uint64_t, uint64_t> WindowReader<W>::Span(const JsonValue& e) const {
-  uint64_t start = TimeNs(e.Get("ts"));
-  uint64_t dur = ToNs(e.Get("args").is_object() && e.Get("args").Has("unclipped dur") ? e.Get("args").Get("unclipped dur")
-                                                                                        : e.Get("dur"));
+  // A slice drawn clipped or moved to nest on its track keeps its true
+  // start and duration in its args (exporters/trace/chrome_trace.cpp).
+  JsonValue args = e.Get("args");
+  bool is_args = args.is_object();
+  uint64_t start = TimeNs(is_args && args.Has("unclipped ts") ? args.Get("unclipped ts") : e.Get("ts"));
+  uint64_t dur = ToNs(is_args && args.Has("unclipped dur") ? args.Get("unclipped dur") : e.Get("dur"));
   return {start, start + dur};
 }
 
