@@ -60,12 +60,30 @@ def demangle(names):
 
 
 # test_torch_profiler_compare.py's run-and-read, with this file's modes and arguments.
+def pytorch_exit_abort(proc):
+    """PyTorch's own abort at interpreter exit, after the run is done: its
+    autograd device thread, dropping its last graph task (whose thread-local
+    state holds a Python object) while the interpreter finalizes, takes the
+    GIL, is ended by pthread_exit inside a noexcept destructor, and the
+    process aborts (pytorch/pytorch#38228; seen here about 1 run in 40, with
+    gdb's stack in torch::autograd::Engine::thread_main). No libprof is in
+    these runs."""
+    return (proc.returncode == -6 and "done" in proc.stdout.splitlines()
+            and proc.stderr.rstrip().endswith("terminate called without an active exception"))
+
+
 def run_profiled(python, mode, work):
     trace_path = os.path.join(work, mode + ".pt.trace.json")
     truth_path = os.path.join(work, mode + ".truth.jsonl")
     env = harness.clean_env(SIM_TRUTH_FILE=truth_path, PYTHONUNBUFFERED="1", **MODES[mode])
-    proc = harness.run([SIMRUN, python, WORKLOAD, trace_path, "--steps", str(STEPS), "--wait", str(WAIT),
-                        "--warmup", str(WARMUP), "--active", str(ACTIVE)], env, timeout=300)
+    cmd = [SIMRUN, python, WORKLOAD, trace_path, "--steps", str(STEPS), "--wait", str(WAIT), "--warmup", str(WARMUP),
+           "--active", str(ACTIVE)]
+    proc = harness.run(cmd, env, timeout=300)
+    if pytorch_exit_abort(proc):  # the sim's last truth lines are written at exit: run it again, once
+        sys.stderr.write(f"{mode}: PyTorch aborted at exit (pytorch/pytorch#38228); running it again\n")
+        if os.path.exists(truth_path):
+            os.remove(truth_path)
+        proc = harness.run(cmd, env, timeout=300)
     trace = None
     if os.path.exists(trace_path):
         with open(trace_path) as f:
