@@ -8,15 +8,18 @@
 
 namespace prof::tool {
 
-ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
+ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks) {
   ClockAlignment c;
   size_t n = ranks.size();
   c.offset_ns.assign(n, 0);
   c.aligned.assign(n, false);
   c.matched.assign(n, 0);
   if (n == 0) return c;
-  std::vector<std::unordered_map<std::string, size_t>> keys(n);
-  for (size_t i = 0; i < n; ++i) keys[i] = MatchableKernels(ranks[i]);
+  // Per input: key -> index into its collectives.
+  std::vector<std::unordered_map<std::string_view, size_t>> keys(n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t k = 0; k < ranks[i].collectives.size(); ++k) keys[i].emplace(ranks[i].collectives[k].key, k);
+  }
   // The reference: the lowest rank among the inputs with the most matchable
   // collectives.
   size_t ref = 0;
@@ -31,9 +34,9 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
   // most collectives with the aligned ones, against each collective's
   // corrected end on the first aligned input that has it (the reference's,
   // when it has it). Each round costs one look-up per collective.
-  std::unordered_map<std::string, int64_t> anchor;  // key -> corrected end
+  std::unordered_map<std::string_view, int64_t> anchor;  // key -> corrected end
   auto add_anchors = [&](size_t j) {
-    for (const auto& [key, k] : keys[j]) anchor.emplace(key, ranks[j].kernels[k].end_ns - c.offset_ns[j]);
+    for (const auto& [key, k] : keys[j]) anchor.emplace(key, ranks[j].collectives[k].end_ns - c.offset_ns[j]);
   };
   add_anchors(ref);
   for (;;) {
@@ -44,7 +47,7 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
       std::vector<int64_t> diffs;
       for (const auto& [key, k] : keys[i]) {
         auto it = anchor.find(key);
-        if (it != anchor.end()) diffs.push_back(ranks[i].kernels[k].end_ns - it->second);
+        if (it != anchor.end()) diffs.push_back(ranks[i].collectives[k].end_ns - it->second);
       }
       if (!diffs.empty() && (best == n || diffs.size() > best_diffs.size())) {
         best = i;
@@ -58,12 +61,12 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
     add_anchors(best);
   }
   // Residual: spread of each shared collective's corrected end times.
-  std::unordered_map<std::string, std::pair<int64_t, int64_t>> spread;  // key -> (min, max)
-  std::unordered_map<std::string, int> seen;
+  std::unordered_map<std::string_view, std::pair<int64_t, int64_t>> spread;  // key -> (min, max)
+  std::unordered_map<std::string_view, int> seen;
   for (size_t i = 0; i < n; ++i) {
     if (!c.aligned[i]) continue;
     for (const auto& [key, k] : keys[i]) {
-      int64_t end = ranks[i].kernels[k].end_ns - c.offset_ns[i];
+      int64_t end = ranks[i].collectives[k].end_ns - c.offset_ns[i];
       auto [it, fresh] = spread.emplace(key, std::make_pair(end, end));
       if (!fresh) it->second.first = std::min(it->second.first, end), it->second.second = std::max(it->second.second, end);
       ++seen[key];
@@ -81,6 +84,18 @@ ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
     c.residual_max_ns = *std::max_element(spreads.begin(), spreads.end());
   }
   return c;
+}
+
+ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
+  std::vector<RankFacts> facts;
+  for (const RankEvents& r : ranks) {
+    RankFacts f;
+    f.rank = r.rank;
+    std::unordered_map<std::string, size_t> keys = MatchableKernels(r);
+    for (const auto& [key, k] : keys) f.collectives.push_back({key, r.kernels[k].start_ns, r.kernels[k].end_ns});
+    facts.push_back(std::move(f));
+  }
+  return AlignClocks(facts);
 }
 
 }  // namespace prof::tool

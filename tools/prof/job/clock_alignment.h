@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tools/prof/job/rank_events.h"
+#include "tools/prof/job/rank_facts.h"
 
 namespace prof::tool {
 
@@ -25,6 +26,8 @@ struct ClockAlignment {
   int64_t residual_max_ns = 0;      // ... and worst
 };
 
+ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks);
+// The same from the ranks' events (their matchable collectives).
 ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks);
 
 // Input i's offset (0 past the alignment's inputs).

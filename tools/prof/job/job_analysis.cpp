@@ -11,79 +11,51 @@
 namespace prof::tool {
 namespace {
 
-bool IsSyncCall(std::string_view name) { return name.find("Synchronize") != std::string_view::npos; }
-
-// The Python frame enclosing `t` on thread `tid`: the innermost (latest
-// starting) python_function slice that contains it; 0 when none.
-uint32_t SiteAt(const RankEvents& r, int64_t tid, int64_t t, int64_t offset) {
-  uint32_t best = 0;
-  int64_t best_start = INT64_MIN;
-  for (const JobSlice& p : r.python) {
-    int64_t s = p.start_ns - offset, e = p.end_ns - offset;
-    if (p.tid == tid && s <= t && t < e && s >= best_start) best = p.name, best_start = s;
-  }
-  return best;
-}
-
-// The thread that made the most host calls: the loop's own.
-int64_t MainThread(const RankEvents& r) {
-  std::unordered_map<int64_t, size_t> count;
-  for (const JobSlice& c : r.calls) ++count[c.tid];
-  int64_t tid = 0;
-  size_t most = 0;
-  for (const auto& [t, k] : count) {
-    if (k > most || (k == most && t < tid)) tid = t, most = k;
-  }
-  return tid;
-}
-
-// Per input and kernel: what it waited in its collective, and, when it
-// arrived last, what the others waited for it.
+// Per input and collective (RankFacts::collectives): what it waited in it,
+// and, when it arrived last, what the others waited for it.
 struct Waits {
-  std::vector<std::vector<int64_t>> wait;     // [input][kernel]: its own waiting
-  std::vector<std::vector<int64_t>> charged;  // [input][kernel]: the others' waiting, when it arrived last
+  std::vector<std::vector<int64_t>> wait;     // [input][collective]: its own waiting
+  std::vector<std::vector<int64_t>> charged;  // [input][collective]: the others' waiting, when it arrived last
 };
 
 // Waiting per matched collective, and who is charged for it; counts the
 // collectives and each rank's arrivals last into `job`.
-Waits ChargeWaits(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks, JobSummary* job) {
+Waits ChargeWaits(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks, JobSummary* job) {
   size_t n = ranks.size();
-  std::vector<std::unordered_map<std::string, size_t>> keys(n);
-  std::unordered_map<std::string, std::vector<size_t>> holders;
+  std::unordered_map<std::string_view, std::vector<std::pair<size_t, size_t>>> holders;  // key -> (input, collective)
   for (size_t i = 0; i < n; ++i) {
-    keys[i] = MatchableKernels(ranks[i]);
-    for (const auto& [key, k] : keys[i]) holders[key].push_back(i);
+    for (size_t k = 0; k < ranks[i].collectives.size(); ++k) holders[ranks[i].collectives[k].key].push_back({i, k});
   }
   Waits w;
   w.wait.resize(n);
   w.charged.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    w.wait[i].assign(ranks[i].kernels.size(), 0);
-    w.charged[i].assign(ranks[i].kernels.size(), 0);
+    w.wait[i].assign(ranks[i].collectives.size(), 0);
+    w.charged[i].assign(ranks[i].collectives.size(), 0);
   }
   constexpr int64_t kNoticeableWaitNs = 1000;  // a wait under 1 µs is nobody's fault
   for (const auto& [key, who] : holders) {
     if (who.size() < 2) continue;
     ++job->collectives;
-    size_t last = who[0];
+    std::pair<size_t, size_t> last = who[0];
     int64_t last_start = INT64_MIN;
-    for (size_t i : who) {
-      int64_t s = ranks[i].kernels[keys[i].at(key)].start_ns - OffsetOf(clocks, i);
-      if (s > last_start) last = i, last_start = s;
+    for (auto [i, k] : who) {
+      int64_t s = ranks[i].collectives[k].start_ns - OffsetOf(clocks, i);
+      if (s > last_start) last = {i, k}, last_start = s;
     }
     int64_t others = 0, most = 0;
-    for (size_t i : who) {
-      const JobKernel& k = ranks[i].kernels[keys[i].at(key)];
-      int64_t wt = std::clamp(last_start - (k.start_ns - OffsetOf(clocks, i)), int64_t{0}, k.end_ns - k.start_ns);
-      w.wait[i][keys[i].at(key)] = wt;
+    for (auto [i, k] : who) {
+      const JobCollective& c = ranks[i].collectives[k];
+      int64_t wt = std::clamp(last_start - (c.start_ns - OffsetOf(clocks, i)), int64_t{0}, c.end_ns - c.start_ns);
+      w.wait[i][k] = wt;
       others += wt;
       most = std::max(most, wt);
     }
     if (most >= kNoticeableWaitNs) {
       ++job->collectives_with_wait;
-      ++job->totals[last].arrived_last;
-      job->totals[last].cost_ns += others;
-      w.charged[last][keys[last].at(key)] = others;
+      ++job->totals[last.first].arrived_last;
+      job->totals[last.first].cost_ns += others;
+      w.charged[last.first][last.second] = others;
     }
   }
   return w;
@@ -91,92 +63,43 @@ Waits ChargeWaits(const std::vector<RankEvents>& ranks, const ClockAlignment& cl
 
 // Rows: by step number when every rank has the same numbers, else the
 // k-th step of each rank.
-void SetUpRows(const std::vector<RankEvents>& ranks, JobSummary* job) {
+void SetUpRows(const std::vector<RankFacts>& ranks, JobSummary* job) {
   size_t n = ranks.size();
-  std::vector<uint64_t> numbers;
-  for (const JobStep& s : ranks[0].steps) numbers.push_back(s.number);
+  auto numbers_of = [](const RankFacts& r) {
+    std::vector<uint64_t> numbers;
+    for (const RankStepFacts& s : r.steps) numbers.push_back(s.step.number);
+    return numbers;
+  };
+  std::vector<uint64_t> numbers = numbers_of(ranks[0]);
   for (size_t i = 1; i < n; ++i) {
-    std::vector<uint64_t> other;
-    for (const JobStep& s : ranks[i].steps) other.push_back(s.number);
-    if (other != numbers) job->steps_by_number = false;
+    if (numbers_of(ranks[i]) != numbers) job->steps_by_number = false;
   }
   size_t rows = 0;
-  for (const RankEvents& r : ranks) rows = std::max(rows, r.steps.size());
+  for (const RankFacts& r : ranks) rows = std::max(rows, r.steps.size());
   job->cells.assign(rows, std::vector<JobCell>(n));
   for (size_t row = 0; row < rows; ++row) {
     job->step_numbers.push_back(job->steps_by_number ? numbers[row] : row);
   }
 }
 
-// One rank's events on the aligned clock, everything sorted by start once,
-// so each step finds its own with binary searches: O((steps + events) log
-// events).
-struct RankTimeline {
-  int64_t offset = 0;
-  Intervals compute, comm;                          // merged
-  std::vector<std::pair<int64_t, size_t>> kernels;  // (start, kernel index)
-  std::vector<const JobSlice*> calls;               // host calls
-  std::vector<const JobSlice*> main_calls;          // the main thread's
-};
-
-RankTimeline Timeline(const RankEvents& r, int64_t o) {
-  RankTimeline t;
-  t.offset = o;
-  Intervals compute, comm;
-  for (const JobKernel& k : r.kernels) (k.comm ? comm : compute).push_back({k.start_ns - o, k.end_ns - o});
-  t.compute = MergeIntervals(std::move(compute));
-  t.comm = MergeIntervals(std::move(comm));
-  for (size_t k = 0; k < r.kernels.size(); ++k) t.kernels.push_back({r.kernels[k].start_ns - o, k});
-  std::sort(t.kernels.begin(), t.kernels.end());
-  int64_t main_tid = MainThread(r);
-  for (const JobSlice& c : r.calls) {
-    t.calls.push_back(&c);
-    if (c.tid == main_tid) t.main_calls.push_back(&c);
-  }
-  auto by_call_start = [](const JobSlice* a, const JobSlice* b) { return a->start_ns < b->start_ns; };
-  std::sort(t.calls.begin(), t.calls.end(), by_call_start);
-  std::sort(t.main_calls.begin(), t.main_calls.end(), by_call_start);
-  return t;
-}
-
-// HTA's get_comm_comp_overlap over the whole trace; -1 without communication.
-double CommOverlapPercent(const RankTimeline& t) {
-  int64_t comm_total = 0;
-  for (const auto& [a, b] : t.comm) comm_total += b - a;
-  if (comm_total <= 0) return -1;
-  return 100.0 * static_cast<double>(Intersection(t.comm, t.compute)) / static_cast<double>(comm_total);
-}
-
-// A rank's cell in one of its steps.
-JobCell StepCell(const RankEvents& r, const RankTimeline& t, const JobStep& st, const std::vector<int64_t>& wait,
-                 const std::vector<int64_t>& charged) {
-  int64_t o = t.offset;
-  auto first_call_at = [o](const std::vector<const JobSlice*>& v, int64_t x) {
-    return std::lower_bound(v.begin(), v.end(), x, [o](const JobSlice* c, int64_t y) { return c->start_ns - o < y; });
-  };
-  int64_t lo = st.start_ns - o, hi = st.end_ns - o;
+// A rank's cell in one of its steps: its facts, and the waiting in the
+// collectives that started in the step (`by_start`: the rank's collectives'
+// (start, index), sorted).
+JobCell StepCell(const RankStepFacts& f, const std::vector<std::pair<int64_t, size_t>>& by_start,
+                 const std::vector<int64_t>& wait, const std::vector<int64_t>& charged) {
   JobCell cell;
   cell.present = true;
-  cell.step_ns = hi - lo;
-  cell.compute_ns = LengthWithin(t.compute, lo, hi);
-  cell.comm_ns = LengthWithin(t.comm, lo, hi);
-  for (auto it = std::lower_bound(t.kernels.begin(), t.kernels.end(), std::make_pair(lo, size_t{0}));
-       it != t.kernels.end() && it->first < hi; ++it) {
+  cell.step_ns = f.step.end_ns - f.step.start_ns;
+  cell.compute_ns = f.compute_ns;
+  cell.comm_ns = f.comm_ns;
+  cell.gap_ns = f.gap_ns;
+  cell.gap_call = f.gap_call;
+  cell.gap_call_ns = f.gap_call_ns;
+  cell.syncs = f.syncs;
+  for (auto it = std::lower_bound(by_start.begin(), by_start.end(), std::make_pair(f.step.start_ns, size_t{0}));
+       it != by_start.end() && it->first < f.step.end_ns; ++it) {
     cell.wait_ns += wait[it->second];
     cell.cost_ns += charged[it->second];
-  }
-  int64_t reach = INT64_MIN;
-  for (auto it = first_call_at(t.main_calls, lo); it != t.main_calls.end() && (*it)->start_ns - o < hi; ++it) {
-    int64_t s = (*it)->start_ns - o, e = (*it)->end_ns - o;
-    if (reach != INT64_MIN && s - reach > cell.gap_ns) {
-      cell.gap_ns = s - reach;
-      cell.gap_call = (*it)->name;
-      cell.gap_call_ns = s;
-    }
-    reach = std::max(reach, e);
-  }
-  for (auto it = first_call_at(t.calls, lo); it != t.calls.end() && (*it)->start_ns - o < hi; ++it) {
-    if (IsSyncCall(r.names[(*it)->name])) ++cell.syncs;
   }
   return cell;
 }
@@ -210,7 +133,7 @@ void SumTotals(JobSummary* job) {
 }
 
 // The straggler's (input s's) own window against the other ranks' medians.
-std::vector<std::string> StragglerEvidence(const RankEvents& sr, size_t s, int64_t offset, const JobSummary& job) {
+std::vector<std::string> StragglerEvidence(const RankFacts& sr, size_t s, const JobSummary& job) {
   std::vector<std::string> evidence;
   const JobRankTotals& top = job.totals[s];
   std::vector<double> gaps, computes, syncs;
@@ -226,10 +149,8 @@ std::vector<std::string> StragglerEvidence(const RankEvents& sr, size_t s, int64
     // Where: the call that most often follows its longest gap, and the
     // Python line it was made from.
     std::map<std::pair<uint32_t, uint32_t>, size_t> where;
-    int64_t main_tid = MainThread(sr);
-    for (size_t row = 0; row < job.cells.size(); ++row) {
-      const JobCell& c = job.cells[row][s];
-      if (c.present && c.gap_call) ++where[{c.gap_call, SiteAt(sr, main_tid, c.gap_call_ns, offset)}];
+    for (const RankStepFacts& f : sr.steps) {
+      if (f.gap_call) ++where[{f.gap_call, f.gap_site}];
     }
     std::string at;
     size_t most = 0;
@@ -261,7 +182,7 @@ std::vector<std::string> StragglerEvidence(const RankEvents& sr, size_t s, int64
 }
 
 // The straggler line, and the straggler's evidence when one stands out.
-void NameStraggler(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks, JobSummary* job) {
+void NameStraggler(const std::vector<RankFacts>& ranks, JobSummary* job) {
   size_t n = ranks.size();
   if (n < 2 || job->collectives == 0) {
     job->straggler_line = n < 2 ? "straggler: none (one rank)"
@@ -302,19 +223,19 @@ void NameStraggler(const std::vector<RankEvents>& ranks, const ClockAlignment& c
   job->straggler = static_cast<int>(s);
   job->straggler_line = "straggler: " + job->labels[s] + ": " + last_text + " (" +
                         Printf("%.0f %%", share * 100.0) + "); its lateness costs every other rank " + cost_text;
-  job->evidence = StragglerEvidence(ranks[s], s, OffsetOf(clocks, s), *job);
+  job->evidence = StragglerEvidence(ranks[s], s, *job);
 }
 
 }  // namespace
 
-JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks) {
+JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks) {
   JobSummary job;
   job.clocks = clocks;
   size_t n = ranks.size();
   job.world = n;
   job.totals.resize(n);
   for (size_t i = 0; i < n; ++i) {
-    const RankEvents& r = ranks[i];
+    const RankFacts& r = ranks[i];
     job.ranked = job.ranked && r.ranked;
     job.labels.push_back(!r.label.empty() ? r.label
                          : r.ranked       ? "rank " + std::to_string(r.rank)
@@ -326,18 +247,26 @@ JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment
   SetUpRows(ranks, &job);
   std::vector<double> step_times;
   for (size_t i = 0; i < n; ++i) {
-    const RankEvents& r = ranks[i];
-    RankTimeline t = Timeline(r, OffsetOf(clocks, i));
-    job.totals[i].comm_overlap_percent = CommOverlapPercent(t);
+    const RankFacts& r = ranks[i];
+    job.totals[i].comm_overlap_percent = r.comm_overlap_percent;
+    std::vector<std::pair<int64_t, size_t>> by_start;
+    for (size_t k = 0; k < r.collectives.size(); ++k) by_start.push_back({r.collectives[k].start_ns, k});
+    std::sort(by_start.begin(), by_start.end());
     for (size_t row = 0; row < r.steps.size(); ++row) {
-      job.cells[row][i] = StepCell(r, t, r.steps[row], waits.wait[i], waits.charged[i]);
+      job.cells[row][i] = StepCell(r.steps[row], by_start, waits.wait[i], waits.charged[i]);
       step_times.push_back(static_cast<double>(job.cells[row][i].step_ns));
     }
   }
   job.median_step_ns = Median(step_times);
   SumTotals(&job);
-  NameStraggler(ranks, clocks, &job);
+  NameStraggler(ranks, &job);
   return job;
+}
+
+JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks) {
+  std::vector<RankFacts> facts;
+  for (const RankEvents& r : ranks) facts.push_back(SummarizeRank(r));
+  return AnalyzeJob(facts, clocks);
 }
 
 }  // namespace prof::tool

@@ -24,6 +24,7 @@
 
 #include "tools/prof/job/clock_alignment.h"
 #include "tools/prof/job/rank_events.h"
+#include "tools/prof/job/rank_facts.h"
 
 namespace prof::tool {
 
@@ -70,6 +71,8 @@ struct JobSummary {
   std::vector<std::string> evidence;     // lines under it
 };
 
+JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks);
+// The same from the ranks' events (each summarized first).
 JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks);
 
 }  // namespace prof::tool

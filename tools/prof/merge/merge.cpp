@@ -37,20 +37,10 @@ class BufferedSink {
 };
 
 // The ranks' clocks, aligned on their collectives, and the job summary
-// (into `report`). Consumes `job_events`.
-ClockAlignment AnalyzeInputs(const std::vector<MergeSource>& sources, const std::vector<InputMeta>& metas,
-                             std::vector<RankEvents>* job_events, MergeReport* report) {
-  for (size_t slot = 0; slot < sources.size(); ++slot) {
-    RankEvents& r = (*job_events)[slot];
-    r.path = sources[slot].path;
-    r.ranked = metas[slot].ranked();
-    r.rank = r.ranked ? metas[slot].rank : static_cast<int>(slot);
-    r.label = metas[slot].Label(r.path);
-    ShiftRankEvents(&r, metas[slot].base_ns);
-  }
-  ClockAlignment clocks = AlignClocks(*job_events);
-  report->job = AnalyzeJob(*job_events, clocks);
-  job_events->clear();
+// (into `report`).
+ClockAlignment AnalyzeInputs(const std::vector<RankFacts>& job_facts, MergeReport* report) {
+  ClockAlignment clocks = AlignClocks(job_facts);
+  report->job = AnalyzeJob(job_facts, clocks);
   return clocks;
 }
 
@@ -186,9 +176,10 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   // First pass: every input's top-level members, and what the job analysis
   // reads. Every input that cannot be read is named.
   std::vector<InputMeta> metas;
-  std::vector<RankEvents> job_events;
-  if (!ReadMergeInputs(sources, &metas, &job_events, error)) return false;
-  ClockAlignment clocks = AnalyzeInputs(sources, metas, &job_events, report);
+  std::vector<RankFacts> job_facts;
+  if (!ReadMergeInputs(sources, &metas, &job_facts, error)) return false;
+  ClockAlignment clocks = AnalyzeInputs(job_facts, report);
+  job_facts = {};
   int64_t base = MergedBase(metas, clocks);
   std::vector<Rewrite> rewrites;
   if (!MakeRewrites(sources, metas, clocks, base, &rewrites, error)) return false;

@@ -63,16 +63,25 @@ class MetaHandler : public TraceStreamHandler {
 }  // namespace
 
 bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputMeta>* metas,
-                     std::vector<RankEvents>* job_events, std::string* error) {
+                     std::vector<RankFacts>* job_facts, std::string* error) {
   metas->assign(sources.size(), InputMeta{});
-  job_events->assign(sources.size(), RankEvents{});
+  job_facts->assign(sources.size(), RankFacts{});
   std::string problems;
   for (size_t slot = 0; slot < sources.size(); ++slot) {
     std::string e;
     std::unique_ptr<ByteSource> source = sources[slot].open(&e);
     if (source) {
-      MetaHandler handler(&(*metas)[slot], &(*job_events)[slot]);
+      InputMeta& meta = (*metas)[slot];
+      RankEvents events;
+      MetaHandler handler(&meta, &events);
       TraceStreamResult read = StreamTrace(source.get(), &handler);
+      RankFacts& f = (*job_facts)[slot];
+      f = SummarizeRank(events);
+      ShiftRankFacts(&f, meta.base_ns);
+      f.path = sources[slot].path;
+      f.ranked = meta.ranked();
+      f.rank = f.ranked ? meta.rank : static_cast<int>(slot);
+      f.label = meta.Label(f.path);
       if (!read.ok) {
         e = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + sources[slot].path + ": " + read.error
                                                       : read.error;

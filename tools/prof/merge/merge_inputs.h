@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/prof/job/rank_events.h"
+#include "tools/prof/job/rank_facts.h"
 #include "tools/prof/merge/merge.h"
 
 namespace prof::tool {
@@ -38,9 +39,12 @@ struct InputMeta {
   }
 };
 
-// Reads every input once. False with `error` naming every input that cannot
-// be read (one per line), has no traceEvents array or is itself a merge.
+// Reads every input once, one at a time: its members, and the facts the job
+// analysis needs (job/rank_facts.h), on its own clock, with its path, rank
+// and label; its events are let go once summarized. False with `error`
+// naming every input that cannot be read (one per line), has no traceEvents
+// array or is itself a merge.
 bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputMeta>* metas,
-                     std::vector<RankEvents>* job_events, std::string* error);
+                     std::vector<RankFacts>* job_facts, std::string* error);
 
 }  // namespace prof::tool
