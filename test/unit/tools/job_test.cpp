@@ -466,5 +466,33 @@ TEST_CASE("a kernel drawn from the previous one's end is read at its true start 
   CHECK(job.totals[0].comm_overlap_percent == Approx(100.0 / 6));
 }
 
+TEST_CASE("a rank's facts name each step's longest host gap by its call and innermost Python frame", "[job]") {
+  tool::RankEvents r;
+  r.steps = {{1, 0, 100'000}, {2, 100'000, 200'000}};
+  uint32_t launch = r.Intern("cudaLaunchKernel"), sync = r.Intern("cudaDeviceSynchronize");
+  // Step 1: calls at 0 and 50 us (a 40 us gap before the second), inside
+  // step() inside main(); step 2: calls at 110 and 190 us (70 us), the
+  // second after step() returned, in main() alone.
+  r.calls = {{0, 10'000, 1, launch}, {50'000, 60'000, 1, sync}, {110'000, 120'000, 1, launch},
+             {190'000, 195'000, 1, launch}, {20'000, 30'000, 2, launch}};
+  r.python = {{0, 200'000, 1, r.Intern("train.py(10): main")}, {0, 150'000, 1, r.Intern("train.py(88): step")},
+              {40'000, 45'000, 1, r.Intern("train.py(90): log")}};
+  r.kernels = {{5'000, 15'000, false, "", ""}, {12'000, 40'000, true, "0/allreduce/1", "allreduce"}};
+  tool::RankFacts f = tool::SummarizeRank(r);
+  REQUIRE(f.steps.size() == 2);
+  CHECK(f.steps[0].gap_ns == 40'000);
+  CHECK(f.names[f.steps[0].gap_call] == "cudaDeviceSynchronize");
+  CHECK(f.names[f.steps[0].gap_site] == "train.py(88): step");
+  CHECK(f.steps[0].syncs == 1);
+  CHECK(f.steps[0].compute_ns == 10'000);
+  CHECK(f.steps[0].comm_ns == 28'000);
+  CHECK(f.steps[1].gap_ns == 70'000);
+  CHECK(f.names[f.steps[1].gap_site] == "train.py(10): main");
+  CHECK(f.steps[1].syncs == 0);
+  REQUIRE(f.collectives.size() == 1);
+  CHECK(f.collectives[0].key == "0/allreduce/1");
+  CHECK(f.comm_overlap_percent == Approx(100.0 * 3 / 28));
+}
+
 }  // namespace
 }  // namespace prof
