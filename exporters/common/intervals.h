@@ -48,4 +48,17 @@ T LengthWithin(const Intervals<T>& merged, T lo, T hi) {
   return total;
 }
 
+// Length of the intersection of two sets of merged intervals.
+template <typename T>
+T IntersectionLength(const Intervals<T>& a, const Intervals<T>& b) {
+  T total = 0;
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    T lo = std::max(a[i].first, b[j].first), hi = std::min(a[i].second, b[j].second);
+    if (hi > lo) total += hi - lo;
+    (a[i].second < b[j].second ? i : j)++;
+  }
+  return total;
+}
+
 }  // namespace prof

@@ -12,6 +12,7 @@
 #include "exporters/report/report.h"
 #include "exporters/summary/summary.h"
 #include "exporters/common/window_index.h"
+#include "exporters/job/rank_facts.h"
 
 namespace prof {
 namespace {
@@ -42,17 +43,18 @@ bool CommitUnique(AtomicFile& file, const WindowMeta& meta, const std::string& d
 // process racing for it (another of a launcher's children with the same
 // PROF_NAME) means writing it again under the next variant's name.
 bool WriteTrace(const Window& window, const WindowIndex& index, const std::string& dir, const std::string& suffix,
-                int* variant, bool gzip, FileSystem& fs, std::string* error) {
+                int* variant, bool gzip, FileSystem& fs, std::string* error, RankEvents* job) {
   for (; *variant < kStemVariants; ++*variant) {
     std::string trace_name = WindowFileStemVariant(window.meta, *variant) + suffix;
     AtomicFile file(fs, dir + trace_name);
     bool ok = file.Open();
+    if (job != nullptr) *job = RankEvents{};
     if (ok) {
       if (gzip) {
         GzipSink zipped(file);
-        ok = WriteChromeTrace(window, index, trace_name, zipped);
+        ok = WriteChromeTrace(window, index, trace_name, zipped, job);
       } else {
-        ok = WriteChromeTrace(window, index, trace_name, file);
+        ok = WriteChromeTrace(window, index, trace_name, file, job);
       }
     }
     if (ok && file.CommitNew()) return true;
@@ -105,14 +107,22 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
            ((options.chrome && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + trace_suffix)) ||
             (options.summary && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".summary.txt")) ||
             (options.html && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".report.html")) ||
-            (options.stacks && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".stacks.txt")))) {
+            (options.stacks && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".stacks.txt")) ||
+            (options.chrome && Exists(fs, dir + WindowFileStemVariant(window.meta, variant) + ".job.json")))) {
       ++variant;
     }
     bool ok = true;
     // One pass over every event builds it; every file shares it.
     std::optional<WindowIndex> index;
     if (options.chrome || options.summary || options.html || options.stacks) index.emplace(window);
-    if (options.chrome) ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error);
+    // A rank of a multi-rank job also writes what `prof merge` needs of its
+    // trace for the job summary (exporters/job/rank_facts.h), taken as the
+    // trace is written: a large job is summarized from these alone.
+    std::optional<RankEvents> job;
+    if (options.chrome && window.meta.rank_known && window.meta.world_size > 1) job.emplace();
+    if (options.chrome) {
+      ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error, job ? &*job : nullptr);
+    }
     std::string trace_name = options.chrome && ok ? WindowFileStemVariant(window.meta, variant) + trace_suffix : "";
     if (!trace_name.empty()) written->push_back(dir + trace_name);
     // The others are still worth having when the trace failed (e.g. too big).
@@ -123,6 +133,15 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
       ok = ok && placed;
     };
     std::string file_error;
+    if (job && ok) {
+      RankFacts facts = SummarizeRank(*job);
+      job.reset();
+      facts.path = trace_name;
+      facts.rank = window.meta.rank;
+      facts.label = "rank " + std::to_string(window.meta.rank);
+      note(WriteTextFile(window.meta, dir, ".job.json", RankFactsJson(facts), &variant, fs, &file_error), file_error,
+           ".job.json");
+    }
     if (options.summary || options.html) {
       // The summary's numbers, computed once: the page shows the same.
       Summary summary = ComputeSummary(window, *index);

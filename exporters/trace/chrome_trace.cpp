@@ -37,6 +37,7 @@
 #include "exporters/common/json_writer.h"
 #include "exporters/common/python_sites.h"
 #include "exporters/common/window_index.h"
+#include "exporters/job/rank_facts.h"
 #include "model/collectives.h"
 
 namespace prof {
@@ -96,8 +97,10 @@ class QuotedNames {
 
 class TraceWriter {
  public:
-  TraceWriter(const Window& w, const WindowIndex& index, std::string_view trace_name, ByteSink& sink)
-      : w_(w), trace_name_(trace_name), out_(sink), events_(out_, chrome::TimeBase(w)), index_(index), names_(w) {}
+  TraceWriter(const Window& w, const WindowIndex& index, std::string_view trace_name, ByteSink& sink,
+              RankEvents* job)
+      : w_(w), trace_name_(trace_name), out_(sink), events_(out_, chrome::TimeBase(w)), index_(index), names_(w),
+        job_(job) {}
 
   bool Write() {
     AdjustSteps();
@@ -130,6 +133,34 @@ class TraceWriter {
   std::string_view Quoted(std::string_view text) {
     quote_scratch_ = QuoteJson(text);
     return quote_scratch_;
+  }
+
+  // --- the job analysis' events (exporters/job/rank_facts.h) --------------
+  // What `prof` reads back from the trace for its job analysis, taken as it
+  // is written: the same true spans on the same clock (baseTimeNanoseconds +
+  // ts, ns), so facts computed from them equal those computed from the file.
+
+  std::pair<int64_t, int64_t> JobSpan(uint64_t start_ns, uint64_t end_ns) const {
+    int64_t start = static_cast<int64_t>(std::max(start_ns, events_.base_ns())) + w_.meta.epoch_offset_ns;
+    return {start, start + static_cast<int64_t>(end_ns > start_ns ? end_ns - start_ns : 0)};
+  }
+  void JobCall(std::string_view cat, std::string_view name, int64_t tid, uint64_t start_ns, uint64_t end_ns) {
+    if (job_ == nullptr || !IsJobCall(cat, name)) return;
+    auto [start, end] = JobSpan(start_ns, end_ns);
+    job_->calls.push_back({start, end, tid, job_->Intern(name)});
+  }
+
+  // `quoted_name`: the kernel's name as written (a JSON string); only
+  // whether it is NCCL's is read from it.
+  void JobKernelOf(const DeviceRecord& r, std::string_view quoted_name, const CollectiveCall* c) {
+    auto [start, end] = JobSpan(r.start_ns, r.end_ns);
+    std::string_view name = quoted_name.size() >= 2 ? quoted_name.substr(1, quoted_name.size() - 2) : quoted_name;
+    if (c == nullptr) {
+      job_->kernels.push_back(MakeJobKernel(start, end, name, "", "", ""));
+    } else {
+      job_->kernels.push_back(MakeJobKernel(start, end, name, CollKinetoName(c->func),
+                                            CommName(c->comm_id), std::to_string(c->seq)));
+    }
   }
 
   // --- time ---------------------------------------------------------------
@@ -333,8 +364,7 @@ class TraceWriter {
         Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), stream_op, start_ns, end_ns);
     bool clipped = drawn_start_ns != start_ns || drawn_end_ns < end_ns;
     unclipped_dur_ns_ = clipped ? end_ns - start_ns : 0;
-    start_moved_ = drawn_start_ns != start_ns;
-    unclipped_start_ns_ = start_ns;
+    start_clipped_ns_ = drawn_start_ns - start_ns;
     start_ns = drawn_start_ns;
     end_ns = drawn_end_ns;
     events_.Begin();
@@ -358,9 +388,9 @@ class TraceWriter {
   // Closes a slice's args; a clipped slice keeps its true duration there
   // (`prof summary` reads it back).
   void EndArgs() {
-    if (start_moved_) {
-      out_.Raw(",\"unclipped ts\":");
-      Ts(unclipped_start_ns_);
+    if (start_clipped_ns_ != 0) {
+      out_.Raw(",\"clipped start\":");
+      out_.Micros(start_clipped_ns_);
     }
     if (unclipped_dur_ns_ != 0) {
       out_.Raw(",\"unclipped dur\":");
@@ -374,6 +404,10 @@ class TraceWriter {
     step_name_ += std::to_string(s.step);
     SliceHead("user_annotation", Quoted(step_name_), false, w_.meta.pid, w_.meta.pid, s.start_ns, s.end_ns);
     out_.Raw(",\"args\":{\"step\":"); out_.UInt(s.step); EndArgs();
+    if (job_ != nullptr) {
+      auto [start, end] = JobSpan(s.start_ns, s.end_ns);
+      job_->steps.push_back({s.step, start, end});
+    }
   }
 
   // python_function slices break at the edges of what else is drawn on a
@@ -406,6 +440,10 @@ class TraceWriter {
     std::string& name = p.via != 0 ? via_name : py_names_[p.frame_id];
     if (name.empty()) name = QuoteJson(PythonSliceName(w_, p.frame_id));
     SliceHead("python_function", name, false, w_.meta.pid, p.tid, p.start_ns, p.end_ns);
+    if (job_ != nullptr) {
+      auto [start, end] = JobSpan(p.start_ns, p.end_ns);
+      job_->python.push_back({start, end, p.tid, job_->Intern(PythonSliceName(w_, p.frame_id, p.via))});
+    }
     out_.Raw(",\"args\":{\"Python id\":"); out_.UInt(index + 1);
     out_.Raw(",\"Python parent id\":");
     if (p.parent == 0) out_.Raw("null");
@@ -418,6 +456,7 @@ class TraceWriter {
 
   void EmitNvtx(const NvtxRange& n) {
     SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
+    JobCall("user_annotation", w_.strings[n.name_id], n.tid, n.start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
   }
 
@@ -445,6 +484,7 @@ class TraceWriter {
   void EmitCollective(const CollectiveCall& c) {
     std::string name = std::string("\"nccl") + CollFuncName(c.func) + "\"";
     SliceHead("cpu_op", name, false, w_.meta.pid, c.tid, c.start_ns, c.end_ns);
+    JobCall("cpu_op", std::string_view(name).substr(1, name.size() - 2), c.tid, c.start_ns, c.end_ns);
     out_.Raw(",\"args\":{\"Rank\":"); out_.Int(collectives_.Rank());
     out_.Raw(collectives_.KernelArgs(c));
     if (c.correlation_id != 0) { out_.Raw(",\"correlation\":"); out_.UInt(c.correlation_id); }
@@ -462,6 +502,7 @@ class TraceWriter {
     bool driver = (e.flags & kHostEventDriver) != 0;
     SliceHead(driver ? "cuda_driver" : "cuda_runtime", quoted_apis_(e.api), false, w_.meta.pid,
               e.tid, e.start_ns, e.end_ns);
+    JobCall(driver ? "cuda_driver" : "cuda_runtime", ApiName(static_cast<ApiId>(e.api)), e.tid, e.start_ns, e.end_ns);
     out_.Raw(",\"args\":{\"correlation\":"); out_.UInt(e.correlation_id);
     if (e.bytes != 0) { out_.Raw(",\"bytes\":"); out_.UInt(e.bytes); }
     if (e.device >= 0) { out_.Raw(",\"device\":"); out_.Int(e.device); }
@@ -481,6 +522,7 @@ class TraceWriter {
     const DeviceRecord& r = w_.device_records[index];
     const char* cat = KindOf(r) == DeviceKind::kDriverApi ? "cuda_driver" : "cuda_runtime";
     SliceHead(cat, quoted_strings_(r.name_id), false, w_.meta.pid, r.thread_id, r.start_ns, r.end_ns);
+    JobCall(cat, w_.strings[r.name_id], r.thread_id, r.start_ns, r.end_ns);
     out_.Raw(",\"args\":{\"cbid\":"); out_.UInt(r.cbid);
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
     out_.Raw(",\"source\":\"cupti\"");
@@ -509,11 +551,14 @@ class TraceWriter {
     int64_t tid = chrome::StreamTid(r);
     switch (KindOf(r)) {
       case DeviceKind::kKernel: {
-        SliceHead("kernel", quoted_kernels_(r.name_id), true, r.device_id, tid, r.start_ns, r.end_ns, true);
+        const std::string& name = quoted_kernels_(r.name_id);
+        SliceHead("kernel", name, true, r.device_id, tid, r.start_ns, r.end_ns, true);
         CommonDeviceArgs(r);
         out_.Raw(kernel_args_(r));
-        if (const CollectiveCall* c = collectives_.ForCorrelation(r.correlation_id)) out_.Raw(collectives_.KernelArgs(*c));
+        const CollectiveCall* c = collectives_.ForCorrelation(r.correlation_id);
+        if (c != nullptr) out_.Raw(collectives_.KernelArgs(*c));
         EndArgs();
+        if (job_ != nullptr) JobKernelOf(r, name, c);
         break;
       }
       case DeviceKind::kMemcpy:
@@ -587,15 +632,16 @@ class TraceWriter {
   std::unordered_map<size_t, std::string> copy_names_;
   std::string step_name_;
   uint64_t unclipped_dur_ns_ = 0;    // the last slice's true duration when it was clipped, else 0
-  bool start_moved_ = false;         // whether the last slice's start was moved (Nest)
-  uint64_t unclipped_start_ns_ = 0;  // its true start
+  RankEvents* job_;                  // null: not taken
+  uint64_t start_clipped_ns_ = 0;   // how much later than its true start the last slice was drawn (Nest)
 };
 
 }  // namespace
 
-bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink) {
+bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink,
+                      RankEvents* job) {
   // JsonWriter holds a 64 KiB buffer: keep it off the writer thread's stack.
-  auto writer = std::make_unique<TraceWriter>(window, index, trace_name, sink);
+  auto writer = std::make_unique<TraceWriter>(window, index, trace_name, sink, job);
   return writer->Write();
 }
 

@@ -12,12 +12,16 @@
 namespace prof {
 
 class WindowIndex;
+struct RankEvents;
 
 // Streams the trace into `sink`; `trace_name` becomes "traceName". Returns
 // false when the sink failed.
 bool WriteChromeTrace(const Window& window, std::string_view trace_name, ByteSink& sink);
 // The same with the window's index already built (the writer shares one
 // between the trace and the summary).
-bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink);
+// With `job`, also hands it what the job analysis reads back from the trace
+// (exporters/job/rank_facts.h), as it is written.
+bool WriteChromeTrace(const Window& window, const WindowIndex& index, std::string_view trace_name, ByteSink& sink,
+                      RankEvents* job = nullptr);
 
 }  // namespace prof

@@ -19,7 +19,7 @@ Two builds are compared by diffing their outputs:
 export the same windows with two builds' exporters and compare the bytes.
 
 Events that depend on timing rather than on the agent (libprof's own
-cudaRuntimeGetVersion from its writer thread, args["unclipped dur"] and ["unclipped ts"] on a
+cudaRuntimeGetVersion from its writer thread, args["unclipped dur"] and ["clipped start"] on a
 synchronize whose record outlasts its call) are listed separately under
 "timing-dependent", so a diff shows them for what they are.
 """
@@ -49,7 +49,7 @@ CASES = [
 ]
 
 TIMING_NAMES = {"cudaRuntimeGetVersion"}
-TIMING_ARGS = {"unclipped dur", "unclipped ts"}
+TIMING_ARGS = {"unclipped dur", "clipped start"}
 # Summary sections whose rows come from timing thresholds.
 TIMING_SECTIONS = ("Findings", "GPU idle gaps")
 

@@ -454,7 +454,7 @@ TEST_CASE("a kernel drawn from the previous one's end is read at its true start 
   json trace = {{"distributedInfo", {{"rank", 0}}}, {"baseTimeNanoseconds", 0}};
   trace["traceEvents"] = json::array({
       json{{"ph", "X"}, {"cat", "kernel"}, {"name", "gemm"}, {"pid", 0}, {"tid", 7}, {"ts", 12.0}, {"dur", 8.0},
-           {"args", {{"unclipped ts", 10.0}, {"unclipped dur", 10.0}}}},
+           {"args", {{"clipped start", 2.0}, {"unclipped dur", 10.0}}}},
       json{{"ph", "X"}, {"cat", "kernel"}, {"name", "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}, {"pid", 0},
            {"tid", 8}, {"ts", 5.0}, {"dur", 6.0}, {"args", json::object()}},
   });
@@ -490,7 +490,7 @@ TEST_CASE("a rank's facts name each step's longest host gap by its call and inne
   CHECK(f.names[f.steps[1].gap_site] == "train.py(10): main");
   CHECK(f.steps[1].syncs == 0);
   REQUIRE(f.collectives.size() == 1);
-  CHECK(f.collectives[0].key == "0/allreduce/1");
+  CHECK(f.keys[f.collectives[0].key] == "0/allreduce/1");
   CHECK(f.comm_overlap_percent == Approx(100.0 * 3 / 28));
 }
 

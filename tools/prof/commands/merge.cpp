@@ -10,6 +10,7 @@
 #include "exporters/files/atomic_file.h"
 #include "exporters/files/gzip_sink.h"
 #include "tools/prof/commands/commands.h"
+#include "tools/prof/job/facts_file.h"
 #include "tools/prof/job/job_render.h"
 #include "tools/prof/json/byte_source.h"
 #include "tools/prof/merge/merge.h"
@@ -18,6 +19,7 @@ namespace prof::tool {
 namespace {
 
 constexpr const char* kHelp = R"(usage: prof merge FILE|DIR... -o OUT
+       prof merge --summary-only FILE|DIR... [-o SUMMARY]
 
 Merges several ranks' traces into one timeline and writes the job summary
 beside it. A directory stands for the traces in it (*.pt.trace.json and
@@ -49,6 +51,14 @@ pid 4242"), and the merged trace then claims no distributedInfo.
 
 Exit status 0 when the merge was written and is valid, 1 otherwise.
 
+  --summary-only        the job summary alone, no merged timeline: printed,
+                        and written to SUMMARY when -o is given. Each rank of
+                        a multi-rank job writes beside its trace the facts the
+                        summary needs (<stem>.job.json, a few numbers per step
+                        and per collective); a directory stands for those and
+                        for the traces that have none, so a large job is
+                        summarized without reading its traces. FILE may be
+                        either.
   --max-unpacked-mb N   refuse an input larger than N MB once gunzipped
                         (default 16384)
 
@@ -67,16 +77,32 @@ bool IsTraceName(const std::string& name) {
   return EndsWith(name, ".pt.trace.json") || EndsWith(name, ".pt.trace.json.gz");
 }
 
+std::string TraceStem(const std::string& name) {
+  for (const char* suffix : {".pt.trace.json.gz", ".pt.trace.json", ".job.json"}) {
+    if (EndsWith(name, suffix)) return name.substr(0, name.size() - std::string(suffix).size());
+  }
+  return name;
+}
+
 // The traces in `dir`, sorted, or false when it is not a readable directory.
-bool TracesIn(const std::string& dir, std::vector<std::string>* paths) {
+// With `facts`, a trace's facts file stands for it where there is one.
+bool TracesIn(const std::string& dir, bool facts, std::vector<std::string>* paths) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return false;
-  std::vector<std::string> found;
+  std::vector<std::string> traces, facts_files;
   while (dirent* entry = readdir(d)) {
     std::string name = entry->d_name;
-    if (IsTraceName(name)) found.push_back(dir + (EndsWith(dir, "/") ? "" : "/") + name);
+    if (IsTraceName(name)) traces.push_back(name);
+    if (facts && IsFactsFileName(name)) facts_files.push_back(name);
   }
   closedir(d);
+  std::vector<std::string> found = facts_files;
+  for (const std::string& t : traces) {
+    bool has_facts = std::any_of(facts_files.begin(), facts_files.end(),
+                                 [&](const std::string& f) { return TraceStem(f) == TraceStem(t); });
+    if (!has_facts) found.push_back(t);
+  }
+  for (std::string& name : found) name = dir + (EndsWith(dir, "/") ? "" : "/") + name;
   std::sort(found.begin(), found.end());
   paths->insert(paths->end(), found.begin(), found.end());
   return true;
@@ -96,8 +122,13 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 // 0, or the exit status for bad arguments (having said why).
-int ParseArgs(const Args& args, std::string* out, uint64_t* max_unpacked, std::vector<std::string>* inputs) {
+int ParseArgs(const Args& args, std::string* out, uint64_t* max_unpacked, bool* summary_only,
+              std::vector<std::string>* inputs) {
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--summary-only") {
+      *summary_only = true;
+      continue;
+    }
     if (args[i] == "-o" || args[i] == "--output") {
       if (i + 1 >= args.size()) {
         std::fprintf(stderr, "prof merge: %s needs a file name\n", args[i].c_str());
@@ -122,12 +153,12 @@ int ParseArgs(const Args& args, std::string* out, uint64_t* max_unpacked, std::v
 // The traces the inputs name (a directory: the traces in it, an earlier
 // merge into `out` left out). False when a directory cannot be read.
 bool CollectSources(const std::vector<std::string>& inputs, const std::string& out, uint64_t max_unpacked,
-                    std::vector<MergeSource>* sources) {
+                    bool facts, std::vector<MergeSource>* sources) {
   for (const std::string& input : inputs) {
     struct stat st;
     std::vector<std::string> paths;
     if (stat(input.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (!TracesIn(input, &paths)) {
+      if (!TracesIn(input, facts, &paths)) {
         std::fprintf(stderr, "prof merge: %s: cannot read the directory\n", input.c_str());
         return false;
       }
@@ -190,6 +221,41 @@ bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out,
   return false;
 }
 
+// Writes `text` to `path` atomically; false having said why.
+bool WriteSummary(const std::string& path, const std::string& text) {
+  AtomicFile file(PosixFileSystem(), path);
+  if (file.Open() && file.Append(text.data(), text.size()) && file.Commit()) return true;
+  std::fprintf(stderr, "prof merge: %s\n", CannotWrite(path, file.error()).c_str());
+  file.Abort();
+  return false;
+}
+
+// `--summary-only`: the job summary from the inputs' facts, printed and,
+// with -o, written.
+int SummaryOnly(const std::vector<MergeSource>& sources, const std::string& out) {
+  if (sources.empty()) {
+    std::fprintf(stderr, "prof merge: need input files\n%s", kHelp);
+    return 2;
+  }
+  JobSummary job;
+  std::string error;
+  if (!SummarizeJob(sources, &job, &error)) {
+    for (size_t start = 0; start <= error.size();) {
+      size_t nl = error.find('\n', start);
+      if (nl == std::string::npos) nl = error.size();
+      std::fprintf(stderr, "prof merge: %s\n", error.substr(start, nl - start).c_str());
+      start = nl + 1;
+    }
+    return 1;
+  }
+  std::string summary = RenderJobSummary(job);
+  std::fputs(summary.c_str(), stdout);
+  if (out.empty()) return 0;
+  if (!WriteSummary(out, summary)) return 1;
+  std::printf("%s: the job summary\n", out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int MergeCommand(const Args& args) {
@@ -199,10 +265,12 @@ int MergeCommand(const Args& args) {
   }
   std::string out;
   uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
+  bool summary_only = false;
   std::vector<std::string> inputs;
-  if (int status = ParseArgs(args, &out, &max_unpacked, &inputs)) return status;
+  if (int status = ParseArgs(args, &out, &max_unpacked, &summary_only, &inputs)) return status;
   std::vector<MergeSource> sources;
-  if (!CollectSources(inputs, out, max_unpacked, &sources)) return 1;
+  if (!CollectSources(inputs, out, max_unpacked, summary_only, &sources)) return 1;
+  if (summary_only) return SummaryOnly(sources, out);
   if (out.empty() || sources.empty()) {
     std::fprintf(stderr, "prof merge: need input files and -o OUT\n%s", kHelp);
     return 2;
@@ -212,11 +280,7 @@ int MergeCommand(const Args& args) {
   // The job summary, beside the merged trace.
   std::string summary = RenderJobSummary(report.job);
   std::string summary_path = SummaryPathFor(out);
-  AtomicFile text(PosixFileSystem(), summary_path);
-  if (!(text.Open() && text.Append(summary.data(), summary.size()) && text.Commit())) {
-    std::fprintf(stderr, "prof merge: %s\n", CannotWrite(summary_path, text.error()).c_str());
-    text.Abort();
-  }
+  WriteSummary(summary_path, summary);
   std::fputs(summary.c_str(), stdout);
   std::printf("\n%s: %zu inputs, %llu input events, %llu events written%s\n", out.c_str(), sources.size(),
               static_cast<unsigned long long>(report.input_events),

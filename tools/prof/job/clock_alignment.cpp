@@ -1,13 +1,12 @@
 #include "tools/prof/job/clock_alignment.h"
 
 #include <algorithm>
-#include <string>
-#include <unordered_map>
+#include <climits>
 
+#include "tools/prof/job/job_keys.h"
 #include "tools/prof/job/job_stats.h"
 
 namespace prof::tool {
-
 ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks) {
   ClockAlignment c;
   size_t n = ranks.size();
@@ -15,70 +14,69 @@ ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks) {
   c.aligned.assign(n, false);
   c.matched.assign(n, 0);
   if (n == 0) return c;
-  // Per input: key -> index into its collectives.
-  std::vector<std::unordered_map<std::string_view, size_t>> keys(n);
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < ranks[i].collectives.size(); ++k) keys[i].emplace(ranks[i].collectives[k].key, k);
-  }
   // The reference: the lowest rank among the inputs with the most matchable
   // collectives.
   size_t ref = 0;
   for (size_t i = 1; i < n; ++i) {
-    if (keys[i].size() > keys[ref].size() || (keys[i].size() == keys[ref].size() && ranks[i].rank < ranks[ref].rank)) {
-      ref = i;
-    }
+    size_t a = ranks[i].collectives.size(), b = ranks[ref].collectives.size();
+    if (a > b || (a == b && ranks[i].rank < ranks[ref].rank)) ref = i;
   }
   c.reference = ref;
   c.aligned[ref] = true;
-  // Grow the aligned set: each round aligns the unaligned input sharing the
-  // most collectives with the aligned ones, against each collective's
+  // Grow the aligned set: each round aligns every unaligned input that
+  // shares collectives with the aligned ones, against each collective's
   // corrected end on the first aligned input that has it (the reference's,
-  // when it has it). Each round costs one look-up per collective.
-  std::unordered_map<std::string_view, int64_t> anchor;  // key -> corrected end
+  // when it has it), then adds their collectives as anchors for the next
+  // round (inputs in other communicators are reached through the ranks they
+  // share one with). Each round costs one look-up per collective of the
+  // inputs still unaligned.
+  constexpr int64_t kNone = INT64_MIN;
+  std::vector<int64_t> anchor(KeyCount(ranks), kNone);  // key -> corrected end
   auto add_anchors = [&](size_t j) {
-    for (const auto& [key, k] : keys[j]) anchor.emplace(key, ranks[j].collectives[k].end_ns - c.offset_ns[j]);
+    for (const JobCollective& k : ranks[j].collectives) {
+      if (anchor[k.key] == kNone) anchor[k.key] = k.end_ns - c.offset_ns[j];
+    }
   };
   add_anchors(ref);
-  for (;;) {
-    size_t best = n;
-    std::vector<int64_t> best_diffs;
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::vector<size_t> newly;
     for (size_t i = 0; i < n; ++i) {
       if (c.aligned[i]) continue;
       std::vector<int64_t> diffs;
-      for (const auto& [key, k] : keys[i]) {
-        auto it = anchor.find(key);
-        if (it != anchor.end()) diffs.push_back(ranks[i].collectives[k].end_ns - it->second);
+      for (const JobCollective& k : ranks[i].collectives) {
+        if (anchor[k.key] != kNone) diffs.push_back(k.end_ns - anchor[k.key]);
       }
-      if (!diffs.empty() && (best == n || diffs.size() > best_diffs.size())) {
-        best = i;
-        best_diffs = std::move(diffs);
-      }
+      if (diffs.empty()) continue;
+      c.offset_ns[i] = MedianInt(diffs);
+      c.matched[i] = diffs.size();
+      newly.push_back(i);
     }
-    if (best == n) break;
-    c.offset_ns[best] = MedianInt(best_diffs);
-    c.aligned[best] = true;
-    c.matched[best] = best_diffs.size();
-    add_anchors(best);
+    for (size_t i : newly) {
+      c.aligned[i] = true;
+      add_anchors(i);
+      grew = true;
+    }
   }
   // Residual: spread of each shared collective's corrected end times.
-  std::unordered_map<std::string_view, std::pair<int64_t, int64_t>> spread;  // key -> (min, max)
-  std::unordered_map<std::string_view, int> seen;
+  std::vector<int64_t> lo(anchor.size(), INT64_MAX), hi(anchor.size(), INT64_MIN);
+  std::vector<uint32_t> seen(anchor.size(), 0);
   for (size_t i = 0; i < n; ++i) {
     if (!c.aligned[i]) continue;
-    for (const auto& [key, k] : keys[i]) {
-      int64_t end = ranks[i].collectives[k].end_ns - c.offset_ns[i];
-      auto [it, fresh] = spread.emplace(key, std::make_pair(end, end));
-      if (!fresh) it->second.first = std::min(it->second.first, end), it->second.second = std::max(it->second.second, end);
-      ++seen[key];
+    for (const JobCollective& k : ranks[i].collectives) {
+      int64_t end = k.end_ns - c.offset_ns[i];
+      lo[k.key] = std::min(lo[k.key], end);
+      hi[k.key] = std::max(hi[k.key], end);
+      ++seen[k.key];
     }
   }
   std::vector<int64_t> spreads;
-  for (const auto& [key, mm] : spread) {
-    if (seen[key] >= 2) spreads.push_back(mm.second - mm.first);
+  for (size_t key = 0; key < anchor.size(); ++key) {
+    if (seen[key] >= 2) spreads.push_back(hi[key] - lo[key]);
   }
   c.collectives = spreads.size();
   c.matched[ref] = 0;
-  for (const auto& [key, k] : keys[ref]) c.matched[ref] += seen.count(key) && seen[key] >= 2;
+  for (const JobCollective& k : ranks[ref].collectives) c.matched[ref] += seen[k.key] >= 2;
   if (!spreads.empty()) {
     c.residual_median_ns = MedianInt(spreads);
     c.residual_max_ns = *std::max_element(spreads.begin(), spreads.end());
@@ -86,16 +84,6 @@ ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks) {
   return c;
 }
 
-ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) {
-  std::vector<RankFacts> facts;
-  for (const RankEvents& r : ranks) {
-    RankFacts f;
-    f.rank = r.rank;
-    std::unordered_map<std::string, size_t> keys = MatchableKernels(r);
-    for (const auto& [key, k] : keys) f.collectives.push_back({key, r.kernels[k].start_ns, r.kernels[k].end_ns});
-    facts.push_back(std::move(f));
-  }
-  return AlignClocks(facts);
-}
+ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks) { return AlignClocks(SharedFacts(ranks)); }
 
 }  // namespace prof::tool

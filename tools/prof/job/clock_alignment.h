@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "tools/prof/job/rank_events.h"
-#include "tools/prof/job/rank_facts.h"
+#include "exporters/job/rank_facts.h"
 
 namespace prof::tool {
 
@@ -26,6 +26,7 @@ struct ClockAlignment {
   int64_t residual_max_ns = 0;      // ... and worst
 };
 
+// The ranks' collectives numbered in one key table (job_keys.h).
 ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks);
 // The same from the ranks' events (their matchable collectives).
 ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks);

@@ -3,62 +3,60 @@
 #include <algorithm>
 #include <climits>
 #include <map>
-#include <unordered_map>
 
 #include "exporters/common/format.h"
+#include "tools/prof/job/job_keys.h"
 #include "tools/prof/job/job_stats.h"
 
 namespace prof::tool {
 namespace {
 
-// Per input and collective (RankFacts::collectives): what it waited in it,
-// and, when it arrived last, what the others waited for it.
-struct Waits {
-  std::vector<std::vector<int64_t>> wait;     // [input][collective]: its own waiting
-  std::vector<std::vector<int64_t>> charged;  // [input][collective]: the others' waiting, when it arrived last
-};
+// The row of `r`'s step that holds instant `t` of its clock; npos if none.
+size_t StepRowAt(const RankFacts& r, int64_t t) {
+  auto it = std::upper_bound(r.steps.begin(), r.steps.end(), t,
+                             [](int64_t x, const RankStepFacts& s) { return x < s.step.start_ns; });
+  if (it == r.steps.begin()) return std::string::npos;
+  --it;
+  return t < it->step.end_ns ? static_cast<size_t>(it - r.steps.begin()) : std::string::npos;
+}
 
-// Waiting per matched collective, and who is charged for it; counts the
-// collectives and each rank's arrivals last into `job`.
-Waits ChargeWaits(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks, JobSummary* job) {
-  size_t n = ranks.size();
-  std::unordered_map<std::string_view, std::vector<std::pair<size_t, size_t>>> holders;  // key -> (input, collective)
+// Waiting per matched collective, and who is charged for it: each rank's
+// waiting goes into the cell of the step its collective started in, the
+// others' waiting into the last rank's; counts the collectives and each
+// rank's arrivals last into `job`. Arrays by key (the job's key table).
+void ChargeWaits(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks, JobSummary* job) {
+  size_t n = ranks.size(), keys = KeyCount(ranks);
+  std::vector<uint32_t> count(keys, 0), last(keys, 0);
+  std::vector<int64_t> last_start(keys, INT64_MIN), last_own_start(keys, 0);
   for (size_t i = 0; i < n; ++i) {
-    for (size_t k = 0; k < ranks[i].collectives.size(); ++k) holders[ranks[i].collectives[k].key].push_back({i, k});
+    for (const JobCollective& c : ranks[i].collectives) {
+      int64_t s = c.start_ns - OffsetOf(clocks, i);
+      ++count[c.key];
+      if (s > last_start[c.key]) last_start[c.key] = s, last[c.key] = static_cast<uint32_t>(i), last_own_start[c.key] = c.start_ns;
+    }
   }
-  Waits w;
-  w.wait.resize(n);
-  w.charged.resize(n);
+  std::vector<int64_t> others(keys, 0), most(keys, 0);
   for (size_t i = 0; i < n; ++i) {
-    w.wait[i].assign(ranks[i].collectives.size(), 0);
-    w.charged[i].assign(ranks[i].collectives.size(), 0);
+    for (const JobCollective& c : ranks[i].collectives) {
+      if (count[c.key] < 2) continue;
+      int64_t wt = std::clamp(last_start[c.key] - (c.start_ns - OffsetOf(clocks, i)), int64_t{0}, c.end_ns - c.start_ns);
+      others[c.key] += wt;
+      most[c.key] = std::max(most[c.key], wt);
+      size_t row = StepRowAt(ranks[i], c.start_ns);
+      if (row != std::string::npos) job->cells[row][i].wait_ns += wt;
+    }
   }
   constexpr int64_t kNoticeableWaitNs = 1000;  // a wait under 1 µs is nobody's fault
-  for (const auto& [key, who] : holders) {
-    if (who.size() < 2) continue;
+  for (size_t key = 0; key < keys; ++key) {
+    if (count[key] < 2) continue;
     ++job->collectives;
-    std::pair<size_t, size_t> last = who[0];
-    int64_t last_start = INT64_MIN;
-    for (auto [i, k] : who) {
-      int64_t s = ranks[i].collectives[k].start_ns - OffsetOf(clocks, i);
-      if (s > last_start) last = {i, k}, last_start = s;
-    }
-    int64_t others = 0, most = 0;
-    for (auto [i, k] : who) {
-      const JobCollective& c = ranks[i].collectives[k];
-      int64_t wt = std::clamp(last_start - (c.start_ns - OffsetOf(clocks, i)), int64_t{0}, c.end_ns - c.start_ns);
-      w.wait[i][k] = wt;
-      others += wt;
-      most = std::max(most, wt);
-    }
-    if (most >= kNoticeableWaitNs) {
-      ++job->collectives_with_wait;
-      ++job->totals[last.first].arrived_last;
-      job->totals[last.first].cost_ns += others;
-      w.charged[last.first][last.second] = others;
-    }
+    if (most[key] < kNoticeableWaitNs) continue;
+    ++job->collectives_with_wait;
+    ++job->totals[last[key]].arrived_last;
+    job->totals[last[key]].cost_ns += others[key];
+    size_t row = StepRowAt(ranks[last[key]], last_own_start[key]);
+    if (row != std::string::npos) job->cells[row][last[key]].cost_ns += others[key];
   }
-  return w;
 }
 
 // Rows: by step number when every rank has the same numbers, else the
@@ -82,11 +80,9 @@ void SetUpRows(const std::vector<RankFacts>& ranks, JobSummary* job) {
   }
 }
 
-// A rank's cell in one of its steps: its facts, and the waiting in the
-// collectives that started in the step (`by_start`: the rank's collectives'
-// (start, index), sorted).
-JobCell StepCell(const RankStepFacts& f, const std::vector<std::pair<int64_t, size_t>>& by_start,
-                 const std::vector<int64_t>& wait, const std::vector<int64_t>& charged) {
+// A rank's cell in one of its steps, from its facts (ChargeWaits adds the
+// waiting).
+JobCell StepCell(const RankStepFacts& f) {
   JobCell cell;
   cell.present = true;
   cell.step_ns = f.step.end_ns - f.step.start_ns;
@@ -96,11 +92,6 @@ JobCell StepCell(const RankStepFacts& f, const std::vector<std::pair<int64_t, si
   cell.gap_call = f.gap_call;
   cell.gap_call_ns = f.gap_call_ns;
   cell.syncs = f.syncs;
-  for (auto it = std::lower_bound(by_start.begin(), by_start.end(), std::make_pair(f.step.start_ns, size_t{0}));
-       it != by_start.end() && it->first < f.step.end_ns; ++it) {
-    cell.wait_ns += wait[it->second];
-    cell.cost_ns += charged[it->second];
-  }
   return cell;
 }
 
@@ -243,17 +234,15 @@ JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment&
     job.totals[i].rank = r.rank;
   }
   if (n == 0) return job;
-  Waits waits = ChargeWaits(ranks, clocks, &job);
   SetUpRows(ranks, &job);
+  for (size_t i = 0; i < n; ++i) {
+    job.totals[i].comm_overlap_percent = ranks[i].comm_overlap_percent;
+    for (size_t row = 0; row < ranks[i].steps.size(); ++row) job.cells[row][i] = StepCell(ranks[i].steps[row]);
+  }
+  ChargeWaits(ranks, clocks, &job);
   std::vector<double> step_times;
   for (size_t i = 0; i < n; ++i) {
-    const RankFacts& r = ranks[i];
-    job.totals[i].comm_overlap_percent = r.comm_overlap_percent;
-    std::vector<std::pair<int64_t, size_t>> by_start;
-    for (size_t k = 0; k < r.collectives.size(); ++k) by_start.push_back({r.collectives[k].start_ns, k});
-    std::sort(by_start.begin(), by_start.end());
-    for (size_t row = 0; row < r.steps.size(); ++row) {
-      job.cells[row][i] = StepCell(r.steps[row], by_start, waits.wait[i], waits.charged[i]);
+    for (size_t row = 0; row < ranks[i].steps.size(); ++row) {
       step_times.push_back(static_cast<double>(job.cells[row][i].step_ns));
     }
   }
@@ -264,9 +253,7 @@ JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment&
 }
 
 JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks) {
-  std::vector<RankFacts> facts;
-  for (const RankEvents& r : ranks) facts.push_back(SummarizeRank(r));
-  return AnalyzeJob(facts, clocks);
+  return AnalyzeJob(SharedFacts(ranks), clocks);
 }
 
 }  // namespace prof::tool

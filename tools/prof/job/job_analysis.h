@@ -24,7 +24,7 @@
 
 #include "tools/prof/job/clock_alignment.h"
 #include "tools/prof/job/rank_events.h"
-#include "tools/prof/job/rank_facts.h"
+#include "exporters/job/rank_facts.h"
 
 namespace prof::tool {
 

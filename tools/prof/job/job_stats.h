@@ -19,7 +19,5 @@ double Median(std::vector<double> v);
 // The median of integers, the mean of the middle two rounded down.
 int64_t MedianInt(std::vector<int64_t> v);
 
-// Length of the intersection of two sets of disjoint sorted intervals.
-int64_t Intersection(const Intervals& a, const Intervals& b);
 
 }  // namespace prof::tool

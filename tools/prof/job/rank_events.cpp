@@ -1,7 +1,6 @@
 #include "tools/prof/job/rank_events.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 
@@ -9,25 +8,6 @@
 
 namespace prof::tool {
 namespace {
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// HTA's CommunicateKernelGroupingPattern: ^nccl, or ncclKernel anywhere
-// (ncclDevKernel_* of NCCL >= 2.19 starts with "nccl").
-bool IsCommKernelName(std::string_view name) {
-  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos;
-}
-
-// Point-to-point operations: the two sides carry different names, so they
-// are not matched across ranks.
-bool IsPointToPoint(std::string_view collective) {
-  std::string l = Lower(collective);
-  return l.find("send") != std::string::npos || l.find("recv") != std::string::npos;
-}
 
 bool ToNs(const JsonValue& v, int64_t* ns) {
   if (!v.is_number()) return false;
@@ -51,15 +31,6 @@ std::string ProcessLabel(const std::string& process, int64_t pid, const std::str
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-uint32_t RankEvents::Intern(std::string_view s) {
-  auto it = name_ids.find(std::string(s));
-  if (it != name_ids.end()) return it->second;
-  if (names.empty()) names.emplace_back();  // id 0: no name
-  uint32_t id = static_cast<uint32_t>(names.size());
-  names.emplace_back(s);
-  name_ids.emplace(std::string(s), id);
-  return id;
-}
 
 void ReadJobEvent(const JsonValue& e, RankEvents* r) {
   // Events the merge leaves out (a pid, tid, ts or dur of the wrong type) are not read either.
@@ -71,31 +42,21 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
   int64_t tid = 0;
   e.Get("tid").ToInt64(&tid);
   if (cat == "kernel") {
-    JobKernel k;
     JsonValue args = e.Get("args");
     // A kernel that overlapped the one before it on its stream's track (the
     // two conversions of one device instant to host time may differ by a few
     // ns) is drawn starting where that one ends, or, by older writers,
-    // clipped inside it; its true start and duration are kept in the args.
-    // The collective's end is what aligns the clocks.
+    // clipped inside it; how much of its start was clipped and its true
+    // duration are kept in the args. The collective's end is what aligns
+    // the clocks.
     int64_t unclipped = 0;
-    if (args.is_object() && ToNs(args.Get("unclipped ts"), &unclipped)) start = unclipped;
+    if (args.is_object() && ToNs(args.Get("clipped start"), &unclipped) && unclipped > 0) start -= unclipped;
     if (args.is_object() && ToNs(args.Get("unclipped dur"), &unclipped) && unclipped > dur) dur = unclipped;
-    k.start_ns = start;
-    k.end_ns = start + dur;
     JsonValue coll = args.is_object() ? args.Get("Collective name") : JsonValue();
-    if (coll.is_string()) {
-      k.comm = true;
-      k.collective = std::string(coll.str());
-      std::string seq = Text(args.Get("Seq"));
-      if (!seq.empty() && !IsPointToPoint(k.collective)) {
-        k.key = Text(args.Get("Process Group Name")) + "/" + k.collective + "/" + seq;
-      }
-    } else {
-      k.comm = IsCommKernelName(name);
-      if (k.comm) k.collective = std::string(name);
-    }
-    r->kernels.push_back(std::move(k));
+    std::string collective = coll.is_string() ? std::string(coll.str()) : std::string();
+    std::string group = coll.is_string() ? Text(args.Get("Process Group Name")) : std::string();
+    std::string seq = coll.is_string() ? Text(args.Get("Seq")) : std::string();
+    r->kernels.push_back(MakeJobKernel(start, start + dur, name, collective, group, seq));
   } else if (cat == "user_annotation" && name.starts_with("ProfilerStep#")) {
     JobStep s;
     std::string digits(name.substr(13));
@@ -105,8 +66,7 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
     s.start_ns = start;
     s.end_ns = start + dur;
     r->steps.push_back(s);
-  } else if (cat == "cuda_runtime" || cat == "cuda_driver" ||
-             (name.starts_with("nccl") && !cat.starts_with("gpu_") && cat != "ac2g")) {
+  } else if (IsJobCall(cat, name)) {
     r->calls.push_back({start, start + dur, tid, r->Intern(name)});
   } else if (cat == "python_function") {
     r->python.push_back({start, start + dur, tid, r->Intern(name)});
@@ -119,19 +79,6 @@ void ShiftRankEvents(RankEvents* r, int64_t ns) {
   for (JobSlice& c : r->calls) c.start_ns += ns, c.end_ns += ns;
   for (JobSlice& p : r->python) p.start_ns += ns, p.end_ns += ns;
   std::sort(r->steps.begin(), r->steps.end(), [](const JobStep& a, const JobStep& b) { return a.start_ns < b.start_ns; });
-}
-
-std::unordered_map<std::string, size_t> MatchableKernels(const RankEvents& r) {
-  std::unordered_map<std::string, size_t> index;
-  std::unordered_map<std::string, int> count;
-  for (size_t i = 0; i < r.kernels.size(); ++i) {
-    if (r.kernels[i].key.empty()) continue;
-    if (++count[r.kernels[i].key] == 1) index[r.kernels[i].key] = i;
-  }
-  for (const auto& [key, n] : count) {
-    if (n > 1) index.erase(key);
-  }
-  return index;
 }
 
 }  // namespace prof::tool

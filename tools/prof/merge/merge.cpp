@@ -5,6 +5,7 @@
 #include <set>
 
 #include "tools/prof/job/clock_alignment.h"
+#include "tools/prof/job/facts_file.h"
 #include "tools/prof/json/json_dump.h"
 #include "tools/prof/json/parse.h"
 #include "tools/prof/merge/merge_inputs.h"
@@ -177,7 +178,8 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
   // reads. Every input that cannot be read is named.
   std::vector<InputMeta> metas;
   std::vector<RankFacts> job_facts;
-  if (!ReadMergeInputs(sources, &metas, &job_facts, error)) return false;
+  JobKeys keys;
+  if (!ReadMergeInputs(sources, &metas, &job_facts, &keys, error)) return false;
   ClockAlignment clocks = AnalyzeInputs(job_facts, report);
   job_facts = {};
   int64_t base = MergedBase(metas, clocks);
@@ -198,6 +200,30 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
     return false;
   }
   return !validated || validated(*report);
+}
+
+bool SummarizeJob(const std::vector<MergeSource>& sources, JobSummary* job, std::string* error) {
+  std::vector<RankFacts> facts(sources.size());
+  JobKeys keys;
+  std::string problems;
+  for (size_t slot = 0; slot < sources.size(); ++slot) {
+    std::string e;
+    if (IsFactsFileName(sources[slot].path)) {
+      if (ReadFactsFile(sources[slot].path, &facts[slot], &e)) keys.Adopt(&facts[slot]);
+    } else {
+      std::vector<InputMeta> metas;
+      std::vector<RankFacts> one;
+      if (ReadMergeInputs({sources[slot]}, &metas, &one, &keys, &e)) facts[slot] = std::move(one[0]);
+    }
+    if (!facts[slot].ranked) facts[slot].rank = static_cast<int>(slot);  // its place among the inputs
+    if (!e.empty()) problems += (problems.empty() ? "" : "\n") + e;
+  }
+  if (!problems.empty()) {
+    *error = problems;
+    return false;
+  }
+  *job = AnalyzeJob(facts, AlignClocks(facts));
+  return true;
 }
 
 }  // namespace prof::tool

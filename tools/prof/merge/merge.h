@@ -70,4 +70,11 @@ struct MergeReport {
 bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
                  const std::function<bool(const MergeReport&)>& validated = nullptr);
 
+// The job summary alone (`prof merge --summary-only`), from each input's
+// facts: a facts file's (<stem>.job.json, job/facts_file.h), or a trace's,
+// read as the merge's first pass reads it. Inputs are read one at a time
+// and only their facts are held. False with `error` naming every input that
+// cannot be read, one per line.
+bool SummarizeJob(const std::vector<MergeSource>& sources, JobSummary* job, std::string* error);
+
 }  // namespace prof::tool

@@ -63,7 +63,7 @@ class MetaHandler : public TraceStreamHandler {
 }  // namespace
 
 bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputMeta>* metas,
-                     std::vector<RankFacts>* job_facts, std::string* error) {
+                     std::vector<RankFacts>* job_facts, JobKeys* keys, std::string* error) {
   metas->assign(sources.size(), InputMeta{});
   job_facts->assign(sources.size(), RankFacts{});
   std::string problems;
@@ -82,6 +82,7 @@ bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputM
       f.ranked = meta.ranked();
       f.rank = f.ranked ? meta.rank : static_cast<int>(slot);
       f.label = meta.Label(f.path);
+      keys->Adopt(&f);
       if (!read.ok) {
         e = read.error.rfind("syntax error", 0) == 0 ? "rule strict-json: " + sources[slot].path + ": " + read.error
                                                       : read.error;

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "tools/prof/job/rank_events.h"
-#include "tools/prof/job/rank_facts.h"
+#include "exporters/job/rank_facts.h"
+#include "tools/prof/job/job_keys.h"
 #include "tools/prof/merge/merge.h"
 
 namespace prof::tool {
@@ -40,11 +41,12 @@ struct InputMeta {
 };
 
 // Reads every input once, one at a time: its members, and the facts the job
-// analysis needs (job/rank_facts.h), on its own clock, with its path, rank
-// and label; its events are let go once summarized. False with `error`
+// analysis needs (exporters/job/rank_facts.h), on its own clock, with its
+// path, rank and label, its collectives numbered in `keys`; its events are
+// let go once summarized. False with `error`
 // naming every input that cannot be read (one per line), has no traceEvents
 // array or is itself a merge.
 bool ReadMergeInputs(const std::vector<MergeSource>& sources, std::vector<InputMeta>* metas,
-                     std::vector<RankFacts>* job_facts, std::string* error);
+                     std::vector<RankFacts>* job_facts, JobKeys* keys, std::string* error);
 
 }  // namespace prof::tool

@@ -143,11 +143,13 @@ uint64_t WindowReader<W>::TimeNs(const JsonValue& ts) const {
 
 template <typename W>
 std::pair<uint64_t, uint64_t> WindowReader<W>::Span(const JsonValue& e) const {
-  // A slice drawn clipped or moved to nest on its track keeps its true
-  // start and duration in its args (exporters/trace/chrome_trace.cpp).
+  // A slice drawn clipped to nest on its track keeps in its args how much
+  // of its start was clipped and its true duration
+  // (exporters/trace/chrome_trace.cpp).
   JsonValue args = e.Get("args");
   bool is_args = args.is_object();
-  uint64_t start = TimeNs(is_args && args.Has("unclipped ts") ? args.Get("unclipped ts") : e.Get("ts"));
+  uint64_t start = TimeNs(e.Get("ts"));
+  if (is_args && args.Has("clipped start")) start -= std::min(start, ToNs(args.Get("clipped start")));
   uint64_t dur = ToNs(is_args && args.Has("unclipped dur") ? args.Get("unclipped dur") : e.Get("dur"));
   return {start, start + dur};
 }

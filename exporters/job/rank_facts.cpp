@@ -1,13 +1,38 @@
-#include "tools/prof/job/rank_facts.h"
+#include "exporters/job/rank_facts.h"
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
+#include <iterator>
+#include <cstdio>
 #include <unordered_map>
 
-#include "tools/prof/job/job_stats.h"
+#include "exporters/common/intervals.h"
+#include "exporters/common/json_writer.h"
 
-namespace prof::tool {
+namespace prof {
 namespace {
+
+using Intervals = prof::Intervals<int64_t>;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// HTA's CommunicateKernelGroupingPattern: ^nccl, or ncclKernel anywhere
+// (ncclDevKernel_* of NCCL >= 2.19 starts with "nccl").
+bool IsCommKernelName(std::string_view name) {
+  return name.starts_with("nccl") || name.find("ncclKernel") != std::string_view::npos;
+}
+
+// Point-to-point operations: the two sides carry different names, so they
+// are not matched across ranks.
+bool IsPointToPoint(std::string_view collective) {
+  std::string l = Lower(collective);
+  return l.find("send") != std::string::npos || l.find("recv") != std::string::npos;
+}
 
 bool IsSyncCall(std::string_view name) { return name.find("Synchronize") != std::string_view::npos; }
 
@@ -86,7 +111,7 @@ double CommOverlapPercent(const Timeline& t) {
   int64_t comm_total = 0;
   for (const auto& [a, b] : t.comm) comm_total += b - a;
   if (comm_total <= 0) return -1;
-  return 100.0 * static_cast<double>(Intersection(t.comm, t.compute)) / static_cast<double>(comm_total);
+  return 100.0 * static_cast<double>(IntersectionLength(t.comm, t.compute)) / static_cast<double>(comm_total);
 }
 
 using Calls = std::vector<const JobSlice*>;
@@ -142,6 +167,52 @@ RankStepFacts StepFacts(const RankEvents& r, const Timeline& t, const Frames& fr
 
 }  // namespace
 
+uint32_t RankEvents::Intern(std::string_view s) {
+  auto it = name_ids.find(std::string(s));
+  if (it != name_ids.end()) return it->second;
+  if (names.empty()) names.emplace_back();  // id 0: no name
+  uint32_t id = static_cast<uint32_t>(names.size());
+  names.emplace_back(s);
+  name_ids.emplace(std::string(s), id);
+  return id;
+}
+
+JobKernel MakeJobKernel(int64_t start_ns, int64_t end_ns, std::string_view name, std::string_view collective,
+                        std::string_view group, std::string_view seq) {
+  JobKernel k;
+  k.start_ns = start_ns;
+  k.end_ns = end_ns;
+  if (!collective.empty()) {
+    k.comm = true;
+    k.collective = std::string(collective);
+    if (!seq.empty() && !IsPointToPoint(k.collective)) {
+      k.key = std::string(group) + "/" + k.collective + "/" + std::string(seq);
+    }
+  } else {
+    k.comm = IsCommKernelName(name);
+    if (k.comm) k.collective = std::string(name);
+  }
+  return k;
+}
+
+bool IsJobCall(std::string_view cat, std::string_view name) {
+  return cat == "cuda_runtime" || cat == "cuda_driver" ||
+         (name.starts_with("nccl") && !cat.starts_with("gpu_") && cat != "ac2g");
+}
+
+std::unordered_map<std::string, size_t> MatchableKernels(const RankEvents& r) {
+  std::unordered_map<std::string, size_t> index;
+  std::unordered_map<std::string, int> count;
+  for (size_t i = 0; i < r.kernels.size(); ++i) {
+    if (r.kernels[i].key.empty()) continue;
+    if (++count[r.kernels[i].key] == 1) index[r.kernels[i].key] = i;
+  }
+  for (const auto& [key, n] : count) {
+    if (n > 1) index.erase(key);
+  }
+  return index;
+}
+
 RankFacts SummarizeRank(const RankEvents& r) {
   RankFacts f;
   f.path = r.path;
@@ -158,8 +229,52 @@ RankFacts SummarizeRank(const RankEvents& r) {
   std::vector<std::pair<std::string, size_t>> matchable(keys.begin(), keys.end());
   // In the rank's kernel order, whatever the hash map's.
   std::sort(matchable.begin(), matchable.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  for (const auto& [key, k] : matchable) f.collectives.push_back({key, r.kernels[k].start_ns, r.kernels[k].end_ns});
+  for (const auto& [key, k] : matchable) {
+    f.collectives.push_back({static_cast<uint32_t>(f.keys.size()), r.kernels[k].start_ns, r.kernels[k].end_ns});
+    f.keys.push_back(key);
+  }
   return f;
+}
+
+namespace {
+
+std::string Quote(std::string_view text) {
+  std::string out = "\"";
+  AppendJsonEscaped(text, &out);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string RankFactsJson(const RankFacts& f) {
+  std::string out = "{\"libprof_job_facts\": 1, \"trace\": " + Quote(f.path) + ", \"rank\": " +
+                    std::to_string(f.rank) + ", \"ranked\": " + (f.ranked ? "true" : "false") +
+                    ", \"label\": " + Quote(f.label) + ", \"comm_overlap_percent\": ";
+  if (f.comm_overlap_percent < 0) {
+    out += "null";
+  } else {
+    char number[32];
+    std::snprintf(number, sizeof number, "%.17g", f.comm_overlap_percent);
+    out += number;
+  }
+  out += ",\n\"names\": [";
+  for (size_t i = 0; i < f.names.size(); ++i) out += (i ? ", " : "") + Quote(f.names[i]);
+  out += "],\n\"steps\": [";
+  for (size_t i = 0; i < f.steps.size(); ++i) {
+    const RankStepFacts& s = f.steps[i];
+    out += i ? ",\n  [" : "\n  [";
+    const int64_t fields[] = {static_cast<int64_t>(s.step.number), s.step.start_ns, s.step.end_ns, s.compute_ns,
+                              s.comm_ns, s.gap_ns, s.gap_call_ns, s.gap_call, s.gap_site, s.syncs};
+    for (size_t k = 0; k < std::size(fields); ++k) out += (k ? ", " : "") + std::to_string(fields[k]);
+    out += "]";
+  }
+  out += "],\n\"collectives\": [";
+  for (size_t i = 0; i < f.collectives.size(); ++i) {
+    const JobCollective& c = f.collectives[i];
+    out += (i ? ",\n  [" : "\n  [") + Quote(f.keys[c.key]) + ", " + std::to_string(c.start_ns) + ", " +
+           std::to_string(c.end_ns) + "]";
+  }
+  return out + "]}\n";
 }
 
 void ShiftRankFacts(RankFacts* f, int64_t ns) {
@@ -167,4 +282,4 @@ void ShiftRankFacts(RankFacts* f, int64_t ns) {
   for (JobCollective& c : f->collectives) c.start_ns += ns, c.end_ns += ns;
 }
 
-}  // namespace prof::tool
+}  // namespace prof
