@@ -11,8 +11,11 @@ variable: the default window), rank 2 held 60 ms a step on the host.
     `--summary-only` computes from the traces alone; it names rank 2;
   - the same holds for sixteen ranks made of copies of the four, each copy's
     clock moved by its own offset (test/integration/job_copies.py);
+  - `prof merge --ranks 2,3` writes the timeline of those two ranks and the
+    job summary of all four;
   - a facts file that is not one is named in a one-line error, exit 1."""
 import glob
+import json
 import os
 import shutil
 import subprocess
@@ -103,6 +106,27 @@ class JobFacts(unittest.TestCase):
             shutil.move(f, facts16 if f.endswith(".job.json") else traces16)
         text16 = self.same_summaries(traces16, facts16, 16)
         self.assertIn("Clocks: aligned to rank 0", text16)
+
+    def test_the_timeline_of_the_ranks_asked_for_and_the_summary_of_all(self):
+        tmp, ranks = self.run_job()
+        merged = os.path.join(tmp, "two.pt.trace.json")
+        r = subprocess.run([harness.PROF_TOOL, "merge", *(t for t, _ in ranks), "-o", merged, "--ranks", "2,3"],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("Job: 4 ranks", r.stdout)
+        self.assertIn("straggler: rank 2:", r.stdout)
+        with open(merged) as f:
+            trace = json.load(f)
+        self.assertEqual([i["rank"] for i in trace["libprof_merge"]["inputs"]], [2, 3])
+        self.assertEqual(trace["distributedInfo"]["ranks"], [2, 3])
+        labels = {e["args"]["labels"] for e in trace["traceEvents"] if e.get("name") == "process_labels"
+                  and e["args"]["labels"].startswith("rank ")}
+        self.assertEqual(labels, {"rank 2", "rank 3"})
+        self.assertEqual(subprocess.run([harness.PROF_TOOL, "validate", merged], capture_output=True).returncode, 0)
+        r = subprocess.run([harness.PROF_TOOL, "merge", *(t for t, _ in ranks), "-o", merged, "--ranks", "9"],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr.strip().splitlines(), ["prof merge: --ranks: no input is rank 9"])
 
     def test_a_process_without_a_rank_writes_no_facts(self):
         harness.need(LOOP)

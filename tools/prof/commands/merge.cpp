@@ -18,7 +18,7 @@
 namespace prof::tool {
 namespace {
 
-constexpr const char* kHelp = R"(usage: prof merge FILE|DIR... -o OUT
+constexpr const char* kHelp = R"(usage: prof merge FILE|DIR... -o OUT [--ranks R,...]
        prof merge --summary-only FILE|DIR... [-o SUMMARY]
 
 Merges several ranks' traces into one timeline and writes the job summary
@@ -59,6 +59,10 @@ Exit status 0 when the merge was written and is valid, 1 otherwise.
                         for the traces that have none, so a large job is
                         summarized without reading its traces. FILE may be
                         either.
+  --ranks R[,R...]      the timeline holds only these ranks (say the
+                        straggler and its neighbours): a large job's merged
+                        timeline stays a size a viewer opens; the job summary
+                        still covers every input
   --max-unpacked-mb N   refuse an input larger than N MB once gunzipped
                         (default 16384)
 
@@ -122,9 +126,31 @@ bool SameFile(const std::string& a, const std::string& b) {
 }
 
 // 0, or the exit status for bad arguments (having said why).
+// "2,5,7" into `ranks`; false on anything else.
+bool ParseRanks(const std::string& text, std::vector<int>* ranks) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(start, comma - start);
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos) return false;
+    ranks->push_back(std::stoi(item));
+    start = comma + 1;
+  }
+  return !ranks->empty();
+}
+
 int ParseArgs(const Args& args, std::string* out, uint64_t* max_unpacked, bool* summary_only,
-              std::vector<std::string>* inputs) {
+              std::vector<int>* ranks, std::vector<std::string>* inputs) {
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--ranks") {
+      if (i + 1 >= args.size() || !ParseRanks(args[i + 1], ranks)) {
+        std::fprintf(stderr, "prof merge: --ranks needs a list of ranks, like 2 or 0,2,5\n");
+        return 2;
+      }
+      ++i;
+      continue;
+    }
     if (args[i] == "--summary-only") {
       *summary_only = true;
       continue;
@@ -180,7 +206,8 @@ bool CollectSources(const std::vector<std::string>& inputs, const std::string& o
 // once whole and validated: the output never exists half-written, and an
 // input that fails on a later pass leaves nothing behind. False with every
 // line of the error said.
-bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out, MergeReport* report) {
+bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out, const std::vector<int>& ranks,
+                MergeReport* report) {
   AtomicFile file(PosixFileSystem(), out);
   std::unique_ptr<GzipSink> zipped;
   std::string error;
@@ -199,7 +226,7 @@ bool WriteMerge(const std::vector<MergeSource>& sources, const std::string& out,
       return true;  // written all the same, and the exit status says it is invalid
     };
     if (ok) {
-      ok = StreamMerge(sources, *sink, report, &error, validated);
+      ok = StreamMerge(sources, *sink, report, &error, validated, ranks);
       if (!ok && error.empty()) error = CannotWrite(out, file.error());
     } else {
       error = CannotWrite(out, file.error());
@@ -266,8 +293,9 @@ int MergeCommand(const Args& args) {
   std::string out;
   uint64_t max_unpacked = kDefaultMaxUnpackedBytes;
   bool summary_only = false;
+  std::vector<int> ranks;
   std::vector<std::string> inputs;
-  if (int status = ParseArgs(args, &out, &max_unpacked, &summary_only, &inputs)) return status;
+  if (int status = ParseArgs(args, &out, &max_unpacked, &summary_only, &ranks, &inputs)) return status;
   std::vector<MergeSource> sources;
   if (!CollectSources(inputs, out, max_unpacked, summary_only, &sources)) return 1;
   if (summary_only) return SummaryOnly(sources, out);
@@ -276,7 +304,7 @@ int MergeCommand(const Args& args) {
     return 2;
   }
   MergeReport report;
-  if (!WriteMerge(sources, out, &report)) return 1;
+  if (!WriteMerge(sources, out, ranks, &report)) return 1;
   // The job summary, beside the merged trace.
   std::string summary = RenderJobSummary(report.job);
   std::string summary_path = SummaryPathFor(out);

@@ -94,7 +94,8 @@ bool AllLibprof(const std::vector<InputMeta>& metas) {
 // The merged trace's top-level members before its events, keys in the
 // order a document writer sorts them, up to "traceEvents":[.
 std::string MergedHead(const std::vector<MergeSource>& sources, const std::vector<InputMeta>& metas,
-                       const std::vector<Rewrite>& rewrites, const ClockAlignment& clocks, int64_t base) {
+                       const ClockAlignment& clocks, int reference_rank, const std::vector<Rewrite>& rewrites,
+                       int64_t base) {
   std::set<int> ranks;
   int world = 0;
   for (const InputMeta& m : metas) {
@@ -116,9 +117,7 @@ std::string MergedHead(const std::vector<MergeSource>& sources, const std::vecto
   if (AllLibprof(metas)) head += ",\"libprof\":{\"merged_inputs\":" + std::to_string(sources.size()) + "}";
   head += ",\"libprof_merge\":{\"clock_alignment\":";
   head += json{{"collectives", clocks.collectives},
-               {"reference_rank", sources.empty() || rewrites[clocks.reference].rank < 0
-                                      ? static_cast<int>(clocks.reference)
-                                      : rewrites[clocks.reference].rank},
+               {"reference_rank", reference_rank},
                {"residual_max_ns", clocks.residual_max_ns},
                {"residual_median_ns", clocks.residual_median_ns}}
               .dump();
@@ -138,6 +137,26 @@ std::string MergedHead(const std::vector<MergeSource>& sources, const std::vecto
   }
   head += "]},\"schemaVersion\":1,\"traceEvents\":[";
   return head;
+}
+
+// The inputs the timeline keeps (their slots): all of them when `ranks` is
+// empty, else those whose rank it names. False with `error` naming a rank
+// no input has.
+bool SelectInputs(const std::vector<MergeSource>& sources, const std::vector<InputMeta>& metas,
+                  const std::vector<int>& ranks, std::vector<size_t>* keep, std::string* error) {
+  for (size_t slot = 0; slot < sources.size(); ++slot) {
+    if (ranks.empty() || (metas[slot].ranked() && std::count(ranks.begin(), ranks.end(), metas[slot].rank))) {
+      keep->push_back(slot);
+    }
+  }
+  for (int r : ranks) {
+    bool found = std::any_of(metas.begin(), metas.end(), [r](const InputMeta& m) { return m.ranked() && m.rank == r; });
+    if (!found) {
+      *error = "--ranks: no input is rank " + std::to_string(r);
+      return false;
+    }
+  }
+  return true;
 }
 
 // The second pass: each merged event is validated and written to `w`;
@@ -173,28 +192,44 @@ bool WriteEvents(const MergedEvents& events, bool strict, BufferedSink* w, Merge
 }  // namespace
 
 bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
-                 const std::function<bool(const MergeReport&)>& validated) {
+                 const std::function<bool(const MergeReport&)>& validated, const std::vector<int>& timeline_ranks) {
   // First pass: every input's top-level members, and what the job analysis
   // reads. Every input that cannot be read is named.
   std::vector<InputMeta> metas;
   std::vector<RankFacts> job_facts;
   JobKeys keys;
   if (!ReadMergeInputs(sources, &metas, &job_facts, &keys, error)) return false;
-  ClockAlignment clocks = AnalyzeInputs(job_facts, report);
+  ClockAlignment all_clocks = AnalyzeInputs(job_facts, report);
   job_facts = {};
-  int64_t base = MergedBase(metas, clocks);
+  size_t ref = all_clocks.reference;
+  int reference_rank = ref < metas.size() && metas[ref].ranked() ? metas[ref].rank : static_cast<int>(ref);
+  // The timeline's inputs: all of them, or the ranks asked for.
+  std::vector<size_t> keep;
+  if (!SelectInputs(sources, metas, timeline_ranks, &keep, error)) return false;
+  std::vector<MergeSource> kept_sources;
+  std::vector<InputMeta> kept_metas;
+  ClockAlignment clocks = all_clocks;
+  clocks.offset_ns.clear(), clocks.aligned.clear(), clocks.matched.clear();
+  for (size_t slot : keep) {
+    kept_sources.push_back(sources[slot]);
+    kept_metas.push_back(metas[slot]);
+    clocks.offset_ns.push_back(all_clocks.offset_ns[slot]);
+    clocks.aligned.push_back(all_clocks.aligned[slot]);
+    clocks.matched.push_back(all_clocks.matched[slot]);
+  }
+  int64_t base = MergedBase(kept_metas, clocks);
   std::vector<Rewrite> rewrites;
-  if (!MakeRewrites(sources, metas, clocks, base, &rewrites, error)) return false;
+  if (!MakeRewrites(kept_sources, kept_metas, clocks, base, &rewrites, error)) return false;
   report->input_events = 0;
-  for (const InputMeta& m : metas) report->input_events += m.events;
+  for (const InputMeta& m : kept_metas) report->input_events += m.events;
 
   // Second pass: each merged event is validated and written (to the
   // caller's sink: `prof merge` writes a temporary that becomes the output
   // only once validated and complete).
   BufferedSink w(out);
-  w.Append(MergedHead(sources, metas, rewrites, clocks, base));
-  MergedEvents events(sources, rewrites);
-  if (!WriteEvents(events, AllLibprof(metas), &w, report, error)) return false;
+  w.Append(MergedHead(kept_sources, kept_metas, clocks, reference_rank, rewrites, base));
+  MergedEvents events(kept_sources, rewrites);
+  if (!WriteEvents(events, AllLibprof(kept_metas), &w, report, error)) return false;
   if (!w.Flush()) {
     *error = "writing the merged trace failed";
     return false;

@@ -66,9 +66,11 @@ struct MergeReport {
 // validator's (see TraceValidator), each input's top-level members and the
 // job analysis's records; never the events' JSON. False with `error` when
 // an input cannot be read (every unreadable input is named in `error`, one
-// per line).
+// per line). With `timeline_ranks`, the timeline holds only the inputs of
+// those ranks (the job summary still covers every input).
 bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeReport* report, std::string* error,
-                 const std::function<bool(const MergeReport&)>& validated = nullptr);
+                 const std::function<bool(const MergeReport&)>& validated = nullptr,
+                 const std::vector<int>& timeline_ranks = {});
 
 // The job summary alone (`prof merge --summary-only`), from each input's
 // facts: a facts file's (<stem>.job.json, job/facts_file.h), or a trace's,
