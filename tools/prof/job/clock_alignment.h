@@ -13,6 +13,7 @@
 
 #include "tools/prof/job/rank_events.h"
 #include "exporters/job/rank_facts.h"
+#include "tools/prof/job/job_keys.h"
 
 namespace prof::tool {
 
@@ -26,7 +27,9 @@ struct ClockAlignment {
   int64_t residual_max_ns = 0;      // ... and worst
 };
 
-// The ranks' collectives numbered in one key table (job_keys.h).
+// From `inputs` inputs' facts, their collectives numbered in one key table
+// (job_keys.h), fetched in a few passes.
+ClockAlignment AlignClocks(size_t inputs, const FactsSource& facts);
 ClockAlignment AlignClocks(const std::vector<RankFacts>& ranks);
 // The same from the ranks' events (their matchable collectives).
 ClockAlignment AlignClocks(const std::vector<RankEvents>& ranks);

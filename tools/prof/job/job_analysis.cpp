@@ -20,30 +20,43 @@ size_t StepRowAt(const RankFacts& r, int64_t t) {
   return t < it->step.end_ns ? static_cast<size_t>(it - r.steps.begin()) : std::string::npos;
 }
 
+// v[k], v grown with `fill` to hold it: arrays by key, whose count is
+// known only once every input has been read.
+template <typename T>
+T& Grown(std::vector<T>& v, size_t k, T fill) {
+  if (k >= v.size()) v.resize(k + 1, fill);
+  return v[k];
+}
+
 // Waiting per matched collective, and who is charged for it: each rank's
 // waiting goes into the cell of the step its collective started in, the
 // others' waiting into the last rank's; counts the collectives and each
-// rank's arrivals last into `job`. Arrays by key (the job's key table).
-void ChargeWaits(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks, JobSummary* job) {
-  size_t n = ranks.size(), keys = KeyCount(ranks);
-  std::vector<uint32_t> count(keys, 0), last(keys, 0);
-  std::vector<int64_t> last_start(keys, INT64_MIN), last_own_start(keys, 0);
+// rank's arrivals last into `job`. Two passes over the inputs, with arrays
+// by key (the job's key table).
+void ChargeWaits(size_t n, const FactsSource& facts, const ClockAlignment& clocks, JobSummary* job) {
+  std::vector<uint32_t> count, last;
+  std::vector<int64_t> last_start;
   for (size_t i = 0; i < n; ++i) {
-    for (const JobCollective& c : ranks[i].collectives) {
+    for (const JobCollective& c : facts(i).collectives) {
       int64_t s = c.start_ns - OffsetOf(clocks, i);
-      ++count[c.key];
-      if (s > last_start[c.key]) last_start[c.key] = s, last[c.key] = static_cast<uint32_t>(i), last_own_start[c.key] = c.start_ns;
+      ++Grown(count, c.key, 0u);
+      Grown(last, c.key, 0u);
+      if (s > Grown(last_start, c.key, INT64_MIN)) last_start[c.key] = s, last[c.key] = static_cast<uint32_t>(i);
     }
   }
+  size_t keys = count.size();
   std::vector<int64_t> others(keys, 0), most(keys, 0);
+  std::vector<size_t> last_row(keys, std::string::npos);  // the step the last rank's collective started in
   for (size_t i = 0; i < n; ++i) {
-    for (const JobCollective& c : ranks[i].collectives) {
+    const RankFacts& f = facts(i);
+    for (const JobCollective& c : f.collectives) {
       if (count[c.key] < 2) continue;
       int64_t wt = std::clamp(last_start[c.key] - (c.start_ns - OffsetOf(clocks, i)), int64_t{0}, c.end_ns - c.start_ns);
       others[c.key] += wt;
       most[c.key] = std::max(most[c.key], wt);
-      size_t row = StepRowAt(ranks[i], c.start_ns);
+      size_t row = StepRowAt(f, c.start_ns);
       if (row != std::string::npos) job->cells[row][i].wait_ns += wt;
+      if (last[c.key] == i) last_row[c.key] = row;
     }
   }
   constexpr int64_t kNoticeableWaitNs = 1000;  // a wait under 1 µs is nobody's fault
@@ -54,29 +67,7 @@ void ChargeWaits(const std::vector<RankFacts>& ranks, const ClockAlignment& cloc
     ++job->collectives_with_wait;
     ++job->totals[last[key]].arrived_last;
     job->totals[last[key]].cost_ns += others[key];
-    size_t row = StepRowAt(ranks[last[key]], last_own_start[key]);
-    if (row != std::string::npos) job->cells[row][last[key]].cost_ns += others[key];
-  }
-}
-
-// Rows: by step number when every rank has the same numbers, else the
-// k-th step of each rank.
-void SetUpRows(const std::vector<RankFacts>& ranks, JobSummary* job) {
-  size_t n = ranks.size();
-  auto numbers_of = [](const RankFacts& r) {
-    std::vector<uint64_t> numbers;
-    for (const RankStepFacts& s : r.steps) numbers.push_back(s.step.number);
-    return numbers;
-  };
-  std::vector<uint64_t> numbers = numbers_of(ranks[0]);
-  for (size_t i = 1; i < n; ++i) {
-    if (numbers_of(ranks[i]) != numbers) job->steps_by_number = false;
-  }
-  size_t rows = 0;
-  for (const RankFacts& r : ranks) rows = std::max(rows, r.steps.size());
-  job->cells.assign(rows, std::vector<JobCell>(n));
-  for (size_t row = 0; row < rows; ++row) {
-    job->step_numbers.push_back(job->steps_by_number ? numbers[row] : row);
+    if (last_row[key] != std::string::npos) job->cells[last_row[key]][last[key]].cost_ns += others[key];
   }
 }
 
@@ -89,10 +80,35 @@ JobCell StepCell(const RankStepFacts& f) {
   cell.compute_ns = f.compute_ns;
   cell.comm_ns = f.comm_ns;
   cell.gap_ns = f.gap_ns;
-  cell.gap_call = f.gap_call;
-  cell.gap_call_ns = f.gap_call_ns;
   cell.syncs = f.syncs;
   return cell;
+}
+
+// One pass: each input's label, overlap and cells. Rows: by step number
+// when every rank has the same numbers, else the k-th step of each rank.
+void SetUpCells(size_t n, const FactsSource& facts, JobSummary* job) {
+  std::vector<uint64_t> numbers;  // the first input's
+  for (size_t i = 0; i < n; ++i) {
+    const RankFacts& r = facts(i);
+    job->ranked = job->ranked && r.ranked;
+    job->labels.push_back(!r.label.empty() ? r.label
+                          : r.ranked       ? "rank " + std::to_string(r.rank)
+                                           : ProcessLabel("", -1, r.path));
+    job->totals[i].rank = r.rank;
+    job->totals[i].comm_overlap_percent = r.comm_overlap_percent;
+    if (i == 0) {
+      for (const RankStepFacts& s : r.steps) numbers.push_back(s.step.number);
+    } else {
+      bool same = r.steps.size() == numbers.size();
+      for (size_t k = 0; same && k < numbers.size(); ++k) same = r.steps[k].step.number == numbers[k];
+      job->steps_by_number = job->steps_by_number && same;
+    }
+    if (job->cells.size() < r.steps.size()) job->cells.resize(r.steps.size(), std::vector<JobCell>(n));
+    for (size_t row = 0; row < r.steps.size(); ++row) job->cells[row][i] = StepCell(r.steps[row]);
+  }
+  for (size_t row = 0; row < job->cells.size(); ++row) {
+    job->step_numbers.push_back(job->steps_by_number ? numbers[row] : row);
+  }
 }
 
 // Each rank's means over its steps, and what its lateness cost the others.
@@ -173,8 +189,7 @@ std::vector<std::string> StragglerEvidence(const RankFacts& sr, size_t s, const 
 }
 
 // The straggler line, and the straggler's evidence when one stands out.
-void NameStraggler(const std::vector<RankFacts>& ranks, JobSummary* job) {
-  size_t n = ranks.size();
+void NameStraggler(size_t n, const FactsSource& facts, JobSummary* job) {
   if (n < 2 || job->collectives == 0) {
     job->straggler_line = n < 2 ? "straggler: none (one rank)"
                                 : "straggler: none can be named: no collective was found on two ranks or more";
@@ -214,42 +229,33 @@ void NameStraggler(const std::vector<RankFacts>& ranks, JobSummary* job) {
   job->straggler = static_cast<int>(s);
   job->straggler_line = "straggler: " + job->labels[s] + ": " + last_text + " (" +
                         Printf("%.0f %%", share * 100.0) + "); its lateness costs every other rank " + cost_text;
-  job->evidence = StragglerEvidence(ranks[s], s, *job);
+  job->evidence = StragglerEvidence(facts(s), s, *job);
 }
 
 }  // namespace
 
-JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks) {
+JobSummary AnalyzeJob(size_t n, const FactsSource& facts, const ClockAlignment& clocks) {
   JobSummary job;
   job.clocks = clocks;
-  size_t n = ranks.size();
   job.world = n;
   job.totals.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const RankFacts& r = ranks[i];
-    job.ranked = job.ranked && r.ranked;
-    job.labels.push_back(!r.label.empty() ? r.label
-                         : r.ranked       ? "rank " + std::to_string(r.rank)
-                                          : ProcessLabel("", -1, r.path));
-    job.totals[i].rank = r.rank;
-  }
   if (n == 0) return job;
-  SetUpRows(ranks, &job);
-  for (size_t i = 0; i < n; ++i) {
-    job.totals[i].comm_overlap_percent = ranks[i].comm_overlap_percent;
-    for (size_t row = 0; row < ranks[i].steps.size(); ++row) job.cells[row][i] = StepCell(ranks[i].steps[row]);
-  }
-  ChargeWaits(ranks, clocks, &job);
+  SetUpCells(n, facts, &job);
+  ChargeWaits(n, facts, clocks, &job);
   std::vector<double> step_times;
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t row = 0; row < ranks[i].steps.size(); ++row) {
-      step_times.push_back(static_cast<double>(job.cells[row][i].step_ns));
+  for (const std::vector<JobCell>& row : job.cells) {
+    for (const JobCell& c : row) {
+      if (c.present) step_times.push_back(static_cast<double>(c.step_ns));
     }
   }
   job.median_step_ns = Median(step_times);
   SumTotals(&job);
-  NameStraggler(ranks, &job);
+  NameStraggler(n, facts, &job);
   return job;
+}
+
+JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks) {
+  return AnalyzeJob(ranks.size(), FactsOf(ranks), clocks);
 }
 
 JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks) {

@@ -29,16 +29,14 @@
 namespace prof::tool {
 
 struct JobCell {  // one rank in one step
-  bool present = false;
   int64_t step_ns = 0;
   int64_t compute_ns = 0;   // union of compute kernels in the step
   int64_t comm_ns = 0;      // union of communication kernels in the step
   int64_t wait_ns = 0;      // waiting in collectives for the last rank
   int64_t gap_ns = 0;       // longest gap between host calls on the main thread
-  uint32_t gap_call = 0;    // the call after that gap (name id), 0 none
-  int64_t gap_call_ns = 0;  // its start
-  uint32_t syncs = 0;       // synchronizing calls
   int64_t cost_ns = 0;      // the others' waiting in the collectives it arrived last at
+  uint32_t syncs = 0;       // synchronizing calls
+  bool present = false;
 };
 
 struct JobRankTotals {
@@ -71,6 +69,9 @@ struct JobSummary {
   std::vector<std::string> evidence;     // lines under it
 };
 
+// From `inputs` inputs' facts, fetched in a few passes (job_keys.h): what
+// stays is the summary's cells, a few numbers per rank and step.
+JobSummary AnalyzeJob(size_t inputs, const FactsSource& facts, const ClockAlignment& clocks);
 JobSummary AnalyzeJob(const std::vector<RankFacts>& ranks, const ClockAlignment& clocks);
 // The same from the ranks' events (each summarized first).
 JobSummary AnalyzeJob(const std::vector<RankEvents>& ranks, const ClockAlignment& clocks);

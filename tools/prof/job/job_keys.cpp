@@ -1,7 +1,5 @@
 #include "tools/prof/job/job_keys.h"
 
-#include <algorithm>
-
 namespace prof::tool {
 
 void JobKeys::Adopt(RankFacts* f) {
@@ -16,14 +14,6 @@ void JobKeys::Adopt(RankFacts* f) {
   // Held for every rank of the job from here on: no spare capacity.
   f->collectives.shrink_to_fit();
   f->steps.shrink_to_fit();
-}
-
-size_t KeyCount(const std::vector<RankFacts>& ranks) {
-  size_t n = 0;
-  for (const RankFacts& r : ranks) {
-    for (const JobCollective& c : r.collectives) n = std::max<size_t>(n, size_t{c.key} + 1);
-  }
-  return n;
 }
 
 std::vector<RankFacts> SharedFacts(const std::vector<RankEvents>& ranks) {

@@ -5,6 +5,7 @@
 // every rank with an array look-up.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -25,8 +26,17 @@ class JobKeys {
   std::unordered_map<std::string, uint32_t> ids_;
 };
 
-// How many keys the job's table holds: one past the largest in use.
-size_t KeyCount(const std::vector<RankFacts>& ranks);
+// Where the job analysis gets an input's facts, its collectives numbered in
+// the job's key table, as often as it needs them: a few passes over the
+// inputs, in order, so that a large job's facts need not all be held at
+// once (a facts file is read again each time). The reference is valid until
+// the next call.
+using FactsSource = std::function<const RankFacts&(size_t input)>;
+
+// A source over facts held in memory.
+inline FactsSource FactsOf(const std::vector<RankFacts>& ranks) {
+  return [&ranks](size_t i) -> const RankFacts& { return ranks[i]; };
+}
 
 // The facts of `ranks`, their collectives renumbered into one table.
 std::vector<RankFacts> SharedFacts(const std::vector<RankEvents>& ranks);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
+#include <optional>
 #include <set>
 
 #include "tools/prof/job/clock_alignment.h"
@@ -238,26 +240,57 @@ bool StreamMerge(const std::vector<MergeSource>& sources, ByteSink& out, MergeRe
 }
 
 bool SummarizeJob(const std::vector<MergeSource>& sources, JobSummary* job, std::string* error) {
-  std::vector<RankFacts> facts(sources.size());
+  size_t n = sources.size();
   JobKeys keys;
-  std::string problems;
-  for (size_t slot = 0; slot < sources.size(); ++slot) {
-    std::string e;
+  // A trace's facts are computed once and held (reading it again would
+  // cost far more); a facts file is read again on each of the analysis's
+  // passes, so a large job's facts are never all held at once.
+  std::vector<std::optional<RankFacts>> held(n);
+  RankFacts scratch;
+  size_t scratch_slot = SIZE_MAX;
+  auto read = [&](size_t slot, RankFacts* f, std::string* e) {
     if (IsFactsFileName(sources[slot].path)) {
-      if (ReadFactsFile(sources[slot].path, &facts[slot], &e)) keys.Adopt(&facts[slot]);
+      if (!ReadFactsFile(sources[slot].path, f, e)) return false;
+      keys.Adopt(f);
     } else {
       std::vector<InputMeta> metas;
       std::vector<RankFacts> one;
-      if (ReadMergeInputs({sources[slot]}, &metas, &one, &keys, &e)) facts[slot] = std::move(one[0]);
+      if (!ReadMergeInputs({sources[slot]}, &metas, &one, &keys, e)) return false;
+      *f = std::move(one[0]);
     }
-    if (!facts[slot].ranked) facts[slot].rank = static_cast<int>(slot);  // its place among the inputs
-    if (!e.empty()) problems += (problems.empty() ? "" : "\n") + e;
+    if (!f->ranked) f->rank = static_cast<int>(slot);  // its place among the inputs
+    return true;
+  };
+  std::string problems;
+  for (size_t slot = 0; slot < n; ++slot) {
+    std::string e;
+    if (!read(slot, &scratch, &e)) {
+      problems += (problems.empty() ? "" : "\n") + e;
+    } else if (!IsFactsFileName(sources[slot].path)) {
+      held[slot] = std::move(scratch);
+    }
   }
   if (!problems.empty()) {
     *error = problems;
     return false;
   }
-  *job = AnalyzeJob(facts, AlignClocks(facts));
+  std::string late;  // a file that could not be read again
+  FactsSource facts = [&](size_t slot) -> const RankFacts& {
+    if (held[slot]) return *held[slot];
+    if (scratch_slot != slot) {
+      scratch_slot = slot;
+      scratch = RankFacts{};
+      std::string e;
+      if (!read(slot, &scratch, &e) && late.empty()) late = e;
+    }
+    return scratch;
+  };
+  ClockAlignment clocks = AlignClocks(n, facts);
+  *job = AnalyzeJob(n, facts, clocks);
+  if (!late.empty()) {
+    *error = late;
+    return false;
+  }
   return true;
 }
 
