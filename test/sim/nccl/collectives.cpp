@@ -366,7 +366,6 @@ bool Receive(Pending& p) {
 void Finish(Pending& p, uint64_t release_ns, bool timed_out) {
   const Hub& hub = GetHub();
   const bool data = !timed_out && Receive(p);
-  hub.gate_release(p.gate, release_ns);  // the kernel is placed and reported here
   const uint64_t end = std::max(p.start_ns, release_ns) + p.transfer_ns;
   const double dur = static_cast<double>(end - p.start_ns);
   char tail[512];
@@ -376,7 +375,11 @@ void Finish(Pending& p, uint64_t release_ns, bool timed_out) {
            "\"data\":%s}",
            p.start_ns, release_ns, end, release_ns > p.start_ns ? release_ns - p.start_ns : 0, p.transfer_ns, p.bytes,
            p.bytes / dur, p.bytes * p.factor / dur, timed_out ? "true" : "false", data ? "true" : "false");
+  // The line goes out before the kernel is placed: once placed, the
+  // program's synchronize can return and the process exit, and this
+  // (detached) thread with it.
   hub.truth_line((p.truth + tail).c_str());
+  hub.gate_release(p.gate, release_ns);  // the kernel is placed and reported here
   if (!p.p2p) NoteReleased(p.comm, p.op);
   PluginKernelDone(p.comm, p.plugin_task, p.channels, p.start_ns, end);
 }
