@@ -272,7 +272,7 @@ bool Device::StreamDoneNsNow(CUstream stream, uint64_t* done_ns) {
 
 uint64_t Device::DeviceDoneNs() {
   std::unique_lock<std::mutex> lock(mutex_);
-  settled_.wait(lock, [&] { return deferred_.empty(); });
+  settled_.wait(lock, [&] { return deferred_.empty() && reporting_ == 0; });
   uint64_t tail = std::max(BlockingTailLocked(), retired_tail_ns_);
   for (CUstream_st* s : streams_) tail = std::max(tail, s->tail_ns);
   return tail;
@@ -281,6 +281,7 @@ uint64_t Device::DeviceDoneNs() {
 // ---- deferred work
 
 bool Device::UnsettledLocked(CUstream_st* s) {
+  if (reporting_ > 0) return true;
   if (s == &legacy_) {
     if (legacy_.deferred) return true;
     for (CUstream_st* t : streams_) {
@@ -312,6 +313,7 @@ void Device::EnqueueOp(CUstream stream, uint64_t duration_ns, const SimOp& op, c
                                  std::move(effect)});
     ++s->deferred;
     ProcessLocked(&ready);
+    if (!ready.ops.empty()) ++reporting_;
   }
   Report(ready);
 }
@@ -323,6 +325,7 @@ void Device::ReleaseGate(SimGate* gate, uint64_t release_ns) {
     gate->released = true;
     gate->release_ns = release_ns;
     ProcessLocked(&ready);
+    if (!ready.ops.empty()) ++reporting_;
   }
   Report(ready);
 }
@@ -392,6 +395,11 @@ void Device::Report(Ready& ready) {
   for (ReadyOp& r : ready.ops) {
     EmitOpAs(r.op, r.api);
     delete r.gate;  // its kernel is reported: nothing refers to it any more
+  }
+  if (!ready.ops.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --reporting_;
+    settled_.notify_all();
   }
 }
 
@@ -468,7 +476,7 @@ Device::EventState Device::StateOf(CUevent event) {
 Device::EventState Device::SettledStateOf(CUevent event) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
-  settled_.wait(lock, [&] { return !events_.count(event) || !event->pending; });
+  settled_.wait(lock, [&] { return !events_.count(event) || (!event->pending && reporting_ == 0); });
   if (!events_.count(event)) return EventState{false, false, 0, 0, 0};
   return EventState{true, event->recorded, event->flags, event->id, event->time_ns};
 }

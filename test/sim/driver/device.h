@@ -243,6 +243,10 @@ class Device {
   std::mutex mutex_;  // guards everything below
   std::condition_variable settled_;  // signalled when deferred entries are placed
   std::deque<Deferred> deferred_;
+  // Reports under way (Report, outside the lock): ops placed but not yet in
+  // the truth log or CUPTI. Waits for work to be done wait for these too: a
+  // program that saw its work done may exit before they are written.
+  int reporting_ = 0;
   CUstream_st legacy_{kLegacyStreamId, false, 0, false};
   std::unordered_set<CUstream_st*> streams_;  // created + per-thread streams (not legacy), retired ones left out
   std::vector<CUstream_st*> destroyed_;        // destroyed, still in streams_ (work may be pending)
