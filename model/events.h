@@ -76,7 +76,12 @@ struct DeviceRecord {
   uint8_t src_kind;         // CUpti_ActivityMemoryKind
   uint8_t dst_kind;         // CUpti_ActivityMemoryKind
   uint32_t memory_pool;     // kMemAlloc/kMemFree: CUpti_ActivityMemoryPoolType, 0 = not from a pool
-  uint32_t reserved[5];     // pads to 128 bytes
+  // A graph node's work (graph_id != 0): the Python stack of the call that
+  // created the node (captured it, or added it), through instantiation's
+  // clones; 0 when not known. The same ids as HostEvent::stack_id.
+  uint32_t capture_stack_id;
+  uint64_t graph_node_id;   // the node's id (cuptiGetGraphNodeId), 0 when not from a graph
+  uint32_t reserved[2];     // pads to 128 bytes
 };
 static_assert(sizeof(DeviceRecord) == 128, "DeviceRecord is two cache lines");
 

@@ -58,6 +58,7 @@
 #include "collectors/cupti/buffer_pool.h"
 #include "collectors/cupti/clock_map.h"
 #include "collectors/cupti/cupti_api.h"
+#include "collectors/cupti/graph_sites.h"
 #include "collectors/cupti/launch_registry.h"
 #include "collectors/cupti/loss_ledger.h"
 #include "collectors/cupti/name_table.h"
@@ -102,7 +103,8 @@ class CuptiCollector final : public DeviceCollector {
   void OnApiEnter(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
   void OnApiExit(CallbackThread& t, bool runtime, CUpti_CallbackId cbid, const CUpti_CallbackData* info);
   void OnOwnCall(const CUpti_CallbackData* info);
-  void OnResourceCallback(CUpti_CallbackId cbid);
+  void OnResourceCallback(CUpti_CallbackId cbid, const void* data);
+  void OnGraphNode(CUpti_CallbackId cbid, const CUpti_GraphData& graph);
   void OnBufferRequested(uint8_t** buffer, size_t* size, size_t* max_records);
   void OnBufferCompleted(uint8_t* buffer, size_t size, size_t valid_size);
 
@@ -505,6 +507,7 @@ class CuptiCollector final : public DeviceCollector {
   ClockMap clock_;
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<LaunchRegistry> registry_;
+  GraphSites graph_sites_;  // graph node -> the Python stack that created it
 
   std::mutex completed_mutex_;
   std::vector<Completed> completed_;  // handed over by OnBufferCompleted

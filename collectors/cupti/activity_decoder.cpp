@@ -66,6 +66,7 @@ DecodeStatus Kernel(const KernelRecord& k, const DecodeContext& context, DeviceR
   out->context_id = k.contextId;
   out->device_id = k.deviceId;
   out->graph_id = k.graphId;
+  out->graph_node_id = k.graphNodeId;
   out->grid[0] = k.gridX;
   out->grid[1] = k.gridY;
   out->grid[2] = k.gridZ;
@@ -89,6 +90,7 @@ DecodeStatus MoveLike(DeviceKind kind, const Record& m, const DecodeContext& con
   out->context_id = m.contextId;
   out->device_id = m.deviceId;
   out->graph_id = m.graphId;
+  out->graph_node_id = m.graphNodeId;
   return DecodeStatus::kRecord;
 }
 

@@ -107,7 +107,7 @@ void CUPTIAPI CallbackTrampoline(void* userdata, CUpti_CallbackDomain domain, CU
         collector->OnApiExit(t_calls, runtime, cbid, info);
       }
     } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-      collector->OnResourceCallback(cbid);
+      collector->OnResourceCallback(cbid, data);
     }
   } catch (...) {
     // Never let an exception unwind into CUPTI or the host.
@@ -125,19 +125,40 @@ void CuptiCollector::NoteRuntimeCallInProgress() {
   t_calls.unseen_windows = windows_begun_.load(std::memory_order_relaxed);
 }
 
-void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid) {
-  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
-    // Captured, not run: no record will come for this call, so the window
-    // must not wait for one nor count it missing. (A graph launch's
-    // kernels carry the cudaGraphLaunch call's correlation id.)
-    uint32_t expecting = t_calls.expecting_correlation;
-    if (expecting != 0) registry_->OnExit(expecting, /*succeeded=*/false);
+void CuptiCollector::OnResourceCallback(CUpti_CallbackId cbid, const void* data) {
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED || cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+    if (resource != nullptr && resource->resourceDescriptor != nullptr) {
+      OnGraphNode(cbid, *static_cast<const CUpti_GraphData*>(resource->resourceDescriptor));
+    }
     return;
   }
   if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && callbacks_live_.load(std::memory_order_acquire)) {
     // Records of a context are lost with it; flush while it exists. No
     // control_mutex_: a flush may run beside another, CUPTI serializes.
     api_.ActivityFlushAll(0);
+  }
+}
+
+void CuptiCollector::OnGraphNode(CUpti_CallbackId cbid, const CUpti_GraphData& graph) {
+  if (api_.GetGraphNodeId == nullptr) return;
+  uint64_t node_id = 0;
+  if (graph.node == nullptr || api_.GetGraphNodeId(graph.node, &node_id) != CUPTI_SUCCESS) return;
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    uint64_t original_id = 0;
+    if (graph.originalNode != nullptr && api_.GetGraphNodeId(graph.originalNode, &original_id) == CUPTI_SUCCESS) {
+      graph_sites_.Cloned(node_id, original_id);
+    }
+    return;
+  }
+  // Created inside the call that made it, on its thread: that call's stack.
+  graph_sites_.Created(node_id, hooks::CaptureStack(NowNs(), /*launch=*/true) & 0xFFFFFF);
+  if (callbacks_live_.load(std::memory_order_acquire)) {
+    // Captured, not run: no record will come for this call, so the window
+    // must not wait for one nor count it missing. (A graph launch's
+    // kernels carry the cudaGraphLaunch call's correlation id.)
+    uint32_t expecting = t_calls.expecting_correlation;
+    if (expecting != 0) registry_->OnExit(expecting, /*succeeded=*/false);
   }
 }
 

@@ -103,6 +103,7 @@ void CuptiCollector::DecodeBuffer(const Completed& done, const DecodeContext& co
     if (status == DecodeStatus::kNoTimestamp) NoteUntimed(record);
     if (status == DecodeStatus::kUnknownKind) losses_.NoteUnknownKind();
     if (status != DecodeStatus::kRecord) continue;  // kFiltered: a kind deliberately not kept
+    if (record.graph_node_id != 0) record.capture_stack_id = graph_sites_.StackOf(record.graph_node_id);
     if (!synth_ids_.empty() && IsApiRecord(record)) {
       auto built_id = std::find(synth_ids_.begin(), synth_ids_.end(), record.correlation_id);
       if (built_id != synth_ids_.end()) {

@@ -52,6 +52,7 @@ bool ResolveCuptiApi(void* handle, CuptiApi* api, std::string* missing) {
   Resolve(handle, "cuptiActivitySetAttribute", &api->ActivitySetAttribute);
   Resolve(handle, "cuptiActivityEnableRuntimeApi", &api->ActivityEnableRuntimeApi);
   Resolve(handle, "cuptiGetDeviceId", &api->GetDeviceId);
+  Resolve(handle, "cuptiGetGraphNodeId", &api->GetGraphNodeId);
   Resolve(handle, "cuptiActivityEnable_v2", &api->ActivityEnableV2);
   Resolve(handle, "cuptiActivityDisable_v2", &api->ActivityDisableV2);
   Resolve(handle, "cuptiActivityRegisterCallbacks_v2", &api->ActivityRegisterCallbacksV2);

@@ -39,6 +39,9 @@ struct CuptiApi {
   decltype(&::cuptiActivityEnableRuntimeApi) ActivityEnableRuntimeApi = nullptr;
   // The device of a context: an allocation's device when CUPTI's callbacks record the call.
   decltype(&::cuptiGetDeviceId) GetDeviceId = nullptr;
+  // A graph node's id, as kernel, copy and memset records carry it: where a
+  // replayed node's work was captured (graph_sites.h).
+  decltype(&::cuptiGetGraphNodeId) GetGraphNodeId = nullptr;
   // CUPTI 13.2 (cupti_13_2.h): a subscriber let in beside others is an
   // activity client of its own, addressed by these with its handle.
   v13_2::ActivityEnableV2 ActivityEnableV2 = nullptr;

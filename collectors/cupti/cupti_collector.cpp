@@ -266,9 +266,6 @@ void CuptiCollector::SetCallbacks(bool enable) {
   }
   // Context destruction: flush first so its records survive.
   api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-  // Stream capture: a launch or copy into a capturing stream creates a graph
-  // node instead of device work (CUPTI issues this inside the call).
-  api_.EnableCallback(on, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   // Calls in progress now lose their exit callbacks (see OnApiEnter).
   if (!enable) off_epoch_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -374,7 +371,6 @@ void CuptiCollector::NarrowToWatchedCallbacks() {
     if (!Watched(/*runtime=*/false, *id)) api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, *id);
   }
   api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-  api_.EnableCallback(0, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
   // Bumped once the ids are off, not before: a call that entered while
   // its id was still on (even after the narrowing began) took the old epoch
   // and is seen as stale; one that entered since cannot be an unwatched one.
@@ -386,6 +382,12 @@ bool CuptiCollector::SubscribeAndRegister(CollectorState state) {
   // Subscribe before registering anything: a refused subscriber must not
   // take another tool's buffers or timestamps.
   if (!Subscribe()) return false;
+  // Graph nodes created and cloned, whenever subscribed (graph_sites.h): a
+  // graph is usually captured long before the windows that replay it. Both
+  // fire only as graphs are built, never per replay. A launch captured while
+  // recording is also one that puts nothing in flight.
+  api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED);
+  api_.EnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
   // A new session may count correlation ids from 1 again; nothing of the
   // last one is awaited any more (its windows were collected).
   if (state == CollectorState::kDetached) {

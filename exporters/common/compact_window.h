@@ -31,7 +31,10 @@ struct CompactHostEvent {
 };
 static_assert(sizeof(CompactHostEvent) == 40);
 
-// The fields of a DeviceRecord the summary reads, under the same names.
+// The fields of a DeviceRecord the summary reads, under the same names. The
+// small ones are narrowed so a record stays 48 bytes (prof summary holds
+// every record): device ordinals fit 16 bits (saturated past), and the kind
+// and CUPTI's copy and memory kinds 4 bits each (all below 16).
 struct CompactDeviceRecord {
   uint64_t start_ns;
   uint64_t end_ns;
@@ -39,16 +42,23 @@ struct CompactDeviceRecord {
   uint32_t correlation_id;
   uint32_t name_id;
   uint32_t stream_id;
-  uint32_t device_id;
   uint32_t graph_id;
-  uint8_t kind;
-  uint8_t copy_kind;
-  uint8_t src_kind;
-  uint8_t dst_kind;
+  uint32_t capture_stack_id;
+  uint16_t device_id;
+  uint16_t kind : 4;
+  uint16_t copy_kind : 4;
+  uint16_t src_kind : 4;
+  uint16_t dst_kind : 4;
 
   static CompactDeviceRecord From(const DeviceRecord& r) {
-    return {r.start_ns,  r.end_ns,   r.bytes, r.correlation_id, r.name_id,  r.stream_id,
-            r.device_id, r.graph_id, r.kind,  r.copy_kind,      r.src_kind, r.dst_kind};
+    CompactDeviceRecord c{r.start_ns, r.end_ns, r.bytes, r.correlation_id, r.name_id, r.stream_id, r.graph_id,
+                          r.capture_stack_id, static_cast<uint16_t>(r.device_id > 0xFFFF ? 0xFFFF : r.device_id),
+                          0, 0, 0, 0};
+    c.kind = r.kind & 0xF;
+    c.copy_kind = r.copy_kind & 0xF;
+    c.src_kind = r.src_kind & 0xF;
+    c.dst_kind = r.dst_kind & 0xF;
+    return c;
   }
 };
 static_assert(sizeof(CompactDeviceRecord) == 48);

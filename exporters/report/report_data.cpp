@@ -146,8 +146,19 @@ class CallPaths {
     path.push_back(strings_->Id(w_.String(w_.device_records[i].name_id)));
     return path;
   }
+  // The path of GPU work: the stack that captured its graph node, for work
+  // a CUDA graph replayed; else the call that queued it (by correlation id).
+  template <typename R>
+  std::vector<uint32_t> OfWork(const WindowIndex& index, const R& r) {
+    if (r.capture_stack_id > 1) {
+      std::vector<uint32_t> path = Frames(r.capture_stack_id);
+      path.push_back(strings_->Id("(captured in a CUDA graph)"));
+      return path;
+    }
+    return OfCall(index, r.correlation_id);
+  }
   // The path of the call that queued GPU work with this correlation id.
-  std::vector<uint32_t> OfWork(const WindowIndex& index, uint32_t correlation) {
+  std::vector<uint32_t> OfCall(const WindowIndex& index, uint32_t correlation) {
     int64_t call = correlation == 0 ? WindowIndex::kNone : index.HostCall(correlation);
     if (call != WindowIndex::kNone) return OfHostEvent(static_cast<size_t>(call));
     call = correlation == 0 ? WindowIndex::kNone : index.ApiRecord(correlation);
@@ -184,7 +195,7 @@ FlameTree KernelFlame(const W& w, const WindowIndex& index, StringTable* strings
   FlameTree tree;
   for (const auto& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
-    std::vector<uint32_t> path = paths.OfWork(index, r.correlation_id);
+    std::vector<uint32_t> path = paths.OfWork(index, r);
     path.push_back(strings->Id(names(r.name_id)));
     tree.Add(path, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
   }
@@ -489,8 +500,9 @@ void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const 
     uint32_t frame = sites.Of(stack_id);
     return frame == 0 ? no_site : strings->Id(sites.Text(frame));
   };
-  auto site_of_work = [&](uint32_t correlation) {
-    int64_t call = correlation == 0 ? WindowIndex::kNone : index.HostCall(correlation);
+  auto site_of_work = [&](const auto& r) {
+    if (r.capture_stack_id > 1) return site_of_stack(r.capture_stack_id);  // replayed: where it was captured
+    int64_t call = r.correlation_id == 0 ? WindowIndex::kNone : index.HostCall(r.correlation_id);
     return call == WindowIndex::kNone ? no_site : site_of_stack(w.host_events[static_cast<size_t>(call)].stack_id);
   };
   auto clip = [&](uint64_t t) { return std::min(std::max(t, s.span_start_ns), std::max(s.span_start_ns, s.span_end_ns)); };
@@ -503,7 +515,7 @@ void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const 
       uint32_t name = strings->Id(kind == DeviceKind::kKernel   ? names(r.name_id)
                                   : kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind)
                                                                 : std::string("[CUDA memset]"));
-      gpu[{r.device_id, r.stream_id}].push_back({a, b, name, site_of_work(r.correlation_id)});
+      gpu[{r.device_id, r.stream_id}].push_back({a, b, name, site_of_work(r)});
     }
   }
   // CUPTI API records (calls no wrapper saw) on their threads.
@@ -615,7 +627,7 @@ std::string WindowJson(const W& w, const WindowIndex& index, const Summary& s, c
   for (const auto& r : w.device_records) {
     DeviceKind kind = KindOf(r);
     if (kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
-    std::vector<uint32_t> path = paths.OfWork(index, r.correlation_id);
+    std::vector<uint32_t> path = paths.OfWork(index, r);
     path.push_back(strings.Id(kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind) : "[CUDA memset]"));
     copies.Add(path, r.bytes);
   }

@@ -1,6 +1,8 @@
 // The summary's "GPU time by Python call site" table: each recorded call is
 // charged to the innermost frame of the user's own code on its stack, and
-// each GPU record to the call that launched it (by correlation id).
+// each GPU record to the call that launched it (by correlation id), or, for
+// work a CUDA graph replayed, to the call that captured its node, on a row
+// of its own.
 #include <algorithm>
 #include <unordered_map>
 
@@ -19,6 +21,8 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
   CallSites sites(RestOf(w));
   // Row keys: a frame id, or one of two rows for calls without a user frame.
   constexpr uint64_t kNoFrames = UINT64_MAX, kLibraryOnly = UINT64_MAX - 1;
+  // Marks a site's row of graph-replayed work (a thread id never reaches bit 62).
+  constexpr uint64_t kCaptured = uint64_t{1} << 62;
   std::unordered_map<uint64_t, CallSiteRow> rows;
   // A site charged through another thread (via) is a row of its own.
   auto key_of = [&](const auto& e) -> uint64_t {
@@ -40,10 +44,14 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     DeviceKind kind = KindOf(d);
     // Kernels, copies and memsets: a synchronization record is waiting, not work.
     bool work = kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset;
-    if (!work || d.correlation_id == 0) continue;
-    int64_t call = index.HostCall(d.correlation_id);
-    if (call == WindowIndex::kNone) continue;
-    CallSiteRow& r = rows[key_of(w.host_events[static_cast<size_t>(call)])];
+    if (!work) continue;
+    // A replayed graph node's work belongs to the line that captured it (the
+    // graph launch's row keeps the call).
+    uint64_t captured = d.capture_stack_id > 1 ? sites.Key(d.capture_stack_id) : 0;
+    if (captured == 0 && d.correlation_id == 0) continue;
+    int64_t call = captured != 0 ? WindowIndex::kNone : index.HostCall(d.correlation_id);
+    if (captured == 0 && call == WindowIndex::kNone) continue;
+    CallSiteRow& r = rows[captured != 0 ? captured | kCaptured : key_of(w.host_events[static_cast<size_t>(call)])];
     r.gpu_ns += d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
     if (kind == DeviceKind::kKernel) ++r.kernels;
   }
@@ -53,7 +61,8 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     } else if (key == kLibraryOnly) {
       row.site = "(library code only)";
     } else {
-      row.site = sites.KeyText(key);
+      row.site = sites.KeyText(key & ~kCaptured);
+      if ((key & kCaptured) != 0) row.site += " (captured; CUDA graph replays)";
       row.file = w.String(w.python.frames[static_cast<uint32_t>(key)].file_id);
     }
     s->call_sites.push_back(std::move(row));

@@ -119,10 +119,15 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     if (kind != DeviceKind::kKernel && kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
     uint64_t ns = d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
     s->compiled_total_gpu_ns += ns;
-    if (d.correlation_id == 0) continue;
-    int64_t call = index.HostCall(d.correlation_id);
-    if (call == WindowIndex::kNone) continue;
-    Key k = key_of(w.host_events[static_cast<size_t>(call)].stack_id);
+    // Work a CUDA graph replayed belongs where its node was captured (a
+    // torch.compile "reduce-overhead" graph is captured from its module).
+    uint32_t stack = d.capture_stack_id > 1 ? d.capture_stack_id : 0;
+    if (stack == 0) {
+      int64_t call = d.correlation_id == 0 ? WindowIndex::kNone : index.HostCall(d.correlation_id);
+      if (call == WindowIndex::kNone) continue;
+      stack = w.host_events[static_cast<size_t>(call)].stack_id;
+    }
+    Key k = key_of(stack);
     if (std::get<0>(k) == 0) continue;
     Acc& a = rows[k];
     a.row.gpu_ns += ns;

@@ -545,6 +545,19 @@ class TraceWriter {
     out_.Raw(",\"stream\":"); out_.Int(r.stream_id == kCuptiInvalidStream ? -1 : int64_t{r.stream_id});
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
     if (r.graph_id != 0) { out_.Raw(",\"graph id\":"); out_.UInt(r.graph_id); }
+    if (r.graph_node_id != 0) { out_.Raw(",\"graph node id\":"); out_.UInt(r.graph_node_id); }
+    if (r.capture_stack_id > 1) out_.Raw(CapturedAt(r.capture_stack_id));
+  }
+
+  // `,"captured at":"<call site>"`: the line that created a replayed node
+  // (the stack itself is in the header's graph_capture_stacks).
+  const std::string& CapturedAt(uint32_t stack_id) {
+    auto [it, inserted] = captured_at_.try_emplace(stack_id);
+    if (inserted) {
+      uint64_t key = capture_sites_.Key(stack_id);
+      if (key != 0) it->second = ",\"captured at\":" + QuoteJson(capture_sites_.KeyText(key));
+    }
+    return it->second;
   }
 
   void EmitDeviceRecord(const DeviceRecord& r) {
@@ -631,6 +644,8 @@ class TraceWriter {
   Track* track_ = nullptr;
   std::unordered_map<size_t, std::string> copy_names_;
   std::string step_name_;
+  CallSites capture_sites_{w_};
+  std::unordered_map<uint32_t, std::string> captured_at_;  // capture stack id -> its args text
   uint64_t unclipped_dur_ns_ = 0;    // the last slice's true duration when it was clipped, else 0
   RankEvents* job_;                  // null: not taken
   uint64_t start_clipped_ns_ = 0;   // how much later than its true start the last slice was drawn (Nest)

@@ -10,6 +10,7 @@
 #include "exporters/trace/chrome_trace_parts.h"
 #include "exporters/common/collectives.h"
 #include "exporters/common/cuda_names.h"
+#include "exporters/common/python_sites.h"
 #include "exporters/common/window_index.h"
 #include "model/collectives.h"
 
@@ -132,6 +133,44 @@ void WriteRecording(const WindowMeta& m, JsonWriter& out) {
   Field(out, "cupti_api_version"); out.UInt(m.cupti_api_version);
 }
 
+// The stacks that created the graph nodes this window replayed, once each,
+// and which node each op's record names: `"graph_capture_stacks": {"stacks":
+// [[frame, ...], ...], "nodes": [[node id, stack index], ...]}`, frames
+// innermost first as python_function slices name them. Nothing without such
+// a node.
+void WriteGraphCaptureStacks(const Window& w, JsonWriter& out) {
+  std::map<uint64_t, uint32_t> node_stack;
+  for (const DeviceRecord& r : w.device_records) {
+    if (r.graph_node_id != 0 && r.capture_stack_id > 1 && r.capture_stack_id < w.python.stacks.size()) {
+      node_stack.emplace(r.graph_node_id, r.capture_stack_id);
+    }
+  }
+  if (node_stack.empty()) return;
+  std::map<uint32_t, size_t> index_of;  // stack id -> index in "stacks"
+  for (const auto& [node, stack] : node_stack) index_of.emplace(stack, 0);
+  out.Raw(", "); out.Key("graph_capture_stacks"); out.Raw("{"); out.Key("stacks"); out.Char('[');
+  size_t next = 0;
+  for (auto& [stack, index] : index_of) {
+    index = next++;
+    if (index) out.Char(',');
+    out.Char('[');
+    const std::vector<uint32_t>& frames = w.python.stacks[stack];
+    for (size_t i = 0; i < frames.size(); ++i) {
+      if (i) out.Char(',');
+      out.String(PythonSliceName(w, frames[i], w.python.Via(stack)));
+    }
+    out.Char(']');
+  }
+  out.Raw("], "); out.Key("nodes"); out.Char('[');
+  bool first = true;
+  for (const auto& [node, stack] : node_stack) {
+    if (!first) out.Char(',');
+    first = false;
+    out.Char('['); out.UInt(node); out.Char(','); out.UInt(index_of[stack]); out.Char(']');
+  }
+  out.Raw("]}");
+}
+
 // Python stacks: what was recorded, which threads had no Python frames when
 // they made a recorded call (C++ threads: not an error), and which threads'
 // calls were charged to a waiting Python thread's stack.
@@ -163,7 +202,9 @@ void WritePython(const Window& w, JsonWriter& out) {
     out.Char('['); out.UInt(key.first); out.Char(','); out.UInt(key.second); out.Char(','); out.UInt(calls);
     out.Char(']');
   }
-  out.Raw("]}");
+  out.Char(']');
+  WriteGraphCaptureStacks(w, out);
+  out.Char('}');
 }
 
 // The loss counters, in the trace's order. The last ones are written only

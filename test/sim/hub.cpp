@@ -220,11 +220,15 @@ void EmitOpPinned(const SimOp& op, const char* api);
 void FireGraphHook(const SimGraphEvent& event) {
   if (SimGraphHook hook = g_graph_hook.load()) hook(&event);
   if (!TruthEnabled()) return;
-  std::string line = event.kind == SIM_GRAPH_NODE_CREATED ? "{\"type\":\"graph_node\"" : "{\"type\":\"graph_exec\"";
+  std::string line = event.kind == SIM_GRAPH_NODE_CREATED  ? "{\"type\":\"graph_node\""
+                     : event.kind == SIM_GRAPH_NODE_CLONED ? "{\"type\":\"graph_node_clone\""
+                                                            : "{\"type\":\"graph_exec\"";
   line += ",\"pid\":" + std::to_string(getpid());
   line += ",\"correlation\":" + U64(OuterCorrelationId());
   line += ",\"api\":" + JsonString(OuterFunctionName());
-  line += ",\"graph_id\":" + U64(event.graph_id) + ",\"node_id\":" + U64(event.node_id) + "}";
+  line += ",\"graph_id\":" + U64(event.graph_id) + ",\"node_id\":" + U64(event.node_id);
+  if (event.kind == SIM_GRAPH_NODE_CLONED) line += ",\"original_node_id\":" + U64(event.original_node_id);
+  line += "}";
   WriteTruth(line);
 }
 

@@ -125,6 +125,7 @@ void simhub_set_resource_hook(SimResourceHook hook);
 enum SimGraphEventKind {
   SIM_GRAPH_NODE_CREATED = 1,  // CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
   SIM_GRAPH_EXEC_CREATED = 2,  // CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED
+  SIM_GRAPH_NODE_CLONED = 3,   // CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED (instantiation)
 };
 typedef struct SimGraphEvent {
   int kind;           // SimGraphEventKind
@@ -134,6 +135,8 @@ typedef struct SimGraphEvent {
   void* graph_exec;   // CUgraphExec (exec events)
   uint32_t graph_id;  // the graph's (or executable graph's) unique id
   uint64_t node_id;   // the node's unique id (node events)
+  void* original_node;          // CUgraphNode cloned from (clone events)
+  uint64_t original_node_id;    // its id (clone events)
 } SimGraphEvent;
 typedef void (*SimGraphHook)(const SimGraphEvent* event);
 void simhub_set_graph_hook(SimGraphHook hook);

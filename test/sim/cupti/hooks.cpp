@@ -132,9 +132,9 @@ void OnResource(int is_destroy, void* context, uint32_t context_uid, uint32_t de
   }
 }
 
-// Graph node / executable graph created: a resource callback on the calling
-// thread, inside the API call that created it (a launch into a capturing
-// stream creates a node instead of device work).
+// Graph node created or cloned (by instantiation), executable graph created:
+// a resource callback on the calling thread, inside the API call that did it
+// (a launch into a capturing stream creates a node instead of device work).
 void OnGraph(const SimGraphEvent* event) {
   if (event == nullptr) return;
   CUpti_GraphData data{};
@@ -142,10 +142,15 @@ void OnGraph(const SimGraphEvent* event) {
   data.node = static_cast<CUgraphNode>(event->node);
   data.nodeType = static_cast<CUgraphNodeType>(event->node_type);
   data.graphExec = static_cast<CUgraphExec>(event->graph_exec);
-  Dispatch(CUPTI_CB_DOMAIN_RESOURCE,
-           event->kind == SIM_GRAPH_NODE_CREATED ? CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
-                                                 : CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,
-           &data);
+  data.originalNode = static_cast<CUgraphNode>(event->original_node);
+  CUpti_CallbackId cbid = event->kind == SIM_GRAPH_NODE_CREATED  ? CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED
+                          : event->kind == SIM_GRAPH_NODE_CLONED ? CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED
+                                                                 : CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED;
+  // NVIDIA's samples (cuda_graphs_trace) read the graph data through the
+  // resource data's resourceDescriptor, as for every resource callback.
+  CUpti_ResourceData resource{};
+  resource.resourceDescriptor = &data;
+  Dispatch(CUPTI_CB_DOMAIN_RESOURCE, cbid, &resource);
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ void SetCopy(int client, Record& r, CUpti_ActivityKind kind, const SimOp& op) {
   r.bytes = op.bytes;
   SetSpanAndPlace(client, r, op);
   r.graphId = op.graph_id;
+  r.graphNodeId = op.graph_node_id;
 }
 
 void RecordKernel(const SimOp& op) {
@@ -126,6 +127,7 @@ void RecordMemset(const SimOp& op) {
     SetSpanAndPlace(client, r, op);
     r.memoryKind = static_cast<uint16_t>(op.dst_kind != 0 ? op.dst_kind : CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
     r.graphId = op.graph_id;
+    r.graphNodeId = op.graph_node_id;
     Put(client, r, {op.start_ns, op.end_ns}, op);
   });
 }

@@ -56,6 +56,23 @@ CUresult Instantiate(CUgraphExec* exec_out, CUgraph graph, unsigned long long fl
     g.execs.insert(exec);
   }
   *exec_out = exec;
+  // CUPTI reports each node instantiation clones (GRAPHNODE_CLONED: node and
+  // originalNode), as its cuda_graphs_trace sample relies on to tie a
+  // replayed node's records to the call that created the original. The
+  // executable graph's node vector is not resized after this.
+  for (size_t i = 0; i < exec->nodes.size(); ++i) {
+    SimGraphEvent clone{};
+    clone.kind = SIM_GRAPH_NODE_CLONED;
+    clone.graph = graph;
+    clone.node = &exec->nodes[i];
+    clone.node_type = exec->nodes[i].type;
+    clone.graph_exec = exec;
+    clone.graph_id = exec->id;
+    clone.node_id = exec->nodes[i].id;
+    clone.original_node = graph->nodes[i].get();
+    clone.original_node_id = graph->nodes[i]->id;
+    FireGraphHook(clone);
+  }
   SimGraphEvent event{};
   event.kind = SIM_GRAPH_EXEC_CREATED;
   event.graph = graph;
@@ -269,6 +286,14 @@ SIMHUB_EXPORT int simhub_graph_node_id(void* node, uint64_t* id) {
     if (it != graph->index_of.end()) {
       *id = graph->nodes[it->second]->id;
       return 1;
+    }
+  }
+  for (CUgraphExec_st* exec : g.execs) {  // an executable graph's (cloned) node
+    for (const CUgraphNode_st& n : exec->nodes) {
+      if (&n == node) {
+        *id = n.id;
+        return 1;
+      }
     }
   }
   return 0;

@@ -9,7 +9,7 @@ namespace prof::tool {
 
 template <typename W>
 void WindowReader<W>::RebuildPythonStacks() {
-  if (py_slices_.empty()) return;
+  if (py_slices_.empty() && capture_stacks_.empty()) return;
   w_.python.frames.assign(1, PyFrame{});
   w_.python.stacks.assign(2, {});
   w_.python.via.clear();
@@ -44,6 +44,14 @@ void WindowReader<W>::RebuildPythonStacks() {
     }
     return it->second;
   };
+  auto stack_of = [&](const std::vector<uint32_t>& frames, uint32_t via) -> uint32_t {
+    auto [sid, inserted] = stack_ids.try_emplace({frames, via}, static_cast<uint32_t>(w_.python.stacks.size()));
+    if (inserted) {
+      w_.python.stacks.push_back(frames);
+      if (via != 0) w_.python.via.resize(w_.python.stacks.size(), 0), w_.python.via.back() = via;
+    }
+    return sid->second;
+  };
   std::stable_sort(py_slices_.begin(), py_slices_.end(), [](const PySliceIn& a, const PySliceIn& b) {
     return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
   });
@@ -71,13 +79,23 @@ void WindowReader<W>::RebuildPythonStacks() {
       }
     }
     if (frames.empty()) continue;
-    auto [sid, inserted] =
-        stack_ids.try_emplace({frames, via}, static_cast<uint32_t>(w_.python.stacks.size()));
-    if (inserted) {
-      w_.python.stacks.push_back(frames);
-      if (via != 0) w_.python.via.resize(w_.python.stacks.size(), 0), w_.python.via.back() = via;
+    e.stack_id = stack_of(frames, via) & 0xFFFFFF;
+  }
+  // The stacks that captured replayed graph nodes (the writer's
+  // graph_capture_stacks), then each op's index into them replaced.
+  std::vector<uint32_t> capture_ids(capture_stacks_.size() + 1, 0);
+  for (size_t i = 0; i < capture_stacks_.size(); ++i) {
+    std::vector<uint32_t> frames;
+    uint32_t via = 0;
+    for (uint32_t name_id : capture_stacks_[i]) {
+      auto [frame, frame_via] = frame_of(name_id);
+      frames.push_back(frame);
+      via = frame_via;
     }
-    e.stack_id = sid->second & 0xFFFFFF;
+    if (!frames.empty()) capture_ids[i + 1] = stack_of(frames, via);
+  }
+  for (auto& r : w_.device_records) {
+    if (r.capture_stack_id != 0) r.capture_stack_id = r.capture_stack_id < capture_ids.size() ? capture_ids[r.capture_stack_id] : 0;
   }
 }
 

@@ -60,6 +60,23 @@ void WindowReader<W>::Prime(const JsonValue& l) {
   libprof_ = true;
   w_.meta.pid = static_cast<int>(IntMember(l, "pid", 0));
   have_steps_ = l.Get("steps").is_array();
+  JsonValue graphs = l.Get("python").Get("graph_capture_stacks");
+  if (!graphs.is_object()) return;
+  JsonValue stacks = graphs.Get("stacks");
+  for (JsonValue st = stacks.is_array() ? stacks.first() : JsonValue(); st.valid(); st = stacks.next(st)) {
+    std::vector<uint32_t>& frames = capture_stacks_.emplace_back();
+    for (JsonValue f = st.is_array() ? st.first() : JsonValue(); f.valid(); f = st.next(f)) {
+      if (f.is_string()) frames.push_back(InternSliceName(std::string(f.str())));
+    }
+  }
+  JsonValue nodes = graphs.Get("nodes");
+  for (JsonValue n = nodes.is_array() ? nodes.first() : JsonValue(); n.valid(); n = nodes.next(n)) {
+    JsonValue id = n.is_array() ? n.first() : JsonValue();
+    JsonValue index = id.valid() ? n.next(id) : JsonValue();
+    if (!id.is_number() || !index.is_number()) continue;
+    auto i = NumOf<uint32_t>(index, UINT32_MAX);
+    if (i < capture_stacks_.size()) capture_of_node_[NumOf<uint64_t>(id, 0)] = i + 1;
+  }
 }
 
 template <typename W>
@@ -212,6 +229,10 @@ void WindowReader<W>::ReadDeviceWork(const JsonValue& e, const std::string& cat,
   int64_t stream = Arg<int64_t>(e, "stream", IntMember(e, "tid", 0));
   r.stream_id = stream < 0 ? kCuptiInvalidStream : static_cast<uint32_t>(stream);
   r.graph_id = Arg<uint32_t>(e, "graph id", 0);
+  if (!capture_of_node_.empty()) {
+    auto node = capture_of_node_.find(Arg<uint64_t>(e, "graph node id", 0));
+    if (node != capture_of_node_.end()) r.capture_stack_id = node->second;  // resolved in RebuildPythonStacks
+  }
   r.bytes = Arg<uint64_t>(e, "bytes", 0);
   if (cat == "kernel") {
     r.kind = static_cast<uint8_t>(DeviceKind::kKernel);

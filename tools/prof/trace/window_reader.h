@@ -104,6 +104,11 @@ class WindowReader {
   std::vector<PySliceIn> py_slices_;
   std::unordered_map<std::string, uint32_t> slice_name_ids_;
   std::vector<std::string> slice_names_;
+  // libprof.python.graph_capture_stacks: the stacks (frames as slice name
+  // ids, innermost first) and node id -> stack index + 1; a graph op's
+  // capture_stack_id holds that index + 1 until RebuildPythonStacks.
+  std::vector<std::vector<uint32_t>> capture_stacks_;
+  std::unordered_map<uint64_t, uint32_t> capture_of_node_;
   bool libprof_ = false;
   bool have_steps_ = false;
   Unmerge fix_;

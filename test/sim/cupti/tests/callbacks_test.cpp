@@ -47,8 +47,9 @@ void CUPTIAPI Record(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, 
       if (g_finalize_at_exit) cuptiFinalize();  // NVIDIA's recommended detach point
     }
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED ||
+                                                     cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED ||
                                                      cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED)) {
-    seen.graph = *static_cast<const CUpti_GraphData*>(data);
+    seen.graph = *static_cast<const CUpti_GraphData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
     seen.context = static_cast<const CUpti_ResourceData*>(data)->context;
   }
@@ -134,7 +135,7 @@ TEST_CASE("resource callbacks report context creation and destruction", "[callba
   CHECK(g_seen[1].cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
 }
 
-TEST_CASE("graph node and executable graph creation reach enabled resource callbacks with CUpti_GraphData",
+TEST_CASE("graph node creation and cloning and executable graph creation reach enabled resource callbacks with CUpti_GraphData",
           "[callbacks][graphs]") {
   Subscribed s;
   REQUIRE(cuptiEnableCallback(1, s.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) ==
@@ -156,6 +157,17 @@ TEST_CASE("graph node and executable graph creation reach enabled resource callb
   REQUIRE(g_seen.size() == 2);
   CHECK(g_seen[1].cbid == CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED);
   CHECK(g_seen[1].graph.graphExec == reinterpret_cast<CUgraphExec>(&exec));
+
+  // Instantiation's clones: the new node and the one it was cloned from.
+  REQUIRE(cuptiEnableCallback(1, s.handle, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) ==
+          CUPTI_SUCCESS);
+  int clone = 0;
+  SimGraphEvent cloned{SIM_GRAPH_NODE_CLONED, &graph, &clone, CU_GRAPH_NODE_TYPE_KERNEL, &exec, 4, 10, &node, 9};
+  fakehub::GraphEvent(cloned);
+  REQUIRE(g_seen.size() == 3);
+  CHECK(g_seen[2].cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
+  CHECK(g_seen[2].graph.node == reinterpret_cast<CUgraphNode>(&clone));
+  CHECK(g_seen[2].graph.originalNode == reinterpret_cast<CUgraphNode>(&node));
 }
 
 TEST_CASE("cuptiFinalize from an exit callback detaches so that call is not recorded and nothing fires after",

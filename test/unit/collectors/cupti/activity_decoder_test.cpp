@@ -50,6 +50,7 @@ TEST_CASE("a Kernel10 record keeps name, launch geometry, resources, stream and 
   k.staticSharedMemory = 1024;
   k.dynamicSharedMemory = 4096;
   k.graphId = 9;
+  k.graphNodeId = 0x100000007ull;
   REQUIRE(f.Decode(k) == DecodeStatus::kRecord);
   CHECK(f.out.kind == static_cast<uint8_t>(DeviceKind::kKernel));
   CHECK(f.out.start_ns == 1000);
@@ -66,6 +67,8 @@ TEST_CASE("a Kernel10 record keeps name, launch geometry, resources, stream and 
   CHECK(f.out.static_shared_bytes == 1024);
   CHECK(f.out.dynamic_shared_bytes == 4096);
   CHECK(f.out.graph_id == 9);
+  CHECK(f.out.graph_node_id == 0x100000007ull);
+  CHECK(f.out.capture_stack_id == 0);  // the collector names it from its graph sites
 }
 
 TEST_CASE("the same kernel name is interned once", "[decoder]") {
