@@ -126,6 +126,48 @@ class FlameTree {
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> index_;  // (parent, name) -> node
 };
 
+// A flame graph's input summed by what decides each record's path (its
+// call's stack and API, its kernel's name, ...) before the tree sees it: a
+// path is made once per key, at the key's first record (the string table
+// keeps its order), and added to the tree once with the key's total, in the
+// order of each key's first nonzero record. That builds the tree the
+// record-by-record adds built, at a lookup per record.
+class PathSums {
+ public:
+  struct Key {
+    uint64_t source;  // what the path's frames and call come from
+    uint32_t leaf;    // what ends it (a kernel's name, a copy's kind)
+    bool operator==(const Key&) const = default;
+  };
+  template <typename MakePath>
+  void Add(Key key, uint64_t value, MakePath&& make_path) {
+    auto [it, added] = index_.try_emplace(key, entries_.size());
+    if (added) entries_.push_back({make_path(), 0, false});
+    Entry& e = entries_[it->second];
+    if (value == 0) return;
+    if (!e.placed) e.placed = true, order_.push_back(it->second);
+    e.value += value;
+  }
+  FlameTree Tree() const {
+    FlameTree tree;
+    for (size_t i : order_) tree.Add(entries_[i].path, entries_[i].value);
+    return tree;
+  }
+
+ private:
+  struct Entry {
+    std::vector<uint32_t> path;
+    uint64_t value;
+    bool placed;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<uint64_t>()(k.source * 0x9E3779B97F4A7C15ull ^ k.leaf); }
+  };
+  std::unordered_map<Key, size_t, KeyHash> index_;
+  std::vector<Entry> entries_;
+  std::vector<size_t> order_;
+};
+
 // The stacks of a window's calls as paths of string ids: Python frames
 // (outermost first, "file.py:57 in fn") then the CUDA call's name.
 template <typename W>
@@ -137,8 +179,23 @@ class CallPaths {
   std::vector<uint32_t> OfHostEvent(size_t i) {
     const auto& e = w_.host_events[i];
     std::vector<uint32_t> path = Frames(e.stack_id);
-    path.push_back(strings_->Id(std::string(ApiName(static_cast<ApiId>(e.api)))));
+    path.push_back(ApiNameId(e.api));
     return path;
+  }
+  // What decides a host event's path (PathSums::Key::source).
+  uint64_t SourceOfHostEvent(size_t i) const {
+    const auto& e = w_.host_events[i];
+    return kFromCall | uint64_t{e.stack_id} << 16 | e.api;
+  }
+  // What decides the path OfWork gives r.
+  template <typename R>
+  uint64_t SourceOfWork(const WindowIndex& index, const R& r) const {
+    if (r.capture_stack_id > 1) return kFromCapture | r.capture_stack_id;
+    int64_t call = r.correlation_id == 0 ? WindowIndex::kNone : index.HostCall(r.correlation_id);
+    if (call != WindowIndex::kNone) return SourceOfHostEvent(static_cast<size_t>(call));
+    call = r.correlation_id == 0 ? WindowIndex::kNone : index.ApiRecord(r.correlation_id);
+    if (call != WindowIndex::kNone) return kFromApiRecord | w_.device_records[static_cast<size_t>(call)].name_id;
+    return 0;
   }
   // The path of a CUPTI API record (a call no wrapper saw: no stack).
   std::vector<uint32_t> OfApiRecord(size_t i) {
@@ -182,24 +239,35 @@ class CallPaths {
     return it->second;
   }
 
+  uint32_t ApiNameId(uint16_t api) {
+    if (api >= api_ids_.size()) return strings_->Id(std::string(ApiName(static_cast<ApiId>(api))));
+    if (api_ids_[api] == kUnset) api_ids_[api] = strings_->Id(std::string(ApiName(static_cast<ApiId>(api))));
+    return api_ids_[api];
+  }
+
+  static constexpr uint64_t kFromCall = 1ull << 62, kFromCapture = 2ull << 62, kFromApiRecord = 3ull << 62;
+  static constexpr uint32_t kUnset = UINT32_MAX;
   const W& w_;
   StringTable* strings_;
   bool python_;
   std::unordered_map<uint32_t, std::vector<uint32_t>> cache_;
+  std::vector<uint32_t> api_ids_ = std::vector<uint32_t>(kApiCount + 1, kUnset);
 };
 
 template <typename W>
 FlameTree KernelFlame(const W& w, const WindowIndex& index, StringTable* strings) {
   DisplayNames names(RestOf(w));
   CallPaths<W> paths(w, strings);
-  FlameTree tree;
+  PathSums sums;
   for (const auto& r : w.device_records) {
     if (KindOf(r) != DeviceKind::kKernel) continue;
-    std::vector<uint32_t> path = paths.OfWork(index, r);
-    path.push_back(strings->Id(names(r.name_id)));
-    tree.Add(path, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0);
+    sums.Add({paths.SourceOfWork(index, r), r.name_id}, r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0, [&] {
+      std::vector<uint32_t> path = paths.OfWork(index, r);
+      path.push_back(strings->Id(names(r.name_id)));
+      return path;
+    });
   }
-  return tree;
+  return sums.Tree();
 }
 
 uint64_t Dur(uint64_t start_ns, uint64_t end_ns) { return end_ns > start_ns ? end_ns - start_ns : 0; }
@@ -462,9 +530,36 @@ struct Item {
   uint32_t site;
 };
 
+// A lane of the timeline by key, the last one found kept: consecutive
+// records are mostly of one lane.
+template <typename Key>
+class LastLane {
+ public:
+  explicit LastLane(std::map<Key, std::vector<Item>>& lanes) : lanes_(lanes) {}
+  std::vector<Item>& operator()(const Key& key) {
+    if (last_ == nullptr || !(key_ == key)) last_ = &lanes_[key], key_ = key;
+    return *last_;
+  }
+
+ private:
+  std::map<Key, std::vector<Item>>& lanes_;
+  Key key_{};
+  std::vector<Item>* last_ = nullptr;
+};
+
 void WriteLane(JsonWriter& out, const std::string& label, const char* kind, std::vector<Item>* items,
                uint64_t origin, uint64_t bin) {
-  std::sort(items->begin(), items->end(), [](const Item& a, const Item& b) { return a.start < b.start; });
+  auto by_start = [](const Item& a, const Item& b) { return a.start < b.start; };
+  // Records and a thread's calls come in start order already; a thread's
+  // lane is its CUPTI API records, then its calls: two sorted runs.
+  auto mid = std::is_sorted_until(items->begin(), items->end(), by_start);
+  if (mid != items->end()) {
+    if (std::is_sorted(mid, items->end(), by_start)) {
+      std::inplace_merge(items->begin(), mid, items->end(), by_start);
+    } else {
+      std::stable_sort(items->begin(), items->end(), by_start);
+    }
+  }
   out.Raw("{\"label\":");
   out.String(label);
   out.Raw(",\"kind\":\"");
@@ -489,46 +584,100 @@ void WriteLane(JsonWriter& out, const std::string& label, const char* kind, std:
   out.Raw("]}");
 }
 
+// The string ids of the timeline's items: each stack's site, kernel's,
+// copy's, API's and record's name looked up once, at its first use (so the
+// table's order is that of the items).
+template <typename W>
+class ItemNames {
+ public:
+  ItemNames(const W& w, const WindowIndex& index, StringTable* strings)
+      : w_(w), index_(index), strings_(strings), names_(RestOf(w)), sites_(RestOf(w)), no_site_(strings->Id("")),
+        site_ids_(RestOf(w).python.stacks.size(), kUnset), kernel_ids_(RestOf(w).strings.size(), kUnset),
+        record_ids_(RestOf(w).strings.size(), kUnset) {}
+
+  uint32_t NoSite() const { return no_site_; }
+  uint32_t SiteOfStack(uint32_t stack_id) {
+    auto make = [&] {
+      uint32_t frame = sites_.Of(stack_id);
+      return frame == 0 ? no_site_ : strings_->Id(sites_.Text(frame));
+    };
+    return stack_id < site_ids_.size() ? Once(&site_ids_[stack_id], make) : make();
+  }
+  // GPU work's site: where its graph node was captured, for work a graph
+  // replayed; else its launching call's.
+  template <typename R>
+  uint32_t SiteOfWork(const R& r) {
+    if (r.capture_stack_id > 1) return SiteOfStack(r.capture_stack_id);
+    int64_t call = r.correlation_id == 0 ? WindowIndex::kNone : index_.HostCall(r.correlation_id);
+    return call == WindowIndex::kNone ? no_site_ : SiteOfStack(w_.host_events[static_cast<size_t>(call)].stack_id);
+  }
+  template <typename R>
+  uint32_t Work(DeviceKind kind, const R& r) {
+    if (kind == DeviceKind::kKernel) {
+      auto make = [&] { return strings_->Id(names_(r.name_id)); };
+      return r.name_id < kernel_ids_.size() ? Once(&kernel_ids_[r.name_id], make) : make();
+    }
+    if (kind == DeviceKind::kMemcpy) {
+      return Once(&copy_ids_[r.copy_kind & 0xF], [&] { return strings_->Id(CopyOperation(r.copy_kind)); });
+    }
+    return Once(&copy_ids_[16], [&] { return strings_->Id(std::string("[CUDA memset]")); });
+  }
+  uint32_t Api(uint16_t api) {
+    auto make = [&] { return strings_->Id(std::string(ApiName(static_cast<ApiId>(api)))); };
+    return api < api_ids_.size() ? Once(&api_ids_[api], make) : make();
+  }
+  uint32_t Record(uint32_t name_id) {
+    auto make = [&] { return strings_->Id(RestOf(w_).String(name_id)); };
+    return name_id < record_ids_.size() ? Once(&record_ids_[name_id], make) : make();
+  }
+
+ private:
+  static constexpr uint32_t kUnset = UINT32_MAX;
+  template <typename F>
+  static uint32_t Once(uint32_t* slot, F&& make) {
+    if (*slot == kUnset) *slot = make();
+    return *slot;
+  }
+
+  const W& w_;
+  const WindowIndex& index_;
+  StringTable* strings_;
+  DisplayNames names_;
+  CallSites sites_;
+  uint32_t no_site_;
+  std::vector<uint32_t> site_ids_, kernel_ids_, record_ids_;
+  std::vector<uint32_t> copy_ids_ = std::vector<uint32_t>(17, kUnset);
+  std::vector<uint32_t> api_ids_ = std::vector<uint32_t>(kApiCount + 1, kUnset);
+};
+
 template <typename W>
 void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const Summary& s, StringTable* strings) {
   uint64_t origin = s.span_start_ns, span = Dur(s.span_start_ns, s.span_end_ns);
   uint64_t bin = std::max<uint64_t>(1, span / kTimelineBins);
-  DisplayNames names(RestOf(w));
-  CallSites sites(RestOf(w));
-  uint32_t no_site = strings->Id("");
-  auto site_of_stack = [&](uint32_t stack_id) {
-    uint32_t frame = sites.Of(stack_id);
-    return frame == 0 ? no_site : strings->Id(sites.Text(frame));
-  };
-  auto site_of_work = [&](const auto& r) {
-    if (r.capture_stack_id > 1) return site_of_stack(r.capture_stack_id);  // replayed: where it was captured
-    int64_t call = r.correlation_id == 0 ? WindowIndex::kNone : index.HostCall(r.correlation_id);
-    return call == WindowIndex::kNone ? no_site : site_of_stack(w.host_events[static_cast<size_t>(call)].stack_id);
-  };
+  ItemNames<W> names(w, index, strings);
   auto clip = [&](uint64_t t) { return std::min(std::max(t, s.span_start_ns), std::max(s.span_start_ns, s.span_end_ns)); };
   std::map<std::pair<uint32_t, uint32_t>, std::vector<Item>> gpu;  // (device, stream)
   std::map<uint32_t, std::vector<Item>> host;                      // tid
+  LastLane<std::pair<uint32_t, uint32_t>> gpu_lane(gpu);
+  LastLane<uint32_t> host_lane(host);
   for (const auto& r : w.device_records) {
     DeviceKind kind = KindOf(r);
     uint64_t a = clip(r.start_ns), b = clip(r.end_ns);
     if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) {
-      uint32_t name = strings->Id(kind == DeviceKind::kKernel   ? names(r.name_id)
-                                  : kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind)
-                                                                : std::string("[CUDA memset]"));
-      gpu[{r.device_id, r.stream_id}].push_back({a, b, name, site_of_work(r)});
+      uint32_t name = names.Work(kind, r);
+      gpu_lane({r.device_id, r.stream_id}).push_back({a, b, name, names.SiteOfWork(r)});
     }
   }
   // CUPTI API records (calls no wrapper saw) on their threads.
   if constexpr (std::is_same_v<W, Window>) {
     for (const auto& r : w.device_records) {
       if (IsApiRecord(r) && index.ApiRecordShown(r)) {
-        host[r.thread_id].push_back({clip(r.start_ns), clip(r.end_ns), strings->Id(w.String(r.name_id)), no_site});
+        host[r.thread_id].push_back({clip(r.start_ns), clip(r.end_ns), names.Record(r.name_id), names.NoSite()});
       }
     }
   }
   for (const auto& e : w.host_events) {
-    host[e.tid].push_back({clip(e.start_ns), clip(e.end_ns), strings->Id(std::string(ApiName(static_cast<ApiId>(e.api)))),
-                           site_of_stack(e.stack_id)});
+    host_lane(e.tid).push_back({clip(e.start_ns), clip(e.end_ns), names.Api(e.api), names.SiteOfStack(e.stack_id)});
   }
   std::unordered_map<uint32_t, std::string> thread_names;
   for (const auto& [tid, name] : RestOf(w).thread_names) thread_names[tid] = name;
@@ -618,19 +767,24 @@ std::string WindowJson(const W& w, const WindowIndex& index, const Summary& s, c
 
   // Flame graphs: kernel time, synchronize time, copy bytes.
   FlameTree kernels = KernelFlame(w, index, &strings);
-  FlameTree syncs, copies;
+  PathSums sync_sums, copy_sums;
   CallPaths<W> paths(w, &strings);
   for (size_t i = 0; i < w.host_events.size(); ++i) {
     const auto& e = w.host_events[i];
-    if (IsBlockingSync(static_cast<ApiId>(e.api))) syncs.Add(paths.OfHostEvent(i), Dur(e.start_ns, e.end_ns));
+    if (!IsBlockingSync(static_cast<ApiId>(e.api))) continue;
+    sync_sums.Add({paths.SourceOfHostEvent(i), 0}, Dur(e.start_ns, e.end_ns), [&] { return paths.OfHostEvent(i); });
   }
   for (const auto& r : w.device_records) {
     DeviceKind kind = KindOf(r);
     if (kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
-    std::vector<uint32_t> path = paths.OfWork(index, r);
-    path.push_back(strings.Id(kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind) : "[CUDA memset]"));
-    copies.Add(path, r.bytes);
+    uint32_t leaf = kind == DeviceKind::kMemcpy ? r.copy_kind : 0x100;
+    copy_sums.Add({paths.SourceOfWork(index, r), leaf}, r.bytes, [&] {
+      std::vector<uint32_t> path = paths.OfWork(index, r);
+      path.push_back(strings.Id(kind == DeviceKind::kMemcpy ? CopyOperation(r.copy_kind) : "[CUDA memset]"));
+      return path;
+    });
   }
+  FlameTree syncs = sync_sums.Tree(), copies = copy_sums.Tree();
   uint32_t other = strings.Id("(other: each below 0.01%)");
   out.Raw(",\"flame\":{\"kernel\":");
   kernels.Write(out, other);
