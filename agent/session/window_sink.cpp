@@ -49,7 +49,11 @@ bool WindowFileSink::Write(const Window& window, std::string* note, std::vector<
     *note = fmt::format("PROF_OUTPUT_DIR='{}': {}", dir, why);
     return false;
   }
-  bool written = WriteWindowFiles(window, options_.files, fs_, note, files);
+  FileTimes times;
+  bool written = WriteWindowFiles(window, options_.files, fs_, note, files, &times);
+  Log().debug("window steps {}-{}: trace {:.1f} ms, summary {:.1f} ms, report page {:.1f} ms (each made and written)",
+              window.meta.first_step, window.meta.last_step, times.trace_ns / 1e6, times.summary_ns / 1e6,
+              times.page_ns / 1e6);
   if (written && host_only_note_pending_) {
     host_only_note_pending_ = false;
     Log().info("this process (pid {}) was forked from pid {} after that process had loaded CUDA, so CUPTI cannot "

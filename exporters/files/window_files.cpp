@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <exception>
 #include <optional>
 
@@ -75,6 +76,12 @@ bool WriteTextFile(const WindowMeta& meta, const std::string& dir, const std::st
   return ok;
 }
 
+// What the debug log's file times are read from.
+uint64_t SteadyNs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 }  // namespace
 
 std::string WindowFileStem(const WindowMeta& meta) { return WindowFileStemVariant(meta, 0); }
@@ -91,7 +98,7 @@ std::string WindowFileStemVariant(const WindowMeta& meta, int variant) {
 }
 
 bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs, std::string* error,
-                      std::vector<std::string>* written) {
+                      std::vector<std::string>* written, FileTimes* times) {
   std::string scratch;
   if (error == nullptr) error = &scratch;
   error->clear();
@@ -120,9 +127,13 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
     // trace is written: a large job is summarized from these alone.
     std::optional<RankEvents> job;
     if (options.chrome && window.meta.rank_known && window.meta.world_size > 1) job.emplace();
+    FileTimes scratch_times;
+    if (times == nullptr) times = &scratch_times;
+    uint64_t t0 = SteadyNs();
     if (options.chrome) {
       ok = WriteTrace(window, *index, dir, trace_suffix, &variant, options.gzip, fs, error, job ? &*job : nullptr);
     }
+    times->trace_ns = SteadyNs() - t0;
     std::string trace_name = options.chrome && ok ? WindowFileStemVariant(window.meta, variant) + trace_suffix : "";
     if (!trace_name.empty()) written->push_back(dir + trace_name);
     // The others are still worth having when the trace failed (e.g. too big).
@@ -144,17 +155,21 @@ bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSy
     }
     if (options.summary || options.html) {
       // The summary's numbers, computed once: the page shows the same.
+      uint64_t t1 = SteadyNs();
       Summary summary = ComputeSummary(window, *index);
       if (options.summary) {
         note(WriteTextFile(window.meta, dir, ".summary.txt", RenderSummary(summary), &variant, fs, &file_error),
              file_error, ".summary.txt");
       }
+      times->summary_ns = SteadyNs() - t1;
       if (options.html) {
+        uint64_t t2 = SteadyNs();
         std::string stem = WindowFileStemVariant(window.meta, variant);
         std::string page =
             RenderReportPage(stem, {ReportWindowJson(window, *index, summary, stem, trace_name)});
         note(WriteTextFile(window.meta, dir, ".report.html", page, &variant, fs, &file_error), file_error,
              ".report.html");
+        times->page_ns = SteadyNs() - t2;
       }
     }
     if (options.stacks) {

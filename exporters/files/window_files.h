@@ -37,8 +37,13 @@ std::string WindowFileStemVariant(const WindowMeta& meta, int variant);
 bool WriteWindowFiles(const Window& window, const OutputOptions& options, std::string* error,
                       std::vector<std::string>* written = nullptr);
 
+// What making and writing each file took (steady clock), for the debug log.
+struct FileTimes {
+  uint64_t trace_ns = 0, summary_ns = 0, page_ns = 0;
+};
+
 // The same, through a given file system seam (tests inject failures here).
 bool WriteWindowFiles(const Window& window, const OutputOptions& options, FileSystem& fs,
-                      std::string* error, std::vector<std::string>* written = nullptr);
+                      std::string* error, std::vector<std::string>* written = nullptr, FileTimes* times = nullptr);
 
 }  // namespace prof

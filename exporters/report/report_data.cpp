@@ -530,59 +530,70 @@ struct Item {
   uint32_t site;
 };
 
-// A lane of the timeline by key, the last one found kept: consecutive
-// records are mostly of one lane.
+// A timeline lane's blocks, made as its items come, in start order: an item
+// and those that follow it within `bin` of its end form one block, named
+// after its longest item. (Records and a thread's calls are in start order;
+// an item that were not would be drawn from the previous one's start.)
+class Lane {
+ public:
+  void Add(Item it, uint64_t bin) {
+    if (it.start < last_start_) it.start = last_start_, it.end = std::max(it.end, it.start);
+    last_start_ = it.start;
+    if (count_ != 0 && it.start < std::max(block_.end, block_.start + bin)) {
+      ++count_;
+      if (Dur(it.start, it.end) > longest_) longest_ = Dur(it.start, it.end), block_.name = it.name, block_.site = it.site;
+      block_.end = std::max(block_.end, it.end);
+      return;
+    }
+    Close();
+    block_ = it, longest_ = Dur(it.start, it.end), count_ = 1;
+  }
+  bool empty() const { return blocks_.empty() && count_ == 0; }
+  void Write(JsonWriter& out, const std::string& label, const char* kind, uint64_t origin) {
+    Close();
+    out.Raw("{\"label\":");
+    out.String(label);
+    out.Raw(",\"kind\":\"");
+    out.Raw(kind);
+    out.Raw("\",\"items\":[");
+    for (size_t i = 0; i < blocks_.size(); ++i) {
+      if (i) out.Char(',');
+      const Block& b = blocks_[i];
+      Numbers(out, {b.item.start - origin, Dur(b.item.start, b.item.end), b.item.name, b.item.site, b.count});
+    }
+    out.Raw("]}");
+  }
+
+ private:
+  struct Block {
+    Item item;
+    uint64_t count;
+  };
+  void Close() {
+    if (count_ != 0) blocks_.push_back({block_, count_});
+    count_ = 0;
+  }
+  std::vector<Block> blocks_;
+  Item block_{};
+  uint64_t longest_ = 0, count_ = 0, last_start_ = 0;
+};
+
+// A lane by key, the last one found kept: consecutive records are mostly of
+// one lane.
 template <typename Key>
 class LastLane {
  public:
-  explicit LastLane(std::map<Key, std::vector<Item>>& lanes) : lanes_(lanes) {}
-  std::vector<Item>& operator()(const Key& key) {
+  explicit LastLane(std::map<Key, Lane>& lanes) : lanes_(lanes) {}
+  Lane& operator()(const Key& key) {
     if (last_ == nullptr || !(key_ == key)) last_ = &lanes_[key], key_ = key;
     return *last_;
   }
 
  private:
-  std::map<Key, std::vector<Item>>& lanes_;
+  std::map<Key, Lane>& lanes_;
   Key key_{};
-  std::vector<Item>* last_ = nullptr;
+  Lane* last_ = nullptr;
 };
-
-void WriteLane(JsonWriter& out, const std::string& label, const char* kind, std::vector<Item>* items,
-               uint64_t origin, uint64_t bin) {
-  auto by_start = [](const Item& a, const Item& b) { return a.start < b.start; };
-  // Records and a thread's calls come in start order already; a thread's
-  // lane is its CUPTI API records, then its calls: two sorted runs.
-  auto mid = std::is_sorted_until(items->begin(), items->end(), by_start);
-  if (mid != items->end()) {
-    if (std::is_sorted(mid, items->end(), by_start)) {
-      std::inplace_merge(items->begin(), mid, items->end(), by_start);
-    } else {
-      std::stable_sort(items->begin(), items->end(), by_start);
-    }
-  }
-  out.Raw("{\"label\":");
-  out.String(label);
-  out.Raw(",\"kind\":\"");
-  out.Raw(kind);
-  out.Raw("\",\"items\":[");
-  bool first = true;
-  for (size_t i = 0; i < items->size();) {
-    // A block: this item and those that follow it within `bin` of its end;
-    // it is named after its longest item.
-    Item block = (*items)[i];
-    uint64_t longest = Dur(block.start, block.end);
-    size_t count = 1;
-    for (++i; i < items->size() && (*items)[i].start < std::max(block.end, block.start + bin); ++i, ++count) {
-      const Item& it = (*items)[i];
-      if (Dur(it.start, it.end) > longest) longest = Dur(it.start, it.end), block.name = it.name, block.site = it.site;
-      block.end = std::max(block.end, it.end);
-    }
-    if (!first) out.Char(',');
-    first = false;
-    Numbers(out, {block.start - origin, Dur(block.start, block.end), block.name, block.site, count});
-  }
-  out.Raw("]}");
-}
 
 // The string ids of the timeline's items: each stack's site, kernel's,
 // copy's, API's and record's name looked up once, at its first use (so the
@@ -656,49 +667,59 @@ void WriteTimeline(JsonWriter& out, const W& w, const WindowIndex& index, const 
   uint64_t bin = std::max<uint64_t>(1, span / kTimelineBins);
   ItemNames<W> names(w, index, strings);
   auto clip = [&](uint64_t t) { return std::min(std::max(t, s.span_start_ns), std::max(s.span_start_ns, s.span_end_ns)); };
-  std::map<std::pair<uint32_t, uint32_t>, std::vector<Item>> gpu;  // (device, stream)
-  std::map<uint32_t, std::vector<Item>> host;                      // tid
+  std::map<std::pair<uint32_t, uint32_t>, Lane> gpu;  // (device, stream)
+  std::map<uint32_t, Lane> host;                      // tid
   LastLane<std::pair<uint32_t, uint32_t>> gpu_lane(gpu);
   LastLane<uint32_t> host_lane(host);
   for (const auto& r : w.device_records) {
     DeviceKind kind = KindOf(r);
-    uint64_t a = clip(r.start_ns), b = clip(r.end_ns);
     if (kind == DeviceKind::kKernel || kind == DeviceKind::kMemcpy || kind == DeviceKind::kMemset) {
       uint32_t name = names.Work(kind, r);
-      gpu_lane({r.device_id, r.stream_id}).push_back({a, b, name, names.SiteOfWork(r)});
+      gpu_lane({r.device_id, r.stream_id}).Add({clip(r.start_ns), clip(r.end_ns), name, names.SiteOfWork(r)}, bin);
     }
   }
-  // CUPTI API records (calls no wrapper saw) on their threads.
+  // A thread's lane: its CUPTI API records (calls no wrapper saw) merged
+  // with its calls, both in start order; a record before a call that starts
+  // with it.
+  std::map<uint32_t, std::pair<std::vector<Item>, size_t>> records;  // tid -> (items, next)
   if constexpr (std::is_same_v<W, Window>) {
     for (const auto& r : w.device_records) {
       if (IsApiRecord(r) && index.ApiRecordShown(r)) {
-        host[r.thread_id].push_back({clip(r.start_ns), clip(r.end_ns), names.Record(r.name_id), names.NoSite()});
+        records[r.thread_id].first.push_back({clip(r.start_ns), clip(r.end_ns), names.Record(r.name_id), names.NoSite()});
       }
     }
   }
+  auto records_until = [&](uint32_t tid, uint64_t t) {
+    auto it = records.find(tid);
+    if (it == records.end()) return;
+    auto& [items, next] = it->second;
+    for (; next < items.size() && items[next].start <= t; ++next) host[tid].Add(items[next], bin);
+  };
   for (const auto& e : w.host_events) {
-    host_lane(e.tid).push_back({clip(e.start_ns), clip(e.end_ns), names.Api(e.api), names.SiteOfStack(e.stack_id)});
+    uint64_t start = clip(e.start_ns);
+    if (!records.empty()) records_until(e.tid, start);
+    host_lane(e.tid).Add({start, clip(e.end_ns), names.Api(e.api), names.SiteOfStack(e.stack_id)}, bin);
   }
+  for (auto& [tid, rest] : records) records_until(tid, UINT64_MAX);
   std::unordered_map<uint32_t, std::string> thread_names;
   for (const auto& [tid, name] : RestOf(w).thread_names) thread_names[tid] = name;
   out.Raw("\"timeline\":{\"bin\":");
   out.UInt(bin);
   out.Raw(",\"lanes\":[");
   bool first = true;
-  for (auto& [key, items] : gpu) {
+  for (auto& [key, lane] : gpu) {
     if (!first) out.Char(',');
     first = false;
-    WriteLane(out, "GPU " + std::to_string(key.first) + " stream " + std::to_string(key.second), "gpu", &items,
-              origin, bin);
+    lane.Write(out, "GPU " + std::to_string(key.first) + " stream " + std::to_string(key.second), "gpu", origin);
   }
-  for (auto& [tid, items] : host) {
-    if (items.empty()) continue;
+  for (auto& [tid, lane] : host) {
+    if (lane.empty()) continue;
     if (!first) out.Char(',');
     first = false;
     auto name = thread_names.find(tid);
     std::string label = "thread " + std::to_string(tid);
     if (name != thread_names.end() && !name->second.empty()) label += " (" + name->second + ")";
-    WriteLane(out, label, "host", &items, origin, bin);
+    lane.Write(out, label, "host", origin);
   }
   // Steps as [step, start, duration]; past kTimelineSteps, runs of
   // consecutive steps as one span [first step, start, duration, last step]

@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -197,6 +198,47 @@ TEST_CASE("a window of 100,000 kernels gives a page of a few hundred KB", "[repo
     }
   }
   CHECK(count == 100'000);  // merged, never lost
+}
+
+TEST_CASE("a thread's timeline lane holds its calls and its CUPTI-only calls in start order, a record first at a tie",
+          "[report]") {
+  // A span of 2,000,000 ns: one bin is 1,000 ns, so items 1 µs or more apart stay apart.
+  WindowBuilder b;
+  b.Step(0, 0, 2'000'000);
+  b.Call(ApiId::cudaLaunchKernel, 10'000, 12'000, 1);
+  b.Call(ApiId::cudaDeviceSynchronize, 50'000, 60'000);
+  b.Call(ApiId::cudaMemsetAsync, 90'000, 91'000, 3);
+  // Calls no wrapper saw, known from their RUNTIME records only (shown: no host event has their correlation).
+  auto api_record = [&](uint64_t start, uint64_t end, uint32_t correlation, uint32_t tid) {
+    DeviceRecord& r = b.Record(DeviceKind::kRuntimeApi, start, end, correlation);
+    r.thread_id = tid;
+    r.name_id = b.window().strings.size();
+    b.window().strings.push_back("cudaGetLastError");
+  };
+  api_record(5'000, 6'000, 100, testing::kPid);    // before every call
+  api_record(50'000, 51'000, 101, testing::kPid);  // as the synchronize starts: drawn before it
+  api_record(70'000, 71'000, 102, testing::kPid);  // between two calls
+  api_record(30'000, 31'000, 103, 777);            // a thread with no call of its own
+  Window w = b.Build();
+  WindowIndex index(w);
+  nlohmann::json data = PageData(RenderReportPage("t", {ReportWindowJson(w, index, ComputeSummary(w, index), "l", "")}));
+  const nlohmann::json& p = data["windows"][0];
+  std::map<std::string, std::vector<std::pair<uint64_t, std::string>>> lanes;  // label -> (start, name)
+  for (const auto& lane : p["timeline"]["lanes"]) {
+    for (const auto& it : lane["items"]) {
+      lanes[lane["label"]].push_back({it[0].get<uint64_t>(), p["strings"][it[2].get<size_t>()].get<std::string>()});
+    }
+  }
+  std::string own = "thread " + std::to_string(testing::kPid);
+  using Items = std::vector<std::pair<uint64_t, std::string>>;
+  CHECK(lanes[own] == Items{{5'000, "cudaGetLastError"}, {10'000, "cudaLaunchKernel"}, {50'000, "cudaDeviceSynchronize"},
+                            {70'000, "cudaGetLastError"}, {90'000, "cudaMemsetAsync"}});
+  CHECK(lanes["thread 777"] == Items{{30'000, "cudaGetLastError"}});
+  // The record at the synchronize's start is in the synchronize's block (named after the longer one), and counted.
+  for (const auto& lane : p["timeline"]["lanes"]) {
+    if (lane["label"] != own) continue;
+    CHECK(lane["items"][2][4] == 2);
+  }
 }
 
 TEST_CASE("WriteWindowFiles writes the page and folded stacks when asked", "[report][files]") {
