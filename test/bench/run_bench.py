@@ -264,12 +264,16 @@ def kineto_kernel_bytes(traces_dir):
 
 
 def callgrind_loop_ir(path):
-    """(instructions in the loop dump, of which the simulator's spin-wait)."""
-    total = 0
+    """(instructions in the loop dump, of which the simulator's spin-wait). The dump's `totals:` line (the
+    costs the dump holds), not `summary:`, which also counts other threads' work from before the zero."""
+    total = summary = None
     with open(path) as f:
         for line in f:
-            if line.startswith("summary:"):
+            if line.startswith("totals:"):
                 total = int(line.split()[1])
+            elif line.startswith("summary:"):
+                summary = int(line.split()[1])
+    total = total if total is not None else (summary or 0)
     p = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--auto=no", "--threshold=100", path],
                        capture_output=True, text=True)
     spin = 0

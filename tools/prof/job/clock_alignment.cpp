@@ -10,14 +10,6 @@ namespace {
 
 constexpr int64_t kNone = INT64_MIN;
 
-// v[k], v grown with `fill` to hold it: arrays by key, whose count is
-// known only once every input has been read.
-template <typename T>
-T& Grown(std::vector<T>& v, size_t k, T fill) {
-  if (k >= v.size()) v.resize(k + 1, fill);
-  return v[k];
-}
-
 }  // namespace
 
 ClockAlignment AlignClocks(size_t n, const FactsSource& facts) {

@@ -20,14 +20,6 @@ size_t StepRowAt(const RankFacts& r, int64_t t) {
   return t < it->step.end_ns ? static_cast<size_t>(it - r.steps.begin()) : std::string::npos;
 }
 
-// v[k], v grown with `fill` to hold it: arrays by key, whose count is
-// known only once every input has been read.
-template <typename T>
-T& Grown(std::vector<T>& v, size_t k, T fill) {
-  if (k >= v.size()) v.resize(k + 1, fill);
-  return v[k];
-}
-
 // Waiting per matched collective, and who is charged for it: each rank's
 // waiting goes into the cell of the step its collective started in, the
 // others' waiting into the last rank's; counts the collectives and each

@@ -38,6 +38,14 @@ inline FactsSource FactsOf(const std::vector<RankFacts>& ranks) {
   return [&ranks](size_t i) -> const RankFacts& { return ranks[i]; };
 }
 
+// v[k], v grown with `fill` to hold it: arrays by key, whose count is
+// known only once every input has been read.
+template <typename T>
+T& Grown(std::vector<T>& v, size_t k, T fill) {
+  if (k >= v.size()) v.resize(k + 1, fill);
+  return v[k];
+}
+
 // The facts of `ranks`, their collectives renumbered into one table.
 std::vector<RankFacts> SharedFacts(const std::vector<RankEvents>& ranks);
 
