@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 namespace prof::tool {
 
@@ -33,11 +34,19 @@ size_t JsonValue::size() const {
 }
 JsonValue JsonValue::Get(std::string_view key) const {
   if (!is_object()) return {};
-  JsonValue found;
-  for (JsonValue c = first(); c.valid(); c = next(c)) {
-    if (c.key() == key) found = c;
+  // On the nodes directly, lengths first: an event's handful of members is
+  // looked up for every field a reader or the validator asks for.
+  const std::vector<JsonDoc::Node>& nodes = doc_->nodes;
+  const char* text = doc_->text.data();
+  uint32_t found = 0;
+  for (uint32_t c = i_ + 1, end = nodes[i_].end; c < end; c = nodes[c].end) {
+    const JsonDoc::Node& n = nodes[c];
+    if (n.key_len == key.size() && (key.empty() || (text[n.key_off] == key[0] &&
+                                                      std::memcmp(text + n.key_off, key.data(), key.size()) == 0))) {
+      found = c;
+    }
   }
-  return found;
+  return found != 0 ? JsonValue(doc_, found) : JsonValue();
 }
 std::string_view JsonValue::StringOr(std::string_view key, std::string_view fallback) const {
   JsonValue v = Get(key);
