@@ -508,6 +508,7 @@ class CuptiCollector final : public DeviceCollector {
   std::unique_ptr<BufferPool> pool_;
   std::unique_ptr<LaunchRegistry> registry_;
   GraphSites graph_sites_;  // graph node -> the Python stack that created it
+  std::atomic<bool> graph_sites_full_said_{false};
 
   std::mutex completed_mutex_;
   std::vector<Completed> completed_;  // handed over by OnBufferCompleted

@@ -12,6 +12,7 @@
 #include "model/api_ids.h"
 #include "base/clock.h"
 #include "base/hot_state.h"
+#include "base/log.h"
 #include "base/strings.h"
 #include "base/thread_id.h"
 #include "base/agent_hooks.h"
@@ -144,15 +145,21 @@ void CuptiCollector::OnGraphNode(CUpti_CallbackId cbid, const CUpti_GraphData& g
   if (api_.GetGraphNodeId == nullptr) return;
   uint64_t node_id = 0;
   if (graph.node == nullptr || api_.GetGraphNodeId(graph.node, &node_id) != CUPTI_SUCCESS) return;
+  bool kept = true;
   if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     uint64_t original_id = 0;
     if (graph.originalNode != nullptr && api_.GetGraphNodeId(graph.originalNode, &original_id) == CUPTI_SUCCESS) {
-      graph_sites_.Cloned(node_id, original_id);
+      kept = graph_sites_.Cloned(node_id, original_id);
     }
-    return;
+  } else {
+    // Created inside the call that made it, on its thread: that call's stack.
+    kept = graph_sites_.Created(node_id, hooks::CaptureStack(NowNs(), /*launch=*/true) & 0xFFFFFF);
   }
-  // Created inside the call that made it, on its thread: that call's stack.
-  graph_sites_.Created(node_id, hooks::CaptureStack(NowNs(), /*launch=*/true) & 0xFFFFFF);
+  if (!kept && !graph_sites_full_said_.exchange(true, std::memory_order_relaxed)) {
+    Log().info("the capturing lines of {} CUDA graph nodes are kept, no more: replayed work of graph nodes made "
+               "from now on is charged to its graph launch's line", GraphSites::kMaxNodes);
+  }
+  if (cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) return;
   if (callbacks_live_.load(std::memory_order_acquire)) {
     // Captured, not run: no record will come for this call, so the window
     // must not wait for one nor count it missing. (A graph launch's

@@ -25,10 +25,11 @@ class GraphSites {
   // A node created on this thread, whose stack id is `stack` (0: none).
   // Keeps what is already known of the node: CUPTI may also report the
   // nodes an instantiation makes as created, before or after their clone.
-  void Created(uint64_t node_id, uint32_t stack);
+  // False when the node was not kept: the table is full.
+  bool Created(uint64_t node_id, uint32_t stack);
   // `node_id` was cloned from `original_id` (instantiation): the original's
   // stack, replacing anything noted for the clone.
-  void Cloned(uint64_t node_id, uint64_t original_id);
+  bool Cloned(uint64_t node_id, uint64_t original_id);
   // The stack of the call that created `node_id`'s original; 0 when unknown.
   uint32_t StackOf(uint64_t node_id) const;
   uint64_t dropped() const;

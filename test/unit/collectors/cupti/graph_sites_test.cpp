@@ -41,13 +41,15 @@ TEST_CASE("instantiation's clones win over the instantiating call's stack, in ei
 
 TEST_CASE("the table is bounded: nodes past the cap go unnamed and are counted", "[graph_sites]") {
   GraphSites sites;
-  for (uint64_t id = 1; id <= GraphSites::kMaxNodes; ++id) sites.Created(id, 3);
+  bool all_kept = true;
+  for (uint64_t id = 1; id <= GraphSites::kMaxNodes; ++id) all_kept = sites.Created(id, 3) && all_kept;
+  CHECK(all_kept);
   CHECK(sites.dropped() == 0);
-  sites.Created(GraphSites::kMaxNodes + 1, 3);
-  sites.Cloned(GraphSites::kMaxNodes + 2, 1);
+  CHECK_FALSE(sites.Created(GraphSites::kMaxNodes + 1, 3));
+  CHECK_FALSE(sites.Cloned(GraphSites::kMaxNodes + 2, 1));
   CHECK(sites.StackOf(GraphSites::kMaxNodes + 1) == 0);
   CHECK(sites.StackOf(GraphSites::kMaxNodes + 2) == 0);
   CHECK(sites.dropped() == 2);
-  sites.Cloned(5, 1);  // an entry already held may change
+  CHECK(sites.Cloned(5, 1));  // an entry already held may change
   CHECK(sites.StackOf(5) == 3);
 }
