@@ -25,6 +25,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,6 +42,7 @@ WORKLOAD = os.path.join(HERE, "..", "workloads", "torch_ddp.py")
 SIMRUN = os.path.join(os.path.dirname(harness.SIM_LIB_DIR), "simrun") if harness.SIM_LIB_DIR else ""
 WORLD = 4
 STEPS = 40  # the default schedule records steps 32-36
+JOB_TIMEOUT_S = 90  # one job takes 20-30 s, up to 70 s beside CTest's other work
 SLOW_RANK = 2
 SLOW_MS = 100  # the slowed rank's host sleep in every step
 # cuBLAS's GEMMs (27 a step) last 6 ms each on the simulated GPU, so a step is
@@ -92,7 +94,19 @@ def run_job(python, mode, work, slow_rank):
     cmd = [SIMRUN, torchrun, "--standalone", f"--nproc_per_node={WORLD}", WORKLOAD, "--steps", str(STEPS)]
     if slow_rank >= 0:
         cmd += ["--slow-rank", str(slow_rank), "--slow-ms", str(SLOW_MS)]
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=280)
+    # The job's ranks are torchrun's children: on a hang the whole session is
+    # killed (no rank outlives the test) and what the job printed is kept,
+    # within CTest's 300 s for the three jobs.
+    with subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as running:
+        try:
+            stdout, stderr = running.communicate(timeout=JOB_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(running.pid, signal.SIGKILL)
+            stdout, stderr = running.communicate()
+            raise AssertionError(f"{name}: the job did not end within {JOB_TIMEOUT_S} s (its process group was "
+                                 f"killed); its output:\n{stdout[-3000:]}\n{stderr[-6000:]}")
+    proc = subprocess.CompletedProcess(cmd, running.returncode, stdout, stderr)
     lines = []
     if os.path.exists(truth_path):
         lines = read_truth(truth_path)

@@ -256,7 +256,9 @@ uint64_t Device::StreamDoneNs(CUstream stream) {
   std::unique_lock<std::mutex> lock(mutex_);
   CUstream_st* s = ResolveLocked(stream);
   if (!s) return 0;
-  WaitSettledLocked(lock, s);
+  // Work seen done has been reported too (its truth lines and CUPTI records
+  // are written outside the lock): a program that saw it done may exit.
+  settled_.wait(lock, [&] { return !UnsettledLocked(s) && reporting_ == 0; });
   return EffectiveTailLocked(s);
 }
 
@@ -265,7 +267,7 @@ bool Device::StreamDoneNsNow(CUstream stream, uint64_t* done_ns) {
   CUstream_st* s = ResolveLocked(stream);
   *done_ns = 0;
   if (!s) return true;
-  if (UnsettledLocked(s)) return false;
+  if (UnsettledLocked(s) || reporting_ > 0) return false;
   *done_ns = EffectiveTailLocked(s);
   return true;
 }
@@ -281,7 +283,6 @@ uint64_t Device::DeviceDoneNs() {
 // ---- deferred work
 
 bool Device::UnsettledLocked(CUstream_st* s) {
-  if (reporting_ > 0) return true;
   if (s == &legacy_) {
     if (legacy_.deferred) return true;
     for (CUstream_st* t : streams_) {

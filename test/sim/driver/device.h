@@ -227,7 +227,11 @@ class Device {
     std::vector<std::pair<SimGate*, uint64_t>> starts;
   };
   uint32_t ContextUidLocked();
-  bool UnsettledLocked(CUstream_st* s);  // its effective tail depends on a deferred entry
+  // Its effective tail depends on a deferred entry. Not reports under way:
+  // placement must not wait for those (an event recorded beside a report
+  // would be deferred with nothing left to place it); only the waits for
+  // work done do (StreamDoneNs, DeviceDoneNs, SettledStateOf).
+  bool UnsettledLocked(CUstream_st* s);
   void ProcessLocked(Ready* ready);
   void Report(Ready& ready);  // outside the lock
   void WaitSettledLocked(std::unique_lock<std::mutex>& lock, CUstream_st* s);
