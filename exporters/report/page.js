@@ -594,7 +594,7 @@
   // The call sites' table and the flame graphs, one section.
   function flameGraph(w) {
     const s = section('python', 'GPU time by Python call site',
-      'Each CUDA call is charged to the innermost frame of your own code on its Python stack (PROF_PYTHON_USER adds prefixes that count as yours); its GPU work to that call.');
+      'Each CUDA call is charged to the innermost frame of your own code on its Python stack (PROF_PYTHON_USER adds prefixes that count as yours); its GPU work to that call, and the work a CUDA graph replayed to the call that captured it (rows marked captured).');
     s.append(...callSites(w));
     const fg = {
       w,
