@@ -23,7 +23,9 @@ equal multisets of kernel names, of copies and memsets (name, which says the
 kind and memory kinds, and bytes), of runtime calls by name once the calls
 Kineto leaves out (KINETO_LEAVES_OUT) are removed from libprof's and the
 event polls (POLLS, whose number depends on timing) from both, each trace
-holding exactly the polls its own run made (the truth log), and of
+holding exactly the polls its own run made (the truth log), and likewise
+for the calls of the DataLoader's pin-memory thread, which pins batches
+ahead of the loop at times the scheduler decides, and of
 (device op, launching runtime call's name) pairs; in both traces every
 device op's duration is the truth log's, and the step's device ops are the
 truth's iteration (told apart by the batch's copies). Where the two traces'
@@ -65,6 +67,22 @@ KINETO_LEAVES_OUT = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cuda
 # numbers of them, so they are not compared between the runs: each trace
 # holds exactly the polls its own run made within its steps (the truth log).
 POLLS = {"cudaEventQuery"}
+# The DataLoader's pin-memory thread pins the next batches while the loop
+# runs (cudaPointerGetAttributes for is_pinned, cudaHostAlloc for a new
+# pinned block, event polls): which step its calls fall in depends on the
+# scheduler. The truth names it as the thread that asks whether a pointer is pinned.
+PIN_CHECK = "cudaPointerGetAttributes"
+
+
+def timing_dependent(lines):
+    """Correlation ids of the runtime calls, in the truth, whose step
+    depends on timing: event polls, and every call of the pin-memory thread."""
+    pid = next(l["pid"] for l in lines if l["type"] == "api")
+    calls = [l for l in truth.api(lines) if l["pid"] == pid and l["domain"] == "runtime"]
+    pinners = {l["thread"] for l in calls if l["name"] == PIN_CHECK}
+    assert len(pinners) == 1, f"threads checking for pinned memory: {pinners}"
+    return {l["correlation"] for l in calls if l["name"] in POLLS or l["thread"] in pinners}
+
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 # Where the two traces differ in what a consumer reads (HTA, Perfetto,
 # TensorBoard); docs/real-programs.md, "torch.profiler and libprof on the same steps", says why.
@@ -145,8 +163,9 @@ class Steps:
             k = self.step_of_call.get(e["args"]["correlation"])
             self.step_ops[k].append((kind, e))
 
-    def call_names(self, k, leave_out=()):
-        return collections.Counter(c["name"] for c in self.step_calls[k] if c["name"] not in leave_out)
+    def call_names(self, k, leave_out=(), leave_out_calls=()):
+        return collections.Counter(c["name"] for c in self.step_calls[k]
+                                   if c["name"] not in leave_out and c["args"]["correlation"] not in leave_out_calls)
 
     def op_keys(self, k):
         return collections.Counter((kind, e["name"]) if kind == "kernel" else (kind, e["name"], e["args"]["bytes"])
@@ -262,23 +281,24 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
         for k in ACTIVE_STEPS:
             self.assertEqual(set(self.kineto.call_names(k)) & KINETO_LEAVES_OUT, set())
 
-        def polls_are_the_truths(steps, lines, who):
-            pid = next(l["pid"] for l in lines if l["type"] == "api")
+        def timed_calls_are_the_truths(steps, lines, who, leave_out=()):
+            timed = timing_dependent(lines)
             calls = [c for k in ACTIVE_STEPS for c in steps.step_calls[k]]
             lo, hi = min(c["args"]["correlation"] for c in calls), max(c["args"]["correlation"] for c in calls)
-            want = sorted(l["correlation"] for l in truth.api(lines) if l["name"] in POLLS and l["pid"] == pid
-                          and lo <= l["correlation"] <= hi)
-            got = sorted(c["args"]["correlation"] for c in calls if c["name"] in POLLS)
-            self.assertEqual(got, want, f"{who}: the polls the run made in its steps")
+            want = sorted(l["correlation"] for l in truth.api(lines) if l["correlation"] in timed
+                          and l["name"] not in leave_out and lo <= l["correlation"] <= hi)
+            got = sorted(c["args"]["correlation"] for c in calls if c["args"]["correlation"] in timed)
+            self.assertEqual(got, want, f"{who}: the polls and pinning calls the run made in its steps")
+            return timed
 
         _, _, torch_lines = self.torch
-        polls_are_the_truths(self.kineto, torch_lines, "torch.profiler")
+        kineto_timed = timed_calls_are_the_truths(self.kineto, torch_lines, "torch.profiler", KINETO_LEAVES_OUT)
 
         def check(mode, trace, steps, lines):
-            polls_are_the_truths(steps, lines, mode)
+            timed = timed_calls_are_the_truths(steps, lines, mode)
             for k in ACTIVE_STEPS:
-                want = self.kineto.call_names(k, POLLS)
-                got = steps.call_names(k, KINETO_LEAVES_OUT | POLLS)
+                want = self.kineto.call_names(k, (), kineto_timed)
+                got = steps.call_names(k, KINETO_LEAVES_OUT, timed)
                 self.assertGreater(sum(want.values()), 100)
                 self.assertEqual(got - want, collections.Counter(), f"step {k}: libprof only")
                 self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
