@@ -62,6 +62,7 @@ class Parser {
     if (key == "PROF_PYTHON_DEPTH") return PythonDepth(value);
     if (key == "PROF_PYTHON_USER") config_.python_user = value;
     if (key == "PROF_AUTO_TIMEOUT") return AutoTimeout(value);
+    if (key == "PROF_TORCH_OPS") return TorchOps(value);
   }
 
   bool disabled_by_error() const { return disabled_by_error_; }
@@ -287,6 +288,20 @@ class Parser {
     }
   }
 
+  void TorchOps(const std::string& value) {
+    std::string v = Lower(value);
+    if (v == "shapes" || v == "1" || v == "on" || v == "true" || v == "yes") {
+      config_.torch_ops = TorchOps::kShapes;
+    } else if (v == "names") {
+      config_.torch_ops = TorchOps::kNames;
+    } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+      config_.torch_ops = TorchOps::kOff;
+    } else {
+      config_.torch_ops = TorchOps::kShapes;
+      Problem("PROF_TORCH_OPS", value, "shapes, names or 0", "using shapes");
+    }
+  }
+
   void PythonDepth(const std::string& value) {
     uint64_t n = 0;
     if (!ParseUnsigned(value, 256, &n) || n < 1) {
@@ -357,7 +372,7 @@ const std::vector<std::string>& ConfigKeys() {
       "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
       "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
       "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
-      "PROF_AUTO_TIMEOUT"};
+      "PROF_AUTO_TIMEOUT", "PROF_TORCH_OPS"};
   return kKeys;
 }
 
@@ -450,6 +465,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_PYTHON_DEPTH", std::to_string(python_depth)},
       {"PROF_PYTHON_USER", python_user},
       {"PROF_AUTO_TIMEOUT", fmt::format("{}ms", auto_timeout_ns / 1'000'000)},
+      {"PROF_TORCH_OPS", torch_ops == TorchOps::kShapes ? "shapes" : torch_ops == TorchOps::kNames ? "names" : "0"},
   };
 }
 

@@ -92,14 +92,19 @@ struct StepSpan {
   uint64_t end_ns;
 };
 
-// An NVTX push/pop or start/end range seen through NVTX injection.
+// An NVTX push/pop or start/end range seen through NVTX injection. A range
+// PyTorch's NVTX profiler pushed for an operator (collectors/nvtx/torch_op_name.h)
+// carries the operator's id, sequence number and input shapes apart from
+// its name ("aten::mm").
 struct NvtxRange {
   uint64_t start_ns;
   uint64_t end_ns;
   uint32_t name_id;
   uint32_t tid;
-  uint32_t depth;  // nesting depth on its thread, 0 = outermost
-  uint32_t reserved;
+  uint32_t depth;      // nesting depth on its thread, 0 = outermost
+  uint32_t op_id = 0;      // PyTorch's op_id; 0: not an operator's range
+  uint32_t shapes_id = 0;  // the input shapes' text ("[[16, 8], [8, 64]]"); 0: none
+  int32_t seq = -1;        // the autograd sequence number; -1: none
 };
 
 // NCCL operations (collectors/nccl), in the order of NCCL's own names.

@@ -34,6 +34,7 @@
 #include "agent/runtime/runtime.h"
 #include "agent/session/window_sink.h"
 #include "collectors/python/python_stacks.h"
+#include "collectors/python/torch_ops.h"
 
 extern "C" void prof_step(void);
 
@@ -191,6 +192,11 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   if (config.world_size > 1 && config.step_source == StepSource::kAuto && config.range_kind == RangeKind::kNone) {
     rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
     rt->auto_step->IgnoreHostGaps();
+  }
+  // PyTorch's operator ranges follow recording (collectors/python/torch_ops.h).
+  if (!fork_child && (config.activities & kActNvtx) != 0 && config.torch_ops != TorchOps::kOff) {
+    python::ConfigureTorchOps(config.torch_ops);
+    rt->session->OnRecordingChanged(python::TorchOpsWanted);
   }
   if (rt->auto_step) {
     // A run that ends before auto decides still writes its window

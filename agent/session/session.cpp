@@ -73,7 +73,7 @@ void Session::BeginProvisional(uint64_t now_ns) {
   // needs, not by turning them all off and on again at the first window.
   WatchCallsLocked();
   AttachIfCuda();  // BeginRecord too (window_open_)
-  SetHotBits(kHotRecording);
+  SetRecording(true);
   recording_since_ns_ = NowNs();
   provisional_ = true;
   writer_->SubmitDiscard(now_ns);
@@ -104,7 +104,7 @@ void Session::EndProvisionalLocked(uint64_t now_ns, bool write, bool at_exit, co
     writer_->SubmitDiscard(now_ns);  // the buffered events go too
   }
   if (at_exit) return;  // EndPartial turns everything off itself
-  if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
+  SetRecording(false);
   recording_since_ns_ = 0;
   if (attached_) collector_->Pause();
   step_ = 0;
@@ -422,7 +422,7 @@ void Session::OpenRangeLocked(uint64_t now_ns, const std::string& range_name) {
   range_has_calls_.store(false, std::memory_order_relaxed);
   window_unrecorded_ns_ = 0;  // it starts where the range was seen, recording on (attached above)
   action_ = Action::kRecord;
-  SetHotBits(kHotRecording);
+  SetRecording(true);
   if (attached_) collector_->BeginRecord(now_ns);
   writer_->SubmitDiscard(now_ns);  // events from before the range are not part of the window
 }
@@ -441,7 +441,7 @@ void Session::CloseRangeLocked(uint64_t now_ns) {
   ++step_;  // the next range begins a step of its own
   step_start_ns_ = now_ns;
   action_ = Action::kNone;
-  ClearHotBits(kHotRecording);
+  SetRecording(false);
   attach_pending_ = false;
   if (attached_) collector_->Pause();
   if (ranges_.exhausted()) {
@@ -453,11 +453,24 @@ void Session::CloseRangeLocked(uint64_t now_ns) {
   }
 }
 
+// A read first: a waiting step (none -> none) skips the locked RMW.
+void Session::SetRecording(bool on) {
+  if (((LoadHotBits() & kHotRecording) != 0) == on) return;
+  if (on) SetHotBits(kHotRecording);
+  else ClearHotBits(kHotRecording);
+  if (recording_changed_) recording_changed_(on);
+}
+
+void Session::OnRecordingChanged(std::function<void(bool)> changed) {
+  Locked lock(this);
+  recording_changed_ = std::move(changed);
+}
+
 void Session::Enter(Action prev, Action next, uint64_t now_ns) {
   bool recording_next = next == Action::kRecord || next == Action::kRecordAndSave;
   if (next == Action::kWarmup || recording_next) {
     if (!attached_ || prev == Action::kNone) AttachIfCuda();
-    SetHotBits(kHotRecording);
+    SetRecording(true);
     // Read after CUPTI is attached and the bit is set: from now on calls are
     // recorded in both modes.
     if (recording_since_ns_ == 0) recording_since_ns_ = NowNs();
@@ -478,8 +491,7 @@ void Session::Enter(Action prev, Action next, uint64_t now_ns) {
     writer_->SubmitDiscard(now_ns);  // warmup events are not part of the window
   }
   if (next == Action::kNone) {
-    // A read first: a waiting step (none -> none) skips the locked RMW.
-    if (LoadHotBits() & kHotRecording) ClearHotBits(kHotRecording);
+    SetRecording(false);
     recording_since_ns_ = 0;
     attach_pending_ = false;
     if (attached_ && prev != Action::kNone) collector_->Pause();

@@ -95,6 +95,10 @@ class Session {
   // any marker.
   void AnchorToCollectives(std::function<uint64_t()> collectives);
 
+  // Called, under the session's lock, each time recording (a window warming
+  // up or recording) turns on or off: the PyTorch operator ranges follow it.
+  void OnRecordingChanged(std::function<void(bool)> changed);
+
   // PROF_STEP=auto, still looking, CUDA loaded: record provisionally from
   // now on (the first CUDA call, within the agent thread's poll), so that a
   // program that ends before the loop is found, or has none, still writes
@@ -197,6 +201,8 @@ class Session {
   // The first step's number for AnchorToCollectives; false while calibrating.
   bool AnchoredFirstStep(uint64_t* first_step);
   void Enter(Action prev, Action next, uint64_t now_ns);
+  // Sets or clears kHotRecording, telling recording_changed_ when it changes.
+  void SetRecording(bool on);
   // partial: ended by the process's exit or a signal before its last step
   // (WindowMeta::partial, with `reason`). at_exit: the process is ending
   // (implied by partial), so the wait for late records is bounded.
@@ -285,6 +291,7 @@ class Session {
   // PROF_TRIGGER_FILE: the schedule (one cycle of wait/warmup/active) runs
   // relative to trigger_origin_ while armed; more arms queue up.
   std::function<bool()> uses_cuda_;
+  std::function<void(bool)> recording_changed_;
   bool triggered_ = false;
   bool armed_ = false;
   uint64_t trigger_origin_ = 0;

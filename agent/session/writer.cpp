@@ -162,7 +162,10 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
   // then the table may forget the names this window no longer needs.
   std::vector<uint32_t*> names;
   names.reserve(w.nvtx_ranges.size());
-  for (NvtxRange& r : w.nvtx_ranges) names.push_back(&r.name_id);
+  for (NvtxRange& r : w.nvtx_ranges) {
+    names.push_back(&r.name_id);
+    if (r.shapes_id != 0) names.push_back(&r.shapes_id);
+  }
   Strings().TakeWindowNames(std::move(names), &w.strings);
   if (job.names_generation != 0) w.meta.losses.nvtx_names_dropped = Strings().WindowSealed(job.names_generation);
   w.thread_names = ThreadNames(w);

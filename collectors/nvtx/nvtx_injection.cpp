@@ -9,7 +9,9 @@
 #include <nvtx3/nvToolsExt.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -24,6 +26,7 @@
 #include "base/strings.h"
 #include "base/thread_id.h"
 #include "base/agent_hooks.h"
+#include "collectors/nvtx/torch_op_name.h"
 #include "model/observed_event.h"
 
 namespace prof::nvtx {
@@ -45,6 +48,19 @@ struct ThreadStack {
   int depth = 0;
 };
 thread_local ThreadStack t_stack;
+
+// A PyTorch operator's range (torch_op_name.h) carries its op id, shapes and
+// sequence number beside the thread's stack, in an array made at the
+// thread's first operator range (on the heap: static TLS is scarce).
+struct OpenOp {
+  uint32_t op_id = 0;
+  uint32_t shapes_id = 0;
+  int32_t seq = -1;
+};
+struct ThreadOps {
+  OpenOp ops[kMaxDepth];
+};
+thread_local std::unique_ptr<ThreadOps> t_ops;
 
 // Start/end ranges may end on another thread: keyed by their id.
 std::mutex g_started_mu;
@@ -128,7 +144,7 @@ uint32_t NameOf(const nvtxEventAttributes_t* a) {
 }
 
 // tid 0: the calling thread (its id is looked up only when recording).
-void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
+void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0, const OpenOp& op = OpenOp{}) {
   if (!Recording()) return;
   NvtxRange range{};
   range.start_ns = r.start_ns;
@@ -136,6 +152,9 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0) {
   range.name_id = r.name_id;
   range.tid = tid != 0 ? tid : ThisThreadId();
   range.depth = depth;
+  range.op_id = op.op_id;
+  range.shapes_id = op.shapes_id;
+  range.seq = op.seq;
   hooks::RecordNvtxRange(range);
 }
 
@@ -171,16 +190,34 @@ const char* AsciiOf(const nvtxEventAttributes_t* a) {
   return a != nullptr && a->messageType == NVTX_MESSAGE_TYPE_ASCII ? a->message.ascii : nullptr;
 }
 
-int Push(uint32_t name_id, const char* text = nullptr) {
+int Push(uint32_t name_id, const char* text = nullptr, const OpenOp* op = nullptr) {
   ThreadStack& s = t_stack;
   int level = s.depth;
-  ObserveRange(MarkerSite::kNvtxRange, name_id, text, PushKey(&s, level));
+  // PyTorch's operator ranges are never step markers or range edges: they
+  // come and go with recording (collectors/python/torch_ops.h).
+  if (op == nullptr) ObserveRange(MarkerSite::kNvtxRange, name_id, text, PushKey(&s, level));
   // A range pushed while nothing records started before any window that could
   // hold its end, and NvtxStore::Take keeps only ranges that started inside
   // the window: its start time is never looked at, so no clock is read.
-  if (s.depth < kMaxDepth) s.ranges[s.depth] = {Recording() ? NowNs() : 0, name_id};
+  if (s.depth < kMaxDepth) {
+    s.ranges[s.depth] = {Recording() ? NowNs() : 0, name_id};
+    if (op != nullptr && !t_ops) t_ops = std::make_unique<ThreadOps>();
+    if (t_ops) t_ops->ops[s.depth] = op != nullptr ? *op : OpenOp{};
+  }
   ++s.depth;
   return level;
+}
+
+// An ASCII range name: a PyTorch operator's (while recording) is split into
+// its parts first, so that its name and shapes are interned, not its text.
+int PushAscii(const char* m) {
+  TorchOpName parsed;
+  if (m == nullptr || !Recording() || !ParseTorchOpName(m, &parsed)) return Push(InternCached(m), m);
+  OpenOp op;
+  op.op_id = static_cast<uint32_t>(parsed.op_id);
+  op.seq = parsed.seq > INT32_MAX ? -1 : static_cast<int32_t>(parsed.seq);
+  op.shapes_id = parsed.shapes.empty() ? 0 : InternName(parsed.shapes);
+  return Push(InternName(parsed.name), nullptr, &op);
 }
 
 int Pop() {
@@ -189,8 +226,12 @@ int Pop() {
   --s.depth;
   uint32_t name_id = 0;
   if (s.depth < kMaxDepth) {
-    Finish(s.ranges[s.depth], static_cast<uint32_t>(s.depth));
-    name_id = s.ranges[s.depth].name_id;
+    // Only a range that started while recording is kept (its start is set),
+    // so an operator slot left from an earlier range is never read for it.
+    const OpenRange& r = s.ranges[s.depth];
+    Finish(r, static_cast<uint32_t>(s.depth), 0, t_ops && r.start_ns != 0 ? t_ops->ops[s.depth] : OpenOp{});
+    name_id = r.name_id;
+    if (t_ops && r.start_ns != 0 && t_ops->ops[s.depth].op_id != 0) return s.depth;  // an operator's: not observed
   }
   ObserveRange(MarkerSite::kNvtxRangeEnd, name_id, nullptr, PushKey(&s, s.depth));
   return s.depth;
@@ -260,7 +301,7 @@ int PopIdle() {
 // Core module callbacks.
 int NVTX_API RangePushA(const char* m) {
   if (Idle()) return PushIdle();
-  return Guarded(-1, [&] { return Push(InternCached(m), m); });
+  return Guarded(-1, [&] { return PushAscii(m); });
 }
 int NVTX_API RangePushW(const wchar_t* m) {
   if (Idle()) return PushIdle();
@@ -268,7 +309,7 @@ int NVTX_API RangePushW(const wchar_t* m) {
 }
 int NVTX_API RangePushEx(const nvtxEventAttributes_t* a) {
   if (Idle()) return PushIdle();
-  return Guarded(-1, [&] { return Push(NameOf(a), AsciiOf(a)); });
+  return Guarded(-1, [&] { return AsciiOf(a) != nullptr ? PushAscii(AsciiOf(a)) : Push(NameOf(a)); });
 }
 int NVTX_API RangePop() {
   if (Idle()) return PopIdle();

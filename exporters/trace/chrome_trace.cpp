@@ -8,6 +8,9 @@
 //                                  thread (python_sites.h), enclosing the calls made under them
 //   NvtxRange                      X user_annotation on its thread, and X gpu_user_annotation per
 //                                  stream spanning the GPU work launched inside it
+//   NvtxRange of a PyTorch op      X cpu_op (a record_function label: user_annotation) with
+//                                  Kineto's args; the calls inside it and their GPU work carry its
+//                                  "External id" (common/operators.h)
 //   CollectiveCall                 X cpu_op "ncclAllReduce" ... on its thread, with Kineto's
 //                                  collective args; the same args on the kernel it launched
 //   launch -> GPU work             s/f ac2g flow, id = correlation
@@ -35,6 +38,7 @@
 #include "exporters/common/cuda_names.h"
 #include "exporters/common/demangle.h"
 #include "exporters/common/json_writer.h"
+#include "exporters/common/operators.h"
 #include "exporters/common/python_sites.h"
 #include "exporters/common/window_index.h"
 #include "exporters/job/rank_facts.h"
@@ -194,6 +198,7 @@ class TraceWriter {
   // gpu_user_annotation).
   void BuildGpuAnnotations() {
     for (const NvtxRange& range : w_.nvtx_ranges) {
+      if (range.op_id != 0) continue;  // Kineto projects record_function ranges, not operators
       size_t first_annotation = gpu_annotations_.size();
       auto it = std::lower_bound(w_.host_events.begin(), w_.host_events.end(), range.start_ns,
                                  [](const HostEvent& e, uint64_t t) { return e.start_ns < t; });
@@ -455,9 +460,38 @@ class TraceWriter {
   }
 
   void EmitNvtx(const NvtxRange& n) {
+    if (n.op_id != 0) return EmitOperator(n);
     SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
     JobCall("user_annotation", w_.strings[n.name_id], n.tid, n.start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
+  }
+
+  // A PyTorch operator (exporters/common/operators.h), with Kineto's args:
+  // "Fwd thread id" is 0 on the forward thread, as in Kineto, and elsewhere
+  // the forward thread's OS id (Kineto numbers threads its own way).
+  void EmitOperator(const NvtxRange& n) {
+    const char* cat = OperatorCategory(w_.String(n.name_id), n.seq);
+    SliceHead(cat, quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
+    JobCall(cat, w_.String(n.name_id), n.tid, n.start_ns, n.end_ns);
+    out_.Raw(",\"args\":{\"External id\":"); out_.UInt(n.op_id);
+    if (n.seq >= 0) {
+      out_.Raw(",\"Sequence number\":"); out_.Int(n.seq);
+      uint32_t forward = operators_.ForwardThread(n.seq);
+      out_.Raw(",\"Fwd thread id\":"); out_.UInt(forward == n.tid ? 0 : forward);
+    }
+    if (n.shapes_id != 0) {
+      std::string_view shapes = w_.String(n.shapes_id);
+      out_.Raw(",\"Input Dims\":");
+      if (IsShapeList(shapes)) out_.Raw(shapes);
+      else out_.String(shapes);
+    }
+    EndArgs();
+  }
+
+  // `,"External id":<op id>` when an operator encloses the call.
+  void ExternalId(int64_t op) {
+    if (op < 0) return;
+    out_.Raw(",\"External id\":"); out_.UInt(w_.nvtx_ranges[static_cast<size_t>(op)].op_id);
   }
 
   // Args as Kineto's: no "device" or "stream", which only GPU work
@@ -504,6 +538,7 @@ class TraceWriter {
               e.tid, e.start_ns, e.end_ns);
     JobCall(driver ? "cuda_driver" : "cuda_runtime", ApiName(static_cast<ApiId>(e.api)), e.tid, e.start_ns, e.end_ns);
     out_.Raw(",\"args\":{\"correlation\":"); out_.UInt(e.correlation_id);
+    if (!operators_.empty()) ExternalId(operators_.Enclosing(e.tid, e.start_ns));
     if (e.bytes != 0) { out_.Raw(",\"bytes\":"); out_.UInt(e.bytes); }
     if (e.device >= 0) { out_.Raw(",\"device\":"); out_.Int(e.device); }
     if (e.result != 0) { out_.Raw(",\"result\":"); out_.Int(e.result); }
@@ -525,6 +560,7 @@ class TraceWriter {
     JobCall(cat, w_.strings[r.name_id], r.thread_id, r.start_ns, r.end_ns);
     out_.Raw(",\"args\":{\"cbid\":"); out_.UInt(r.cbid);
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
+    if (!operators_.empty()) ExternalId(operators_.Enclosing(r.thread_id, r.start_ns));
     out_.Raw(",\"source\":\"cupti\"");
     EndArgs();
     if (index_.ApiRecord(r.correlation_id) == int64_t{index}) FlowStart(r.correlation_id, r.thread_id, r.start_ns);
@@ -544,6 +580,7 @@ class TraceWriter {
     out_.Raw(",\"context\":"); out_.UInt(r.context_id);
     out_.Raw(",\"stream\":"); out_.Int(r.stream_id == kCuptiInvalidStream ? -1 : int64_t{r.stream_id});
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
+    if (!operators_.empty()) ExternalId(operators_.OfCorrelation(r.correlation_id));
     if (r.graph_id != 0) { out_.Raw(",\"graph id\":"); out_.UInt(r.graph_id); }
     if (r.graph_node_id != 0) { out_.Raw(",\"graph node id\":"); out_.UInt(r.graph_node_id); }
     if (r.capture_stack_id > 1) out_.Raw(CapturedAt(r.capture_stack_id));
@@ -620,6 +657,7 @@ class TraceWriter {
   DisplayNames names_;
   chrome::KernelArgs kernel_args_{w_};
   CollectiveIndex collectives_{w_};
+  OperatorIndex operators_{w_, index_};
   // Names repeat on many events: each is escaped and quoted once.
   QuotedNames quoted_kernels_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return names_(id); }};
   QuotedNames quoted_strings_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return w_.String(id); }};

@@ -88,7 +88,6 @@ DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset
 # TensorBoard); docs/real-programs.md, "torch.profiler and libprof on the same steps", says why.
 # Categories only one of them writes:
 KINETO_ONLY_CATS = {
-    "cpu_op": "PyTorch's operators: libprof sees CUDA calls, not ATen",
     "fwdbwd": "flows from a forward operator to its backward one",
     "cuda_driver": "the driver calls under runtime launches; libprof's with PROF_ACTIVITIES=...,driver",
     "gpu_user_annotation": "ProfilerStep#N and record_function spans projected onto the stream",
@@ -101,9 +100,11 @@ LIBPROF_ONLY_CATS = {
 # Args Kineto writes on every event of a category and ours lacks.
 _GRAPH_AND_CHANNEL = {"graph id", "graph node id", "channel", "channel_type"}
 KINETO_ONLY_ARGS = {
-    "kernel": {"External id", "queued", "priority", "occupancy"} | _GRAPH_AND_CHANNEL,
-    "gpu_memcpy": {"External id"} | _GRAPH_AND_CHANNEL,
-    "gpu_memset": {"External id"} | _GRAPH_AND_CHANNEL,
+    "kernel": {"queued", "priority", "occupancy"} | _GRAPH_AND_CHANNEL,
+    "gpu_memcpy": _GRAPH_AND_CHANNEL,
+    "gpu_memset": _GRAPH_AND_CHANNEL,
+    # Kineto's own numbering of operators and threads; PyTorch's NVTX ranges carry neither.
+    "cpu_op": {"Record function id", "Ev Idx"},
     # "External id" only where a CPU operator encloses the call; "cbid": the
     # calls libprof's wrappers record under LD_PRELOAD have no CUPTI record to
     # take one from, and the trace leaves it out in both modes so that both
@@ -157,6 +158,8 @@ class Steps:
             (self.outside if k is None else self.step_calls[k]).append(call)
         self.step_of_call = {c["args"]["correlation"]: k for k, calls in self.step_calls.items() for c in calls}
         self.ops = [(DEVICE_CATS[e["cat"]], e) for e in events if e.get("cat") in DEVICE_CATS]
+        self.op_names = {e["args"]["External id"]: e["name"] for e in events
+                         if e.get("cat") in ("cpu_op", "user_annotation") and "External id" in e.get("args", {})}
         self.unlaunched = [e for _, e in self.ops if e["args"]["correlation"] not in self.calls]
         self.step_ops = collections.defaultdict(list)
         for kind, e in self.ops:
@@ -169,6 +172,12 @@ class Steps:
 
     def op_keys(self, k):
         return collections.Counter((kind, e["name"]) if kind == "kernel" else (kind, e["name"], e["args"]["bytes"])
+                                   for kind, e in self.step_ops[k])
+
+    def operators(self, k):
+        """Per device op of step k: (kind, name, the name of the operator
+        whose External id it carries)."""
+        return collections.Counter((kind, e["name"], self.op_names.get(e["args"].get("External id")))
                                    for kind, e in self.step_ops[k])
 
     def launches(self, k):
@@ -305,6 +314,21 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
                 # What was left out is there in libprof's trace: PyTorch asks
                 # for the current device at nearly every operator.
                 self.assertGreater(steps.call_names(k)["cudaGetDevice"], 100, f"step {k}")
+        self.each_mode(check)
+
+    def test_per_step_each_device_op_has_the_same_operator(self):
+        """libprof's operators come from PyTorch's NVTX profiler, turned on by
+        the agent itself; torch.profiler's from its own callbacks. Each
+        kernel, copy and memset carries its operator's External id in both."""
+        for k in ACTIVE_STEPS:
+            named = self.kineto.operators(k)
+            self.assertEqual(sum(n for (_, _, op), n in named.items() if op is None), 0, f"step {k}")
+
+        def check(mode, trace, steps, lines):
+            for k in ACTIVE_STEPS:
+                want, got = self.kineto.operators(k), steps.operators(k)
+                self.assertEqual(got - want, collections.Counter(), f"step {k}: libprof only")
+                self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
         self.each_mode(check)
 
     def test_per_step_each_device_op_has_the_same_launching_call(self):

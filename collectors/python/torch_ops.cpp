@@ -1,0 +1,242 @@
+#include "collectors/python/torch_ops.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "base/log.h"
+
+namespace prof::python {
+namespace {
+
+// The Python run on the main thread. apply() reports what it did in a word
+// or two; a failure of ours is caught and reported, never raised into the
+// program.
+constexpr const char* kScript = R"PY(
+import sys
+
+_state = {"on": False, "thread": None, "gave_way": False}
+
+
+def _torch():
+    torch = sys.modules.get("torch")
+    profiler = sys.modules.get("torch.autograd.profiler")
+    if torch is None or profiler is None:
+        return None, None
+    return torch, profiler
+
+
+def _off():
+    import threading
+    if not _state["on"] or threading.get_ident() != _state["thread"]:
+        return False
+    torch, profiler = _torch()
+    _state["on"] = False
+    torch.autograd._disable_profiler()
+    profiler._run_on_profiler_stop()
+    return True
+
+
+def _giving_way(enable):
+    def _enable_profiler(*args, **kwargs):
+        if _off():
+            _state["gave_way"] = True
+        return enable(*args, **kwargs)
+    _enable_profiler.libprof_gives_way = True
+    _enable_profiler.__wrapped__ = enable
+    return _enable_profiler
+
+
+def _apply(want, shapes):
+    import threading
+    torch, profiler = _torch()
+    if torch is None:
+        return "no torch"
+    if _state["gave_way"]:
+        _state["gave_way"] = False
+        return "gave way"
+    if not want:
+        return "off" if _off() else "unchanged"
+    if _state["on"]:
+        return "unchanged"
+    if torch.autograd._profiler_enabled():
+        return "busy"
+    if not getattr(profiler._enable_profiler, "libprof_gives_way", False):
+        profiler._enable_profiler = _giving_way(profiler._enable_profiler)
+    config = profiler.ProfilerConfig(profiler.ProfilerState.NVTX, bool(shapes), False, False, False, False,
+                                     profiler._ExperimentalConfig())
+    torch.autograd._enable_profiler(config, set())
+    profiler._run_on_profiler_start()
+    _state["on"] = True
+    _state["thread"] = threading.get_ident()
+    return "on"
+
+
+def apply(want, shapes):
+    try:
+        return _apply(want, shapes)
+    except Exception as e:
+        return "error: %s: %s" % (type(e).__name__, e)
+)PY";
+
+constexpr int kFileInput = 257;  // Py_file_input
+constexpr int kEvalInput = 258;  // Py_eval_input
+
+struct PyApi {
+  int (*is_initialized)() = nullptr;
+  int (*add_pending_call)(int (*)(void*), void*) = nullptr;
+  void* (*run_string)(const char*, int, void*, void*, void*) = nullptr;
+  void* (*dict_new)() = nullptr;
+  int (*dict_set_item_string)(void*, const char*, void*) = nullptr;
+  void* (*eval_get_builtins)() = nullptr;
+  const char* (*unicode_as_utf8)(void*) = nullptr;
+  void (*dec_ref)(void*) = nullptr;
+  void (*err_clear)() = nullptr;
+  int (*err_exception_matches)(void*) = nullptr;
+  void** exc_exception = nullptr;  // &PyExc_Exception
+
+  bool Found() const {
+    return is_initialized && add_pending_call && run_string && dict_new && dict_set_item_string && eval_get_builtins &&
+           unicode_as_utf8 && dec_ref && err_clear && err_exception_matches && exc_exception;
+  }
+};
+
+template <typename T>
+void Find(T* out, const char* name) {
+  *out = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
+}
+
+PyApi LoadApi() {
+  PyApi api;
+  Find(&api.is_initialized, "Py_IsInitialized");
+  Find(&api.add_pending_call, "Py_AddPendingCall");
+  Find(&api.run_string, "PyRun_StringFlags");
+  Find(&api.dict_new, "PyDict_New");
+  Find(&api.dict_set_item_string, "PyDict_SetItemString");
+  Find(&api.eval_get_builtins, "PyEval_GetBuiltins");
+  Find(&api.unicode_as_utf8, "PyUnicode_AsUTF8");
+  Find(&api.dec_ref, "Py_DecRef");
+  Find(&api.err_clear, "PyErr_Clear");
+  Find(&api.err_exception_matches, "PyErr_ExceptionMatches");
+  Find(&api.exc_exception, "PyExc_Exception");
+  return api;
+}
+
+const PyApi& Api() {
+  static const PyApi api = LoadApi();
+  return api;
+}
+
+std::atomic<TorchOps> g_mode{TorchOps::kOff};
+std::atomic<bool> g_want{false};
+std::atomic<bool> g_queued{false};  // a pending call is queued and has not run yet
+void* g_globals = nullptr;          // the script's namespace (main thread, with the GIL)
+bool g_script_failed = false;
+
+// Runs `code` in the script's namespace; the result as text, or "" when
+// it raised. An exception that is not an Exception (KeyboardInterrupt from
+// the program's SIGINT handler, run at a boundary inside our lines) is left
+// set and *raised = true: it is the program's, and goes on to it.
+std::string Run(const PyApi& py, const char* code, int mode, bool* raised) {
+  void* result = py.run_string(code, mode, g_globals, g_globals, nullptr);
+  if (result == nullptr) {
+    if (!py.err_exception_matches(*py.exc_exception)) {
+      *raised = true;
+      return "";
+    }
+    py.err_clear();
+    return "";
+  }
+  std::string text;
+  if (mode == kEvalInput) {
+    const char* utf8 = py.unicode_as_utf8(result);
+    if (utf8 != nullptr) text = utf8;
+    else py.err_clear();
+  }
+  py.dec_ref(result);
+  return text;
+}
+
+void Report(const std::string& what, bool shapes) {
+  static std::atomic<bool> said_on{false}, said_busy{false}, said_gave_way{false}, said_error{false};
+  if (what == "on" && !said_on.exchange(true)) {
+    Log().info("PyTorch operators recorded while windows record (PyTorch's NVTX profiler on the main thread{})",
+               shapes ? ", with input shapes" : "");
+  } else if (what == "busy" && !said_busy.exchange(true)) {
+    Log().info("PyTorch operators not recorded: the program's own PyTorch profiler is on (it keeps it)");
+  } else if (what == "gave way" && !said_gave_way.exchange(true)) {
+    Log().info("PyTorch operators: libprof's operator ranges gave way to a profiler the program started");
+  } else if (what.rfind("error", 0) == 0 && !said_error.exchange(true)) {
+    Log().warn("PyTorch operators off: {}", what);
+  }
+}
+
+// Py_AddPendingCall's function: the main thread, the GIL held.
+int Apply(void*) {
+  g_queued.store(false, std::memory_order_release);
+  const PyApi& py = Api();
+  bool raised = false;
+  if (g_globals == nullptr && !g_script_failed) {
+    g_globals = py.dict_new();
+    if (g_globals == nullptr || py.dict_set_item_string(g_globals, "__builtins__", py.eval_get_builtins()) != 0) {
+      py.err_clear();
+      g_script_failed = true;
+    } else {
+      Run(py, kScript, kFileInput, &raised);
+      if (raised) return -1;
+      if (Run(py, "'ready'", kEvalInput, &raised) != "ready") g_script_failed = true;
+    }
+    if (g_script_failed) Report("error: the operator script did not load", false);
+  }
+  if (g_script_failed) return 0;
+  bool shapes = g_mode.load(std::memory_order_relaxed) == TorchOps::kShapes;
+  std::string call = std::string("apply(") + (g_want.load(std::memory_order_acquire) ? "True" : "False") + ", " +
+                     (shapes ? "True" : "False") + ")";
+  std::string what = Run(py, call.c_str(), kEvalInput, &raised);
+  if (raised) return -1;
+  Report(what, shapes);
+  return 0;
+}
+
+std::string OwnPath() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&ConfigureTorchOps), &info) == 0 || info.dli_fname == nullptr) return "";
+  return info.dli_fname;
+}
+
+}  // namespace
+
+void ConfigureTorchOps(TorchOps mode) {
+  if (mode == TorchOps::kOff || !Api().Found()) return;
+  const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+  std::string own = OwnPath();
+  if (nvtx == nullptr || *nvtx == 0) {
+    if (own.empty() || setenv("NVTX_INJECTION64_PATH", own.c_str(), 1) != 0) return;
+  } else if (own.empty() || std::strcmp(nvtx, own.c_str()) != 0) {
+    char* real_nvtx = realpath(nvtx, nullptr);
+    char* real_own = own.empty() ? nullptr : realpath(own.c_str(), nullptr);
+    bool same = real_nvtx != nullptr && real_own != nullptr && std::strcmp(real_nvtx, real_own) == 0;
+    std::free(real_nvtx);
+    std::free(real_own);
+    if (!same) {
+      Log().info("PyTorch operators off: NVTX_INJECTION64_PATH names another tool ({}), which receives PyTorch's ranges",
+                 nvtx);
+      return;
+    }
+  }
+  g_mode.store(mode, std::memory_order_relaxed);
+}
+
+void TorchOpsWanted(bool on) {
+  if (g_mode.load(std::memory_order_relaxed) == TorchOps::kOff) return;
+  g_want.store(on, std::memory_order_release);
+  const PyApi& py = Api();
+  if (!py.is_initialized()) return;
+  if (g_queued.exchange(true, std::memory_order_acq_rel)) return;  // the queued call reads g_want when it runs
+  if (py.add_pending_call(&Apply, nullptr) != 0) g_queued.store(false, std::memory_order_release);
+}
+
+}  // namespace prof::python

@@ -1,0 +1,136 @@
+#include "exporters/common/operators.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "exporters/trace/chrome_trace.h"
+#include "test/unit/exporters/window_builder.h"
+
+namespace prof {
+namespace {
+
+using nlohmann::json;
+using testing::Events;
+using testing::kPid;
+using testing::TraceJson;
+using testing::WindowBuilder;
+
+constexpr uint32_t kAutogradTid = kPid + 7;
+
+NvtxRange Op(WindowBuilder& b, const char* name, uint64_t start, uint64_t end, uint32_t tid, uint32_t depth,
+             uint32_t op_id, int32_t seq, const char* shapes = nullptr) {
+  NvtxRange r{start, end, b.Str(name), tid, depth};
+  r.op_id = op_id;
+  r.seq = seq;
+  r.shapes_id = shapes != nullptr ? b.Str(shapes) : 0;
+  b.window().nvtx_ranges.push_back(r);
+  return r;
+}
+
+// aten::linear > aten::addmm launches a kernel (correlation 7); a plain NVTX
+// range beside them; the backward of sequence number 4 on autograd's thread
+// launches another (correlation 8); a launch outside every operator (9).
+WindowBuilder Forward() {
+  WindowBuilder b;
+  b.Step(1, 1'000'000, 3'000'000);
+  Op(b, "aten::linear", 1'100'000, 1'400'000, kPid, 0, 11, 4, "[[16, 64], [64, 64], [64]]");
+  Op(b, "aten::addmm", 1'150'000, 1'350'000, kPid, 1, 12, -1, "[[64], [16, 64], [64, 64], [], []]");
+  b.window().nvtx_ranges.push_back({1'050'000, 1'500'000, b.Str("my range"), kPid, 0});
+  b.Launch("_Z5addmmv", 1'200'000, 10'000, 1'300'000, 1'400'000, /*correlation=*/7);
+  Op(b, "AddmmBackward0", 2'000'000, 2'300'000, kAutogradTid, 0, 20, 4);
+  Op(b, "Optimizer.step#AdamW.step", 2'400'000, 2'600'000, kPid, 0, 21, -1);
+  b.Call(ApiId::cudaLaunchKernel, 2'100'000, 2'110'000, /*correlation=*/8, kAutogradTid);
+  b.Kernel("_Z2mmv", 2'150'000, 2'250'000, 8, 7);
+  b.Launch("_Z4lonev", 2'700'000, 10'000, 2'750'000, 2'800'000, /*correlation=*/9);
+  return b;
+}
+
+TEST_CASE("a call belongs to the innermost operator around it on its thread") {
+  WindowBuilder b = Forward();
+  Window w = b.Build();
+  WindowIndex index(w);
+  OperatorIndex ops(w, index);
+  REQUIRE_FALSE(ops.empty());
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.Enclosing(kPid, 1'200'000))].op_id == 12);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.Enclosing(kPid, 1'375'000))].op_id == 11);  // after addmm, in linear
+  CHECK(ops.Enclosing(kPid, 1'060'000) == -1);           // only in the plain range
+  CHECK(ops.Enclosing(kAutogradTid, 1'200'000) == -1);   // another thread
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(7))].op_id == 12);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(8))].op_id == 20);
+  CHECK(ops.OfCorrelation(9) == -1);
+  CHECK(ops.ForwardThread(4) == kPid);
+  CHECK(ops.ForwardThread(5) == 0);
+}
+
+TEST_CASE("operators are Kineto's cpu_op events and their work carries their External id") {
+  WindowBuilder b = Forward();
+  json trace = TraceJson(b.Build());
+  std::map<std::string, json> by_name;
+  for (const json& e : Events(trace, "X")) by_name.emplace(e["name"].get<std::string>(), e);  // host slices come first
+  const json& linear = by_name.at("aten::linear");
+  CHECK(linear["cat"] == "cpu_op");
+  CHECK(linear["args"]["External id"] == 11);
+  CHECK(linear["args"]["Sequence number"] == 4);
+  CHECK(linear["args"]["Fwd thread id"] == 0);
+  CHECK(linear["args"]["Input Dims"] == json::parse("[[16, 64], [64, 64], [64]]"));
+  const json& backward = by_name.at("AddmmBackward0");
+  CHECK(backward["cat"] == "cpu_op");
+  CHECK(backward["args"]["Fwd thread id"] == kPid);
+  CHECK(by_name.at("Optimizer.step#AdamW.step")["cat"] == "user_annotation");
+  CHECK(by_name.at("my range")["cat"] == "user_annotation");
+  CHECK_FALSE(by_name.at("my range")["args"].contains("External id"));
+  CHECK(by_name.at("addmm()")["args"]["External id"] == 12);
+  CHECK(by_name.at("mm()")["args"]["External id"] == 20);
+  CHECK_FALSE(by_name.at("lone()")["args"].contains("External id"));
+  int launches_in_addmm = 0;
+  for (const json& e : Events(trace, "X", "cuda_runtime")) {
+    if (e["args"].value("External id", 0) == 12) ++launches_in_addmm;
+  }
+  CHECK(launches_in_addmm == 1);
+  // Only the plain range is projected onto the GPU (Kineto's gpu_user_annotation).
+  int projected = 0;
+  for (const json& e : Events(trace, "X", "gpu_user_annotation")) {
+    CHECK(e["name"] == "my range");
+    ++projected;
+  }
+  CHECK(projected == 1);
+}
+
+TEST_CASE("shapes that are not a list of integer lists are written as a string") {
+  CHECK(IsShapeList("[[16, 64], [64, 64], []]"));
+  CHECK(IsShapeList("[[]]"));
+  CHECK(IsShapeList("[[-1, 3]]"));
+  CHECK_FALSE(IsShapeList(""));
+  CHECK_FALSE(IsShapeList("[[1 2]]"));
+  CHECK_FALSE(IsShapeList("[[1], [2]] x"));
+  CHECK_FALSE(IsShapeList("[[1]], \"a\": [[2]]"));
+  CHECK_FALSE(IsShapeList("[[[1]]]"));
+  CHECK_FALSE(IsShapeList("[1, 2]"));
+  CHECK_FALSE(IsShapeList("[[1,]]"));
+  WindowBuilder b;
+  b.Step(1, 1'000'000, 2'000'000);
+  Op(b, "aten::weird", 1'100'000, 1'200'000, kPid, 0, 3, -1, "[[1]], \"x\": [[2]]");
+  json trace = TraceJson(b.Build());
+  bool found = false;
+  for (const json& e : Events(trace, "X")) {
+    if (e.value("name", "") != "aten::weird") continue;
+    found = true;
+    CHECK(e["args"]["Input Dims"] == "[[1]], \"x\": [[2]]");
+  }
+  CHECK(found);
+}
+
+TEST_CASE("Kineto's category of an operator range") {
+  CHECK(std::string(OperatorCategory("aten::mm", -1)) == "cpu_op");
+  CHECK(std::string(OperatorCategory("MulBackward0", 3)) == "cpu_op");
+  CHECK(std::string(OperatorCategory("MyFunctionBackward", -1)) == "cpu_op");
+  CHECK(std::string(OperatorCategory("autograd::engine::evaluate_function: MulBackward0", -1)) == "cpu_op");
+  CHECK(std::string(OperatorCategory("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", -1)) ==
+        "user_annotation");
+  CHECK(std::string(OperatorCategory("Optimizer.step#AdamW.step", -1)) == "user_annotation");
+}
+
+}  // namespace
+}  // namespace prof
