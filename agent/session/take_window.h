@@ -76,6 +76,18 @@ class OpenWindows {
   std::map<uint64_t, uint64_t> drops_;  // opening -> entries dropped while it was the latest
 };
 
+// The time that places an entry in a window: its start. A PyTorch
+// operator's range goes by its end instead: a step marker may be a call
+// inside an operator (PROF_STEP=auto's copy inside aten::copy_), and the
+// operator then belongs to the window that holds the work it launched.
+template <typename T>
+uint64_t WindowTime(const T& e) {
+  if constexpr (requires { e.op_id; }) {
+    if (e.op_id != 0) return e.end_ns;
+  }
+  return e.start_ns;
+}
+
 // Entries with a start_ns (NVTX ranges, collective calls) seen while windows
 // record, until the writer takes each window's. They are coarse (a few per
 // step), so a mutex-protected vector is enough.
@@ -101,7 +113,7 @@ class WindowedStore {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() >= max_entries_) {
       uint64_t begin = open_.DropBefore();
-      auto before = [begin](const T& e) { return e.start_ns < begin; };
+      auto before = [begin](const T& e) { return WindowTime(e) < begin; };
       entries_.erase(std::remove_if(entries_.begin(), entries_.end(), before), entries_.end());
       if (entries_.size() >= max_entries_) {
         open_.Dropped();
@@ -110,12 +122,12 @@ class WindowedStore {
     }
     entries_.push_back(entry);
   }
-  // Entries that started in [begin_ns, end_ns), in the order added; older
+  // Entries that started (WindowTime) in [begin_ns, end_ns), in the order added; older
   // ones are dropped. *dropped: entries Add refused since the last Take.
   std::vector<T> Take(uint64_t begin_ns, uint64_t end_ns, uint64_t* dropped) {
     std::lock_guard<std::mutex> lock(mu_);
     open_.TakenBefore(end_ns);
-    std::vector<T> out = TakeWindowEntries(entries_, begin_ns, end_ns, [](const T& e) { return e.start_ns; });
+    std::vector<T> out = TakeWindowEntries(entries_, begin_ns, end_ns, [](const T& e) { return WindowTime(e); });
     *dropped += open_.TakeDrops(begin_ns, end_ns);
     return out;
   }
