@@ -4,16 +4,13 @@
 
 namespace prof {
 
-OperatorIndex::OperatorIndex(const Window& w, const WindowIndex& index) : w_(w), index_(index) {
-  for (size_t i = 0; i < w.nvtx_ranges.size(); ++i) {
-    const NvtxRange& r = w.nvtx_ranges[i];
+OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges) : parent_range_(ranges.size(), -1) {
+  std::unordered_map<int32_t, uint64_t> first_ns;  // the forward: the earliest operator with the number
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const NvtxRange& r = ranges[i];
     if (r.op_id == 0) continue;
     ops_[r.tid].push_back({r.start_ns, r.end_ns, static_cast<int64_t>(i), -1});
-  }
-  // Forward: the earliest operator with the number.
-  std::unordered_map<int32_t, uint64_t> first_ns;
-  for (const NvtxRange& r : w.nvtx_ranges) {
-    if (r.op_id == 0 || r.seq < 0) continue;
+    if (r.seq < 0) continue;
     auto [it, inserted] = first_ns.try_emplace(r.seq, r.start_ns);
     if (inserted || r.start_ns < it->second) {
       it->second = r.start_ns;
@@ -28,6 +25,7 @@ OperatorIndex::OperatorIndex(const Window& w, const WindowIndex& index) : w_(w),
     for (size_t i = 0; i < ops.size(); ++i) {
       while (!open.empty() && ops[static_cast<size_t>(open.back())].end_ns <= ops[i].start_ns) open.pop_back();
       ops[i].parent = open.empty() ? -1 : open.back();
+      if (!open.empty()) parent_range_[static_cast<size_t>(ops[i].range)] = ops[static_cast<size_t>(open.back())].range;
       open.push_back(static_cast<int64_t>(i));
     }
   }
@@ -43,19 +41,6 @@ int64_t OperatorIndex::Enclosing(uint32_t tid, uint64_t t_ns) const {
   // enclosing operators does.
   while (i >= 0 && ops[static_cast<size_t>(i)].end_ns <= t_ns) i = ops[static_cast<size_t>(i)].parent;
   return i < 0 ? -1 : ops[static_cast<size_t>(i)].range;
-}
-
-int64_t OperatorIndex::OfCorrelation(uint32_t correlation) const {
-  if (ops_.empty() || correlation == 0) return -1;
-  int64_t host = index_.HostCall(correlation);
-  if (host != WindowIndex::kNone) {
-    const HostEvent& e = w_.host_events[static_cast<size_t>(host)];
-    return Enclosing(e.tid, e.start_ns);
-  }
-  int64_t api = index_.ApiRecord(correlation);
-  if (api == WindowIndex::kNone) return -1;
-  const DeviceRecord& r = w_.device_records[static_cast<size_t>(api)];
-  return Enclosing(r.thread_id, r.start_ns);
 }
 
 uint32_t OperatorIndex::ForwardThread(int32_t seq) const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -18,14 +19,33 @@ namespace prof {
 
 class OperatorIndex {
  public:
-  OperatorIndex(const Window& w, const WindowIndex& index);
+  explicit OperatorIndex(const std::vector<NvtxRange>& ranges);
 
   bool empty() const { return ops_.empty(); }
-  // Index into w.nvtx_ranges of the innermost operator around a call made
-  // on `tid` at `t_ns`; -1 if none.
+  // Index into the ranges of the innermost operator around a call made on
+  // `tid` at `t_ns`; -1 if none.
   int64_t Enclosing(uint32_t tid, uint64_t t_ns) const;
-  // The operator whose call launched the work of `correlation`; -1 if none.
-  int64_t OfCorrelation(uint32_t correlation) const;
+  // The operator enclosing the call that launched the work of
+  // `correlation` (a Window's or a CompactWindow's); -1 if none.
+  template <typename W>
+  int64_t OfCorrelation(const W& w, const WindowIndex& index, uint32_t correlation) const {
+    if (ops_.empty() || correlation == 0) return -1;
+    int64_t host = index.HostCall(correlation);
+    if (host != WindowIndex::kNone) {
+      const auto& e = w.host_events[static_cast<size_t>(host)];
+      return Enclosing(e.tid, e.start_ns);
+    }
+    if constexpr (std::is_same_v<W, Window>) {
+      int64_t api = index.ApiRecord(correlation);
+      if (api == WindowIndex::kNone) return -1;
+      const DeviceRecord& r = w.device_records[static_cast<size_t>(api)];
+      return Enclosing(r.thread_id, r.start_ns);
+    }
+    return -1;
+  }
+  // Per range, the index of the operator that encloses it on its thread;
+  // -1 for the outermost (and for ranges that are not operators).
+  const std::vector<int64_t>& Parents() const { return parent_range_; }
   // The thread that ran sequence number `seq`'s forward operator (the first
   // operator with it in the window); 0 when the window has none.
   uint32_t ForwardThread(int32_t seq) const;
@@ -34,12 +54,11 @@ class OperatorIndex {
   struct Op {
     uint64_t start_ns;
     uint64_t end_ns;
-    int64_t range;   // index into w.nvtx_ranges
+    int64_t range;   // index into the ranges
     int64_t parent;  // index into the thread's ops, -1 at the top
   };
-  const Window& w_;
-  const WindowIndex& index_;
   std::unordered_map<uint32_t, std::vector<Op>> ops_;  // tid -> its operators by start
+  std::vector<int64_t> parent_range_;
   std::unordered_map<int32_t, uint32_t> forward_tid_;
 };
 

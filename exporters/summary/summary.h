@@ -130,6 +130,18 @@ struct CompiledCodeRow {
   uint64_t kernel_names = 0;  // distinct kernel names
 };
 
+// PyTorch's operators by name (summary_operators.cpp), as key_averages()
+// counts them.
+struct OperatorRow {
+  std::string name;           // "aten::mm"
+  uint64_t calls = 0;
+  uint64_t self_gpu_ns = 0;   // GPU time of the work launched by calls directly inside it
+  uint64_t total_gpu_ns = 0;  // ... and inside the operators it called
+  uint64_t kernels = 0;       // kernels launched directly inside it
+  uint64_t cpu_ns = 0;        // its spans, summed
+};
+inline constexpr size_t kOperatorRowsShown = 30;
+
 // NCCL calls of one operation and message size (nccl-tests' S bytes) on
 // communicators of one size.
 struct CollectiveRow {
@@ -194,6 +206,8 @@ struct Summary {
   std::vector<CallSiteRow> call_sites;  // by GPU time, then calls, descending
   std::vector<CompiledCodeRow> compiled_code;  // by GPU time, then launches, descending
   uint64_t compiled_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
+  std::vector<OperatorRow> operators;          // by self GPU time, then total, descending
+  uint64_t operator_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
 
   std::vector<Finding> findings;
 };
@@ -222,6 +236,11 @@ void ComputeCallSites(const CompactWindow& window, const WindowIndex& index, Sum
 void ComputeCompiledCode(const Window& window, const WindowIndex& index, Summary* summary);
 void ComputeCompiledCode(const CompactWindow& window, const WindowIndex& index, Summary* summary);
 void RenderCompiledCode(const Summary& summary, std::string* out);
+// Fills summary->operators (summary_operators.cpp); RenderOperators appends
+// its table, only when the window has operators.
+void ComputeOperators(const Window& window, const WindowIndex& index, Summary* summary);
+void ComputeOperators(const CompactWindow& window, const WindowIndex& index, Summary* summary);
+void RenderOperators(const Summary& summary, std::string* out);
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
 

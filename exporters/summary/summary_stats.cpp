@@ -624,6 +624,7 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeStreamIdle(w, index, &s);
   ComputeCallSites(w, index, &s);
   ComputeCompiledCode(w, index, &s);
+  ComputeOperators(w, index, &s);
   s.findings = ComputeFindings(w, s, index);
   return s;
 }

@@ -314,6 +314,7 @@ std::string RenderSummary(const Summary& s) {
   if (s.mem_size_from_host) out += " (no GPU copy records: sizes from the host calls)\n";
   out += SizeTable(s.mem_size);
   Collectives(s, &out);
+  RenderOperators(s, &out);
   CallSites(s, &out);
   RenderCompiledCode(s, &out);
   Memory(s, &out);

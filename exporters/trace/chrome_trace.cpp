@@ -288,8 +288,16 @@ class TraceWriter {
     for (uint32_t i = 0; i < steps_.size(); ++i) {
       host_extra.push_back({steps_[i].start_ns, steps_[i].end_ns, i, Source::kStep});
     }
+    // An operator running across the first step's start (the step marker a
+    // call inside it) is drawn from that start: steps enclose everything on
+    // the main thread.
+    uint64_t first_step_ns = steps_.empty() ? 0 : steps_.front().start_ns;
     for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
-      host_extra.push_back({w_.nvtx_ranges[i].start_ns, w_.nvtx_ranges[i].end_ns, i, Source::kNvtx});
+      const NvtxRange& r = w_.nvtx_ranges[i];
+      bool across = r.op_id != 0 && r.tid == static_cast<uint32_t>(w_.meta.pid) && r.start_ns < first_step_ns &&
+                    r.end_ns > first_step_ns;
+      uint64_t start = across ? first_step_ns : r.start_ns;
+      host_extra.push_back({start, r.end_ns, i, Source::kNvtx});
     }
     for (uint32_t i = 0; i < w_.collectives.size(); ++i) {
       host_extra.push_back({w_.collectives[i].start_ns, w_.collectives[i].end_ns, i, Source::kCollective});
@@ -326,7 +334,7 @@ class TraceWriter {
   void Emit(const Slice& s) {
     switch (s.source) {
       case Source::kStep: EmitStep(steps_[s.index]); break;
-      case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index]); break;
+      case Source::kNvtx: EmitNvtx(w_.nvtx_ranges[s.index], s.start_ns); break;
       case Source::kGpuAnnotation: EmitGpuAnnotation(gpu_annotations_[s.index]); break;
       case Source::kPython: EmitPython(s.index); break;
       case Source::kCollective: EmitCollective(w_.collectives[s.index]); break;
@@ -459,8 +467,8 @@ class TraceWriter {
     EndArgs();
   }
 
-  void EmitNvtx(const NvtxRange& n) {
-    if (n.op_id != 0) return EmitOperator(n);
+  void EmitNvtx(const NvtxRange& n, uint64_t start_ns) {
+    if (n.op_id != 0) return EmitOperator(n, start_ns);
     SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
     JobCall("user_annotation", w_.strings[n.name_id], n.tid, n.start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
@@ -469,10 +477,10 @@ class TraceWriter {
   // A PyTorch operator (exporters/common/operators.h), with Kineto's args:
   // "Fwd thread id" is 0 on the forward thread, as in Kineto, and elsewhere
   // the forward thread's OS id (Kineto numbers threads its own way).
-  void EmitOperator(const NvtxRange& n) {
+  void EmitOperator(const NvtxRange& n, uint64_t start_ns) {
     const char* cat = OperatorCategory(w_.String(n.name_id), n.seq);
-    SliceHead(cat, quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
-    JobCall(cat, w_.String(n.name_id), n.tid, n.start_ns, n.end_ns);
+    SliceHead(cat, quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, start_ns, n.end_ns);
+    JobCall(cat, w_.String(n.name_id), n.tid, start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"External id\":"); out_.UInt(n.op_id);
     if (n.seq >= 0) {
       out_.Raw(",\"Sequence number\":"); out_.Int(n.seq);
@@ -580,7 +588,7 @@ class TraceWriter {
     out_.Raw(",\"context\":"); out_.UInt(r.context_id);
     out_.Raw(",\"stream\":"); out_.Int(r.stream_id == kCuptiInvalidStream ? -1 : int64_t{r.stream_id});
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
-    if (!operators_.empty()) ExternalId(operators_.OfCorrelation(r.correlation_id));
+    if (!operators_.empty()) ExternalId(operators_.OfCorrelation(w_, index_, r.correlation_id));
     if (r.graph_id != 0) { out_.Raw(",\"graph id\":"); out_.UInt(r.graph_id); }
     if (r.graph_node_id != 0) { out_.Raw(",\"graph node id\":"); out_.UInt(r.graph_node_id); }
     if (r.capture_stack_id > 1) out_.Raw(CapturedAt(r.capture_stack_id));
@@ -657,7 +665,7 @@ class TraceWriter {
   DisplayNames names_;
   chrome::KernelArgs kernel_args_{w_};
   CollectiveIndex collectives_{w_};
-  OperatorIndex operators_{w_, index_};
+  OperatorIndex operators_{w_.nvtx_ranges};
   // Names repeat on many events: each is escaped and quoted once.
   QuotedNames quoted_kernels_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return names_(id); }};
   QuotedNames quoted_strings_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return w_.String(id); }};

@@ -117,14 +117,19 @@ KINETO_ONLY_ARGS = {
 def run_torch_profiler(python, work):
     trace_path = os.path.join(work, "torch.pt.trace.json")
     truth_path = os.path.join(work, "torch.truth.jsonl")
+    averages_path = os.path.join(work, "torch.key_averages.json")
     env = harness.clean_env(SIM_TRUTH_FILE=truth_path, PYTHONUNBUFFERED="1")
     proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--torch-profiler", trace_path, "--wait", str(WAIT),
-                        "--warmup", str(WARMUP), "--active", str(ACTIVE)], env, timeout=300)
-    trace = None
+                        "--warmup", str(WARMUP), "--active", str(ACTIVE), "--key-averages", averages_path],
+                       env, timeout=300)
+    trace = averages = None
     if os.path.exists(trace_path):
         with open(trace_path) as f:
             trace = json.load(f)
-    return proc, trace, truth.read(truth_path)
+    if os.path.exists(averages_path):
+        with open(averages_path) as f:
+            averages = json.load(f)
+    return proc, trace, truth.read(truth_path), averages
 
 
 def run_libprof(python, mode, work):
@@ -134,11 +139,26 @@ def run_libprof(python, mode, work):
     env[mode] = harness.LIBPROF_SO
     proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--sync-each-step"], env, timeout=300)
     traces = glob.glob(os.path.join(out, "*.pt.trace.json"))
-    trace = None
+    trace = summary = None
     if len(traces) == 1:
         with open(traces[0]) as f:
             trace = json.load(f)
-    return proc, trace, truth.read(truth_path)
+        with open(traces[0].replace(".pt.trace.json", ".summary.txt")) as f:
+            summary = f.read()
+    return proc, trace, truth.read(truth_path), summary
+
+
+def operator_rows(summary):
+    """The summary's "GPU time by operator" table: name -> (self GPU ns,
+    total GPU ns, calls)."""
+    lines = summary.split("== GPU time by operator", 1)[1].split("\n\n", 1)[0].splitlines()[3:]
+    rows = {}
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("("):
+            continue
+        pct, self_ns, total_ns, kernels, calls, cpu_ns, name = line.split(None, 6)
+        rows[name] = (int(self_ns), int(total_ns), int(calls))
+    return rows
 
 
 class Steps:
@@ -215,21 +235,24 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
         shutil.rmtree(cls.work, ignore_errors=True)
 
     def setUp(self):
-        proc, trace, _ = self.torch
+        proc, trace, _, _ = self.torch
         self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
         self.assertIn(f"torch.profiler: steps {ACTIVE_STEPS[0]}-{ACTIVE_STEPS[-1]}", proc.stdout)
         self.assertIsNotNone(trace, "torch.profiler wrote no trace")
         self.kineto = Steps(trace)
 
-    def each_mode(self, check):
-        for mode, (proc, trace, lines) in self.libprof.items():
+    def each_mode(self, check, with_summary=False):
+        for mode, (proc, trace, lines, summary) in self.libprof.items():
             with self.subTest(mode=mode):
                 self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
                 self.assertIsNotNone(trace, f"not one window: {proc.stderr[-3000:]}")
-                check(mode, trace, Steps(trace), lines)
+                if with_summary:
+                    check(mode, trace, Steps(trace), lines, summary)
+                else:
+                    check(mode, trace, Steps(trace), lines)
 
     def test_both_record_iterations_3_to_5_as_steps_3_to_5(self):
-        _, _, torch_lines = self.torch
+        _, _, torch_lines, _ = self.torch
         self.assertEqual(self.kineto.numbers, ACTIVE_STEPS)
 
         def step_ops_are_the_iteration(steps, lines, who):
@@ -251,7 +274,7 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
         self.each_mode(check)
 
     def test_the_synchronize_ends_torch_profilers_step_and_opens_libprofs(self):
-        _, _, torch_lines = self.torch
+        _, _, torch_lines, _ = self.torch
         _, _, closing, syncs = iterations(torch_lines)
         for k in ACTIVE_STEPS:
             got = [c["args"]["correlation"] for c in self.kineto.step_calls[k] if c["name"] == "cudaDeviceSynchronize"]
@@ -300,7 +323,7 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
             self.assertEqual(got, want, f"{who}: the polls and pinning calls the run made in its steps")
             return timed
 
-        _, _, torch_lines = self.torch
+        _, _, torch_lines, _ = self.torch
         kineto_timed = timed_calls_are_the_truths(self.kineto, torch_lines, "torch.profiler", KINETO_LEAVES_OUT)
 
         def check(mode, trace, steps, lines):
@@ -331,8 +354,53 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
                 self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
         self.each_mode(check)
 
+    def test_gpu_time_by_operator_is_key_averages(self):
+        """The summary's operator table against torch.profiler's
+        key_averages() over the same three iterations: each operator's self
+        and total GPU time (the sim's durations are the same in both runs)
+        and its number of calls."""
+        averages = {a["key"]: a for a in self.torch[3]}
+
+        def check(mode, trace, steps, lines, summary):
+            rows = operator_rows(summary)
+            self.assertGreaterEqual(len(rows), 25, summary[-3000:])
+            for name, (self_ns, total_ns, calls) in rows.items():
+                self.assertIn(name, averages)
+                a = averages[name]
+                self.assertAlmostEqual(self_ns / 1000, a["self_device_time_total"], delta=0.01 * self_ns / 1000 + 0.01,
+                                       msg=name)
+                self.assertAlmostEqual(total_ns / 1000, a["device_time_total"], delta=0.01 * total_ns / 1000 + 0.01,
+                                       msg=name)
+                self.assertEqual(calls, a["count"], name)
+        self.each_mode(check, with_summary=True)
+
+    def test_hta_breaks_kernels_down_by_operator(self):
+        """HTA's TraceAnalysis loads libprof's trace and its kernel breakdown
+        by operator (get_aten_op_kernels_and_delay) runs on it: each row's
+        operator launched that kernel that often in torch.profiler's trace of
+        the same iterations."""
+        import shutil
+        import subprocess
+        kineto_pairs = collections.Counter()
+        for k in ACTIVE_STEPS:
+            kineto_pairs.update({(op, name): n for (kind, name, op), n in self.kineto.operators(k).items()
+                                 if kind == "kernel"})
+        breakdown = os.path.join(HERE, "hta_breakdown.py")
+
+        def check(mode, trace, steps, lines):
+            hta_dir = tempfile.mkdtemp(prefix="hta-", dir=self.work)
+            shutil.copy(glob.glob(os.path.join(self.work, mode, "*.pt.trace.json"))[0], hta_dir)
+            proc = subprocess.run([self.python, breakdown, "--operators", hta_dir], capture_output=True, text=True,
+                                  timeout=300)
+            self.assertEqual(proc.returncode, 0, proc.stderr[-3000:])
+            rows = json.loads(proc.stdout)["0"]["aten_ops"]
+            self.assertIn("aten::mm", {op for op, _, _ in rows})
+            for op, kernels, count in rows:
+                self.assertEqual(kineto_pairs[(op, kernels)], count, f"{op}: {kernels[:60]}")
+        self.each_mode(check)
+
     def test_per_step_each_device_op_has_the_same_launching_call(self):
-        _, _, torch_lines = self.torch
+        _, _, torch_lines, _ = self.torch
         self.assertEqual(self.kineto.unlaunched, [])
 
         def launches_are_the_truths(steps, lines, who):
@@ -367,7 +435,7 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
         self.each_mode(lambda mode, trace, steps, lines: durations(steps, lines, 0.01, mode))
 
     def test_fields_consumers_read_follow_kinetos_but_the_listed_ones(self):
-        _, kineto_trace, _ = self.torch
+        _, kineto_trace, _, _ = self.torch
 
         def args_on_every(trace, cat):
             events = [e for e in trace["traceEvents"] if e.get("cat") == cat and e.get("ph") == "X"

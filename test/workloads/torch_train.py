@@ -6,7 +6,8 @@ knows about a profiler, unless asked:
 
     python torch_train.py [--steps N] [--layers L] [--device cuda] [--tiny-ops N]
                           [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]
-                          [--torch-activities cuda|cpu,cuda] [--with-stack]] [--time-from STEP]
+                          [--torch-activities cuda|cpu,cuda] [--with-stack] [--key-averages JSON]]
+                          [--time-from STEP]
 
 --sync-each-step ends each iteration with torch.cuda.synchronize() (the one
 cudaDeviceSynchronize of an iteration: libprof's PROF_STEP=api:cudaDeviceSynchronize
@@ -139,6 +140,7 @@ def main():
     parser.add_argument("--torch-profiler-after", metavar="GLOB")
     parser.add_argument("--torch-activities", choices=["cpu,cuda", "cuda"], default="cpu,cuda")
     parser.add_argument("--with-stack", action="store_true")
+    parser.add_argument("--key-averages", metavar="JSON")
     parser.add_argument("--tiny-ops", type=int, default=0, metavar="N")
     parser.add_argument("--time-from", type=int, metavar="STEP")
     parser.add_argument("--callgrind-lib", metavar="LIB")
@@ -161,6 +163,10 @@ def main():
     if args.torch_profiler:
         def ready(prof):
             prof.export_chrome_trace(args.torch_profiler)
+            if args.key_averages:
+                with open(args.key_averages, "w") as f:
+                    json.dump([{"key": a.key, "count": a.count, "self_device_time_total": a.self_device_time_total,
+                                "device_time_total": a.device_time_total} for a in prof.key_averages()], f)
             first = args.wait + args.warmup
             print(f"torch.profiler: steps {first}-{first + args.active - 1} in {args.torch_profiler}", flush=True)
         activities = [ProfilerActivity.CUDA]

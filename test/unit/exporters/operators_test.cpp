@@ -51,15 +51,15 @@ TEST_CASE("a call belongs to the innermost operator around it on its thread") {
   WindowBuilder b = Forward();
   Window w = b.Build();
   WindowIndex index(w);
-  OperatorIndex ops(w, index);
+  OperatorIndex ops(w.nvtx_ranges);
   REQUIRE_FALSE(ops.empty());
   CHECK(w.nvtx_ranges[static_cast<size_t>(ops.Enclosing(kPid, 1'200'000))].op_id == 12);
   CHECK(w.nvtx_ranges[static_cast<size_t>(ops.Enclosing(kPid, 1'375'000))].op_id == 11);  // after addmm, in linear
   CHECK(ops.Enclosing(kPid, 1'060'000) == -1);           // only in the plain range
   CHECK(ops.Enclosing(kAutogradTid, 1'200'000) == -1);   // another thread
-  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(7))].op_id == 12);
-  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(8))].op_id == 20);
-  CHECK(ops.OfCorrelation(9) == -1);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(w, index, 7))].op_id == 12);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.OfCorrelation(w, index, 8))].op_id == 20);
+  CHECK(ops.OfCorrelation(w, index, 9) == -1);
   CHECK(ops.ForwardThread(4) == kPid);
   CHECK(ops.ForwardThread(5) == 0);
 }

@@ -102,8 +102,8 @@ void WindowReader<W>::ReadEvent(const JsonValue& e, const Unmerge& fix) {
     return ReadDeviceWork(e, cat, name, start, end);
   }
   if (cat == "cpu_op") {
-    if (name.rfind("nccl", 0) == 0) ReadCollective(e, name, start, end);
-    return;
+    if (name.rfind("nccl", 0) == 0) return ReadCollective(e, name, start, end);
+    return ReadOperator(e, name, start, end);
   }
   if (cat == "user_annotation") {
     if (name.rfind("ProfilerStep#", 0) == 0) {
@@ -113,12 +113,24 @@ void WindowReader<W>::ReadEvent(const JsonValue& e, const Unmerge& fix) {
       }
       return;
     }
+    if (Arg<uint32_t>(e, "External id", 0) != 0) return ReadOperator(e, name, start, end);
     if (StrArg(e, "source", "") == "nvtx" || !libprof_) {
-      NvtxRange r{start, end, Intern(name), static_cast<uint32_t>(IntMember(e, "tid", 0)), Arg<uint32_t>(e, "depth", 0),
-                  0};
+      NvtxRange r{start, end, Intern(name), static_cast<uint32_t>(IntMember(e, "tid", 0)), Arg<uint32_t>(e, "depth", 0)};
       w_.nvtx_ranges.push_back(r);
     }
   }
+}
+
+// A PyTorch operator (libprof's, or Kineto's cpu_op and record_function
+// spans): an NVTX range with its External id, as the agent holds it.
+template <typename W>
+void WindowReader<W>::ReadOperator(const JsonValue& e, const std::string& name, uint64_t start, uint64_t end) {
+  uint32_t op_id = Arg<uint32_t>(e, "External id", 0);
+  if (op_id == 0) return;
+  NvtxRange r{start, end, Intern(name), static_cast<uint32_t>(IntMember(e, "tid", 0)), 0};
+  r.op_id = op_id;
+  r.seq = Arg<int32_t>(e, "Sequence number", -1);
+  w_.nvtx_ranges.push_back(r);
 }
 
 template <typename W>

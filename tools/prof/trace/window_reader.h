@@ -78,6 +78,7 @@ class WindowReader {
   // launch's correlation and where it was seen. The count NCCL was passed
   // comes back from the element counts as collectives.cpp wrote them.
   void ReadCollective(const JsonValue& e, const std::string& name, uint64_t start, uint64_t end);
+  void ReadOperator(const JsonValue& e, const std::string& name, uint64_t start, uint64_t end);
   // "0x<hex>" as libprof names a communicator, or a number (PyTorch's
   // process group names); 0 otherwise.
   static uint64_t CommIdOf(const std::string& name);

@@ -1,0 +1,84 @@
+// The summary's "GPU time by operator" table: PyTorch's operators
+// (exporters/common/operators.h) by name, as torch.profiler's
+// key_averages() counts them. A kernel, copy or memset counts as self time
+// of the innermost operator around its launching call, and as total time of
+// that operator and of every operator around it (an operator nested in one
+// of the same name counts twice, as in key_averages). CPU time: the
+// operators' own spans, summed.
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
+
+#include "exporters/common/compact_window.h"
+#include "exporters/common/operators.h"
+#include "exporters/common/window_index.h"
+#include "exporters/summary/summary.h"
+#include "exporters/summary/text_table.h"
+
+namespace prof {
+namespace {
+
+template <typename W>
+void Compute(const W& w, const WindowIndex& index, Summary* s) {
+  const std::vector<NvtxRange>& ranges = w.nvtx_ranges;
+  OperatorIndex ops(ranges);
+  if (ops.empty()) return;
+  std::unordered_map<uint32_t, size_t> row_of;  // name id -> row
+  std::vector<size_t> row_of_range(ranges.size(), SIZE_MAX);
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const NvtxRange& r = ranges[i];
+    if (r.op_id == 0) continue;
+    auto [it, inserted] = row_of.try_emplace(r.name_id, s->operators.size());
+    if (inserted) s->operators.push_back({RestOf(w).String(r.name_id)});
+    OperatorRow& row = s->operators[it->second];
+    ++row.calls;
+    row.cpu_ns += r.end_ns > r.start_ns ? r.end_ns - r.start_ns : 0;
+    row_of_range[i] = it->second;
+  }
+  const std::vector<int64_t>& parents = ops.Parents();
+  for (const auto& d : w.device_records) {
+    DeviceKind kind = KindOf(d);
+    if (kind != DeviceKind::kKernel && kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
+    uint64_t ns = d.end_ns > d.start_ns ? d.end_ns - d.start_ns : 0;
+    s->operator_total_gpu_ns += ns;
+    int64_t op = ops.OfCorrelation(w, index, d.correlation_id);
+    if (op < 0) continue;
+    OperatorRow& own = s->operators[row_of_range[static_cast<size_t>(op)]];
+    own.self_gpu_ns += ns;
+    if (kind == DeviceKind::kKernel) ++own.kernels;
+    for (int64_t at = op; at >= 0; at = parents[static_cast<size_t>(at)]) {
+      s->operators[row_of_range[static_cast<size_t>(at)]].total_gpu_ns += ns;
+    }
+  }
+  std::sort(s->operators.begin(), s->operators.end(), [](const OperatorRow& a, const OperatorRow& b) {
+    return std::tie(b.self_gpu_ns, b.total_gpu_ns, a.name) < std::tie(a.self_gpu_ns, a.total_gpu_ns, b.name);
+  });
+}
+
+}  // namespace
+
+void ComputeOperators(const Window& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
+void ComputeOperators(const CompactWindow& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
+
+// Only when the window has operators.
+void RenderOperators(const Summary& s, std::string* out) {
+  if (s.operators.empty()) return;
+  *out += "\n== GPU time by operator (PyTorch; self: kernels it launched itself; total: with the operators it "
+          "called) ==\n";
+  TextTable t({"Self GPU (%)", "Self GPU time (ns)", "Total GPU time (ns)", "Kernels", "Calls", "CPU time (ns)",
+               "Operator"});
+  uint64_t total = s.operator_total_gpu_ns;
+  size_t shown = 0;
+  for (const OperatorRow& r : s.operators) {
+    if (shown++ == kOperatorRowsShown) break;
+    t.AddRow({Grouped(total ? 100.0 * double(r.self_gpu_ns) / double(total) : 0.0, 1), std::to_string(r.self_gpu_ns),
+              std::to_string(r.total_gpu_ns), std::to_string(r.kernels), std::to_string(r.calls),
+              std::to_string(r.cpu_ns), r.name});
+  }
+  *out += t.Render();
+  if (s.operators.size() > kOperatorRowsShown) {
+    *out += " (" + std::to_string(s.operators.size() - kOperatorRowsShown) + " more operators, with less self GPU time)\n";
+  }
+}
+
+}  // namespace prof
