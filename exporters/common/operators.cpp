@@ -57,6 +57,16 @@ const char* OperatorCategory(std::string_view name, int32_t seq) {
   return "user_annotation";
 }
 
+std::string_view OperatorInPython(std::string_view name) {
+  if (name == "aten::_local_scalar_dense" || name == "aten::item") return ".item()";
+  if (name == "aten::nonzero" || name == "aten::nonzero_static") return "nonzero(), boolean-mask indexing";
+  if (name == "aten::to" || name == "aten::_to_copy") return ".to()/.cpu()";
+  if (name == "aten::copy_") return ".copy_(), .to()";
+  if (name == "aten::unique" || name == "aten::_unique2") return "unique()";
+  if (name == "aten::masked_select") return "masked_select()";
+  return "";
+}
+
 bool IsShapeList(std::string_view shapes) {
   // [ [ int, ... ], ... ] with optional spaces; ints may be negative.
   int depth = 0;

@@ -67,6 +67,10 @@ class OperatorIndex {
 // function: "Optimizer.step#AdamW.step"), "cpu_op" for the rest.
 const char* OperatorCategory(std::string_view name, int32_t seq);
 
+// How Python code usually reaches an operator that makes the host wait
+// (".item()" for aten::_local_scalar_dense), or "" for the rest.
+std::string_view OperatorInPython(std::string_view name);
+
 // True when `shapes` is a JSON list of lists of integers (what PyTorch writes
 // for input shapes), so it can go into a trace as it is.
 bool IsShapeList(std::string_view shapes);

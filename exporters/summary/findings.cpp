@@ -7,6 +7,7 @@
 #include "exporters/common/compact_window.h"
 #include "exporters/common/cuda_names.h"
 #include "exporters/common/format.h"
+#include "exporters/common/operators.h"
 #include "exporters/common/python_sites.h"
 #include "exporters/summary/loss_kinds.h"
 #include "exporters/summary/summary.h"
@@ -50,6 +51,7 @@ struct CallTally {
   size_t steps_with = 0;
   std::map<std::string, uint64_t> by_api;
   std::map<uint64_t, uint64_t> by_site;  // Python call site (CallSites::Key) -> calls (0: none)
+  std::map<uint32_t, uint64_t> by_operator;  // innermost PyTorch operator's name id -> calls
 
   std::string Describe(size_t steps) const {
     std::string apis;
@@ -65,7 +67,7 @@ template <typename W>
 class FindingsBuilder {
  public:
   FindingsBuilder(const W& w, const Summary& s, const WindowIndex& index)
-      : w_(w), s_(s), index_(index), sites_(RestOf(w)) {}
+      : w_(w), s_(s), index_(index), sites_(RestOf(w)), operators_(RestOf(w).nvtx_ranges) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();
@@ -112,6 +114,10 @@ class FindingsBuilder {
       t.bytes += e.bytes;
       ++t.by_api[std::string(ApiName(static_cast<ApiId>(e.api)))];
       ++t.by_site[sites_.Key(e.stack_id)];
+      if (!operators_.empty()) {
+        int64_t op = operators_.Enclosing(e.tid, e.start_ns);
+        if (op >= 0) ++t.by_operator[RestOf(w_).nvtx_ranges[static_cast<size_t>(op)].name_id];
+      }
       if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, ++t.steps_with;
     }
     return t;
@@ -131,6 +137,49 @@ class FindingsBuilder {
     std::string text = "; top call sites: ";
     for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
       text += (i ? ", " : "") + sites_.KeyText(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+    }
+    return text;
+  }
+
+  // "; operators: aten::_local_scalar_dense (.item()) x5, ..." (PyTorch
+  // processes with operators recorded), the three with the most calls.
+  std::string TopOperators(const std::map<uint32_t, uint64_t>& by_operator) {
+    std::vector<std::pair<uint64_t, uint32_t>> ranked;
+    for (const auto& [name_id, n] : by_operator) ranked.emplace_back(n, name_id);
+    if (ranked.empty()) return "";
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string text = "; operators: ";
+    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+      const std::string& name = RestOf(w_).String(ranked[i].second);
+      std::string_view spelled = OperatorInPython(name);
+      text += (i ? ", " : "") + name + (spelled.empty() ? "" : " (" + std::string(spelled) + ")") + " x" +
+              std::to_string(ranked[i].first);
+    }
+    return text;
+  }
+
+  // "; most kernels launched in: aten::copy_ x140, ..." (PyTorch processes
+  // with operators recorded): the operators whose own kernels are the most,
+  // which fusing (torch.compile) would cut.
+  std::string KernelOperators() {
+    if (operators_.empty()) return "";
+    std::map<uint32_t, uint64_t> by_operator;
+    for (const auto& d : w_.device_records) {
+      if (KindOf(d) != DeviceKind::kKernel) continue;
+      int64_t op = operators_.OfCorrelation(w_, index_, d.correlation_id);
+      if (op >= 0) ++by_operator[RestOf(w_).nvtx_ranges[static_cast<size_t>(op)].name_id];
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> ranked;
+    for (const auto& [name_id, n] : by_operator) ranked.emplace_back(n, name_id);
+    if (ranked.empty()) return "";
+    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first > b.first : a.second < b.second;
+    });
+    std::string text = "; most kernels launched in: ";
+    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+      text += (i ? ", " : "") + RestOf(w_).String(ranked[i].second) + " x" + std::to_string(ranked[i].first);
     }
     return text;
   }
@@ -325,6 +374,7 @@ class FindingsBuilder {
         evidence += Printf("; %llu of %llu kernels ran from CUDA graphs", static_cast<unsigned long long>(from_graphs),
                            static_cast<unsigned long long>(kernels));
       }
+      evidence += KernelOperators();
       Add("overhead-bound", "Overhead-bound: the GPU waits for the host to launch its short kernels", evidence,
           graphs ? "the step already replays CUDA graphs, so the idle time is outside them: capture more of the "
                    "step into the graph (host work between replays shows as gaps), fuse the graph's short "
@@ -371,7 +421,7 @@ class FindingsBuilder {
     CallTally t = Tally([](const auto& e) { return IsBlockingSync(static_cast<ApiId>(e.api)); }, &markers);
     if (t.count == 0) return;
     Add("sync-in-step", "Synchronization inside steps: the host waits for the GPU and the launch queue drains",
-        t.Describe(s_.steps.size()) + TopSites(t.by_site),
+        t.Describe(s_.steps.size()) + TopSites(t.by_site) + TopOperators(t.by_operator),
         "remove the synchronize (or move it out of the step); read results back asynchronously "
         "(non_blocking copies, events) and check values less often");
   }
@@ -393,7 +443,7 @@ class FindingsBuilder {
     if (t.count == 0) return;
     Add("d2h-copy-in-step", "Blocking device-to-host copies inside steps: each one waits for the GPU to catch up",
         t.Describe(s_.steps.size()) + ", " + FormatBytes(static_cast<double>(t.bytes)) + " copied" +
-            TopSites(t.by_site),
+            TopSites(t.by_site) + TopOperators(t.by_operator),
         "avoid .item()/.cpu()/printing tensors inside the step; copy into pinned memory with "
         "non_blocking=True (cudaMemcpyAsync) and read it a step later");
   }
@@ -434,7 +484,8 @@ class FindingsBuilder {
     if (t.count == 0) return;
     size_t steady = w_.steps.size() > 1 ? w_.steps.size() - 1 : w_.steps.size();
     Add("allocator-churn", "cudaMalloc/cudaFree in steady-state steps: each call can synchronize the device",
-        t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site),
+        t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site) +
+            TopOperators(t.by_operator),
         "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
   }
 
@@ -530,6 +581,7 @@ class FindingsBuilder {
   const Summary& s_;
   const WindowIndex& index_;
   mutable CallSites sites_;  // caches per stack id
+  OperatorIndex operators_;
   std::vector<Finding> out_;
 };
 

@@ -17,12 +17,14 @@ the last, each ending with torch.cuda.synchronize()) under these variants:
                         the schedule never records
   libprof no stacks     LD_PRELOAD, recording every timed iteration in one window
                         (PROF_WAIT/WARMUP/ACTIVE on the same synchronizes, PROF_BUFFER_MB=1024
-                        so that nothing is dropped), PROF_PYTHON=0
-  libprof stacks        the same with PROF_PYTHON left at its default (auto): a Python
-                        stack on every recorded call
+                        so that nothing is dropped), PROF_PYTHON=0, PROF_TORCH_OPS=0
+  libprof no ops        the same with PROF_PYTHON left at its default (auto): a Python
+                        stack on every recorded call; PROF_TORCH_OPS=0
+  libprof stacks        its defaults: stacks, and PyTorch's operators with their shapes
   torch CUDA            torch.profiler, ProfilerActivity.CUDA, schedule(wait, warmup,
                         active) on the same iterations, prof.step() after each synchronize
   torch CPU+CUDA        ProfilerActivity.CPU and CUDA
+  torch CPU+CUDA shapes the same with record_shapes=True
   torch CPU+CUDA stack  the same with with_stack=True
 
 Both profilers write their files after the timed iterations (libprof: its
@@ -89,8 +91,8 @@ WORKLOADS = {
     "tiny-ops": (["--tiny-ops", "200"], 300, 10),
 }
 SMOKE_STEPS = {"transformer": (4, 3), "tiny-ops": (4, 3)}
-VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof stacks", "torch CUDA", "torch CPU+CUDA",
-            "torch CPU+CUDA stack"]
+VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof no ops", "libprof stacks", "torch CUDA",
+            "torch CPU+CUDA", "torch CPU+CUDA shapes", "torch CPU+CUDA stack"]
 FIGURES = [("cpu_s", "in-loop CPU"), ("thread_cpu_s", "loop thread"), ("wall_s", "wall"),
            ("process_s", "process CPU")]
 # (variant, torch.profiler's variant it is held against, largest share of its overhead)
@@ -120,13 +122,17 @@ def variant_run(variant, libprof, first, timed, out_dir):
             env.update(PROF_WAIT=str(wait), PROF_WARMUP=str(WARMUP_STEPS), PROF_ACTIVE=str(timed),
                        PROF_BUFFER_MB="1024")
             if variant == "libprof no stacks":
-                env["PROF_PYTHON"] = "0"
+                env.update(PROF_PYTHON="0", PROF_TORCH_OPS="0")
+            if variant == "libprof no ops":
+                env["PROF_TORCH_OPS"] = "0"
         return [], env
     args = ["--torch-profiler", trace] + schedule
     if variant == "torch CUDA":
         args += ["--torch-activities", "cuda"]
     if variant.endswith("stack"):
         args.append("--with-stack")
+    if variant.endswith("shapes"):
+        args.append("--record-shapes")
     return args, {}
 
 
@@ -161,7 +167,7 @@ def run_once(cmd, env, log_path):
 
 def check_outputs(variant, out_dir, first, timed, log):
     """What each recording variant must have written."""
-    if variant in ("libprof no stacks", "libprof stacks"):
+    if variant in ("libprof no stacks", "libprof no ops", "libprof stacks"):
         check_loop_window(out_dir, first, timed)
         _, losses = trace_losses(out_dir)
         if any(losses.values()):

@@ -6,7 +6,7 @@ knows about a profiler, unless asked:
 
     python torch_train.py [--steps N] [--layers L] [--device cuda] [--tiny-ops N]
                           [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]
-                          [--torch-activities cuda|cpu,cuda] [--with-stack] [--key-averages JSON]]
+                          [--torch-activities cuda|cpu,cuda] [--with-stack] [--record-shapes] [--key-averages JSON]]
                           [--time-from STEP]
 
 --sync-each-step ends each iteration with torch.cuda.synchronize() (the one
@@ -141,6 +141,7 @@ def main():
     parser.add_argument("--torch-activities", choices=["cpu,cuda", "cuda"], default="cpu,cuda")
     parser.add_argument("--with-stack", action="store_true")
     parser.add_argument("--key-averages", metavar="JSON")
+    parser.add_argument("--record-shapes", action="store_true")
     parser.add_argument("--tiny-ops", type=int, default=0, metavar="N")
     parser.add_argument("--time-from", type=int, metavar="STEP")
     parser.add_argument("--callgrind-lib", metavar="LIB")
@@ -173,6 +174,7 @@ def main():
         if args.torch_activities == "cpu,cuda":
             activities.insert(0, ProfilerActivity.CPU)
         profiler = profile(activities=activities, on_trace_ready=ready, with_stack=args.with_stack,
+                           record_shapes=args.record_shapes,
                            schedule=held_until(args.torch_profiler_after, args.wait,
                                              schedule(wait=args.wait, warmup=args.warmup, active=args.active,
                                                       repeat=1)))

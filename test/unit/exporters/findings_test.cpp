@@ -61,6 +61,19 @@ TEST_CASE("overhead-bound fires on short kernels that each wait for their launch
   CHECK_FALSE(Fires(LaunchBound().Build(), "idle-gaps"));
 }
 
+TEST_CASE("overhead-bound names the PyTorch operators that launched the most kernels, when there are any",
+          "[findings]") {
+  WindowBuilder b = LaunchBound();
+  // Every launch of the first step inside an aten::add_, the first of the second in an aten::mm.
+  b.window().nvtx_ranges.push_back({0, kStepNs, b.Str("aten::add_"), testing::kPid, 0, 1});
+  b.window().nvtx_ranges.push_back({kStepNs, kStepNs + 5'000, b.Str("aten::mm"), testing::kPid, 0, 2});
+  std::string evidence;
+  REQUIRE(Fires(b.Build(), "overhead-bound", &evidence));
+  CHECK(evidence.find("; most kernels launched in: aten::add_ x50, aten::mm x1") != std::string::npos);
+  REQUIRE(Fires(LaunchBound().Build(), "overhead-bound", &evidence));
+  CHECK(evidence.find("most kernels launched in") == std::string::npos);
+}
+
 TEST_CASE("overhead-bound stays silent when the host queued its kernels ahead and idles the GPU elsewhere",
           "[findings]") {
   // The demo's shape: each step's short kernels queued back to back (the
@@ -208,6 +221,28 @@ TEST_CASE("d2h-copy-in-step fires on blocking device-to-host copies only", "[fin
     async.Copy(testing::kCuptiDtoH, testing::kCuptiDevice, dst, 64, 510'000, 511'000, 900);
     CHECK(Fires(async.Build(), "d2h-copy-in-step") == (dst == testing::kCuptiPageable));
   }
+}
+
+TEST_CASE("d2h-copy-in-step names the PyTorch operators the copies were made in, when there are any",
+          "[findings]") {
+  WindowBuilder b = Loop(2, 1, 100'000);
+  for (uint64_t t : {500'000, 1'500'000}) {
+    NvtxRange item{t - 10'000, t + 30'000, b.Str("aten::_local_scalar_dense"), testing::kPid, 0};
+    item.op_id = static_cast<uint32_t>(t / 1000);
+    b.window().nvtx_ranges.push_back(item);
+    HostEvent& c = b.Call(ApiId::cudaMemcpy, t, t + 20'000);
+    c.copy_kind = 2, c.bytes = 4;
+  }
+  std::string evidence;
+  REQUIRE(Fires(b.Build(), "d2h-copy-in-step", &evidence));
+  CHECK(evidence.find("; operators: aten::_local_scalar_dense (.item()) x2") != std::string::npos);
+
+  // Without operators recorded the evidence says nothing about them.
+  WindowBuilder plain = Loop(2, 1, 100'000);
+  HostEvent& c = plain.Call(ApiId::cudaMemcpy, 500'000, 520'000);
+  c.copy_kind = 2, c.bytes = 4;
+  REQUIRE(Fires(plain.Build(), "d2h-copy-in-step", &evidence));
+  CHECK(evidence.find("operators") == std::string::npos);
 }
 
 TEST_CASE("pageable-copy fires on copies from pageable memory, not pinned", "[findings]") {
