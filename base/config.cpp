@@ -290,15 +290,15 @@ class Parser {
 
   void TorchOps(const std::string& value) {
     std::string v = Lower(value);
-    if (v == "shapes" || v == "1" || v == "on" || v == "true" || v == "yes") {
+    if (v == "shapes") {
       config_.torch_ops = TorchOps::kShapes;
-    } else if (v == "names") {
+    } else if (v == "names" || v == "1" || v == "on" || v == "true" || v == "yes") {
       config_.torch_ops = TorchOps::kNames;
     } else if (v == "0" || v == "off" || v == "false" || v == "no") {
       config_.torch_ops = TorchOps::kOff;
     } else {
-      config_.torch_ops = TorchOps::kShapes;
-      Problem("PROF_TORCH_OPS", value, "shapes, names or 0", "using shapes");
+      config_.torch_ops = TorchOps::kNames;
+      Problem("PROF_TORCH_OPS", value, "names, shapes or 0", "using names");
     }
   }
 

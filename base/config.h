@@ -21,8 +21,9 @@ enum class StepSource : uint8_t { kTime, kKernel, kNvtx, kApi, kSync, kManual, k
 enum class RangeKind : uint8_t { kNone, kProfilerApi, kNvtx };
 
 // PROF_TORCH_OPS: in a PyTorch process, PyTorch's own operator ranges
-// (collectors/python/torch_ops.h) while a window warms up or records, with
-// their input shapes, names only, or not at all.
+// (collectors/python/torch_ops.h) while a window warms up or records: names
+// (the default), with their input shapes too (PyTorch's string formatting
+// of the shapes triples the cost: docs/performance.md), or not at all.
 enum class TorchOps : uint8_t { kOff, kNames, kShapes };
 
 // Bits of PROF_ACTIVITIES.
@@ -80,7 +81,7 @@ struct Config {
   bool python_stacks = true;              // PROF_PYTHON: auto (on in CPython processes) or 0
   int python_depth = 64;                  // PROF_PYTHON_DEPTH: frames kept per stack, 1..256
   std::string python_user;                // PROF_PYTHON_USER: comma list of path prefixes of user code
-  TorchOps torch_ops = TorchOps::kShapes;  // PROF_TORCH_OPS: PyTorch's operator ranges while recording
+  TorchOps torch_ops = TorchOps::kNames;  // PROF_TORCH_OPS: PyTorch's operator ranges while recording
 
   // PROF_* keys as applied (after defaults and fixes), for the trace metadata.
   std::vector<std::pair<std::string, std::string>> Describe() const;
