@@ -20,7 +20,8 @@ the last, each ending with torch.cuda.synchronize()) under these variants:
                         so that nothing is dropped), PROF_PYTHON=0, PROF_TORCH_OPS=0
   libprof no ops        the same with PROF_PYTHON left at its default (auto): a Python
                         stack on every recorded call; PROF_TORCH_OPS=0
-  libprof stacks        its defaults: stacks, and PyTorch's operators with their shapes
+  libprof stacks        its defaults: stacks, and PyTorch's operators (names)
+  libprof shapes        the same with PROF_TORCH_OPS=shapes
   torch CUDA            torch.profiler, ProfilerActivity.CUDA, schedule(wait, warmup,
                         active) on the same iterations, prof.step() after each synchronize
   torch CPU+CUDA        ProfilerActivity.CPU and CUDA
@@ -91,7 +92,8 @@ WORKLOADS = {
     "tiny-ops": (["--tiny-ops", "200"], 300, 10),
 }
 SMOKE_STEPS = {"transformer": (4, 3), "tiny-ops": (4, 3)}
-VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof no ops", "libprof stacks", "torch CUDA",
+VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof no ops", "libprof stacks", "libprof shapes",
+            "torch CUDA",
             "torch CPU+CUDA", "torch CPU+CUDA shapes", "torch CPU+CUDA stack"]
 FIGURES = [("cpu_s", "in-loop CPU"), ("thread_cpu_s", "loop thread"), ("wall_s", "wall"),
            ("process_s", "process CPU")]
@@ -125,6 +127,8 @@ def variant_run(variant, libprof, first, timed, out_dir):
                 env.update(PROF_PYTHON="0", PROF_TORCH_OPS="0")
             if variant == "libprof no ops":
                 env["PROF_TORCH_OPS"] = "0"
+            if variant == "libprof shapes":
+                env["PROF_TORCH_OPS"] = "shapes"
         return [], env
     args = ["--torch-profiler", trace] + schedule
     if variant == "torch CUDA":
@@ -167,7 +171,7 @@ def run_once(cmd, env, log_path):
 
 def check_outputs(variant, out_dir, first, timed, log):
     """What each recording variant must have written."""
-    if variant in ("libprof no stacks", "libprof no ops", "libprof stacks"):
+    if variant in ("libprof no stacks", "libprof no ops", "libprof stacks", "libprof shapes"):
         check_loop_window(out_dir, first, timed)
         _, losses = trace_losses(out_dir)
         if any(losses.values()):
