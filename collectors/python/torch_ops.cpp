@@ -87,6 +87,7 @@ constexpr int kEvalInput = 258;  // Py_eval_input
 
 struct PyApi {
   int (*is_initialized)() = nullptr;
+  int (*is_finalizing)() = nullptr;  // Py_IsFinalizing (3.13+) or _Py_IsFinalizing
   int (*add_pending_call)(int (*)(void*), void*) = nullptr;
   void* (*run_string)(const char*, int, void*, void*, void*) = nullptr;
   void* (*dict_new)() = nullptr;
@@ -99,7 +100,7 @@ struct PyApi {
   void** exc_exception = nullptr;  // &PyExc_Exception
 
   bool Found() const {
-    return is_initialized && add_pending_call && run_string && dict_new && dict_set_item_string && eval_get_builtins &&
+    return is_initialized && is_finalizing && add_pending_call && run_string && dict_new && dict_set_item_string && eval_get_builtins &&
            unicode_as_utf8 && dec_ref && err_clear && err_exception_matches && exc_exception;
   }
 };
@@ -112,6 +113,8 @@ void Find(T* out, const char* name) {
 PyApi LoadApi() {
   PyApi api;
   Find(&api.is_initialized, "Py_IsInitialized");
+  Find(&api.is_finalizing, "Py_IsFinalizing");
+  if (api.is_finalizing == nullptr) Find(&api.is_finalizing, "_Py_IsFinalizing");
   Find(&api.add_pending_call, "Py_AddPendingCall");
   Find(&api.run_string, "PyRun_StringFlags");
   Find(&api.dict_new, "PyDict_New");
@@ -234,7 +237,9 @@ void TorchOpsWanted(bool on) {
   if (g_mode.load(std::memory_order_relaxed) == TorchOps::kOff) return;
   g_want.store(on, std::memory_order_release);
   const PyApi& py = Api();
-  if (!py.is_initialized()) return;
+  // Nothing is queued into an interpreter that is not running yet or is
+  // shutting down (its pending calls are run once more, then freed).
+  if (!py.is_initialized() || py.is_finalizing()) return;
   if (g_queued.exchange(true, std::memory_order_acq_rel)) return;  // the queued call reads g_want when it runs
   if (py.add_pending_call(&Apply, nullptr) != 0) g_queued.store(false, std::memory_order_release);
 }
