@@ -288,17 +288,28 @@ class Parser {
     }
   }
 
+  // names | shapes | 0, optionally followed by ",modules".
   void TorchOps(const std::string& value) {
     std::string v = Lower(value);
+    config_.torch_modules = false;
+    const std::string suffix = ",modules";
+    if (v.size() > suffix.size() && v.compare(v.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      config_.torch_modules = true;
+      v.resize(v.size() - suffix.size());
+    } else if (v == "modules") {
+      config_.torch_modules = true;
+      v = "names";
+    }
     if (v == "shapes") {
       config_.torch_ops = TorchOps::kShapes;
     } else if (v == "names" || v == "1" || v == "on" || v == "true" || v == "yes") {
       config_.torch_ops = TorchOps::kNames;
-    } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+    } else if ((v == "0" || v == "off" || v == "false" || v == "no") && !config_.torch_modules) {
       config_.torch_ops = TorchOps::kOff;
     } else {
       config_.torch_ops = TorchOps::kNames;
-      Problem("PROF_TORCH_OPS", value, "names, shapes or 0", "using names");
+      config_.torch_modules = false;
+      Problem("PROF_TORCH_OPS", value, "names, shapes or 0, optionally followed by ,modules", "using names");
     }
   }
 
@@ -465,7 +476,8 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_PYTHON_DEPTH", std::to_string(python_depth)},
       {"PROF_PYTHON_USER", python_user},
       {"PROF_AUTO_TIMEOUT", fmt::format("{}ms", auto_timeout_ns / 1'000'000)},
-      {"PROF_TORCH_OPS", torch_ops == TorchOps::kShapes ? "shapes" : torch_ops == TorchOps::kNames ? "names" : "0"},
+      {"PROF_TORCH_OPS", std::string(torch_ops == TorchOps::kShapes ? "shapes" : torch_ops == TorchOps::kNames ? "names" : "0") +
+                             (torch_modules && torch_ops != TorchOps::kOff ? ",modules" : "")},
   };
 }
 

@@ -195,7 +195,7 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   }
   // PyTorch's operator ranges follow recording (collectors/python/torch_ops.h).
   if (!fork_child && (config.activities & kActNvtx) != 0 && config.torch_ops != TorchOps::kOff) {
-    python::ConfigureTorchOps(config.torch_ops);
+    python::ConfigureTorchOps(config.torch_ops, config.torch_modules);
     rt->session->OnRecordingChanged(python::TorchOpsWanted);
   }
   if (rt->auto_step) {

@@ -455,10 +455,14 @@ void Session::CloseRangeLocked(uint64_t now_ns) {
 
 // A read first: a waiting step (none -> none) skips the locked RMW.
 void Session::SetRecording(bool on) {
-  if (((LoadHotBits() & kHotRecording) != 0) == on) return;
-  if (on) SetHotBits(kHotRecording);
-  else ClearHotBits(kHotRecording);
-  if (recording_changed_) recording_changed_(on);
+  bool changed = ((LoadHotBits() & kHotRecording) != 0) != on;
+  if (changed) {
+    if (on) SetHotBits(kHotRecording);
+    else ClearHotBits(kHotRecording);
+  }
+  // Told again at every recording step, so that what could not follow the
+  // change then (no interpreter yet) does now; a waiting step tells nothing.
+  if (recording_changed_ && (changed || on)) recording_changed_(on);
 }
 
 void Session::OnRecordingChanged(std::function<void(bool)> changed) {

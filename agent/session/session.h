@@ -96,7 +96,8 @@ class Session {
   void AnchorToCollectives(std::function<uint64_t()> collectives);
 
   // Called, under the session's lock, each time recording (a window warming
-  // up or recording) turns on or off: the PyTorch operator ranges follow it.
+  // up or recording) turns on or off, and at each step while it is on: the
+  // PyTorch operator ranges follow it.
   void OnRecordingChanged(std::function<void(bool)> changed);
 
   // PROF_STEP=auto, still looking, CUDA loaded: record provisionally from

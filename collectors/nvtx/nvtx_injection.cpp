@@ -56,6 +56,7 @@ struct OpenOp {
   uint32_t op_id = 0;
   uint32_t shapes_id = 0;
   int32_t seq = -1;
+  bool own = false;  // pushed while libprof records PyTorch: an operator or a module call
 };
 struct ThreadOps {
   OpenOp ops[kMaxDepth];
@@ -193,9 +194,9 @@ const char* AsciiOf(const nvtxEventAttributes_t* a) {
 int Push(uint32_t name_id, const char* text = nullptr, const OpenOp* op = nullptr) {
   ThreadStack& s = t_stack;
   int level = s.depth;
-  // PyTorch's operator ranges are never step markers or range edges: they
-  // come and go with recording (collectors/python/torch_ops.h).
-  if (op == nullptr) ObserveRange(MarkerSite::kNvtxRange, name_id, text, PushKey(&s, level));
+  // PyTorch's operator and module ranges are never step markers or range
+  // edges: they come and go with recording (collectors/python/torch_ops.h).
+  if (op == nullptr || !op->own) ObserveRange(MarkerSite::kNvtxRange, name_id, text, PushKey(&s, level));
   // A range pushed while nothing records started before any window that could
   // hold its end, and NvtxStore::Take keeps only ranges that started inside
   // the window: its start time is never looked at, so no clock is read.
@@ -212,8 +213,14 @@ int Push(uint32_t name_id, const char* text = nullptr, const OpenOp* op = nullpt
 // its parts first, so that its name and shapes are interned, not its text.
 int PushAscii(const char* m) {
   TorchOpName parsed;
+  if (m != nullptr && Recording() && IsModuleCall(m)) {
+    OpenOp module;
+    module.own = true;
+    return Push(InternCached(m), m, &module);
+  }
   if (m == nullptr || !Recording() || !ParseTorchOpName(m, &parsed)) return Push(InternCached(m), m);
   OpenOp op;
+  op.own = true;
   op.op_id = static_cast<uint32_t>(parsed.op_id);
   op.seq = parsed.seq > INT32_MAX ? -1 : static_cast<int32_t>(parsed.seq);
   op.shapes_id = parsed.shapes.empty() ? 0 : InternName(parsed.shapes);
@@ -231,7 +238,7 @@ int Pop() {
     const OpenRange& r = s.ranges[s.depth];
     Finish(r, static_cast<uint32_t>(s.depth), 0, t_ops && r.start_ns != 0 ? t_ops->ops[s.depth] : OpenOp{});
     name_id = r.name_id;
-    if (t_ops && r.start_ns != 0 && t_ops->ops[s.depth].op_id != 0) return s.depth;  // an operator's: not observed
+    if (t_ops && r.start_ns != 0 && t_ops->ops[s.depth].own) return s.depth;  // an operator's or module call's: not observed
   }
   ObserveRange(MarkerSite::kNvtxRangeEnd, name_id, nullptr, PushKey(&s, s.depth));
   return s.depth;

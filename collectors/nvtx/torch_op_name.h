@@ -22,6 +22,10 @@ struct TorchOpName {
   int64_t seq = -1;  // -1: none
 };
 
+// True when `text` names a module call's range, as the agent's module hooks
+// push them (collectors/python/torch_ops.cpp): "nn.Module: <path>".
+inline bool IsModuleCall(std::string_view text) { return text.substr(0, 11) == "nn.Module: "; }
+
 // True when `text` is an operator range as above (it has an op_id); false
 // leaves *out alone and the text is an ordinary range name.
 bool ParseTorchOpName(std::string_view text, TorchOpName* out);

@@ -18,7 +18,93 @@ namespace {
 constexpr const char* kScript = R"PY(
 import sys
 
-_state = {"on": False, "thread": None, "gave_way": False}
+_state = {"on": False, "thread": None, "gave_way": False, "hooks": None, "compiled": False}
+
+
+def _modules_on(torch):
+    """Global forward hooks that wrap each module call in an NVTX range named
+    "nn.Module: <attribute path from the outermost module>" (the outermost
+    by its class name). Not once torch.compile is in use: TorchDynamo would
+    trace the hooks, and its guards would see them come and go. So they are
+    not installed once it has compiled a graph, they take themselves out at
+    the call of a compiled module (before TorchDynamo traces its forward),
+    and while TorchDynamo traces they do nothing (is_compiling() is a
+    constant to it)."""
+    import threading
+    import weakref
+    dynamo = sys.modules.get("torch._dynamo.utils")
+    if _state["compiled"] or (dynamo is not None and dynamo.counters["stats"]["unique_graphs"] > 0):
+        _state["compiled"] = True
+        return
+    module_api = sys.modules.get("torch.nn.modules.module")
+    nvtx = getattr(torch._C, "_nvtx", None)
+    if module_api is None or nvtx is None:
+        return
+    names = weakref.WeakKeyDictionary()
+    local = threading.local()
+    push, pop = nvtx.rangePushA, nvtx.rangePop
+    is_compiling = torch.compiler.is_compiling
+
+    def enter(module, args):
+        if is_compiling():
+            return
+        try:
+            _enter(module)
+        except Exception:  # never into the program's forward
+            pass
+
+    def _enter(module):
+        kind = type(module)
+        if kind.__name__ == "OptimizedModule" and kind.__module__.startswith("torch._dynamo"):
+            _state["compiled"] = True
+            _modules_off()
+            return
+        stack = getattr(local, "stack", None)
+        if stack is None:
+            stack = local.stack = []
+        path = names.get(module)
+        if path is None:
+            parent = stack[-1] if stack else None
+            if parent is None:
+                path = type(module).__name__
+            else:
+                # Its name under the module that called it, children of
+                # children included (a ModuleList is never called itself).
+                attr = next((n for n, m in parent.named_modules() if m is module and n), type(module).__name__)
+                above = names.get(parent, "")
+                path = attr if not stack[1:] else above + "." + attr
+            names[module] = path
+        stack.append(module)
+        push("nn.Module: " + path)
+
+    def leave(module, args, output):
+        if is_compiling():
+            return
+        try:
+            stack = getattr(local, "stack", None)
+            if stack and stack[-1] is module:
+                stack.pop()
+                pop()
+        except Exception:
+            pass
+
+    _state["hooks"] = (module_api.register_module_forward_pre_hook(enter),
+                       module_api.register_module_forward_hook(leave, always_call=True), local, pop)
+
+
+def _modules_off():
+    hooks = _state["hooks"]
+    if hooks is None:
+        return
+    _state["hooks"] = None
+    hooks[0].remove()
+    hooks[1].remove()
+    # Module calls of this thread still open (turned off inside a forward):
+    # their ranges are the innermost at a bytecode boundary.
+    stack = getattr(hooks[2], "stack", None) or []
+    while stack:
+        stack.pop()
+        hooks[3]()
 
 
 def _torch():
@@ -35,6 +121,7 @@ def _off():
         return False
     torch, profiler = _torch()
     _state["on"] = False
+    _modules_off()
     torch.autograd._disable_profiler()
     profiler._run_on_profiler_stop()
     return True
@@ -50,7 +137,7 @@ def _giving_way(enable):
     return _enable_profiler
 
 
-def _apply(want, shapes):
+def _apply(want, shapes, modules):
     import threading
     torch, profiler = _torch()
     if torch is None:
@@ -72,12 +159,14 @@ def _apply(want, shapes):
     profiler._run_on_profiler_start()
     _state["on"] = True
     _state["thread"] = threading.get_ident()
-    return "on"
+    if modules:
+        _modules_on(torch)
+    return "on (modules off: torch.compile)" if _state["compiled"] else "on"
 
 
-def apply(want, shapes):
+def apply(want, shapes, modules):
     try:
-        return _apply(want, shapes)
+        return _apply(want, shapes, modules)
     except Exception as e:
         return "error: %s: %s" % (type(e).__name__, e)
 )PY";
@@ -134,8 +223,10 @@ const PyApi& Api() {
 }
 
 std::atomic<TorchOps> g_mode{TorchOps::kOff};
+std::atomic<bool> g_modules{false};  // PROF_TORCH_OPS=...,modules
 std::atomic<bool> g_want{false};
 std::atomic<bool> g_queued{false};  // a pending call is queued and has not run yet
+std::atomic<bool> g_unsent{false};  // g_want changed while no call could be queued (no interpreter yet)
 void* g_globals = nullptr;          // the script's namespace (main thread, with the GIL)
 bool g_script_failed = false;
 
@@ -165,9 +256,10 @@ std::string Run(const PyApi& py, const char* code, int mode, bool* raised) {
 
 void Report(const std::string& what, bool shapes) {
   static std::atomic<bool> said_on{false}, said_busy{false}, said_gave_way{false}, said_error{false};
-  if (what == "on" && !said_on.exchange(true)) {
-    Log().info("PyTorch operators recorded while windows record (PyTorch's NVTX profiler on the main thread{})",
-               shapes ? ", with input shapes" : "");
+  if (what.rfind("on", 0) == 0 && !said_on.exchange(true)) {
+    Log().info("PyTorch operators recorded while windows record (PyTorch's NVTX profiler on the main thread{}){}",
+               shapes ? ", with input shapes" : "",
+               what == "on" ? "" : "; module paths off: torch.compile has compiled code, which module hooks would recompile");
   } else if (what == "busy" && !said_busy.exchange(true)) {
     Log().info("PyTorch operators not recorded: the program's own PyTorch profiler is on (it keeps it)");
   } else if (what == "gave way" && !said_gave_way.exchange(true)) {
@@ -197,7 +289,8 @@ int Apply(void*) {
   if (g_script_failed) return 0;
   bool shapes = g_mode.load(std::memory_order_relaxed) == TorchOps::kShapes;
   std::string call = std::string("apply(") + (g_want.load(std::memory_order_acquire) ? "True" : "False") + ", " +
-                     (shapes ? "True" : "False") + ")";
+                     (shapes ? "True" : "False") + ", " + (g_modules.load(std::memory_order_relaxed) ? "True" : "False") +
+                     ")";
   std::string what = Run(py, call.c_str(), kEvalInput, &raised);
   if (raised) return -1;
   Report(what, shapes);
@@ -212,8 +305,13 @@ std::string OwnPath() {
 
 }  // namespace
 
-void ConfigureTorchOps(TorchOps mode) {
+void ConfigureTorchOps(TorchOps mode, bool modules) {
   if (mode == TorchOps::kOff || !Api().Found()) return;
+  g_modules.store(modules, std::memory_order_relaxed);
+  if (modules) {
+    Log().warn("PROF_TORCH_OPS=...,modules is experimental: with its module hooks on, PyTorch's exit crashed 2 times in 17 "
+               "runs on a loaded machine (autograd's thread freeing its last graph task during interpreter shutdown)");
+  }
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
   std::string own = OwnPath();
   if (nvtx == nullptr || *nvtx == 0) {
@@ -235,13 +333,23 @@ void ConfigureTorchOps(TorchOps mode) {
 
 void TorchOpsWanted(bool on) {
   if (g_mode.load(std::memory_order_relaxed) == TorchOps::kOff) return;
+  // Called at every recording step too: nothing new costs two loads.
+  if (g_want.load(std::memory_order_relaxed) == on && !g_unsent.load(std::memory_order_relaxed)) return;
   g_want.store(on, std::memory_order_release);
   const PyApi& py = Api();
-  // Nothing is queued into an interpreter that is not running yet or is
-  // shutting down (its pending calls are run once more, then freed).
-  if (!py.is_initialized() || py.is_finalizing()) return;
+  // Nothing is queued into an interpreter that is not running yet (a window
+  // from the process's start: asked again at the next step) or is shutting
+  // down (its pending calls are run once more, then freed).
+  if (!py.is_initialized() || py.is_finalizing()) {
+    g_unsent.store(true, std::memory_order_relaxed);
+    return;
+  }
+  g_unsent.store(false, std::memory_order_relaxed);
   if (g_queued.exchange(true, std::memory_order_acq_rel)) return;  // the queued call reads g_want when it runs
-  if (py.add_pending_call(&Apply, nullptr) != 0) g_queued.store(false, std::memory_order_release);
+  if (py.add_pending_call(&Apply, nullptr) != 0) {
+    g_queued.store(false, std::memory_order_release);
+    g_unsent.store(true, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace prof::python

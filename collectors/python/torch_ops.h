@@ -34,7 +34,8 @@
 namespace prof::python {
 
 // At agent start, before the program's first NVTX range.
-void ConfigureTorchOps(TorchOps mode);
+// modules: module paths too (PROF_TORCH_OPS=...,modules; experimental).
+void ConfigureTorchOps(TorchOps mode, bool modules);
 
 // Any thread, any number of times: the last call wins.
 void TorchOpsWanted(bool on);

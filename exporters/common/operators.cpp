@@ -4,43 +4,93 @@
 
 namespace prof {
 
-OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges) : parent_range_(ranges.size(), -1) {
+namespace {
+
+// Each thread's ranges by start (outer first at equal starts), with the
+// index of the range around each.
+template <typename Op>
+void NestPerThread(std::unordered_map<uint32_t, std::vector<Op>>* by_tid) {
+  for (auto& [tid, ops] : *by_tid) {
+    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
+      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+    });
+    std::vector<int64_t> open;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      while (!open.empty() && ops[static_cast<size_t>(open.back())].end_ns <= ops[i].start_ns) open.pop_back();
+      ops[i].parent = open.empty() ? -1 : open.back();
+      open.push_back(static_cast<int64_t>(i));
+    }
+  }
+}
+
+// The range of `sorted` (one thread's, nested) innermost around t; -1 if none.
+template <typename Op>
+int64_t Innermost(const std::vector<Op>& sorted, uint64_t t) {
+  auto after = std::upper_bound(sorted.begin(), sorted.end(), t, [](uint64_t v, const Op& op) { return v < op.start_ns; });
+  int64_t i = static_cast<int64_t>(after - sorted.begin()) - 1;
+  while (i >= 0 && sorted[static_cast<size_t>(i)].end_ns <= t) i = sorted[static_cast<size_t>(i)].parent;
+  return i < 0 ? -1 : sorted[static_cast<size_t>(i)].range;
+}
+
+}  // namespace
+
+OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges, const std::function<bool(uint32_t)>& is_module)
+    : parent_range_(ranges.size(), -1), module_of_(ranges.size(), -1), module_parent_(ranges.size(), -1) {
   std::unordered_map<int32_t, uint64_t> first_ns;  // the forward: the earliest operator with the number
+  std::unordered_map<uint32_t, std::vector<Op>> modules;  // tid -> its module calls
   for (size_t i = 0; i < ranges.size(); ++i) {
     const NvtxRange& r = ranges[i];
-    if (r.op_id == 0) continue;
+    if (r.op_id == 0) {
+      if (is_module && is_module(r.name_id)) modules[r.tid].push_back({r.start_ns, r.end_ns, static_cast<int64_t>(i), -1});
+      continue;
+    }
     ops_[r.tid].push_back({r.start_ns, r.end_ns, static_cast<int64_t>(i), -1});
     if (r.seq < 0) continue;
     auto [it, inserted] = first_ns.try_emplace(r.seq, r.start_ns);
     if (inserted || r.start_ns < it->second) {
       it->second = r.start_ns;
       forward_tid_[r.seq] = r.tid;
+      forward_op_[r.seq] = static_cast<int64_t>(i);
     }
   }
+  has_modules_ = !modules.empty();
+  NestPerThread(&modules);
+  NestPerThread(&ops_);
   for (auto& [tid, ops] : ops_) {
-    std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
-      return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;  // outer first
-    });
-    std::vector<int64_t> open;
-    for (size_t i = 0; i < ops.size(); ++i) {
-      while (!open.empty() && ops[static_cast<size_t>(open.back())].end_ns <= ops[i].start_ns) open.pop_back();
-      ops[i].parent = open.empty() ? -1 : open.back();
-      if (!open.empty()) parent_range_[static_cast<size_t>(ops[i].range)] = ops[static_cast<size_t>(open.back())].range;
-      open.push_back(static_cast<int64_t>(i));
+    for (const Op& op : ops) {
+      if (op.parent >= 0) parent_range_[static_cast<size_t>(op.range)] = ops[static_cast<size_t>(op.parent)].range;
     }
+  }
+  if (!has_modules_) return;
+  for (auto& [tid, calls] : modules) {
+    for (const Op& call : calls) {
+      if (call.parent >= 0) module_parent_[static_cast<size_t>(call.range)] = calls[static_cast<size_t>(call.parent)].range;
+    }
+  }
+  auto own_module = [&](int64_t range) {
+    const NvtxRange& r = ranges[static_cast<size_t>(range)];
+    auto it = modules.find(r.tid);
+    return it == modules.end() ? int64_t{-1} : Innermost(it->second, r.start_ns);
+  };
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].op_id == 0) continue;
+    int64_t m = own_module(static_cast<int64_t>(i));
+    // An operator autograd ran for a forward one: that one's module.
+    for (int64_t at = static_cast<int64_t>(i); m < 0 && at >= 0; at = parent_range_[static_cast<size_t>(at)]) {
+      const NvtxRange& r = ranges[static_cast<size_t>(at)];
+      if (r.seq < 0) continue;
+      auto fwd = forward_op_.find(r.seq);
+      if (fwd != forward_op_.end() && ranges[static_cast<size_t>(fwd->second)].tid != r.tid) m = own_module(fwd->second);
+    }
+    module_of_[i] = m;
   }
 }
 
 int64_t OperatorIndex::Enclosing(uint32_t tid, uint64_t t_ns) const {
   auto it = ops_.find(tid);
-  if (it == ops_.end()) return -1;
-  const std::vector<Op>& ops = it->second;
-  auto after = std::upper_bound(ops.begin(), ops.end(), t_ns, [](uint64_t t, const Op& op) { return t < op.start_ns; });
-  int64_t i = static_cast<int64_t>(after - ops.begin()) - 1;
   // The last operator to start before the call encloses it, or one of its
   // enclosing operators does.
-  while (i >= 0 && ops[static_cast<size_t>(i)].end_ns <= t_ns) i = ops[static_cast<size_t>(i)].parent;
-  return i < 0 ? -1 : ops[static_cast<size_t>(i)].range;
+  return it == ops_.end() ? -1 : Innermost(it->second, t_ns);
 }
 
 uint32_t OperatorIndex::ForwardThread(int32_t seq) const {

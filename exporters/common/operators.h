@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <type_traits>
 #include <unordered_map>
@@ -19,7 +20,10 @@ namespace prof {
 
 class OperatorIndex {
  public:
-  explicit OperatorIndex(const std::vector<NvtxRange>& ranges);
+  // is_module: whether a range's name is a module call's ("nn.Module: <path>",
+  // collectors/python/README.md); none without it.
+  explicit OperatorIndex(const std::vector<NvtxRange>& ranges,
+                         const std::function<bool(uint32_t name_id)>& is_module = nullptr);
 
   bool empty() const { return ops_.empty(); }
   // Index into the ranges of the innermost operator around a call made on
@@ -49,6 +53,14 @@ class OperatorIndex {
   // The thread that ran sequence number `seq`'s forward operator (the first
   // operator with it in the window); 0 when the window has none.
   uint32_t ForwardThread(int32_t seq) const;
+  // The module call around operator range `op`: the innermost module range
+  // around it on its thread, or for an operator autograd ran for a forward
+  // one elsewhere (its own sequence number, or its enclosing operator's),
+  // that forward operator's. Index into the ranges, or -1.
+  int64_t ModuleOf(int64_t op) const { return op < 0 ? -1 : module_of_[static_cast<size_t>(op)]; }
+  bool has_modules() const { return has_modules_; }
+  // The module call around module range `module` on its thread, or -1.
+  int64_t ModuleParent(int64_t module) const { return module < 0 ? -1 : module_parent_[static_cast<size_t>(module)]; }
 
  private:
   struct Op {
@@ -60,7 +72,18 @@ class OperatorIndex {
   std::unordered_map<uint32_t, std::vector<Op>> ops_;  // tid -> its operators by start
   std::vector<int64_t> parent_range_;
   std::unordered_map<int32_t, uint32_t> forward_tid_;
+  std::unordered_map<int32_t, int64_t> forward_op_;  // seq -> its forward operator's range
+  std::vector<int64_t> module_of_;
+  std::vector<int64_t> module_parent_;
+  bool has_modules_ = false;
 };
+
+// A module call's range, as collectors/python/torch_ops.cpp names it:
+// "nn.Module: <attribute path>"; its path, or "" for another name.
+inline constexpr std::string_view kModulePrefix = "nn.Module: ";
+inline std::string_view ModulePath(std::string_view name) {
+  return name.substr(0, kModulePrefix.size()) == kModulePrefix ? name.substr(kModulePrefix.size()) : std::string_view();
+}
 
 // Kineto's category for an operator range: "user_annotation" for a
 // record_function label (no namespace, no sequence number, not a backward

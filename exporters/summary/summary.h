@@ -142,6 +142,17 @@ struct OperatorRow {
 };
 inline constexpr size_t kOperatorRowsShown = 30;
 
+// GPU time by nn.Module call path (summary_operators.cpp): the work of the
+// operators run in a module's forward, and of the backward operators
+// autograd ran for them.
+struct ModuleRow {
+  std::string path;           // "blocks.0.attn.qkv"; the outermost module by its class name
+  uint64_t self_gpu_ns = 0;   // operators directly in it
+  uint64_t total_gpu_ns = 0;  // ... and in the modules it called
+  uint64_t kernels = 0;       // kernels of the operators directly in it
+};
+inline constexpr size_t kModuleRowsShown = 40;
+
 // NCCL calls of one operation and message size (nccl-tests' S bytes) on
 // communicators of one size.
 struct CollectiveRow {
@@ -207,6 +218,7 @@ struct Summary {
   std::vector<CompiledCodeRow> compiled_code;  // by GPU time, then launches, descending
   uint64_t compiled_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
   std::vector<OperatorRow> operators;          // by self GPU time, then total, descending
+  std::vector<ModuleRow> modules;              // by path (a tree: each module after the one that called it)
   uint64_t operator_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
 
   std::vector<Finding> findings;

@@ -6,6 +6,8 @@
 // of the same name counts twice, as in key_averages). CPU time: the
 // operators' own spans, summed.
 #include <algorithm>
+#include <map>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 
@@ -21,8 +23,9 @@ namespace {
 template <typename W>
 void Compute(const W& w, const WindowIndex& index, Summary* s) {
   const std::vector<NvtxRange>& ranges = w.nvtx_ranges;
-  OperatorIndex ops(ranges);
+  OperatorIndex ops(ranges, [&](uint32_t id) { return !ModulePath(RestOf(w).String(id)).empty(); });
   if (ops.empty()) return;
+  std::map<std::string_view, ModuleRow> modules;  // by path
   std::unordered_map<uint32_t, size_t> row_of;  // name id -> row
   std::vector<size_t> row_of_range(ranges.size(), SIZE_MAX);
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -49,6 +52,23 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
     for (int64_t at = op; at >= 0; at = parents[static_cast<size_t>(at)]) {
       s->operators[row_of_range[static_cast<size_t>(at)]].total_gpu_ns += ns;
     }
+    int64_t module = ops.ModuleOf(op);
+    if (module < 0) continue;
+    auto path = [&](int64_t m) { return ModulePath(RestOf(w).String(ranges[static_cast<size_t>(m)].name_id)); };
+    ModuleRow& in = modules[path(module)];
+    in.self_gpu_ns += ns;
+    if (kind == DeviceKind::kKernel) ++in.kernels;
+    std::vector<std::string_view> counted;  // a path that recurs above itself counts once
+    for (int64_t m = module; m >= 0; m = ops.ModuleParent(m)) {
+      std::string_view p = path(m);
+      if (std::find(counted.begin(), counted.end(), p) != counted.end()) continue;
+      counted.push_back(p);
+      modules[p].total_gpu_ns += ns;
+    }
+  }
+  for (auto& [path, row] : modules) {
+    row.path = std::string(path);
+    s->modules.push_back(std::move(row));
   }
   std::sort(s->operators.begin(), s->operators.end(), [](const OperatorRow& a, const OperatorRow& b) {
     return std::tie(b.self_gpu_ns, b.total_gpu_ns, a.name) < std::tie(a.self_gpu_ns, a.total_gpu_ns, b.name);
@@ -59,6 +79,29 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
 
 void ComputeOperators(const Window& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
 void ComputeOperators(const CompactWindow& w, const WindowIndex& index, Summary* s) { Compute(w, index, s); }
+
+namespace {
+
+// The module tree: each path indented under the module that called it.
+void RenderModules(const Summary& s, std::string* out) {
+  if (s.modules.empty()) return;
+  *out += "\n== GPU time by module (nn.Module calls by attribute path; backward work under its forward module) ==\n";
+  TextTable t({"Total GPU (%)", "Total GPU time (ns)", "Self GPU time (ns)", "Kernels", "Module"});
+  uint64_t total = s.operator_total_gpu_ns;
+  size_t shown = 0;
+  for (const ModuleRow& r : s.modules) {
+    if (shown++ == kModuleRowsShown) break;
+    size_t depth = static_cast<size_t>(std::count(r.path.begin(), r.path.end(), '.'));
+    t.AddRow({Grouped(total ? 100.0 * double(r.total_gpu_ns) / double(total) : 0.0, 1), std::to_string(r.total_gpu_ns),
+              std::to_string(r.self_gpu_ns), std::to_string(r.kernels), std::string(2 * depth, ' ') + r.path});
+  }
+  *out += t.Render();
+  if (s.modules.size() > kModuleRowsShown) {
+    *out += " (" + std::to_string(s.modules.size() - kModuleRowsShown) + " more modules)\n";
+  }
+}
+
+}  // namespace
 
 // Only when the window has operators.
 void RenderOperators(const Summary& s, std::string* out) {
@@ -79,6 +122,7 @@ void RenderOperators(const Summary& s, std::string* out) {
   if (s.operators.size() > kOperatorRowsShown) {
     *out += " (" + std::to_string(s.operators.size() - kOperatorRowsShown) + " more operators, with less self GPU time)\n";
   }
+  RenderModules(s, out);
 }
 
 }  // namespace prof

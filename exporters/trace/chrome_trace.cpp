@@ -198,7 +198,8 @@ class TraceWriter {
   // gpu_user_annotation).
   void BuildGpuAnnotations() {
     for (const NvtxRange& range : w_.nvtx_ranges) {
-      if (range.op_id != 0) continue;  // Kineto projects record_function ranges, not operators
+      // Kineto projects record_function ranges, not operators or module calls.
+      if (range.op_id != 0 || !ModulePath(w_.String(range.name_id)).empty()) continue;
       size_t first_annotation = gpu_annotations_.size();
       auto it = std::lower_bound(w_.host_events.begin(), w_.host_events.end(), range.start_ns,
                                  [](const HostEvent& e, uint64_t t) { return e.start_ns < t; });
@@ -487,6 +488,7 @@ class TraceWriter {
       uint32_t forward = operators_.ForwardThread(n.seq);
       out_.Raw(",\"Fwd thread id\":"); out_.UInt(forward == n.tid ? 0 : forward);
     }
+    ModuleArg(operators_.ModuleOf(&n - w_.nvtx_ranges.data()));
     if (n.shapes_id != 0) {
       std::string_view shapes = w_.String(n.shapes_id);
       out_.Raw(",\"Input Dims\":");
@@ -500,6 +502,12 @@ class TraceWriter {
   void ExternalId(int64_t op) {
     if (op < 0) return;
     out_.Raw(",\"External id\":"); out_.UInt(w_.nvtx_ranges[static_cast<size_t>(op)].op_id);
+  }
+
+  // `,"Module":"<path>"` for a module call's range.
+  void ModuleArg(int64_t module) {
+    if (module < 0) return;
+    out_.Raw(",\"Module\":"); out_.String(ModulePath(w_.String(w_.nvtx_ranges[static_cast<size_t>(module)].name_id)));
   }
 
   // Args as Kineto's: no "device" or "stream", which only GPU work
@@ -588,7 +596,11 @@ class TraceWriter {
     out_.Raw(",\"context\":"); out_.UInt(r.context_id);
     out_.Raw(",\"stream\":"); out_.Int(r.stream_id == kCuptiInvalidStream ? -1 : int64_t{r.stream_id});
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
-    if (!operators_.empty()) ExternalId(operators_.OfCorrelation(w_, index_, r.correlation_id));
+    if (!operators_.empty()) {
+      int64_t op = operators_.OfCorrelation(w_, index_, r.correlation_id);
+      ExternalId(op);
+      if (operators_.has_modules()) ModuleArg(operators_.ModuleOf(op));
+    }
     if (r.graph_id != 0) { out_.Raw(",\"graph id\":"); out_.UInt(r.graph_id); }
     if (r.graph_node_id != 0) { out_.Raw(",\"graph node id\":"); out_.UInt(r.graph_node_id); }
     if (r.capture_stack_id > 1) out_.Raw(CapturedAt(r.capture_stack_id));
@@ -665,7 +677,7 @@ class TraceWriter {
   DisplayNames names_;
   chrome::KernelArgs kernel_args_{w_};
   CollectiveIndex collectives_{w_};
-  OperatorIndex operators_{w_.nvtx_ranges};
+  OperatorIndex operators_{w_.nvtx_ranges, [this](uint32_t id) { return !ModulePath(w_.String(id)).empty(); }};
   // Names repeat on many events: each is escaped and quoted once.
   QuotedNames quoted_kernels_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return names_(id); }};
   QuotedNames quoted_strings_{w_.strings.size(), [this](uint32_t id) -> std::string_view { return w_.String(id); }};

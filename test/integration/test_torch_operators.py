@@ -7,7 +7,8 @@ synchronize (PROF_WAIT=3, PROF_WARMUP=1, PROF_ACTIVE=4).
   - default (names), both injection modes: every kernel, copy and memset of
     the window carries the External id of an aten:: operator in the trace,
     backward operators carry their forward's thread, no operator carries
-    Input Dims, the summary has its operator table, and the sync-in-step
+    Input Dims, no module path is recorded (they are opt-in), the summary
+    has its operator table, and the sync-in-step
     finding (.item() copies into pinned memory and synchronizes the stream)
     names aten::_local_scalar_dense (.item());
   - PROF_TORCH_OPS=shapes: aten::addmm carries its input shapes;
@@ -15,6 +16,7 @@ synchronize (PROF_WAIT=3, PROF_WARMUP=1, PROF_ACTIVE=4).
   - the script starts its own torch.profiler inside libprof's window: it
     records as it would alone, the process exits 0, and libprof says once
     that its operators gave way."""
+import collections
 import glob
 import json
 import os
@@ -77,6 +79,10 @@ class OperatorsWithoutEditingTheScript(unittest.TestCase):
                     self.assertNotEqual(o["tid"], trace["libprof"]["pid"])  # autograd's thread
                     self.assertEqual(o["args"]["Fwd thread id"], trace["libprof"]["pid"])
                 self.assertIn("== GPU time by operator", summary)
+                # Module paths are opt-in (PROF_TORCH_OPS=...,modules): no hook, no path.
+                self.assertFalse([e for e in trace["traceEvents"] if str(e.get("name", "")).startswith("nn.Module")])
+                self.assertFalse([e for e in work if "Module" in e["args"]])
+                self.assertNotIn("== GPU time by module", summary)
                 sync = summary.split("[sync-in-step]", 1)[1].split("\n [", 1)[0]
                 self.assertIn("operators: aten::_local_scalar_dense (.item()) x4", sync)
 

@@ -133,6 +133,26 @@ TEST_CASE("PROF_AUTO_TIMEOUT takes a duration, and a bad one keeps the 60 s defa
   }
 }
 
+TEST_CASE("PROF_TORCH_OPS takes names, shapes or 0, with modules as an option, and a bad value keeps names",
+          "[config]") {
+  Config d = Parse({}).config;
+  CHECK(d.torch_ops == TorchOps::kNames);
+  CHECK_FALSE(d.torch_modules);
+  CHECK(Parse({{"PROF_TORCH_OPS", "shapes"}}).config.torch_ops == TorchOps::kShapes);
+  CHECK(Parse({{"PROF_TORCH_OPS", "0"}}).config.torch_ops == TorchOps::kOff);
+  Config m = Parse({{"PROF_TORCH_OPS", "shapes,modules"}}).config;
+  CHECK(m.torch_ops == TorchOps::kShapes);
+  CHECK(m.torch_modules);
+  CHECK(Parse({{"PROF_TORCH_OPS", "modules"}}).config.torch_modules);
+  for (const char* bad : {"all", "0,modules", "names,stacks"}) {
+    ConfigResult r = Parse({{"PROF_TORCH_OPS", bad}});
+    RequireOneProblem(r, "PROF_TORCH_OPS", bad);
+    CHECK(r.config.enabled);
+    CHECK(r.config.torch_ops == TorchOps::kNames);
+    CHECK_FALSE(r.config.torch_modules);
+  }
+}
+
 TEST_CASE("PROF_STEP rejects bad sources, durations and regexes and disables profiling", "[config]") {
   for (const char* bad : {"bogus", "time:", "time:100", "time:-5ms", "time:0ms", "time:10xs", "time:1..5s", "time:100ns",
                           "kernel:", "kernel:([a-z", "nvtx:*oops", "api:cudaNotAFunction", "api:", "Sync", "time:99999999s"}) {

@@ -98,6 +98,44 @@ TEST_CASE("operators are Kineto's cpu_op events and their work carries their Ext
   CHECK(projected == 1);
 }
 
+TEST_CASE("an operator's module is the module call around it, a backward operator's that of its forward one") {
+  WindowBuilder b;
+  b.Step(1, 1'000'000, 3'000'000);
+  b.window().nvtx_ranges.push_back({1'050'000, 1'500'000, b.Str("nn.Module: Net"), kPid, 0});
+  b.window().nvtx_ranges.push_back({1'060'000, 1'450'000, b.Str("nn.Module: layers.0"), kPid, 1});
+  Op(b, "aten::linear", 1'100'000, 1'400'000, kPid, 2, 11, 4);
+  Op(b, "aten::addmm", 1'150'000, 1'350'000, kPid, 3, 12, -1);
+  Op(b, "aten::relu", 1'460'000, 1'480'000, kPid, 1, 13, 5);  // in Net only
+  Op(b, "aten::sum", 1'600'000, 1'650'000, kPid, 0, 14, 6);   // in no module
+  Op(b, "AddmmBackward0", 2'000'000, 2'300'000, kAutogradTid, 0, 20, 4);
+  Op(b, "aten::mm", 2'050'000, 2'250'000, kAutogradTid, 1, 21, -1);
+  Op(b, "SumBackward0", 2'400'000, 2'450'000, kAutogradTid, 0, 22, 6);
+  Window w = b.Build();
+  OperatorIndex ops(w.nvtx_ranges, [&](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
+  REQUIRE(ops.has_modules());
+  auto module_of = [&](uint32_t op_id) -> std::string {
+    for (size_t i = 0; i < w.nvtx_ranges.size(); ++i) {
+      if (w.nvtx_ranges[i].op_id != op_id) continue;
+      int64_t m = ops.ModuleOf(static_cast<int64_t>(i));
+      return m < 0 ? "-" : std::string(ModulePath(w.String(w.nvtx_ranges[static_cast<size_t>(m)].name_id)));
+    }
+    return "?";
+  };
+  CHECK(module_of(11) == "layers.0");
+  CHECK(module_of(12) == "layers.0");
+  CHECK(module_of(13) == "Net");
+  CHECK(module_of(14) == "-");
+  CHECK(module_of(20) == "layers.0");  // by its sequence number
+  CHECK(module_of(21) == "layers.0");  // by its enclosing backward operator's
+  CHECK(module_of(22) == "-");         // its forward ran in no module
+  int64_t layer = -1;
+  for (size_t i = 0; i < w.nvtx_ranges.size(); ++i) {
+    if (w.String(w.nvtx_ranges[i].name_id) == "nn.Module: layers.0") layer = static_cast<int64_t>(i);
+  }
+  REQUIRE(layer >= 0);
+  CHECK(w.String(w.nvtx_ranges[static_cast<size_t>(ops.ModuleParent(layer))].name_id) == "nn.Module: Net");
+}
+
 TEST_CASE("shapes that are not a list of integer lists are written as a string") {
   CHECK(IsShapeList("[[16, 64], [64, 64], []]"));
   CHECK(IsShapeList("[[]]"));
