@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "model/api_ids.h"
 
@@ -91,6 +92,10 @@ struct StepSpan {
   uint64_t start_ns;
   uint64_t end_ns;
 };
+
+// The name of a module call's NVTX range, as the agent's module hooks push it
+// (collectors/python/torch_ops.cpp): "nn.Module: <attribute path>".
+inline constexpr std::string_view kModuleRangePrefix = "nn.Module: ";
 
 // An NVTX push/pop or start/end range seen through NVTX injection. A range
 // PyTorch's NVTX profiler pushed for an operator (collectors/nvtx/torch_op_name.h)

@@ -212,15 +212,12 @@ int Push(uint32_t name_id, const char* text = nullptr, const OpenOp* op = nullpt
 // An ASCII range name: a PyTorch operator's (while recording) is split into
 // its parts first, so that its name and shapes are interned, not its text.
 int PushAscii(const char* m) {
-  TorchOpName parsed;
-  if (m != nullptr && Recording() && IsModuleCall(m)) {
-    OpenOp module;
-    module.own = true;
-    return Push(InternCached(m), m, &module);
-  }
-  if (m == nullptr || !Recording() || !ParseTorchOpName(m, &parsed)) return Push(InternCached(m), m);
+  if (m == nullptr || !Recording()) return Push(InternCached(m), m);
   OpenOp op;
   op.own = true;
+  if (IsModuleCall(m)) return Push(InternCached(m), m, &op);
+  TorchOpName parsed;
+  if (!ParseTorchOpName(m, &parsed)) return Push(InternCached(m), m);
   op.op_id = static_cast<uint32_t>(parsed.op_id);
   op.seq = parsed.seq > INT32_MAX ? -1 : static_cast<int32_t>(parsed.seq);
   op.shapes_id = parsed.shapes.empty() ? 0 : InternName(parsed.shapes);
@@ -236,9 +233,10 @@ int Pop() {
     // Only a range that started while recording is kept (its start is set),
     // so an operator slot left from an earlier range is never read for it.
     const OpenRange& r = s.ranges[s.depth];
-    Finish(r, static_cast<uint32_t>(s.depth), 0, t_ops && r.start_ns != 0 ? t_ops->ops[s.depth] : OpenOp{});
+    const OpenOp op = t_ops && r.start_ns != 0 ? t_ops->ops[s.depth] : OpenOp{};
+    Finish(r, static_cast<uint32_t>(s.depth), 0, op);
     name_id = r.name_id;
-    if (t_ops && r.start_ns != 0 && t_ops->ops[s.depth].own) return s.depth;  // an operator's or module call's: not observed
+    if (op.own) return s.depth;  // an operator's or module call's: not observed
   }
   ObserveRange(MarkerSite::kNvtxRangeEnd, name_id, nullptr, PushKey(&s, s.depth));
   return s.depth;

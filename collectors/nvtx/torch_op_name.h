@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "model/events.h"
+
 namespace prof::nvtx {
 
 struct TorchOpName {
@@ -24,7 +26,7 @@ struct TorchOpName {
 
 // True when `text` names a module call's range, as the agent's module hooks
 // push them (collectors/python/torch_ops.cpp): "nn.Module: <path>".
-inline bool IsModuleCall(std::string_view text) { return text.substr(0, 11) == "nn.Module: "; }
+inline bool IsModuleCall(std::string_view text) { return text.starts_with(kModuleRangePrefix); }
 
 // True when `text` is an operator range as above (it has an op_id); false
 // leaves *out alone and the text is an ordinary range name.

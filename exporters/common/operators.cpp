@@ -7,9 +7,10 @@ namespace prof {
 namespace {
 
 // Each thread's ranges by start (outer first at equal starts), with the
-// index of the range around each.
+// index of the range around each, in the thread's vector and, in
+// *parent_range, in the ranges.
 template <typename Op>
-void NestPerThread(std::unordered_map<uint32_t, std::vector<Op>>* by_tid) {
+void NestPerThread(std::unordered_map<uint32_t, std::vector<Op>>* by_tid, std::vector<int64_t>* parent_range) {
   for (auto& [tid, ops] : *by_tid) {
     std::sort(ops.begin(), ops.end(), [](const Op& a, const Op& b) {
       return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
@@ -18,6 +19,7 @@ void NestPerThread(std::unordered_map<uint32_t, std::vector<Op>>* by_tid) {
     for (size_t i = 0; i < ops.size(); ++i) {
       while (!open.empty() && ops[static_cast<size_t>(open.back())].end_ns <= ops[i].start_ns) open.pop_back();
       ops[i].parent = open.empty() ? -1 : open.back();
+      if (!open.empty()) (*parent_range)[static_cast<size_t>(ops[i].range)] = ops[static_cast<size_t>(open.back())].range;
       open.push_back(static_cast<int64_t>(i));
     }
   }
@@ -35,8 +37,7 @@ int64_t Innermost(const std::vector<Op>& sorted, uint64_t t) {
 }  // namespace
 
 OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges, const std::function<bool(uint32_t)>& is_module)
-    : parent_range_(ranges.size(), -1), module_of_(ranges.size(), -1), module_parent_(ranges.size(), -1) {
-  std::unordered_map<int32_t, uint64_t> first_ns;  // the forward: the earliest operator with the number
+    : ranges_(ranges), parent_range_(ranges.size(), -1), module_of_(ranges.size(), -1), module_parent_(ranges.size(), -1) {
   std::unordered_map<uint32_t, std::vector<Op>> modules;  // tid -> its module calls
   for (size_t i = 0; i < ranges.size(); ++i) {
     const NvtxRange& r = ranges[i];
@@ -46,27 +47,14 @@ OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges, const std::fu
     }
     ops_[r.tid].push_back({r.start_ns, r.end_ns, static_cast<int64_t>(i), -1});
     if (r.seq < 0) continue;
-    auto [it, inserted] = first_ns.try_emplace(r.seq, r.start_ns);
-    if (inserted || r.start_ns < it->second) {
-      it->second = r.start_ns;
-      forward_tid_[r.seq] = r.tid;
-      forward_op_[r.seq] = static_cast<int64_t>(i);
-    }
+    // The forward operator of a number: the earliest with it.
+    auto [it, inserted] = forward_op_.try_emplace(r.seq, static_cast<int64_t>(i));
+    if (!inserted && r.start_ns < ranges[static_cast<size_t>(it->second)].start_ns) it->second = static_cast<int64_t>(i);
   }
   has_modules_ = !modules.empty();
-  NestPerThread(&modules);
-  NestPerThread(&ops_);
-  for (auto& [tid, ops] : ops_) {
-    for (const Op& op : ops) {
-      if (op.parent >= 0) parent_range_[static_cast<size_t>(op.range)] = ops[static_cast<size_t>(op.parent)].range;
-    }
-  }
+  NestPerThread(&modules, &module_parent_);
+  NestPerThread(&ops_, &parent_range_);
   if (!has_modules_) return;
-  for (auto& [tid, calls] : modules) {
-    for (const Op& call : calls) {
-      if (call.parent >= 0) module_parent_[static_cast<size_t>(call.range)] = calls[static_cast<size_t>(call.parent)].range;
-    }
-  }
   auto own_module = [&](int64_t range) {
     const NvtxRange& r = ranges[static_cast<size_t>(range)];
     auto it = modules.find(r.tid);
@@ -94,8 +82,8 @@ int64_t OperatorIndex::Enclosing(uint32_t tid, uint64_t t_ns) const {
 }
 
 uint32_t OperatorIndex::ForwardThread(int32_t seq) const {
-  auto it = forward_tid_.find(seq);
-  return it == forward_tid_.end() ? 0 : it->second;
+  auto it = forward_op_.find(seq);
+  return it == forward_op_.end() ? 0 : ranges_[static_cast<size_t>(it->second)].tid;
 }
 
 const char* OperatorCategory(std::string_view name, int32_t seq) {

@@ -21,7 +21,8 @@ namespace prof {
 class OperatorIndex {
  public:
   // is_module: whether a range's name is a module call's ("nn.Module: <path>",
-  // collectors/python/README.md); none without it.
+  // collectors/python/README.md); none without it. The index reads `ranges`
+  // for its life.
   explicit OperatorIndex(const std::vector<NvtxRange>& ranges,
                          const std::function<bool(uint32_t name_id)>& is_module = nullptr);
 
@@ -69,9 +70,9 @@ class OperatorIndex {
     int64_t range;   // index into the ranges
     int64_t parent;  // index into the thread's ops, -1 at the top
   };
+  const std::vector<NvtxRange>& ranges_;
   std::unordered_map<uint32_t, std::vector<Op>> ops_;  // tid -> its operators by start
   std::vector<int64_t> parent_range_;
-  std::unordered_map<int32_t, uint32_t> forward_tid_;
   std::unordered_map<int32_t, int64_t> forward_op_;  // seq -> its forward operator's range
   std::vector<int64_t> module_of_;
   std::vector<int64_t> module_parent_;
@@ -80,9 +81,8 @@ class OperatorIndex {
 
 // A module call's range, as collectors/python/torch_ops.cpp names it:
 // "nn.Module: <attribute path>"; its path, or "" for another name.
-inline constexpr std::string_view kModulePrefix = "nn.Module: ";
 inline std::string_view ModulePath(std::string_view name) {
-  return name.substr(0, kModulePrefix.size()) == kModulePrefix ? name.substr(kModulePrefix.size()) : std::string_view();
+  return name.starts_with(kModuleRangePrefix) ? name.substr(kModuleRangePrefix.size()) : std::string_view();
 }
 
 // Kineto's category for an operator range: "user_annotation" for a

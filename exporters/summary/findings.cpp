@@ -123,41 +123,38 @@ class FindingsBuilder {
     return t;
   }
 
-  // "; top call sites: train.py:57 in train_step x5, ..." (Python
-  // processes only), the three sites with the most calls.
-  std::string TopSites(const std::map<uint64_t, uint64_t>& by_site) {
-    std::vector<std::pair<uint64_t, uint64_t>> ranked;
-    for (const auto& [site, n] : by_site) {
-      if (site != 0) ranked.emplace_back(n, site);
-    }
+  // "<label>a x5, b x2, c x1": the three keys with the most counts (ties by
+  // key), each named by text_of; "" when there are none.
+  template <typename Key, typename TextOf>
+  static std::string TopThree(const std::map<Key, uint64_t>& counts, const char* label, TextOf text_of) {
+    std::vector<std::pair<uint64_t, Key>> ranked;
+    for (const auto& [key, n] : counts) ranked.emplace_back(n, key);
     if (ranked.empty()) return "";
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
-    std::string text = "; top call sites: ";
+    std::string text = label;
     for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      text += (i ? ", " : "") + sites_.KeyText(ranked[i].second) + " x" + std::to_string(ranked[i].first);
+      text += (i ? ", " : "") + text_of(ranked[i].second) + " x" + std::to_string(ranked[i].first);
     }
     return text;
+  }
+
+  // "; top call sites: train.py:57 in train_step x5, ..." (Python
+  // processes only), the three sites with the most calls.
+  std::string TopSites(std::map<uint64_t, uint64_t> by_site) {
+    by_site.erase(0);  // calls without a Python stack
+    return TopThree(by_site, "; top call sites: ", [this](uint64_t site) { return sites_.KeyText(site); });
   }
 
   // "; operators: aten::_local_scalar_dense (.item()) x5, ..." (PyTorch
   // processes with operators recorded), the three with the most calls.
   std::string TopOperators(const std::map<uint32_t, uint64_t>& by_operator) {
-    std::vector<std::pair<uint64_t, uint32_t>> ranked;
-    for (const auto& [name_id, n] : by_operator) ranked.emplace_back(n, name_id);
-    if (ranked.empty()) return "";
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    std::string text = "; operators: ";
-    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      const std::string& name = RestOf(w_).String(ranked[i].second);
+    return TopThree(by_operator, "; operators: ", [this](uint32_t name_id) {
+      const std::string& name = RestOf(w_).String(name_id);
       std::string_view spelled = OperatorInPython(name);
-      text += (i ? ", " : "") + name + (spelled.empty() ? "" : " (" + std::string(spelled) + ")") + " x" +
-              std::to_string(ranked[i].first);
-    }
-    return text;
+      return spelled.empty() ? name : name + " (" + std::string(spelled) + ")";
+    });
   }
 
   // "; most kernels launched in: aten::copy_ x140, ..." (PyTorch processes
@@ -171,17 +168,8 @@ class FindingsBuilder {
       int64_t op = operators_.OfCorrelation(w_, index_, d.correlation_id);
       if (op >= 0) ++by_operator[RestOf(w_).nvtx_ranges[static_cast<size_t>(op)].name_id];
     }
-    std::vector<std::pair<uint64_t, uint32_t>> ranked;
-    for (const auto& [name_id, n] : by_operator) ranked.emplace_back(n, name_id);
-    if (ranked.empty()) return "";
-    std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second < b.second;
-    });
-    std::string text = "; most kernels launched in: ";
-    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      text += (i ? ", " : "") + RestOf(w_).String(ranked[i].second) + " x" + std::to_string(ranked[i].first);
-    }
-    return text;
+    return TopThree(by_operator, "; most kernels launched in: ",
+                    [this](uint32_t name_id) { return RestOf(w_).String(name_id); });
   }
 
   void InterceptionOnly() {
