@@ -24,7 +24,8 @@ kind and memory kinds, and bytes), of runtime calls by name once the calls
 Kineto leaves out (KINETO_LEAVES_OUT) are removed from libprof's and the
 event polls (POLLS, whose number depends on timing) from both, each trace
 holding exactly the polls its own run made (the truth log), and likewise
-for the calls of the DataLoader's pin-memory thread, which pins batches
+for new pinned blocks (which the polls decide) and the calls of the
+DataLoader's pin-memory thread, which pins batches
 ahead of the loop at times the scheduler decides, and of
 (device op, launching runtime call's name) pairs; in both traces every
 device op's duration is the truth log's, and the step's device ops are the
@@ -67,6 +68,12 @@ KINETO_LEAVES_OUT = {"cudaGetDevice", "cudaSetDevice", "cudaGetLastError", "cuda
 # numbers of them, so they are not compared between the runs: each trace
 # holds exactly the polls its own run made within its steps (the truth log).
 POLLS = {"cudaEventQuery"}
+# PyTorch's pinned-memory cache hands out a freed block again only once the
+# events recorded on it have completed (polled as above), so whether a
+# pinned allocation needs a new cudaHostAlloc, on any thread, depends on
+# timing too: the main thread made two in one run, at step 1 in one run and
+# step 3 in another.
+HOST_ALLOC = "cudaHostAlloc"
 # The DataLoader's pin-memory thread pins the next batches while the loop
 # runs (cudaPointerGetAttributes for is_pinned, cudaHostAlloc for a new
 # pinned block, event polls): which step its calls fall in depends on the
@@ -76,12 +83,14 @@ PIN_CHECK = "cudaPointerGetAttributes"
 
 def timing_dependent(lines):
     """Correlation ids of the runtime calls, in the truth, whose step
-    depends on timing: event polls, and every call of the pin-memory thread."""
+    depends on timing: event polls, new pinned blocks, and every call of the
+    pin-memory thread."""
     pid = next(l["pid"] for l in lines if l["type"] == "api")
     calls = [l for l in truth.api(lines) if l["pid"] == pid and l["domain"] == "runtime"]
     pinners = {l["thread"] for l in calls if l["name"] == PIN_CHECK}
     assert len(pinners) == 1, f"threads checking for pinned memory: {pinners}"
-    return {l["correlation"] for l in calls if l["name"] in POLLS or l["thread"] in pinners}
+    return {l["correlation"] for l in calls if l["name"] in POLLS or l["name"] == HOST_ALLOC
+            or l["thread"] in pinners}
 
 DEVICE_CATS = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 # Where the two traces differ in what a consumer reads (HTA, Perfetto,
