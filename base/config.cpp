@@ -63,6 +63,7 @@ class Parser {
     if (key == "PROF_PYTHON_USER") config_.python_user = value;
     if (key == "PROF_AUTO_TIMEOUT") return AutoTimeout(value);
     if (key == "PROF_TORCH_OPS") return TorchOps(value);
+    if (key == "PROF_TORCH_MEMORY") return TorchMemory(value);
   }
 
   bool disabled_by_error() const { return disabled_by_error_; }
@@ -313,6 +314,18 @@ class Parser {
     }
   }
 
+  void TorchMemory(const std::string& value) {
+    std::string v = Lower(value);
+    if (v == "1" || v == "on" || v == "true" || v == "yes") {
+      config_.torch_memory = true;
+    } else if (v == "0" || v == "off" || v == "false" || v == "no") {
+      config_.torch_memory = false;
+    } else {
+      config_.torch_memory = true;
+      Problem("PROF_TORCH_MEMORY", value, "1 or 0", "using 1");
+    }
+  }
+
   void PythonDepth(const std::string& value) {
     uint64_t n = 0;
     if (!ParseUnsigned(value, 256, &n) || n < 1) {
@@ -383,7 +396,7 @@ const std::vector<std::string>& ConfigKeys() {
       "PROF_WARMUP",   "PROF_ACTIVE",     "PROF_REPEAT",    "PROF_ACTIVITIES",   "PROF_FORMATS",
       "PROF_COMPRESS", "PROF_BUFFER_MB",  "PROF_TRIGGER_FILE", "PROF_NAME",      "PROF_RANK",
       "PROF_CUPTI_LIB", "PROF_FLUSH_TIMEOUT_MS", "PROF_PYTHON", "PROF_PYTHON_DEPTH", "PROF_PYTHON_USER",
-      "PROF_AUTO_TIMEOUT", "PROF_TORCH_OPS"};
+      "PROF_AUTO_TIMEOUT", "PROF_TORCH_OPS", "PROF_TORCH_MEMORY"};
   return kKeys;
 }
 
@@ -478,6 +491,7 @@ std::vector<std::pair<std::string, std::string>> Config::Describe() const {
       {"PROF_AUTO_TIMEOUT", fmt::format("{}ms", auto_timeout_ns / 1'000'000)},
       {"PROF_TORCH_OPS", std::string(torch_ops == TorchOps::kShapes ? "shapes" : torch_ops == TorchOps::kNames ? "names" : "0") +
                              (torch_modules && torch_ops != TorchOps::kOff ? ",modules" : "")},
+      {"PROF_TORCH_MEMORY", torch_memory ? "1" : "0"},
   };
 }
 

@@ -178,6 +178,24 @@ struct AllocSample {
 };
 static_assert(sizeof(AllocSample) == 48);
 
+// One action of PyTorch's CUDA caching allocator, from its memory history
+// (collectors/python/tensor_memory.h): a tensor's block allocated or freed,
+// or a segment reserved from CUDA or released to it.
+enum class TensorMemoryKind : uint8_t { kAlloc, kFree, kSegmentAlloc, kSegmentFree };
+
+struct TensorMemoryEvent {
+  uint64_t ts_ns;
+  uint64_t addr;
+  int64_t bytes;             // the block's (segment's) size: + allocated (reserved), - freed (released)
+  uint64_t total_allocated;  // the device's allocated bytes after it, as torch.cuda.memory_allocated
+  uint64_t total_reserved;   // and its reserved bytes, as torch.cuda.memory_reserved
+  uint32_t site_id;          // interned "file:line in function" of the allocating Python line; 0 unknown
+  int16_t device;
+  uint8_t kind;              // TensorMemoryKind
+  uint8_t reserved;
+};
+static_assert(sizeof(TensorMemoryEvent) == 48);
+
 // An allocation still live at a point in time (window end, process exit).
 struct LiveAllocation {
   uint64_t ptr;

@@ -113,6 +113,9 @@ struct WindowMeta {
   std::vector<std::pair<std::string, std::string>> config;  // PROF_* as applied
   std::string step_description;  // PROF_STEP=auto: what was chosen (or why it fell back); empty otherwise
   std::string range_description; // PROF_RANGE: which range this window is; empty otherwise
+  // PROF_TORCH_MEMORY: "" (not a PyTorch process with CUDA, or off), "on",
+  // or what kept the window's tensor memory out or inexact.
+  std::string tensor_memory;
   LossCounts losses;
 };
 
@@ -148,6 +151,8 @@ struct Window {
   std::vector<CollectiveCall> collectives;   // NCCL calls, sorted by start_ns
   std::vector<CommInfo> communicators;       // NCCL communicators of this process
   std::vector<AllocSample> alloc_samples;    // in time order
+  // PyTorch's tensor allocations (PROF_TORCH_MEMORY), in time order.
+  std::vector<TensorMemoryEvent> tensor_memory;
   std::vector<LiveAllocation> live_at_end;   // allocations live when the window ended
   std::vector<DeviceProps> devices;
   std::vector<std::pair<uint32_t, std::string>> thread_names;  // tid -> name

@@ -177,6 +177,13 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
   deps.nvtx = &rt->nvtx;
   deps.collectives = &rt->collectives;
   deps.python = rt->python.get();
+  python::TensorMemory* tensor_memory = nullptr;
+  if (!fork_child && config.torch_memory) {
+    auto owned = std::make_unique<python::TensorMemory>();
+    tensor_memory = owned.get();
+    rt->tensor_memory = std::move(owned);
+    deps.tensor_memory = tensor_memory;
+  }
   WindowSinkOptions sink = SinkOptionsFor(config);
   sink.host_only = fork_child;  // says why with its first window, once
   sink.parent = parent;
@@ -193,10 +200,13 @@ void Launch(const Config& config, bool fork_child = false, pid_t parent = 0) {
     rt->session->AnchorToCollectives([rt] { return rt->collectives_launched.load(std::memory_order_acquire); });
     rt->auto_step->IgnoreHostGaps();
   }
-  // PyTorch's operator ranges follow recording (collectors/python/torch_ops.h).
-  if (!fork_child && (config.activities & kActNvtx) != 0 && config.torch_ops != TorchOps::kOff) {
-    python::ConfigureTorchOps(config.torch_ops, config.torch_modules);
+  // PyTorch's operator ranges and tensor memory follow recording
+  // (collectors/python/torch_ops.h).
+  bool ops = (config.activities & kActNvtx) != 0 && config.torch_ops != TorchOps::kOff;
+  if (!fork_child && (ops || tensor_memory != nullptr)) {
+    python::ConfigureTorchOps(ops ? config.torch_ops : TorchOps::kOff, config.torch_modules, tensor_memory);
     rt->session->OnRecordingChanged(python::TorchOpsWanted);
+    if (tensor_memory != nullptr) rt->session->OnWindowEnded(python::TorchWindowEnded);
   }
   if (rt->auto_step) {
     // A run that ends before auto decides still writes its window

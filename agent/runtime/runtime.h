@@ -17,6 +17,7 @@
 #include "agent/session/nvtx_store.h"
 #include "agent/session/session.h"
 #include "base/stack_source.h"
+#include "base/tensor_memory_source.h"
 #include "agent/session/writer.h"
 #include "agent/steps/auto_step.h"
 #include "agent/steps/marker_matcher.h"
@@ -33,6 +34,7 @@ struct Runtime {
   MarkerMatcher range_markers;  // PROF_RANGE=nvtx:<regex>
   std::unique_ptr<DeviceCollector> collector;
   std::unique_ptr<StackSource> python;  // Python stacks (collectors/python); may be null
+  std::unique_ptr<TensorMemorySource> tensor_memory;  // PyTorch's tensor memory; null when off
   std::unique_ptr<WriterThread> writer;
   std::unique_ptr<Session> session;
   std::unique_ptr<AutoStep> auto_step;  // PROF_STEP=auto only

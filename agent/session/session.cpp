@@ -470,6 +470,11 @@ void Session::OnRecordingChanged(std::function<void(bool)> changed) {
   recording_changed_ = std::move(changed);
 }
 
+void Session::OnWindowEnded(std::function<void()> ended) {
+  Locked lock(this);
+  window_ended_ = std::move(ended);
+}
+
 void Session::Enter(Action prev, Action next, uint64_t now_ns) {
   bool recording_next = next == Action::kRecord || next == Action::kRecordAndSave;
   if (next == Action::kWarmup || recording_next) {
@@ -543,6 +548,7 @@ void Session::EndWindow(uint64_t end_ns, bool partial, const std::string& reason
   Strings().WindowEnded();
   window_open_ = false;
   if (!job.hold) ++windows_ended_;
+  if (window_ended_ && !job.discard && !at_exit) window_ended_();
   writer_->SubmitWindow(std::move(job));
 }
 

@@ -99,6 +99,8 @@ class Session {
   // up or recording) turns on or off, and at each step while it is on: the
   // PyTorch operator ranges follow it.
   void OnRecordingChanged(std::function<void(bool)> changed);
+  // Told as each window ends, before the writer gets it.
+  void OnWindowEnded(std::function<void()> ended);
 
   // PROF_STEP=auto, still looking, CUDA loaded: record provisionally from
   // now on (the first CUDA call, within the agent thread's poll), so that a
@@ -293,6 +295,7 @@ class Session {
   // relative to trigger_origin_ while armed; more arms queue up.
   std::function<bool()> uses_cuda_;
   std::function<void(bool)> recording_changed_;
+  std::function<void()> window_ended_;
   bool triggered_ = false;
   bool armed_ = false;
   uint64_t trigger_origin_ = 0;

@@ -154,6 +154,7 @@ Window SealWindow(WindowJob job, const WriterDeps& deps) {
     w.communicators = deps.collectives->Comms();
     w.meta.nccl_version = deps.collectives->NcclVersion();
   }
+  if (deps.tensor_memory != nullptr) deps.tensor_memory->Take(start, end, job.deadline_ns, &w);
   // Before the strings: a stack's file and function names are interned
   // before any event that refers to it is recorded.
   if (deps.python != nullptr) deps.python->Snapshot(&w.python);

@@ -19,6 +19,7 @@
 #include "agent/session/event_buffers.h"
 #include "agent/session/nvtx_store.h"
 #include "base/stack_source.h"
+#include "base/tensor_memory_source.h"
 #include "agent/session/window_job.h"
 
 namespace prof {
@@ -40,6 +41,8 @@ struct WriterDeps {
   std::function<void(Window*)> enrich;
   // Optional: the Python stacks the host events refer to.
   StackSource* python = nullptr;
+  // Optional: PyTorch's tensor memory (PROF_TORCH_MEMORY).
+  TensorMemorySource* tensor_memory = nullptr;
 };
 
 // Calls only CUPTI recorded (no wrapper saw them: CUDA_INJECTION64_PATH)

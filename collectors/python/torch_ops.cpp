@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "base/clock.h"
 #include "base/log.h"
 
 namespace prof::python {
@@ -169,6 +170,113 @@ def apply(want, shapes, modules):
         return _apply(want, shapes, modules)
     except Exception as e:
         return "error: %s: %s" % (type(e).__name__, e)
+
+
+# Tensor memory (collectors/python/tensor_memory.h): the caching allocator's
+# history, from a snapshot of its segments and blocks on.
+_mem = {"on": False, "start": None, "records": b"", "sites": ""}
+_MAX_ENTRIES = 100000  # per device: PyTorch keeps a ring of this many actions
+_BLOCK_STATES = {"inactive": 0, "active_allocated": 1, "active_awaiting_free": 2}
+_ACTIONS = {"alloc": 0, "free_requested": 1, "free_completed": 2, "segment_alloc": 3, "segment_free": 4}
+
+
+def _memory_on(torch):
+    if not torch.cuda.is_initialized():
+        return "no cuda"
+    if torch._C._cuda_isHistoryEnabled():
+        return "busy"
+    memory = torch.cuda.memory
+    start = memory._snapshot()
+    kwargs = {"context": "alloc", "stacks": "python", "max_entries": _MAX_ENTRIES, "clear_history": True}
+    try:
+        memory._record_memory_history("all", skip_actions=["snapshot"], **kwargs)
+    except TypeError:  # a PyTorch without skip_actions
+        memory._record_memory_history("all", **kwargs)
+    _mem["on"] = True
+    _mem["start"] = start
+    return "on"
+
+
+def _user_file(name):
+    return not (name.startswith("<") or "/site-packages/" in name or "/dist-packages/" in name
+                or "/lib/python3." in name)
+
+
+def _encode(start, end):
+    import array
+    import os
+    settings = end.get("allocator_settings", {})
+    default_rules = (not settings.get("expandable_segments") and settings.get("max_split_size", -1) == -1
+                     and not any(settings.get("roundup_power2_divisions", {}).values()))
+    records = array.array("q", [1, 0, 0, 0, 0 if default_rules else 2])
+    for seg in start["segments"]:
+        blocks = seg["blocks"]
+        records.extend((seg["device"], seg["address"], seg["total_size"], int(seg["segment_type"] == "small"),
+                        len(blocks)))
+        for b in blocks:
+            records.extend((b["address"], b["size"], _BLOCK_STATES.get(b["state"], 0)))
+        records[1] += 1
+    sites = {}
+    for device, trace in enumerate(end["device_traces"]):
+        if len(trace) >= _MAX_ENTRIES:
+            records[4] |= 1
+        for e in trace:
+            action = _ACTIONS.get(e["action"])
+            if action is None:
+                continue
+            site = -1
+            frames = e.get("frames")
+            if action == 0 and frames:
+                f = next((f for f in frames if _user_file(f["filename"])), frames[0])
+                site = sites.setdefault("%s:%d in %s" % (os.path.basename(f["filename"]), f["line"], f["name"]),
+                                        len(sites))
+            records.extend((device, action, e["time_us"], e["addr"], e["size"], site))
+            records[2] += 1
+    totals = {}
+    for seg in end["segments"]:
+        allocated, reserved = totals.get(seg["device"], (0, 0))
+        allocated += sum(b["size"] for b in seg["blocks"] if b["state"] == "active_allocated")
+        totals[seg["device"]] = (allocated, reserved + seg["total_size"])
+    for device in range(len(end["device_traces"])):
+        allocated, reserved = totals.get(device, (0, 0))
+        records.extend((device, allocated, reserved))
+        records[3] += 1
+    _mem["records"] = records.tobytes()
+    _mem["sites"] = "\n".join(sites)
+
+
+def _memory_take(torch, keep_on):
+    memory = torch.cuda.memory
+    end = memory._snapshot()
+    start = _mem["start"]
+    _mem["on"] = False
+    _mem["start"] = None
+    memory._record_memory_history(None)
+    if keep_on:
+        _memory_on(torch)
+    _encode(start, end)
+
+
+def memory(want, take):
+    """Turns the allocator's history on or off with recording; with take,
+    leaves a window's history in _mem and answers "taken"."""
+    try:
+        torch = sys.modules.get("torch")
+        if torch is None or "torch.cuda" not in sys.modules:
+            return "no torch"
+        if take and _mem["on"]:
+            _memory_take(torch, want)
+            return "taken"
+        if not want:
+            if _mem["on"]:
+                _mem["on"] = False
+                _mem["start"] = None
+                torch.cuda.memory._record_memory_history(None)
+            return "off"
+        return "on" if _mem["on"] else _memory_on(torch)
+    except Exception as e:
+        _mem["on"] = False
+        return "error: %s: %s" % (type(e).__name__, e)
 )PY";
 
 constexpr int kFileInput = 257;  // Py_file_input
@@ -187,10 +295,13 @@ struct PyApi {
   void (*err_clear)() = nullptr;
   int (*err_exception_matches)(void*) = nullptr;
   void** exc_exception = nullptr;  // &PyExc_Exception
+  void* (*dict_get_item_string)(void*, const char*) = nullptr;  // borrowed
+  int (*bytes_as_string_and_size)(void*, char**, ssize_t*) = nullptr;
 
   bool Found() const {
     return is_initialized && is_finalizing && add_pending_call && run_string && dict_new && dict_set_item_string && eval_get_builtins &&
-           unicode_as_utf8 && dec_ref && err_clear && err_exception_matches && exc_exception;
+           unicode_as_utf8 && dec_ref && err_clear && err_exception_matches && exc_exception && dict_get_item_string &&
+           bytes_as_string_and_size;
   }
 };
 
@@ -214,6 +325,8 @@ PyApi LoadApi() {
   Find(&api.err_clear, "PyErr_Clear");
   Find(&api.err_exception_matches, "PyErr_ExceptionMatches");
   Find(&api.exc_exception, "PyExc_Exception");
+  Find(&api.dict_get_item_string, "PyDict_GetItemString");
+  Find(&api.bytes_as_string_and_size, "PyBytes_AsStringAndSize");
   return api;
 }
 
@@ -223,10 +336,13 @@ const PyApi& Api() {
 }
 
 std::atomic<TorchOps> g_mode{TorchOps::kOff};
+std::atomic<bool> g_active{false};  // operators or tensor memory follow recording
 std::atomic<bool> g_modules{false};  // PROF_TORCH_OPS=...,modules
 std::atomic<bool> g_want{false};
 std::atomic<bool> g_queued{false};  // a pending call is queued and has not run yet
 std::atomic<bool> g_unsent{false};  // g_want changed while no call could be queued (no interpreter yet)
+std::atomic<bool> g_take{false};    // a window ended: hand its tensor memory over
+TensorMemory* g_memory = nullptr;   // PROF_TORCH_MEMORY; null when off
 void* g_globals = nullptr;          // the script's namespace (main thread, with the GIL)
 bool g_script_failed = false;
 
@@ -269,6 +385,45 @@ void Report(const std::string& what, bool shapes) {
   }
 }
 
+// The window's tensor memory the script left in _mem, to the collector.
+void HandOver(const PyApi& py) {
+  TensorMemoryBatch batch;
+  void* mem = py.dict_get_item_string(g_globals, "_mem");
+  void* records = mem != nullptr ? py.dict_get_item_string(mem, "records") : nullptr;
+  void* sites = mem != nullptr ? py.dict_get_item_string(mem, "sites") : nullptr;
+  char* data = nullptr;
+  ssize_t size = 0;
+  const char* text = sites != nullptr ? py.unicode_as_utf8(sites) : nullptr;
+  if (records == nullptr || text == nullptr || py.bytes_as_string_and_size(records, &data, &size) != 0) {
+    py.err_clear();
+    g_memory->NotComing("not recorded: the allocator's history could not be read");
+    return;
+  }
+  batch.records.resize(static_cast<size_t>(size) / sizeof(int64_t));
+  std::memcpy(batch.records.data(), data, batch.records.size() * sizeof(int64_t));
+  batch.sites = text;
+  batch.epoch_offset_ns = EpochOffsetNs();
+  g_memory->Deliver(std::move(batch));
+}
+
+// The window's status for what memory() answered without a hand-over.
+std::string MemoryStatus(const std::string& what) {
+  if (what == "busy") return "not recorded: the program records the allocator's history itself";
+  if (what.rfind("error", 0) == 0) return "not recorded: " + what;
+  return "";  // no torch, no CUDA in use: nothing to say
+}
+
+void ReportMemory(const std::string& what) {
+  static std::atomic<bool> said_on{false}, said_busy{false}, said_error{false};
+  if (what == "on" && !said_on.exchange(true)) {
+    Log().info("PyTorch's tensor allocations recorded while windows record (the caching allocator's memory history)");
+  } else if (what == "busy" && !said_busy.exchange(true)) {
+    Log().info("PyTorch's tensor allocations not recorded: the program records the allocator's history itself");
+  } else if (what.rfind("error", 0) == 0 && !said_error.exchange(true)) {
+    Log().warn("PyTorch's tensor allocations not recorded: {}", what);
+  }
+}
+
 // Py_AddPendingCall's function: the main thread, the GIL held.
 int Apply(void*) {
   g_queued.store(false, std::memory_order_release);
@@ -286,14 +441,35 @@ int Apply(void*) {
     }
     if (g_script_failed) Report("error: the operator script did not load", false);
   }
-  if (g_script_failed) return 0;
-  bool shapes = g_mode.load(std::memory_order_relaxed) == TorchOps::kShapes;
-  std::string call = std::string("apply(") + (g_want.load(std::memory_order_acquire) ? "True" : "False") + ", " +
-                     (shapes ? "True" : "False") + ", " + (g_modules.load(std::memory_order_relaxed) ? "True" : "False") +
-                     ")";
-  std::string what = Run(py, call.c_str(), kEvalInput, &raised);
-  if (raised) return -1;
-  Report(what, shapes);
+  bool take = g_take.exchange(false, std::memory_order_acq_rel);
+  if (g_script_failed) {
+    if (take && g_memory != nullptr) g_memory->NotComing("not recorded: libprof's Python lines did not load");
+    return 0;
+  }
+  bool want = g_want.load(std::memory_order_acquire);
+  TorchOps mode = g_mode.load(std::memory_order_relaxed);
+  if (mode != TorchOps::kOff) {
+    bool shapes = mode == TorchOps::kShapes;
+    std::string call = std::string("apply(") + (want ? "True" : "False") + ", " + (shapes ? "True" : "False") + ", " +
+                       (g_modules.load(std::memory_order_relaxed) ? "True" : "False") + ")";
+    std::string what = Run(py, call.c_str(), kEvalInput, &raised);
+    if (raised) return -1;
+    Report(what, shapes);
+  }
+  if (g_memory != nullptr) {
+    std::string call = std::string("memory(") + (want ? "True" : "False") + ", " + (take ? "True" : "False") + ")";
+    std::string what = Run(py, call.c_str(), kEvalInput, &raised);
+    if (raised) {
+      if (take) g_memory->NotComing("");
+      return -1;
+    }
+    if (what == "taken") {
+      HandOver(py);
+    } else if (take) {
+      g_memory->NotComing(MemoryStatus(what));
+    }
+    ReportMemory(what);
+  }
   return 0;
 }
 
@@ -303,10 +479,33 @@ std::string OwnPath() {
   return info.dli_fname;
 }
 
+// Queues Apply unless it is queued already; false when no interpreter runs.
+bool Queue() {
+  const PyApi& py = Api();
+  // Nothing is queued into an interpreter that is not running yet (a window
+  // from the process's start: asked again at the next step) or is shutting
+  // down (its pending calls are run once more, then freed).
+  if (!py.is_initialized() || py.is_finalizing()) {
+    g_unsent.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  g_unsent.store(false, std::memory_order_relaxed);
+  if (g_queued.exchange(true, std::memory_order_acq_rel)) return true;  // the queued call reads g_want when it runs
+  if (py.add_pending_call(&Apply, nullptr) != 0) {
+    g_queued.store(false, std::memory_order_release);
+    g_unsent.store(true, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
-void ConfigureTorchOps(TorchOps mode, bool modules) {
-  if (mode == TorchOps::kOff || !Api().Found()) return;
+void ConfigureTorchOps(TorchOps mode, bool modules, TensorMemory* memory) {
+  if (!Api().Found()) return;
+  g_memory = memory;
+  if (memory != nullptr) g_active.store(true, std::memory_order_relaxed);
+  if (mode == TorchOps::kOff) return;
   g_modules.store(modules, std::memory_order_relaxed);
   if (modules) {
     Log().warn("PROF_TORCH_OPS=...,modules is experimental: module hooks are installed in the program (not while "
@@ -329,27 +528,23 @@ void ConfigureTorchOps(TorchOps mode, bool modules) {
     }
   }
   g_mode.store(mode, std::memory_order_relaxed);
+  g_active.store(true, std::memory_order_relaxed);
 }
 
 void TorchOpsWanted(bool on) {
-  if (g_mode.load(std::memory_order_relaxed) == TorchOps::kOff) return;
+  if (!g_active.load(std::memory_order_relaxed)) return;
   // Called at every recording step too: nothing new costs two loads.
   if (g_want.load(std::memory_order_relaxed) == on && !g_unsent.load(std::memory_order_relaxed)) return;
   g_want.store(on, std::memory_order_release);
-  const PyApi& py = Api();
-  // Nothing is queued into an interpreter that is not running yet (a window
-  // from the process's start: asked again at the next step) or is shutting
-  // down (its pending calls are run once more, then freed).
-  if (!py.is_initialized() || py.is_finalizing()) {
-    g_unsent.store(true, std::memory_order_relaxed);
-    return;
-  }
-  g_unsent.store(false, std::memory_order_relaxed);
-  if (g_queued.exchange(true, std::memory_order_acq_rel)) return;  // the queued call reads g_want when it runs
-  if (py.add_pending_call(&Apply, nullptr) != 0) {
-    g_queued.store(false, std::memory_order_release);
-    g_unsent.store(true, std::memory_order_relaxed);
-  }
+  Queue();
 }
+
+void TorchWindowEnded() {
+  if (g_memory == nullptr) return;
+  g_memory->Expect();
+  g_take.store(true, std::memory_order_release);
+  if (!Queue() && g_take.exchange(false, std::memory_order_acq_rel)) g_memory->NotComing("");
+}
+
 
 }  // namespace prof::python

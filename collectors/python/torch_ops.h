@@ -27,17 +27,28 @@
 // be refused by PyTorch ("profiler already enabled"): ours gives way first
 // (the module's _enable_profiler is wrapped to turn ours off), and stays
 // off until the next window.
+//
+// The same pending call turns the caching allocator's memory history on and
+// off with recording and hands each window's history over
+// (collectors/python/tensor_memory.h).
 #pragma once
 
 #include "base/config.h"
+#include "collectors/python/tensor_memory.h"
 
 namespace prof::python {
 
 // At agent start, before the program's first NVTX range.
 // modules: module paths too (PROF_TORCH_OPS=...,modules; experimental).
-void ConfigureTorchOps(TorchOps mode, bool modules);
+// memory: where the tensor memory goes (PROF_TORCH_MEMORY); null when off.
+void ConfigureTorchOps(TorchOps mode, bool modules, TensorMemory* memory);
 
 // Any thread, any number of times: the last call wins.
 void TorchOpsWanted(bool on);
+
+// As a window ends (before it is handed to the writer): the tensor memory
+// recorded up to now is handed over to `memory` at the main thread's next
+// bytecode boundary (TensorMemory::Take waits for it).
+void TorchWindowEnded();
 
 }  // namespace prof::python

@@ -78,6 +78,7 @@ class CompactWindow : private Window {
   using Window::nvtx_ranges;
   using Window::python;
   using Window::steps;
+  using Window::tensor_memory;
   using Window::String;
   using Window::strings;
   using Window::thread_names;

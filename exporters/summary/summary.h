@@ -142,6 +142,33 @@ struct OperatorRow {
 };
 inline constexpr size_t kOperatorRowsShown = 30;
 
+// PyTorch's tensor memory on one device (summary_tensor_memory.cpp): the
+// caching allocator's allocated bytes as torch.cuda.memory_allocated reads
+// them, and what is live at their peak.
+struct TensorLineRow {
+  std::string site;  // "train.py:57 in forward"; "" no Python frame (autograd's threads, C++)
+  uint64_t bytes = 0;
+  uint64_t blocks = 0;
+};
+struct TensorBlockRow {
+  uint64_t bytes = 0;
+  std::string site;
+  uint64_t alloc_ns = 0;  // when, from the window's start
+};
+struct TensorMemoryRow {
+  int device = 0;
+  uint64_t start_allocated = 0, end_allocated = 0;
+  uint64_t peak_allocated = 0, reserved_at_peak = 0, peak_reserved = 0;
+  uint64_t peak_ns = 0;   // from the window's start
+  int64_t peak_step = -1;  // the step it is in; -1 none
+  std::vector<std::pair<uint64_t, uint64_t>> step_peaks;  // (step, its peak allocated bytes)
+  uint64_t allocs = 0, frees = 0;
+  uint64_t held_from_before = 0;     // live at the peak, allocated before the window
+  std::vector<TensorLineRow> lines;   // live at the peak, by bytes descending
+  std::vector<TensorBlockRow> largest;  // live at the peak, largest first
+};
+inline constexpr size_t kTensorRowsShown = 10;
+
 // GPU time by nn.Module call path (summary_operators.cpp): the work of the
 // operators run in a module's forward, and of the backward operators
 // autograd ran for them.
@@ -220,6 +247,7 @@ struct Summary {
   std::vector<OperatorRow> operators;          // by self GPU time, then total, descending
   std::vector<ModuleRow> modules;              // by path (a tree: each module after the one that called it)
   uint64_t operator_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
+  std::vector<TensorMemoryRow> tensor_memory;  // by device
 
   std::vector<Finding> findings;
 };
@@ -253,6 +281,11 @@ void RenderCompiledCode(const Summary& summary, std::string* out);
 void ComputeOperators(const Window& window, const WindowIndex& index, Summary* summary);
 void ComputeOperators(const CompactWindow& window, const WindowIndex& index, Summary* summary);
 void RenderOperators(const Summary& summary, std::string* out);
+// Fills summary->tensor_memory (summary_tensor_memory.cpp) from the
+// window's PyTorch allocator events; RenderTensorMemory appends its section
+// when the window has them or says why not.
+void ComputeTensorMemory(const Window& rest, Summary* summary);
+void RenderTensorMemory(const Summary& summary, std::string* out);
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
 

@@ -625,6 +625,7 @@ Summary Compute(const W& w, const WindowIndex& index) {
   ComputeCallSites(w, index, &s);
   ComputeCompiledCode(w, index, &s);
   ComputeOperators(w, index, &s);
+  ComputeTensorMemory(RestOf(w), &s);
   s.findings = ComputeFindings(w, s, index);
   return s;
 }

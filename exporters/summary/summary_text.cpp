@@ -318,6 +318,7 @@ std::string RenderSummary(const Summary& s) {
   CallSites(s, &out);
   RenderCompiledCode(s, &out);
   Memory(s, &out);
+  RenderTensorMemory(s, &out);
   const std::vector<size_t> listed = ListedStepRows(s.steps);
   Steps(s, listed, &out);
   StepBreakdown(s, listed, &out);

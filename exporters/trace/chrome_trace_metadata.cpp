@@ -122,6 +122,9 @@ void WriteIdentity(const WindowMeta& m, JsonWriter& out) {
   if (!m.range_description.empty()) {
     Field(out, "range"); out.String(m.range_description);
   }
+  if (!m.tensor_memory.empty()) {
+    Field(out, "tensor_memory"); out.String(m.tensor_memory);
+  }
 }
 
 // How it was recorded: CUPTI's mode and the CUDA versions.
@@ -389,6 +392,7 @@ void WriteProcessMetadata(const Window& w, EventStream& s) {
   for (const auto& a : w.alloc_samples) {
     if (a.device >= 0) AddDistinct(uint64_t(uint32_t(a.device)) << 32 | kCuptiInvalidStream, &streams);
   }
+  for (const auto& m : w.tensor_memory) AddDistinct(uint64_t(uint32_t(m.device)) << 32 | kCuptiInvalidStream, &streams);
   std::sort(streams.begin(), streams.end());
   streams.erase(std::unique(streams.begin(), streams.end()), streams.end());
   int64_t last_device = -1;
@@ -419,6 +423,7 @@ uint64_t TimeBase(const Window& w) {
   for (const auto& st : w.steps) see(st.start_ns);
   for (const auto& n : w.nvtx_ranges) see(n.start_ns);
   for (const auto& a : w.alloc_samples) see(a.ts_ns);
+  for (const auto& m : w.tensor_memory) see(m.ts_ns);
   return base == UINT64_MAX ? 0 : base;
 }
 

@@ -121,6 +121,9 @@ KINETO_ONLY_ARGS = {
     "cuda_runtime": {"cbid"},
     "user_annotation": {"External id", "Record function id", "Ev Idx"},
 }
+# Args of Kineto's [memory] events that libprof's lack: its own event index,
+# and "finished", false on every one of them.
+KINETO_ONLY_MEMORY_ARGS = {"Ev Idx", "finished"}
 
 
 def run_torch_profiler(python, work):
@@ -128,17 +131,23 @@ def run_torch_profiler(python, work):
     truth_path = os.path.join(work, "torch.truth.jsonl")
     averages_path = os.path.join(work, "torch.key_averages.json")
     env = harness.clean_env(SIM_TRUTH_FILE=truth_path, PYTHONUNBUFFERED="1")
+    peaks_path = os.path.join(work, "torch.memory_peaks.json")
     proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--torch-profiler", trace_path, "--wait", str(WAIT),
-                        "--warmup", str(WARMUP), "--active", str(ACTIVE), "--key-averages", averages_path],
+                        "--warmup", str(WARMUP), "--active", str(ACTIVE), "--key-averages", averages_path,
+                        "--profile-memory", "--memory-peaks", peaks_path],
                        env, timeout=300)
-    trace = averages = None
+    trace = None
     if os.path.exists(trace_path):
         with open(trace_path) as f:
             trace = json.load(f)
-    if os.path.exists(averages_path):
-        with open(averages_path) as f:
-            averages = json.load(f)
-    return proc, trace, truth.read(truth_path), averages
+    # What the run printed besides its trace: key_averages(), and the
+    # memory peaks of each iteration (reset at each synchronize).
+    printed = {}
+    for key, path in (("key_averages", averages_path), ("memory_peaks", peaks_path)):
+        if os.path.exists(path):
+            with open(path) as f:
+                printed[key] = json.load(f)
+    return proc, trace, truth.read(truth_path), printed
 
 
 def run_libprof(python, mode, work):
@@ -363,12 +372,66 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
                 self.assertEqual(want - got, collections.Counter(), f"step {k}: torch.profiler only")
         self.each_mode(check)
 
+    def test_memory_peak_of_each_step_is_max_memory_allocated(self):
+        """libprof's tensor memory (the caching allocator's history, replayed
+        to the allocator's block sizes) against the reference run's
+        torch.cuda.max_memory_allocated(), reset at each synchronize: libprof's
+        step k runs from iteration k-1's synchronize to iteration k's."""
+        peaks = self.torch[3]["memory_peaks"]
+        self.assertEqual(len(peaks), STEPS)
+
+        def check(mode, trace, steps, lines, summary):
+            self.assertEqual(trace["libprof"].get("tensor_memory"), "on")
+            line = next(l for l in summary.splitlines() if l.startswith(" Peak allocated by step:"))
+            got = {int(k): int(v) for k, v in (part.split(":") for part in line.split(":", 1)[1].split(";"))}
+            self.assertEqual(got, {k: peaks[k] for k in ACTIVE_STEPS})
+            self.assertGreater(min(got.values()), 1 << 20)
+        self.each_mode(check, with_summary=True)
+
+    def test_tensor_allocations_are_kinetos_memory_events(self):
+        """Per step, libprof's [memory] events are torch.profiler's with
+        profile_memory=True: the same multiset of CUDA block sizes allocated
+        and freed, the same fields (libprof adds the allocating Python line)."""
+        _, kineto_trace, _, _ = self.torch
+
+        def memory(trace):
+            # CUDA's (Device Type 1): torch.profiler records CPU tensors too.
+            events = [e for e in trace["traceEvents"] if e.get("name") == "[memory]" and e["args"]["Device Type"] == 1]
+            self.assertTrue(events)
+            return events
+
+        def per_step(trace, events):
+            spans = [e for e in trace["traceEvents"] if e.get("cat") == "user_annotation"
+                     and str(e.get("name", "")).startswith("ProfilerStep#")]
+            out = {}
+            for s in spans:
+                k = int(s["name"].split("#")[1])
+                out[k] = collections.Counter(e["args"]["Bytes"] for e in events if s["ts"] <= e["ts"] < s["ts"] + s["dur"])
+            return out
+
+        kineto = memory(kineto_trace)
+        kineto_keys = set.intersection(*(set(e["args"]) for e in kineto))
+        want = per_step(kineto_trace, kineto)
+
+        def check(mode, trace, steps, lines):
+            ours = memory(trace)
+            self.assertEqual(kineto_keys - set.intersection(*(set(e["args"]) for e in ours)), KINETO_ONLY_MEMORY_ARGS)
+            self.assertEqual({e["cat"] for e in ours}, {e["cat"] for e in kineto})
+            got = per_step(trace, ours)
+            for k in ACTIVE_STEPS:
+                self.assertGreater(sum(want[k].values()), 100, f"step {k}")
+                self.assertEqual(got[k] - want[k], collections.Counter(), f"step {k}: libprof only")
+                self.assertEqual(want[k] - got[k], collections.Counter(), f"step {k}: torch.profiler only")
+            with_line = [e for e in ours if e["args"]["Bytes"] > 0 and "Python line" in e["args"]]
+            self.assertTrue(any(e["args"]["Python line"].startswith("torch_train.py:") for e in with_line))
+        self.each_mode(check)
+
     def test_gpu_time_by_operator_is_key_averages(self):
         """The summary's operator table against torch.profiler's
         key_averages() over the same three iterations: each operator's self
         and total GPU time (the sim's durations are the same in both runs)
         and its number of calls."""
-        averages = {a["key"]: a for a in self.torch[3]}
+        averages = {a["key"]: a for a in self.torch[3]["key_averages"]}
 
         def check(mode, trace, steps, lines, summary):
             rows = operator_rows(summary)

@@ -6,8 +6,8 @@ knows about a profiler, unless asked:
 
     python torch_train.py [--steps N] [--layers L] [--device cuda] [--tiny-ops N]
                           [--sync-each-step] [--torch-profiler TRACE [--wait W --warmup U --active A]
-                          [--torch-activities cuda|cpu,cuda] [--with-stack] [--record-shapes] [--key-averages JSON]]
-                          [--time-from STEP]
+                          [--torch-activities cuda|cpu,cuda] [--with-stack] [--record-shapes] [--profile-memory]
+                          [--key-averages JSON]] [--memory-peaks JSON] [--time-from STEP]
 
 --sync-each-step ends each iteration with torch.cuda.synchronize() (the one
 cudaDeviceSynchronize of an iteration: libprof's PROF_STEP=api:cudaDeviceSynchronize
@@ -15,7 +15,11 @@ counts them). --torch-profiler does that too, profiles the loop with
 torch.profiler (ProfilerActivity.CPU and CUDA, schedule(wait, warmup, active),
 prof.step() right after each synchronize) and writes its trace to TRACE, as a
 user who profiles their own script writes it; --torch-activities cuda records
-ProfilerActivity.CUDA alone, --with-stack adds with_stack=True.
+ProfilerActivity.CUDA alone, --with-stack adds with_stack=True (--record-shapes
+and --profile-memory their options). --memory-peaks synchronizes each
+iteration too and writes JSON: per iteration, torch.cuda.max_memory_allocated()
+from the synchronize that ended the one before (where the peak is reset) to
+its own.
 
 For the benchmark (test/bench/torch_bench.py): --tiny-ops N makes each
 iteration a host-bound one in place of the model's: the batch's copies, then
@@ -142,6 +146,8 @@ def main():
     parser.add_argument("--with-stack", action="store_true")
     parser.add_argument("--key-averages", metavar="JSON")
     parser.add_argument("--record-shapes", action="store_true")
+    parser.add_argument("--profile-memory", action="store_true")
+    parser.add_argument("--memory-peaks", metavar="JSON")
     parser.add_argument("--tiny-ops", type=int, default=0, metavar="N")
     parser.add_argument("--time-from", type=int, metavar="STEP")
     parser.add_argument("--callgrind-lib", metavar="LIB")
@@ -174,7 +180,7 @@ def main():
         if args.torch_activities == "cpu,cuda":
             activities.insert(0, ProfilerActivity.CPU)
         profiler = profile(activities=activities, on_trace_ready=ready, with_stack=args.with_stack,
-                           record_shapes=args.record_shapes,
+                           record_shapes=args.record_shapes, profile_memory=args.profile_memory,
                            schedule=held_until(args.torch_profiler_after, args.wait,
                                              schedule(wait=args.wait, warmup=args.warmup, active=args.active,
                                                       repeat=1)))
@@ -238,6 +244,7 @@ TINY_OPS = (lambda t: t * 0.999, lambda t: t + 0.001, torch.relu, torch.neg)
 
 
 def train(args, model, optimizer, data, vocab, prof, timer):
+    peaks = []
     if args.tiny_ops:
         x = torch.ones(256, device=args.device)
     timer.before(0)
@@ -257,12 +264,18 @@ def train(args, model, optimizer, data, vocab, prof, timer):
             if step % 10 == 0:
                 value = loss.item()
                 print(f"step {step}: loss {value if math.isfinite(value) else float('nan'):.3f}", flush=True)
-        if args.sync_each_step or prof is not None or timer.first is not None:
+        if args.sync_each_step or prof is not None or timer.first is not None or args.memory_peaks:
             torch.cuda.synchronize()
+        if args.memory_peaks:
+            peaks.append(torch.cuda.max_memory_allocated(0))
+            torch.cuda.reset_peak_memory_stats(0)
         timer.after_sync(step)
         if prof is not None:
             prof.step()
         timer.before(step + 1)
+    if args.memory_peaks:
+        with open(args.memory_peaks, "w") as f:
+            json.dump(peaks, f)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,16 @@ TEST_CASE("PROF_TORCH_OPS takes names, shapes or 0, with modules as an option, a
   }
 }
 
+TEST_CASE("PROF_TORCH_MEMORY is on by default, off with 0, and a bad value keeps it on", "[config]") {
+  CHECK(Parse({}).config.torch_memory);
+  CHECK_FALSE(Parse({{"PROF_TORCH_MEMORY", "0"}}).config.torch_memory);
+  CHECK(Parse({{"PROF_TORCH_MEMORY", "on"}}).config.torch_memory);
+  ConfigResult r = Parse({{"PROF_TORCH_MEMORY", "tensors"}});
+  RequireOneProblem(r, "PROF_TORCH_MEMORY", "tensors");
+  CHECK(r.config.enabled);
+  CHECK(r.config.torch_memory);
+}
+
 TEST_CASE("PROF_STEP rejects bad sources, durations and regexes and disables profiling", "[config]") {
   for (const char* bad : {"bogus", "time:", "time:100", "time:-5ms", "time:0ms", "time:10xs", "time:1..5s", "time:100ns",
                           "kernel:", "kernel:([a-z", "nvtx:*oops", "api:cudaNotAFunction", "api:", "Sync", "time:99999999s"}) {

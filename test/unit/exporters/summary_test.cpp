@@ -129,6 +129,57 @@ TEST_CASE("memory shows allocs, frees, peak per device and live allocations larg
   CHECK(s.live[1].bytes == 500);
 }
 
+TEST_CASE("tensor memory: each step's peak, and what is live at the window's peak by Python line", "[summary]") {
+  WindowBuilder b;
+  b.Step(3, 1'000, 2'000);
+  b.Step(4, 2'000, 3'000);
+  Window w = b.Build();
+  w.strings = {"", "train.py:12 in forward"};
+  auto event = [&](uint64_t ts, uint64_t addr, int64_t bytes, uint64_t total, uint32_t site) {
+    TensorMemoryEvent m{};
+    m.ts_ns = ts;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = total;
+    m.total_reserved = 1 << 20;
+    m.site_id = site;
+    m.kind = static_cast<uint8_t>(bytes > 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
+    w.tensor_memory.push_back(m);
+  };
+  // 10,000 bytes held from before; step 3 peaks at 16,000, step 4 at 12,000.
+  event(1'100, 0xa000, 4'000, 14'000, 1);
+  event(1'200, 0xb000, 2'000, 16'000, 0);
+  event(1'300, 0xb000, -2'000, 14'000, 0);
+  event(1'400, 0xa000, -4'000, 10'000, 0);
+  event(2'500, 0xc000, 2'000, 12'000, 1);
+  w.meta.tensor_memory = "on";
+  w.meta.start_ns = 1'000;
+  Summary s = ComputeSummary(w);
+  REQUIRE(s.tensor_memory.size() == 1);
+  const TensorMemoryRow& r = s.tensor_memory[0];
+  CHECK(r.start_allocated == 10'000);
+  CHECK(r.peak_allocated == 16'000);
+  CHECK(r.peak_step == 3);
+  CHECK(r.peak_ns == 200);
+  CHECK(r.step_peaks == std::vector<std::pair<uint64_t, uint64_t>>{{3, 16'000}, {4, 12'000}});
+  CHECK(r.held_from_before == 10'000);
+  REQUIRE(r.lines.size() == 2);
+  CHECK(r.lines[0].site == "train.py:12 in forward");
+  CHECK(r.lines[0].bytes == 4'000);
+  CHECK(r.lines[1].site.empty());
+  CHECK(r.allocs == 3);
+  CHECK(r.frees == 2);
+  std::string text = RenderSummary(s);
+  CHECK(text.find(" Peak allocated by step: 3: 16000; 4: 12000\n") != std::string::npos);
+  CHECK(text.find("(no Python frame: autograd's threads, C++)") != std::string::npos);
+  // Without tensor memory there is no section, unless something kept it out.
+  Summary plain = ComputeSummary(Measured());
+  CHECK(RenderSummary(plain).find("Tensor memory") == std::string::npos);
+  Window busy = Measured();
+  busy.meta.tensor_memory = "not recorded: the program records the allocator's history itself";
+  CHECK(RenderSummary(ComputeSummary(busy)).find("(not recorded: the program records") != std::string::npos);
+}
+
 TEST_CASE("the step table has wall time, GPU busy and counts per step", "[summary]") {
   Summary s = ComputeSummary(Measured());
   REQUIRE(s.steps.size() == 2);

@@ -50,6 +50,7 @@ void ReadProcess(const JsonValue& l, WindowMeta* m) {
   m->cupti_mode = StrOf(l, "cupti_mode", "");
   m->step_description = StrOf(l, "step", "");
   m->range_description = StrOf(l, "range", "");
+  m->tensor_memory = StrOf(l, "tensor_memory", "");
   m->has_gpu_timings = BoolOf(l, "gpu_timings", true);
   m->cuda_runtime_version = static_cast<int>(IntMember(l, "cuda_runtime_version", 0));
   m->cuda_driver_version = static_cast<int>(IntMember(l, "cuda_driver_version", 0));

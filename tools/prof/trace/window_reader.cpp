@@ -144,6 +144,8 @@ void WindowReader<W>::Finish(const JsonValue& top) {
   std::stable_sort(w_.steps.begin(), w_.steps.end(), [](const StepSpan& a, const StepSpan& b) { return a.step < b.step; });
   std::stable_sort(w_.alloc_samples.begin(), w_.alloc_samples.end(),
                    [](const AllocSample& a, const AllocSample& b) { return a.ts_ns < b.ts_ns; });
+  std::stable_sort(w_.tensor_memory.begin(), w_.tensor_memory.end(),
+                   [](const TensorMemoryEvent& a, const TensorMemoryEvent& b) { return a.ts_ns < b.ts_ns; });
   RebuildPythonStacks();
   ReadCommunicators(top);
   WindowMeta& m = w_.meta;
@@ -297,6 +299,22 @@ void WindowReader<W>::ParseCopyName(const std::string& name, DeviceRecord* r) {
 
 template <typename W>
 void WindowReader<W>::ReadMemory(const JsonValue& e) {
+  // No "api": the caching allocator's tensor block (Kineto's profile_memory
+  // events, libprof's PROF_TORCH_MEMORY ones).
+  if (!ArgOf(e, "api").is_string()) {
+    TensorMemoryEvent m{};
+    m.ts_ns = TimeNs(e.Get("ts"));
+    m.addr = Arg<uint64_t>(e, "Addr", 0);
+    m.bytes = Arg<int64_t>(e, "Bytes", 0);
+    m.total_allocated = Arg<uint64_t>(e, "Total Allocated", 0);
+    m.total_reserved = Arg<uint64_t>(e, "Total Reserved", 0);
+    m.device = static_cast<int16_t>(Arg<int>(e, "Device Id", -1));
+    m.kind = static_cast<uint8_t>(m.bytes >= 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
+    std::string site = StrArg(e, "Python line", "");
+    if (!site.empty()) m.site_id = Intern(site);
+    if (Arg<int>(e, "Device Type", 1) == 1) w_.tensor_memory.push_back(m);
+    return;
+  }
   AllocSample a{};
   a.ts_ns = TimeNs(e.Get("ts"));
   a.ptr = Arg<uint64_t>(e, "Addr", 0);
