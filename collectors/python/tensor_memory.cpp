@@ -182,7 +182,9 @@ const char* Replay(const TensorMemoryBatch& batch, std::unordered_map<int64_t, D
                      " bytes allocated, PyTorch's at " + std::to_string(end[1]);
     }
   }
-  if ((h[4] & kFlagWrapped) != 0) out->problem = "approximate: the allocator's history held fewer actions than the window";
+  if ((h[4] & kFlagWrapped) != 0) {
+    return "the window and its warmup made more allocator actions on a device than the history keeps (100,000)";
+  }
   if ((h[4] & kFlagSettings) != 0) out->problem = "approximate: PYTORCH_CUDA_ALLOC_CONF changes the allocator's rounding";
   return nullptr;
 }

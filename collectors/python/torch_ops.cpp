@@ -217,9 +217,11 @@ def _encode(start, end):
             records.extend((b["address"], b["size"], _BLOCK_STATES.get(b["state"], 0)))
         records[1] += 1
     sites = {}
+    if any(len(trace) >= _MAX_ENTRIES for trace in end["device_traces"]):
+        records[4] |= 1  # the ring wrapped: its start is lost, nothing to replay
     for device, trace in enumerate(end["device_traces"]):
-        if len(trace) >= _MAX_ENTRIES:
-            records[4] |= 1
+        if records[4] & 1:
+            break
         for e in trace:
             action = _ACTIONS.get(e["action"])
             if action is None:
