@@ -81,6 +81,17 @@ int64_t OperatorIndex::Enclosing(uint32_t tid, uint64_t t_ns) const {
   return it == ops_.end() ? -1 : Innermost(it->second, t_ns);
 }
 
+int64_t OperatorIndex::EnclosingOnAnyThread(uint64_t t_ns) const {
+  int64_t best = -1;
+  for (const auto& [tid, ops] : ops_) {
+    int64_t op = Innermost(ops, t_ns);
+    if (op >= 0 && (best < 0 || ranges_[static_cast<size_t>(op)].start_ns > ranges_[static_cast<size_t>(best)].start_ns)) {
+      best = op;
+    }
+  }
+  return best;
+}
+
 uint32_t OperatorIndex::ForwardThread(int32_t seq) const {
   auto it = forward_op_.find(seq);
   return it == forward_op_.end() ? 0 : ranges_[static_cast<size_t>(it->second)].tid;

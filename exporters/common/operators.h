@@ -30,6 +30,9 @@ class OperatorIndex {
   // Index into the ranges of the innermost operator around a call made on
   // `tid` at `t_ns`; -1 if none.
   int64_t Enclosing(uint32_t tid, uint64_t t_ns) const;
+  // For what happened at t_ns on a thread not known: of the innermost
+  // operators around t_ns on each thread, the one entered last; -1 if none.
+  int64_t EnclosingOnAnyThread(uint64_t t_ns) const;
   // The operator enclosing the call that launched the work of
   // `correlation` (a Window's or a CompactWindow's); -1 if none.
   template <typename W>

@@ -146,7 +146,10 @@ inline constexpr size_t kOperatorRowsShown = 30;
 // caching allocator's allocated bytes as torch.cuda.memory_allocated reads
 // them, and what is live at their peak.
 struct TensorLineRow {
-  std::string site;  // "train.py:57 in forward"; "" no Python frame (autograd's threads, C++)
+  // "train.py:57 in forward"; without a Python frame (autograd's threads,
+  // C++) "in <operator>" around the allocation (any thread's, entered
+  // last), or "" when none.
+  std::string site;
   uint64_t bytes = 0;
   uint64_t blocks = 0;
 };

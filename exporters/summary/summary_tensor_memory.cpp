@@ -4,9 +4,11 @@
 // and what is live at the peak, by Python line and largest first.
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <unordered_map>
 
 #include "exporters/common/format.h"
+#include "exporters/common/operators.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
 
@@ -50,14 +52,22 @@ void LiveAtPeak(const Window& w, const std::vector<const TensorMemoryEvent*>& ev
     else live.erase(m.addr);
   }
   uint64_t in_window = 0;
-  std::map<uint32_t, TensorLineRow> lines;
+  std::map<std::string, TensorLineRow> lines;
+  std::unique_ptr<OperatorIndex> ops;  // for blocks without a Python line, built at the first
   for (const auto& [addr, b] : live) {
     in_window += b.bytes;
-    TensorLineRow& line = lines[b.site_id];
-    line.site = w.String(b.site_id);
+    std::string site = w.String(b.site_id);
+    if (site.empty()) {
+      // Autograd's threads run no Python: the operator it was allocated in.
+      if (!ops) ops = std::make_unique<OperatorIndex>(w.nvtx_ranges);
+      int64_t op = ops->EnclosingOnAnyThread(b.ts_ns);
+      if (op >= 0) site = "in " + w.String(w.nvtx_ranges[static_cast<size_t>(op)].name_id);
+    }
+    TensorLineRow& line = lines[site];
+    line.site = site;
     line.bytes += b.bytes;
     ++line.blocks;
-    row->largest.push_back({b.bytes, w.String(b.site_id), b.ts_ns > origin_ns ? b.ts_ns - origin_ns : 0});
+    row->largest.push_back({b.bytes, site, b.ts_ns > origin_ns ? b.ts_ns - origin_ns : 0});
   }
   row->held_from_before = row->peak_allocated > in_window ? row->peak_allocated - in_window : 0;
   for (auto& [id, line] : lines) row->lines.push_back(std::move(line));
@@ -107,7 +117,12 @@ TensorMemoryRow DeviceRow(const Window& w, int device) {
   return row;
 }
 
-std::string Site(const std::string& site) { return site.empty() ? "(no Python frame: autograd's threads, C++)" : site; }
+// A block's Python line, or for one without, the operator it was allocated in.
+std::string Site(const std::string& site) {
+  if (site.empty()) return "(no Python frame: autograd's threads, C++)";
+  if (site.compare(0, 3, "in ") == 0) return "(no Python frame) " + site;
+  return site;
+}
 
 void RenderStepPeaks(const TensorMemoryRow& r, std::string* out) {
   if (r.step_peaks.empty()) return;

@@ -64,6 +64,18 @@ TEST_CASE("a call belongs to the innermost operator around it on its thread") {
   CHECK(ops.ForwardThread(5) == 0);
 }
 
+TEST_CASE("on no known thread, the operator entered last among each thread's innermost") {
+  WindowBuilder b = Forward();
+  Op(b, "aten::mm", 2'050'000, 2'060'000, kAutogradTid, 1, 22, -1);
+  Op(b, "aten::add_", 2'040'000, 2'045'000, kPid, 0, 23, -1);
+  Window w = b.Build();
+  OperatorIndex ops(w.nvtx_ranges);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.EnclosingOnAnyThread(2'055'000))].op_id == 22);
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.EnclosingOnAnyThread(2'042'000))].op_id == 23);  // entered after AddmmBackward0
+  CHECK(w.nvtx_ranges[static_cast<size_t>(ops.EnclosingOnAnyThread(2'070'000))].op_id == 20);
+  CHECK(ops.EnclosingOnAnyThread(1'900'000) == -1);
+}
+
 TEST_CASE("operators are Kineto's cpu_op events and their work carries their External id") {
   WindowBuilder b = Forward();
   json trace = TraceJson(b.Build());
