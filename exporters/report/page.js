@@ -47,7 +47,8 @@
     return (b / (1024 * 1024 * 1024)).toFixed(2) + ' GiB';
   }
   const MEM_KINDS = ['device', 'host pinned', 'managed', 'async pool', 'vmm'];
-  const memKind = (k) => MEM_KINDS[k] || 'other';
+  const TENSOR_KIND = 100;  // report.h's kTensorSeriesKind
+  const memKind = (k) => (k === TENSOR_KIND ? "PyTorch's tensors" : MEM_KINDS[k] || 'other');
   const deviceName = (d) => (d < 0 ? 'host' : String(d));
 
   // ---- DOM helpers
@@ -711,8 +712,33 @@
 
   // ---- sections: memory
 
+  // PyTorch's tensors per device (the summary's "Tensor memory"): the peak,
+  // each step's, and what is live at the peak.
+  function tensorMemory(s, w) {
+    if (w.tensor_status && w.tensor_status !== 'on') s.append(el('p', { class: 'note', text: "PyTorch's tensor memory: " + w.tensor_status }));
+    for (const t of w.tensor_memory || []) {
+      s.append(el('h3', { text: "PyTorch's tensors on GPU " + t.device }));
+      const steps = t.step_peaks.map(([k, b]) => 'step ' + k + ' ' + bytes(b)).join(', ');
+      s.append(el('p', { class: 'note', text: 'Peak ' + bytes(t.peak) + (t.peak_step >= 0 ? ' in step ' + t.peak_step : '') + ', ' + Ms(t.peak_ns) + ' ms into the window, ' + bytes(t.reserved_at_peak) + ' reserved then; ' + bytes(t.start) + ' at the start, ' + bytes(t.end) + ' at the end; ' + U(t.allocs) + ' allocations, ' + U(t.frees) + ' frees.' + (steps ? ' Peak by step: ' + steps + '.' : '') }));
+      s.append(dataTable('table-tensor-lines-' + t.device, [
+        { title: 'Bytes', key: (r) => r.bytes, cell: (r) => U(r.bytes) },
+        { title: 'Size', key: (r) => r.bytes, cell: (r) => bytes(r.bytes) },
+        { title: 'Blocks', key: (r) => r.blocks, cell: (r) => (r.blocks ? U(r.blocks) : '-') },
+        { title: 'Live at the peak, by Python line', key: (r) => r.site, cell: (r) => r.site, cls: 'name' },
+      ], t.lines));
+      if (t.largest.length) {
+        s.append(dataTable('table-tensor-largest-' + t.device, [
+          { title: 'Bytes', key: (r) => r.bytes, cell: (r) => U(r.bytes) },
+          { title: 'Size', key: (r) => r.bytes, cell: (r) => bytes(r.bytes) },
+          { title: 'Allocated (ms)', key: (r) => r.alloc_ns, cell: (r) => Ms(r.alloc_ns) },
+          { title: 'Largest blocks live at the peak, allocated in the window', key: (r) => r.site, cell: (r) => r.site, cls: 'name' },
+        ], t.largest));
+      }
+    }
+  }
+
   function memory(w) {
-    const s = section('memory', 'Memory', 'Allocator calls in the window: live bytes over time (the highest of each short stretch, so peaks show), the peak, and what was still allocated when the window ended.');
+    const s = section('memory', 'Memory', 'Allocator calls in the window: live bytes over time (the highest of each short stretch, so peaks show; in a PyTorch process its tensors too), the peak, and what was still allocated when the window ended.');
     s.append(dataTable('table-memory', [
       { title: 'Device', key: (r) => r.device, cell: (r) => deviceName(r.device) },
       { title: 'Kind', key: (r) => memKind(r.kind), cell: (r) => memKind(r.kind), cls: 'text' },
@@ -751,6 +777,7 @@
       });
       s.append(el('h3', { text: 'Live bytes over the window' }), legend(items), chart);
     }
+    tensorMemory(s, w);
     s.append(el('h3', { text: 'Still allocated at the end of the window' }));
     if (!w.live_count) {
       s.append(el('p', { class: 'none', text: '(nothing recorded as still allocated)' }));

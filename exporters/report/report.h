@@ -19,6 +19,7 @@ class CompactWindow;
 // Bounds that keep a page small whatever the window's size.
 inline constexpr size_t kTimelineBins = 2000;      // items a lane keeps apart: span / this
 inline constexpr size_t kMemoryPoints = 1000;      // points per memory series
+inline constexpr int kTensorSeriesKind = 100;      // a memory series of PyTorch's tensors (page.js's memKind)
 inline constexpr size_t kTimelineSteps = 2000;     // step spans in the timeline; more steps are drawn in runs
 inline constexpr double kFlameMinFraction = 1e-4;  // smaller flame nodes join "(other)"
 

@@ -492,6 +492,41 @@ void WriteMemory(JsonWriter& out, const Summary& s) {
   out.Char(']');
 }
 
+// PyTorch's tensor memory per device: the summary's section as data (the
+// rows it shows, the held row first).
+void WriteTensorMemory(JsonWriter& out, const Summary& s) {
+  out.Raw(",\"tensor_status\":");
+  out.String(s.meta.tensor_memory);
+  out.Raw(",\"tensor_memory\":");
+  Array(out, s.tensor_memory, [&](const TensorMemoryRow& r) {
+    Object row(out);
+    row.I("device", r.device)
+        .U("peak", r.peak_allocated)
+        .I("peak_step", r.peak_step)
+        .U("peak_ns", r.peak_ns)
+        .U("reserved_at_peak", r.reserved_at_peak)
+        .U("start", r.start_allocated)
+        .U("end", r.end_allocated)
+        .U("allocs", r.allocs)
+        .U("frees", r.frees);
+    Array(row.Key("step_peaks"), r.step_peaks,
+          [&](const std::pair<uint64_t, uint64_t>& p) { Numbers(out, {p.first, p.second}); });
+    std::vector<std::pair<uint64_t, std::string>> lines{{r.held_from_before, kTensorHeldText}};
+    std::vector<uint64_t> blocks{0};
+    for (size_t i = 0; i < r.lines.size() && i < kTensorRowsShown; ++i) {
+      lines.emplace_back(r.lines[i].bytes, TensorSiteText(r.lines[i].site));
+      blocks.push_back(r.lines[i].blocks);
+    }
+    size_t at = 0;
+    Array(row.Key("lines"), lines, [&](const std::pair<uint64_t, std::string>& l) {
+      Object(out).U("bytes", l.first).U("blocks", blocks[at++]).S("site", l.second);
+    });
+    Array(row.Key("largest"), r.largest, [&](const TensorBlockRow& b) {
+      Object(out).U("bytes", b.bytes).U("alloc_ns", b.alloc_ns).S("site", TensorSiteText(b.site));
+    });
+  });
+}
+
 // Idle gaps, launch latency and what the window lost.
 void WriteGapsAndLosses(JsonWriter& out, const Summary& s) {
   out.Raw(",\"idle_gaps\":");
@@ -518,6 +553,7 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   WriteStepTime(out, s);
   WriteCallSites(out, s);
   WriteMemory(out, s);
+  WriteTensorMemory(out, s);
   WriteGapsAndLosses(out, s);
 }
 
@@ -746,15 +782,18 @@ void WriteMemorySeries(JsonWriter& out, const Window& rest, const Summary& s) {
   uint64_t origin = s.span_start_ns, span = Dur(s.span_start_ns, s.span_end_ns);
   uint64_t bin = std::max<uint64_t>(1, span / kMemoryPoints);
   std::map<std::pair<int, int>, std::vector<std::pair<uint64_t, uint64_t>>> series;
-  for (const AllocSample& a : rest.alloc_samples) {
-    auto& points = series[{a.device, a.mem_kind}];
-    uint64_t t = a.ts_ns > origin ? a.ts_ns - origin : 0;
+  auto add = [&](std::pair<int, int> key, uint64_t ts_ns, uint64_t total) {
+    auto& points = series[key];
+    uint64_t t = ts_ns > origin ? ts_ns - origin : 0;
     if (!points.empty() && points.back().first / bin == t / bin) {
-      points.back().second = std::max(points.back().second, a.total_bytes);
+      points.back().second = std::max(points.back().second, total);
     } else {
-      points.emplace_back(t, a.total_bytes);
+      points.emplace_back(t, total);
     }
-  }
+  };
+  for (const AllocSample& a : rest.alloc_samples) add({a.device, a.mem_kind}, a.ts_ns, a.total_bytes);
+  // PyTorch's tensors: the page's kind kTensorSeriesKind.
+  for (const TensorMemoryEvent& m : rest.tensor_memory) add({m.device, kTensorSeriesKind}, m.ts_ns, m.total_allocated);
   out.Raw("\"memory_series\":[");
   bool first = true;
   for (const auto& [key, points] : series) {

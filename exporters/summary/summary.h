@@ -289,6 +289,10 @@ void RenderOperators(const Summary& summary, std::string* out);
 // when the window has them or says why not.
 void ComputeTensorMemory(const Window& rest, Summary* summary);
 void RenderTensorMemory(const Summary& summary, std::string* out);
+// How the summary and the page name where a block was allocated
+// (TensorLineRow::site), and the row of what the window did not allocate.
+std::string TensorSiteText(const std::string& site);
+extern const char* const kTensorHeldText;
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);
 

@@ -117,13 +117,6 @@ TensorMemoryRow DeviceRow(const Window& w, int device) {
   return row;
 }
 
-// A block's Python line, or for one without, the operator it was allocated in.
-std::string Site(const std::string& site) {
-  if (site.empty()) return "(no Python frame: autograd's threads, C++)";
-  if (site.compare(0, 3, "in ") == 0) return "(no Python frame) " + site;
-  return site;
-}
-
 void RenderStepPeaks(const TensorMemoryRow& r, std::string* out) {
   if (r.step_peaks.empty()) return;
   *out += " Peak allocated by step:";
@@ -141,6 +134,14 @@ void RenderStepPeaks(const TensorMemoryRow& r, std::string* out) {
 }
 
 }  // namespace
+
+std::string TensorSiteText(const std::string& site) {
+  if (site.empty()) return "(no Python frame: autograd's threads, C++)";
+  if (site.compare(0, 3, "in ") == 0) return "(no Python frame) " + site;
+  return site;
+}
+
+const char* const kTensorHeldText = "(allocated before the window: parameters, optimizer state, caches)";
 
 void ComputeTensorMemory(const Window& w, Summary* s) {
   std::vector<int> devices;
@@ -168,19 +169,19 @@ void RenderTensorMemory(const Summary& s, std::string* out) {
                    (unsigned long long)r.frees);
     RenderStepPeaks(r, out);
     TextTable lines({"Bytes", "Size", "Blocks", "Live at the peak, by Python line"});
-    lines.AddRow({Grouped((unsigned long long)r.held_from_before), FormatBytes(double(r.held_from_before)), "",
-                  "(allocated before the window: parameters, optimizer state, caches)"});
+    lines.AddRow({Grouped((unsigned long long)r.held_from_before), FormatBytes(double(r.held_from_before)), "-",
+                  kTensorHeldText});
     for (size_t i = 0; i < r.lines.size() && i < kTensorRowsShown; ++i) {
       const TensorLineRow& l = r.lines[i];
       lines.AddRow({Grouped((unsigned long long)l.bytes), FormatBytes(double(l.bytes)),
-                    Grouped((unsigned long long)l.blocks), Site(l.site)});
+                    Grouped((unsigned long long)l.blocks), TensorSiteText(l.site)});
     }
     *out += lines.Render();
     if (r.largest.empty()) continue;
     TextTable largest({"Bytes", "Size", "Allocated (ms)", "Largest blocks live at the peak, allocated in the window"});
     for (const TensorBlockRow& b : r.largest) {
       largest.AddRow({Grouped((unsigned long long)b.bytes), FormatBytes(double(b.bytes)), Ms(double(b.alloc_ns)),
-                      Site(b.site)});
+                      TensorSiteText(b.site)});
     }
     *out += largest.Render();
   }

@@ -90,6 +90,18 @@ def text_table(lines):
     return head, rows
 
 
+def text_tables(lines):
+    """Every (header cells, rows of cells) of a summary section, each table
+    a header line over a dashed rule."""
+    lines = [l for l in lines if l.strip()]
+    rules = [i for i, l in enumerate(lines) if i > 0 and set(l.strip()) <= {"-", " "}]
+    out = []
+    for n, i in enumerate(rules):
+        end = rules[n + 1] - 1 if n + 1 < len(rules) else len(lines)
+        out.append(text_table(lines[i - 1:end]))
+    return out
+
+
 def section_table(text, prefix):
     for title, lines in sections(text).items():
         if title.startswith(prefix):
@@ -169,6 +181,13 @@ class ReportPages(unittest.TestCase):
                 parts = [float(c.replace(",", "")) for c in row[2:]]
                 self.assertAlmostEqual(sum(parts), float(row[1].replace(",", "")), delta=0.004 * len(parts))
             self.assertGreater(r["step_bars"], 0)
+        tensor = sections(summary).get("Tensor memory (PyTorch's caching allocator)")
+        if tensor:
+            (head, rows), (largest_head, largest) = text_tables(tensor)[:2]
+            self.assertEqual(t["table-tensor-lines-0"]["head"], head)
+            self.assertEqual(t["table-tensor-lines-0"]["rows"], rows)
+            self.assertEqual(t["table-tensor-largest-0"]["head"], largest_head)
+            self.assertEqual(t["table-tensor-largest-0"]["rows"], largest)
         head, rows = section_table(summary, "GPU idle between work on a stream")
         rows = [row for row in rows if row[0] != "all"]
         if rows:
@@ -332,6 +351,55 @@ class ReportPages(unittest.TestCase):
                 proc = harness.run([harness.PROF_TOOL, "report", "--stacks", trace, "-o", stacks], harness.clean_env())
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 self.check_stacks(stacks, kernel_ns(summary))
+
+
+    def test_tensor_memory(self):
+        """A Kineto trace with profile_memory's [memory] events (added here to
+        one of the real traces, in its first step, each with a Python line):
+        the page's tensor tables are the summary's."""
+        need(harness.PROF_TOOL)
+        traces = sorted(glob.glob(os.path.join(harness.KINETO_TRACES or "/nonexistent", "*.pt.trace.json.gz")))
+        if not traces:
+            self.skipTest("no Kineto traces (KINETO_TRACES)")
+        with gzip.open(traces[0], "rt") as f:
+            trace = json.load(f)
+        events = trace["traceEvents"]
+        step = min((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+        pid, tid = step["pid"], step["tid"]
+        total, live = 5 << 20, []
+        for i in range(40):  # blocks of 512 B to 20 KiB; every third freed again
+            size = 512 * (1 + i % 40)
+            total += size
+            live.append((0x7f0000000000 + i * 0x10000, size))
+            events.append(memory_event(pid, tid, step["ts"] + i * step["dur"] / 50, live[-1][0], size, total,
+                                       f"model.py:{10 + i % 4} in forward"))
+            peak = total
+            if i % 3 == 2:
+                addr, freed = live.pop(0)
+                total -= freed
+                events.append(memory_event(pid, tid, step["ts"] + (i + 0.5) * step["dur"] / 50, addr, -freed, total, None))
+        tmp = harness.scratch_dir(self, "libprof-report-tensors-")
+        path = os.path.join(tmp, "memory.pt.trace.json")
+        with open(path, "w") as f:
+            json.dump(trace, f)
+        page = os.path.join(tmp, "memory.report.html")
+        proc = harness.run([harness.PROF_TOOL, "report", path, "-o", page], harness.clean_env())
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        summary = harness.run([harness.PROF_TOOL, "summary", path], harness.clean_env()).stdout
+        self.assertIn(f"allocated ({peak} bytes)", summary)
+        tensor = sections(summary)["Tensor memory (PyTorch's caching allocator)"]
+        self.assertIn("model.py:10 in forward", "\n".join(tensor))
+        r = self.check_page(page, summary, "tensor-memory")
+        self.assertIn("table-tensor-lines-0", r["tables"])
+
+
+def memory_event(pid, tid, ts, addr, size, total, line):
+    args = {"Addr": addr, "Bytes": size, "Total Allocated": total, "Total Reserved": 32 << 20, "Device Id": 0,
+            "Device Type": 1}
+    if line:
+        args["Python line"] = line
+    return {"ph": "i", "cat": "cpu_instant_event", "s": "t", "name": "[memory]", "pid": pid, "tid": tid, "ts": ts,
+            "args": args}
 
 
 class FoldedStacksRules(unittest.TestCase):
