@@ -19,6 +19,9 @@ class TensorMemorySource {
   // due until deadline_ns at most. Interns the Python lines (before the
   // window's strings are taken).
   virtual void Take(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* w) = 0;
+  // The process is exiting: a hand-over still due will not come, and the
+  // window waiting for it is written without it.
+  virtual void ProcessExiting() = 0;
 };
 
 }  // namespace prof

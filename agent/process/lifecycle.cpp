@@ -271,6 +271,7 @@ void RunExitWork(const char* reason) {
     Runtime* rt = CurrentRuntime();
     if (rt == nullptr || !rt->session) return;
     rt->session->EndPartial(reason, NowNs());
+    if (rt->tensor_memory) rt->tensor_memory->ProcessExiting();
     // Normal windows still being written and the partial one: bounded.
     if (!rt->writer->Drain(ExitBudgetNs(rt->config))) {
       Log().warn("the last window was still being written when the process ended ({})", reason);

@@ -71,6 +71,7 @@ class TensorMemory : public TensorMemorySource {
   void NotComing(const std::string& status);
 
   void Take(uint64_t start_ns, uint64_t end_ns, uint64_t deadline_ns, Window* w) override;
+  void ProcessExiting() override;
 
  private:
   std::mutex mu_;

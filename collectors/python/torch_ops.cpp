@@ -387,8 +387,9 @@ void Report(const std::string& what, bool shapes) {
   }
 }
 
-// The window's tensor memory the script left in _mem, to the collector.
-void HandOver(const PyApi& py) {
+// The window's tensor memory the script left in _mem, to the collector;
+// how many int64 records it was.
+size_t HandOver(const PyApi& py) {
   TensorMemoryBatch batch;
   void* mem = py.dict_get_item_string(g_globals, "_mem");
   void* records = mem != nullptr ? py.dict_get_item_string(mem, "records") : nullptr;
@@ -399,13 +400,15 @@ void HandOver(const PyApi& py) {
   if (records == nullptr || text == nullptr || py.bytes_as_string_and_size(records, &data, &size) != 0) {
     py.err_clear();
     g_memory->NotComing("not recorded: the allocator's history could not be read");
-    return;
+    return 0;
   }
   batch.records.resize(static_cast<size_t>(size) / sizeof(int64_t));
   std::memcpy(batch.records.data(), data, batch.records.size() * sizeof(int64_t));
   batch.sites = text;
   batch.epoch_offset_ns = EpochOffsetNs();
+  size_t count = batch.records.size();
   g_memory->Deliver(std::move(batch));
+  return count;
 }
 
 // The window's status for what memory() answered without a hand-over.
@@ -460,13 +463,16 @@ int Apply(void*) {
   }
   if (g_memory != nullptr) {
     std::string call = std::string("memory(") + (want ? "True" : "False") + ", " + (take ? "True" : "False") + ")";
+    uint64_t start_ns = NowNs();
     std::string what = Run(py, call.c_str(), kEvalInput, &raised);
     if (raised) {
       if (take) g_memory->NotComing("");
       return -1;
     }
     if (what == "taken") {
-      HandOver(py);
+      size_t records = HandOver(py);
+      Log().debug("tensor memory: the allocator's history handed over on the main thread in {:.1f} ms ({} records)",
+                  double(NowNs() - start_ns) / 1e6, records);
     } else if (take) {
       g_memory->NotComing(MemoryStatus(what));
     }

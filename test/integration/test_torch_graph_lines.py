@@ -79,9 +79,10 @@ class GraphLinesUnderLibprof(unittest.TestCase):
         cls.work = tempfile.mkdtemp(prefix="libprof-graph-lines-")
         cls.addClassCleanup(__import__("shutil").rmtree, cls.work, ignore_errors=True)
         # The replay loop (torch.cuda.graph) and the training loop (make_graphed_callables), each long enough
-        # for the default window (steps 32-36 of the loop auto finds).
-        cls.replays = {m: run(cls.python, m, cls.work, 50, 2) for m in harness.INJECTION_MODES}
-        cls.training = {m: run(cls.python, m, cls.work, 2, 50) for m in harness.INJECTION_MODES}
+        # for the default window (steps 32-36 of the loop auto finds), counted from the iteration at which
+        # the agent thread acted on its find: on a loaded machine that came at iteration 39 of 50 once.
+        cls.replays = {m: run(cls.python, m, cls.work, 100, 2) for m in harness.INJECTION_MODES}
+        cls.training = {m: run(cls.python, m, cls.work, 2, 100) for m in harness.INJECTION_MODES}
 
     def replayed(self, r):
         """(the window's graph ops, the truth's ops of the window's graph launches, the executable graphs'

@@ -141,6 +141,14 @@ TEST_CASE("a window takes its own events and waits for a hand-over only while on
   memory.Take(0, 1, NowNs() + 20'000'000, &late);
   CHECK(NowNs() - before >= 20'000'000);
   CHECK(late.meta.tensor_memory.find("in time") != std::string::npos);
+  // Exiting: a window waiting for its hand-over is written without it.
+  memory.Expect();
+  memory.ProcessExiting();
+  Window exiting;
+  before = NowNs();
+  memory.Take(0, 1, NowNs() + 5'000'000'000, &exiting);
+  CHECK(NowNs() - before < 1'000'000'000);
+  CHECK(exiting.meta.tensor_memory.find("exited") != std::string::npos);
   memory.NotComing("");
   Window none;
   memory.Take(0, 1, NowNs() + 5'000'000'000, &none);  // nothing due: no wait
