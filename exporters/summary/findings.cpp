@@ -79,6 +79,7 @@ class FindingsBuilder {
     DeviceToHostCopies();
     PageableCopies();
     AllocatorChurn();
+    MemorySpike();
     LaunchLatency();
     IdleGaps();
     return std::move(out_);
@@ -475,6 +476,32 @@ class FindingsBuilder {
         t.Describe(steady) + " (first step of the window not counted)" + TopSites(t.by_site) +
             TopOperators(t.by_operator),
         "allocate once and reuse buffers, use a caching allocator or stream-ordered cudaMallocAsync");
+  }
+
+  // PyTorch's tensors: one allocation site holds most of what the window
+  // added at the memory peak (TensorMemoryRow::lines), and a good share of
+  // the peak itself.
+  void MemorySpike() {
+    for (const TensorMemoryRow& r : s_.tensor_memory) {
+      if (r.lines.empty() || r.peak_allocated <= r.held_from_before) continue;
+      const TensorLineRow& top = r.lines.front();
+      uint64_t added = r.peak_allocated - r.held_from_before;
+      if (top.bytes < kMemorySpikeMinBytes || static_cast<double>(top.bytes) < kMemorySpikeShareOfAdded * static_cast<double>(added) ||
+          static_cast<double>(top.bytes) < kMemorySpikeShareOfPeak * static_cast<double>(r.peak_allocated)) {
+        continue;
+      }
+      std::string step = r.peak_step >= 0 ? Printf(" in step %lld", static_cast<long long>(r.peak_step)) : "";
+      Add("memory-spike", Printf("One allocation site sets GPU %d's memory peak", r.device),
+          Printf("PyTorch's tensors peak at %s%s (%s held from before the window); at the peak %s of it (%.0f%%) was "
+                 "allocated by %s, in %llu block%s",
+                 FormatBytes(static_cast<double>(r.peak_allocated)).c_str(), step.c_str(),
+                 FormatBytes(static_cast<double>(r.held_from_before)).c_str(), FormatBytes(static_cast<double>(top.bytes)).c_str(),
+                 100.0 * static_cast<double>(top.bytes) / static_cast<double>(r.peak_allocated),
+                 TensorSiteText(top.site).c_str(), static_cast<unsigned long long>(top.blocks), top.blocks == 1 ? "" : "s"),
+          "lower the peak where that site allocates: free or reuse its tensors sooner, shrink them (a smaller "
+          "micro-batch; activation checkpointing, torch.utils.checkpoint, around the module that runs it), or move "
+          "the work out of the step's peak; the summary's Tensor memory section lists what else is live then");
+    }
   }
 
   // Collectives nothing overlaps: the GPU waits for peers or transfers.

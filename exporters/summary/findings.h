@@ -28,6 +28,9 @@ inline constexpr uint64_t kIdleGapMinNs = 1'000'000;     // idle gaps of 1 ms or
 inline constexpr double kIdleGapWindowPercent = 10.0;    // ... adding up to 10% of the window
 inline constexpr double kLaunchLatencyNs = 50'000;       // median launch->GPU start above 50 µs ...
 inline constexpr double kLaunchLatencyBusyPercent = 50.0;  // ... while the GPU is mostly idle
+inline constexpr uint64_t kMemorySpikeMinBytes = 1 << 20;  // one allocation site live at the tensor peak with 1 MiB ...
+inline constexpr double kMemorySpikeShareOfAdded = 0.5;    // ... half of what the window added there ...
+inline constexpr double kMemorySpikeShareOfPeak = 0.25;    // ... and a quarter of the peak
 
 // WindowMeta::cupti_mode of a window read back from a trace libprof did not
 // write (torch.profiler's): what CUPTI did there is not known.

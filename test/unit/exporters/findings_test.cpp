@@ -51,6 +51,52 @@ WindowBuilder Loop(int steps, int kernels, uint64_t kernel_ns, uint64_t latency_
 // kernel done before the next call begins: the GPU waits for every launch.
 WindowBuilder LaunchBound(int kernels = 50) { return Loop(4, kernels, 2'000, 2'000, 10'000); }
 
+namespace {
+
+// Tensor memory with `held` bytes from before the window and, in step 0,
+// blocks from two lines: 2 MiB from model.py:20, then `big` bytes from
+// model.py:10.
+Window TensorPeak(int64_t big, uint64_t held) {
+  WindowBuilder b;
+  b.Step(0, 0, 1'000'000);
+  Window w = b.Build();
+  uint32_t big_line = static_cast<uint32_t>(w.strings.size());
+  w.strings.push_back("model.py:10 in forward");
+  w.strings.push_back("model.py:20 in forward");
+  uint64_t total = held;
+  auto event = [&](uint64_t ts, uint64_t addr, int64_t bytes, uint32_t site) {
+    total = static_cast<uint64_t>(static_cast<int64_t>(total) + bytes);
+    TensorMemoryEvent m{};
+    m.ts_ns = ts;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = total;
+    m.total_reserved = 64 << 20;
+    m.site_id = site;
+    m.kind = static_cast<uint8_t>(bytes > 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
+    w.tensor_memory.push_back(m);
+  };
+  event(100'000, 0x1000, 2 << 20, big_line + 1);
+  event(200'000, 0x9000000, big, big_line);
+  event(300'000, 0x9000000, -big, 0);
+  event(400'000, 0x1000, -(2 << 20), 0);
+  w.meta.tensor_memory = "on";
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("memory-spike names the one line that holds most of the tensor peak, and stays silent when none does",
+          "[findings]") {
+  std::string evidence;
+  REQUIRE(Fires(TensorPeak(24 << 20, 4 << 20), "memory-spike", &evidence));
+  CHECK(evidence.find("peak at 30.0 MiB in step 0 (4.0 MiB held from before the window)") != std::string::npos);
+  CHECK(evidence.find("24.0 MiB of it (80%) was allocated by model.py:10 in forward, in 1 block") != std::string::npos);
+  // Control: the peak is what the window started with (parameters,
+  // optimizer state); no line holds a quarter of it.
+  CHECK_FALSE(Fires(TensorPeak(2 << 20, 16 << 20), "memory-spike"));
+}
+
 TEST_CASE("overhead-bound fires on short kernels that each wait for their launch", "[findings]") {
   std::string evidence;
   CHECK(Fires(LaunchBound().Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
