@@ -59,29 +59,12 @@ namespace {
 Window TensorPeak(int64_t big, uint64_t held) {
   WindowBuilder b;
   b.Step(0, 0, 1'000'000);
-  Window w = b.Build();
-  uint32_t big_line = static_cast<uint32_t>(w.strings.size());
-  w.strings.push_back("model.py:10 in forward");
-  w.strings.push_back("model.py:20 in forward");
-  uint64_t total = held;
-  auto event = [&](uint64_t ts, uint64_t addr, int64_t bytes, uint32_t site) {
-    total = static_cast<uint64_t>(static_cast<int64_t>(total) + bytes);
-    TensorMemoryEvent m{};
-    m.ts_ns = ts;
-    m.addr = addr;
-    m.bytes = bytes;
-    m.total_allocated = total;
-    m.total_reserved = 64 << 20;
-    m.site_id = site;
-    m.kind = static_cast<uint8_t>(bytes > 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
-    w.tensor_memory.push_back(m);
-  };
-  event(100'000, 0x1000, 2 << 20, big_line + 1);
-  event(200'000, 0x9000000, big, big_line);
-  event(300'000, 0x9000000, -big, 0);
-  event(400'000, 0x1000, -(2 << 20), 0);
-  w.meta.tensor_memory = "on";
-  return w;
+  b.TensorsHeld(held);
+  b.Tensor(100'000, 0x1000, 2 << 20, "model.py:20 in forward");
+  b.Tensor(200'000, 0x9000000, big, "model.py:10 in forward");
+  b.Tensor(300'000, 0x9000000, -big);
+  b.Tensor(400'000, 0x1000, -(2 << 20));
+  return b.Build();
 }
 
 }  // namespace

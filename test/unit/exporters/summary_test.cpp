@@ -133,27 +133,14 @@ TEST_CASE("tensor memory: each step's peak, and what is live at the window's pea
   WindowBuilder b;
   b.Step(3, 1'000, 2'000);
   b.Step(4, 2'000, 3'000);
-  Window w = b.Build();
-  w.strings = {"", "train.py:12 in forward"};
-  auto event = [&](uint64_t ts, uint64_t addr, int64_t bytes, uint64_t total, uint32_t site) {
-    TensorMemoryEvent m{};
-    m.ts_ns = ts;
-    m.addr = addr;
-    m.bytes = bytes;
-    m.total_allocated = total;
-    m.total_reserved = 1 << 20;
-    m.site_id = site;
-    m.kind = static_cast<uint8_t>(bytes > 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
-    w.tensor_memory.push_back(m);
-  };
   // 10,000 bytes held from before; step 3 peaks at 16,000, step 4 at 12,000.
-  event(1'100, 0xa000, 4'000, 14'000, 1);
-  event(1'200, 0xb000, 2'000, 16'000, 0);
-  event(1'300, 0xb000, -2'000, 14'000, 0);
-  event(1'400, 0xa000, -4'000, 10'000, 0);
-  event(2'500, 0xc000, 2'000, 12'000, 1);
-  w.meta.tensor_memory = "on";
-  w.meta.start_ns = 1'000;
+  b.TensorsHeld(10'000);
+  b.Tensor(1'100, 0xa000, 4'000, "train.py:12 in forward");
+  b.Tensor(1'200, 0xb000, 2'000);
+  b.Tensor(1'300, 0xb000, -2'000);
+  b.Tensor(1'400, 0xa000, -4'000);
+  b.Tensor(2'500, 0xc000, 2'000, "train.py:12 in forward");
+  Window w = b.Build();
   Summary s = ComputeSummary(w);
   REQUIRE(s.tensor_memory.size() == 1);
   const TensorMemoryRow& r = s.tensor_memory[0];

@@ -117,6 +117,20 @@ class WindowBuilder {
     w_.alloc_samples.push_back(a);
   }
 
+  // A block of PyTorch's caching allocator allocated (bytes > 0) or freed;
+  // `site`: its Python line ("" none). The device's total follows.
+  void Tensor(uint64_t ts_ns, uint64_t addr, int64_t bytes, const std::string& site = "") {
+    tensor_total_ = static_cast<uint64_t>(static_cast<int64_t>(tensor_total_) + bytes);
+    TensorMemoryEvent m{};
+    m.ts_ns = ts_ns, m.addr = addr, m.bytes = bytes, m.total_allocated = tensor_total_, m.total_reserved = 64 << 20;
+    m.site_id = site.empty() ? 0 : Str(site);
+    m.kind = static_cast<uint8_t>(bytes > 0 ? TensorMemoryKind::kAlloc : TensorMemoryKind::kFree);
+    w_.tensor_memory.push_back(m);
+    w_.meta.tensor_memory = "on";
+  }
+  // What the window's tensor memory starts from (before the first Tensor()).
+  void TensorsHeld(uint64_t bytes) { tensor_total_ = bytes; }
+
   Window& window() { return w_; }
 
   // The window as the session seals it: events in start order.
@@ -130,6 +144,7 @@ class WindowBuilder {
 
  private:
   Window w_;
+  uint64_t tensor_total_ = 0;
 };
 
 // The trace of `w`, parsed strictly (throws on anything that is not JSON).
