@@ -168,9 +168,17 @@ class MultiRankJob(unittest.TestCase):
 
     def check_same_iterations(self, traces):
         sets = [collectives(t) for t in traces]
-        self.assertGreater(len(sets[0]), 0, "no collective kernel with Kineto's arguments in rank 0's window")
+
+        def said(r):
+            """What rank r's window says about itself, for a failure's message."""
+            lp = traces[r]["libprof"]
+            kernels = sum(1 for e in traces[r]["traceEvents"] if e.get("cat") == "kernel")
+            losses = {k: v for k, v in lp.get("losses", {}).items() if v}
+            return f"rank {r}: window {lp['window']}, {kernels} kernels, losses {losses}"
+        self.assertGreater(len(sets[0]), 0, f"no collective kernel with Kineto's arguments in rank 0's window; {said(0)}")
         for r in range(1, WORLD):
-            self.assertEqual(sets[r], sets[0], f"rank {r}'s window holds other collectives than rank 0's")
+            self.assertEqual(sets[r], sets[0], f"rank {r}'s window holds other collectives than rank 0's; {said(r)}; "
+                                               f"{said(0)}")
         steps = [sorted(e["name"] for e in t["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
                  for t in traces]
         for r in range(1, WORLD):
