@@ -28,6 +28,7 @@
 //   device:   device, allocated bytes, reserved bytes (at the history's end)
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -63,6 +64,9 @@ ReplayResult ReplayTensorMemory(const TensorMemoryBatch& batch);
 
 class TensorMemory : public TensorMemorySource {
  public:
+  // The main thread's pending call: whether the allocator's history is on.
+  void SetRecording(bool on) { recording_.store(on, std::memory_order_relaxed); }
+  bool recording() const { return recording_.load(std::memory_order_relaxed); }
   // The session, as a window ends: a hand-over is due.
   void Expect();
   // The main thread's pending call: the history it took, or why none
@@ -74,6 +78,7 @@ class TensorMemory : public TensorMemorySource {
   void ProcessExiting() override;
 
  private:
+  std::atomic<bool> recording_{false};
   std::mutex mu_;
   std::condition_variable arrived_;
   bool due_ = false;

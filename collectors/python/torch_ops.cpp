@@ -491,6 +491,7 @@ int Apply(void*) {
     } else if (take) {
       g_memory->NotComing(MemoryStatus(what));
     }
+    g_memory->SetRecording(what == "on" || (what == "taken" && want));
     ReportMemory(what);
   }
   return 0;
@@ -563,7 +564,9 @@ void TorchOpsWanted(bool on) {
 }
 
 void TorchWindowEnded() {
-  if (g_memory == nullptr) return;
+  // Only while the history is on: a Python process without PyTorch (or
+  // without CUDA in use) owes nothing, and its window is not held up.
+  if (g_memory == nullptr || !g_memory->recording()) return;
   g_memory->Expect();
   g_take.store(true, std::memory_order_release);
   if (!Queue() && g_take.exchange(false, std::memory_order_acq_rel)) g_memory->NotComing("");
