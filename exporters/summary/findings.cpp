@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "exporters/common/collectives.h"
 #include "exporters/common/compact_window.h"
@@ -80,6 +81,7 @@ class FindingsBuilder {
     PageableCopies();
     AllocatorChurn();
     MemorySpike();
+    AutogradOverhead();
     LaunchLatency();
     IdleGaps();
     return std::move(out_);
@@ -502,6 +504,67 @@ class FindingsBuilder {
           "micro-batch; activation checkpointing, torch.utils.checkpoint, around the module that runs it), or move "
           "the work out of the step's peak; the summary's Tensor memory section lists what else is live then");
     }
+  }
+
+  // PyTorch's backward pass: the threads autograd ran backward operators
+  // on (an operator whose sequence number's forward operator ran on another
+  // thread) spend far more time in their outermost operators than the GPU
+  // spends on the work they launched.
+  void AutogradOverhead() {
+    if (operators_.empty()) return;
+    const std::vector<NvtxRange>& ranges = RestOf(w_).nvtx_ranges;
+    std::set<uint32_t> threads;
+    for (const NvtxRange& r : ranges) {
+      if (r.op_id == 0 || r.seq < 0) continue;
+      uint32_t forward = operators_.ForwardThread(r.seq);
+      if (forward != 0 && forward != r.tid) threads.insert(r.tid);
+    }
+    if (threads.empty()) return;
+    uint64_t cpu_ns = 0;
+    std::map<uint32_t, uint64_t> cpu_by_name;
+    const std::vector<int64_t>& parents = operators_.Parents();
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const NvtxRange& r = ranges[i];
+      if (r.op_id == 0 || parents[i] >= 0 || threads.count(r.tid) == 0) continue;
+      uint64_t ns = Duration(std::max(r.start_ns, s_.span_start_ns), std::min(r.end_ns, s_.span_end_ns));
+      cpu_ns += ns;
+      cpu_by_name[r.name_id] += ns;
+    }
+    uint64_t gpu_ns = 0;
+    for (const auto& d : w_.device_records) {
+      DeviceKind kind = KindOf(d);
+      if (kind != DeviceKind::kKernel && kind != DeviceKind::kMemcpy && kind != DeviceKind::kMemset) continue;
+      int64_t call = index_.HostCall(d.correlation_id);
+      if (call == WindowIndex::kNone || d.correlation_id == 0) continue;
+      if (threads.count(w_.host_events[static_cast<size_t>(call)].tid) != 0) gpu_ns += Duration(d.start_ns, d.end_ns);
+    }
+    uint64_t span = Duration(s_.span_start_ns, s_.span_end_ns);
+    if (span == 0 || static_cast<double>(cpu_ns) < kAutogradWindowShare * static_cast<double>(span) ||
+        static_cast<double>(cpu_ns) < kAutogradCpuOverGpu * static_cast<double>(gpu_ns)) {
+      return;
+    }
+    std::vector<std::pair<uint64_t, uint32_t>> top;
+    for (const auto& [name, ns] : cpu_by_name) top.emplace_back(ns, name);
+    std::sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+    std::string names;
+    for (size_t i = 0; i < top.size() && i < 3; ++i) {
+      // Autograd's wrapper around each node: the node's name says it.
+      std::string_view name = RestOf(w_).String(top[i].second);
+      constexpr std::string_view kNodeWrapper = "autograd::engine::evaluate_function: ";
+      if (name.substr(0, kNodeWrapper.size()) == kNodeWrapper) name.remove_prefix(kNodeWrapper.size());
+      names += (i ? ", " : "") + std::string(name) + " " + FormatDuration(static_cast<double>(top[i].first));
+    }
+    Add("autograd-overhead", "The backward pass costs the host far more than the GPU: autograd overhead",
+        Printf("autograd's thread%s spent %s in operators (%.0f%% of the window), the GPU %s on the work they "
+               "launched (%.1fx; threshold >= %.0fx); most host time in: %s",
+               threads.size() == 1 ? "" : "s", FormatDuration(static_cast<double>(cpu_ns)).c_str(),
+               100.0 * static_cast<double>(cpu_ns) / static_cast<double>(span),
+               FormatDuration(static_cast<double>(gpu_ns)).c_str(),
+               gpu_ns ? static_cast<double>(cpu_ns) / static_cast<double>(gpu_ns) : 0.0, kAutogradCpuOverGpu,
+               names.c_str()),
+        "fewer, larger backward operations: torch.compile compiles the backward pass too (fused kernels, "
+        "fewer autograd nodes), a CUDA graph replays it without the host, a larger batch gives each node more "
+        "work");
   }
 
   // Collectives nothing overlaps: the GPU waits for peers or transfers.

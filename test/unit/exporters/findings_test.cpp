@@ -80,6 +80,42 @@ TEST_CASE("memory-spike names the one line that holds most of the tensor peak, a
   CHECK_FALSE(Fires(TensorPeak(2 << 20, 16 << 20), "memory-spike"));
 }
 
+namespace {
+
+// One step of 1 ms: aten::mm (sequence number 4) on the main thread, then
+// MmBackward0 for it on autograd's thread for 400 µs, launching one kernel
+// of `backward_kernel_ns`.
+Window Backward(uint64_t backward_kernel_ns) {
+  constexpr uint32_t kAutograd = testing::kPid + 7;
+  WindowBuilder b;
+  b.Step(0, 0, 1'000'000);
+  auto op = [&](const char* name, uint64_t start, uint64_t end, uint32_t tid, uint32_t op_id, int32_t seq) {
+    NvtxRange r{start, end, b.Str(name), tid, 0};
+    r.op_id = op_id;
+    r.seq = seq;
+    b.window().nvtx_ranges.push_back(r);
+  };
+  op("aten::mm", 100'000, 150'000, testing::kPid, 1, 4);
+  b.Launch("_Z2mmv", 110'000, 5'000, 120'000, 130'000, 1);
+  op("MmBackward0", 300'000, 700'000, kAutograd, 2, 4);
+  b.Call(ApiId::cudaLaunchKernel, 350'000, 355'000, 2, kAutograd);
+  b.Kernel("_Z6mm_bwdv", 360'000, 360'000 + backward_kernel_ns, 2, 7);
+  return b.Build();
+}
+
+}  // namespace
+
+TEST_CASE("autograd-overhead fires when autograd's threads spend far more in operators than their work's GPU time",
+          "[findings]") {
+  std::string evidence;
+  REQUIRE(Fires(Backward(10'000), "autograd-overhead", &evidence));
+  CHECK(evidence.find("autograd's thread spent 400.0 µs in operators (40% of the window), the GPU 10.0 µs") !=
+        std::string::npos);
+  CHECK(evidence.find("most host time in: MmBackward0 400.0 µs") != std::string::npos);
+  // Control: the backward kernel keeps the GPU busy most of that time.
+  CHECK_FALSE(Fires(Backward(300'000), "autograd-overhead"));
+}
+
 TEST_CASE("overhead-bound fires on short kernels that each wait for their launch", "[findings]") {
   std::string evidence;
   CHECK(Fires(LaunchBound().Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
