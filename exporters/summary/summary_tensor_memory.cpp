@@ -136,8 +136,8 @@ void RenderStepPeaks(const TensorMemoryRow& r, std::string* out) {
 }  // namespace
 
 std::string TensorSiteText(const std::string& site) {
-  if (site.empty()) return "(no Python frame: autograd's threads, C++)";
-  if (site.compare(0, 3, "in ") == 0) return "(no Python frame) " + site;
+  if (site.empty()) return "(no Python line: autograd's threads, C++)";
+  if (site.compare(0, 3, "in ") == 0) return site.substr(3) + " (no Python line)";
   return site;
 }
 

@@ -158,7 +158,7 @@ TEST_CASE("tensor memory: each step's peak, and what is live at the window's pea
   CHECK(r.frees == 2);
   std::string text = RenderSummary(s);
   CHECK(text.find(" Peak allocated by step: 3: 16000; 4: 12000\n") != std::string::npos);
-  CHECK(text.find("(no Python frame: autograd's threads, C++)") != std::string::npos);
+  CHECK(text.find("(no Python line: autograd's threads, C++)") != std::string::npos);
   // Without tensor memory there is no section, unless something kept it out.
   Summary plain = ComputeSummary(Measured());
   CHECK(RenderSummary(plain).find("Tensor memory") == std::string::npos);
