@@ -726,6 +726,14 @@
         { title: 'Blocks', key: (r) => r.blocks, cell: (r) => (r.blocks ? U(r.blocks) : '-') },
         { title: 'Live at the peak, by Python line', key: (r) => r.site, cell: (r) => r.site, cls: 'name' },
       ], t.lines));
+      if (t.modules.length) {
+        s.append(dataTable('table-tensor-modules-' + t.device, [
+          { title: 'Bytes', key: (r) => r.bytes, cell: (r) => U(r.bytes) },
+          { title: 'Size', key: (r) => r.bytes, cell: (r) => bytes(r.bytes) },
+          { title: 'Blocks', key: (r) => r.blocks, cell: (r) => U(r.blocks) },
+          { title: 'Live at the peak, by module (allocated in the window)', key: (r) => r.path, cell: (r) => r.path, cls: 'name' },
+        ], t.modules));
+      }
       if (t.largest.length) {
         s.append(dataTable('table-tensor-largest-' + t.device, [
           { title: 'Bytes', key: (r) => r.bytes, cell: (r) => U(r.bytes) },

@@ -521,6 +521,10 @@ void WriteTensorMemory(JsonWriter& out, const Summary& s) {
     Array(row.Key("lines"), lines, [&](const std::pair<uint64_t, std::string>& l) {
       Object(out).U("bytes", l.first).U("blocks", blocks[at++]).S("site", l.second);
     });
+    std::vector<TensorLineRow> modules(r.modules.begin(), r.modules.begin() + std::min(r.modules.size(), kTensorRowsShown));
+    Array(row.Key("modules"), modules, [&](const TensorLineRow& m) {
+      Object(out).U("bytes", m.bytes).U("blocks", m.blocks).S("path", m.site.empty() ? "(outside every module)" : m.site);
+    });
     Array(row.Key("largest"), r.largest, [&](const TensorBlockRow& b) {
       Object(out).U("bytes", b.bytes).U("alloc_ns", b.alloc_ns).S("site", TensorSiteText(b.site));
     });

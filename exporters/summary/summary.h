@@ -168,6 +168,10 @@ struct TensorMemoryRow {
   uint64_t allocs = 0, frees = 0;
   uint64_t held_from_before = 0;     // live at the peak, allocated before the window
   std::vector<TensorLineRow> lines;   // live at the peak, by bytes descending
+  // With module paths (PROF_TORCH_OPS=...,modules): the same by the module
+  // around the operator each block was allocated in (site: its path, ""
+  // outside every module).
+  std::vector<TensorLineRow> modules;
   std::vector<TensorBlockRow> largest;  // live at the peak, largest first
 };
 inline constexpr size_t kTensorRowsShown = 10;

@@ -52,28 +52,38 @@ void LiveAtPeak(const Window& w, const std::vector<const TensorMemoryEvent*>& ev
     else live.erase(m.addr);
   }
   uint64_t in_window = 0;
-  std::map<std::string, TensorLineRow> lines;
-  std::unique_ptr<OperatorIndex> ops;  // for blocks without a Python line, built at the first
+  std::map<std::string, TensorLineRow> lines, modules;
+  // The operator a block was allocated in (any thread's, entered last):
+  // names a block without a Python line (autograd's threads run none), and
+  // with module paths recorded, its module.
+  OperatorIndex ops(w.nvtx_ranges, [&](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
+  auto add = [](std::map<std::string, TensorLineRow>* rows, const std::string& key, uint64_t bytes) {
+    TensorLineRow& row = (*rows)[key];
+    row.site = key;
+    row.bytes += bytes;
+    ++row.blocks;
+  };
   for (const auto& [addr, b] : live) {
     in_window += b.bytes;
     std::string site = w.String(b.site_id);
-    if (site.empty()) {
-      // Autograd's threads run no Python: the operator it was allocated in.
-      if (!ops) ops = std::make_unique<OperatorIndex>(w.nvtx_ranges);
-      int64_t op = ops->EnclosingOnAnyThread(b.ts_ns);
-      if (op >= 0) site = "in " + w.String(w.nvtx_ranges[static_cast<size_t>(op)].name_id);
+    int64_t op = ops.empty() ? -1 : ops.EnclosingOnAnyThread(b.ts_ns);
+    if (site.empty() && op >= 0) site = "in " + w.String(w.nvtx_ranges[static_cast<size_t>(op)].name_id);
+    add(&lines, site, b.bytes);
+    if (ops.has_modules()) {
+      int64_t module = ops.ModuleOf(op);
+      add(&modules, module < 0 ? "" : std::string(ModulePath(w.String(w.nvtx_ranges[static_cast<size_t>(module)].name_id))),
+          b.bytes);
     }
-    TensorLineRow& line = lines[site];
-    line.site = site;
-    line.bytes += b.bytes;
-    ++line.blocks;
     row->largest.push_back({b.bytes, site, b.ts_ns > origin_ns ? b.ts_ns - origin_ns : 0});
   }
   row->held_from_before = row->peak_allocated > in_window ? row->peak_allocated - in_window : 0;
-  for (auto& [id, line] : lines) row->lines.push_back(std::move(line));
-  std::sort(row->lines.begin(), row->lines.end(), [](const TensorLineRow& a, const TensorLineRow& b) {
+  auto by_bytes = [](const TensorLineRow& a, const TensorLineRow& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.site < b.site;
-  });
+  };
+  for (auto& [id, line] : lines) row->lines.push_back(std::move(line));
+  std::sort(row->lines.begin(), row->lines.end(), by_bytes);
+  for (auto& [path, module] : modules) row->modules.push_back(std::move(module));
+  std::sort(row->modules.begin(), row->modules.end(), by_bytes);
   std::sort(row->largest.begin(), row->largest.end(), [](const TensorBlockRow& a, const TensorBlockRow& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.alloc_ns < b.alloc_ns;
   });
@@ -177,6 +187,15 @@ void RenderTensorMemory(const Summary& s, std::string* out) {
                     Grouped((unsigned long long)l.blocks), TensorSiteText(l.site)});
     }
     *out += lines.Render();
+    if (!r.modules.empty()) {
+      TextTable modules({"Bytes", "Size", "Blocks", "Live at the peak, by module (allocated in the window)"});
+      for (size_t i = 0; i < r.modules.size() && i < kTensorRowsShown; ++i) {
+        const TensorLineRow& m = r.modules[i];
+        modules.AddRow({Grouped((unsigned long long)m.bytes), FormatBytes(double(m.bytes)),
+                        Grouped((unsigned long long)m.blocks), m.site.empty() ? "(outside every module)" : m.site});
+      }
+      *out += modules.Render();
+    }
     if (r.largest.empty()) continue;
     TextTable largest({"Bytes", "Size", "Allocated (ms)", "Largest blocks live at the peak, allocated in the window"});
     for (const TensorBlockRow& b : r.largest) {

@@ -140,6 +140,11 @@ TEST_CASE("tensor memory: each step's peak, and what is live at the window's pea
   b.Tensor(1'300, 0xb000, -2'000);
   b.Tensor(1'400, 0xa000, -4'000);
   b.Tensor(2'500, 0xc000, 2'000, "train.py:12 in forward");
+  // Module paths: aten::mm in blocks.0.attn around the first two blocks.
+  b.window().nvtx_ranges.push_back({1'050, 1'350, b.Str("nn.Module: blocks.0.attn"), testing::kPid, 0});
+  NvtxRange mm{1'080, 1'250, b.Str("aten::mm"), testing::kPid, 1};
+  mm.op_id = 5;
+  b.window().nvtx_ranges.push_back(mm);
   Window w = b.Build();
   Summary s = ComputeSummary(w);
   REQUIRE(s.tensor_memory.size() == 1);
@@ -153,12 +158,17 @@ TEST_CASE("tensor memory: each step's peak, and what is live at the window's pea
   REQUIRE(r.lines.size() == 2);
   CHECK(r.lines[0].site == "train.py:12 in forward");
   CHECK(r.lines[0].bytes == 4'000);
-  CHECK(r.lines[1].site.empty());
+  CHECK(r.lines[1].site == "in aten::mm");  // no Python line: its operator
+  REQUIRE(r.modules.size() == 1);
+  CHECK(r.modules[0].site == "blocks.0.attn");
+  CHECK(r.modules[0].bytes == 6'000);
+  CHECK(r.modules[0].blocks == 2);
   CHECK(r.allocs == 3);
   CHECK(r.frees == 2);
   std::string text = RenderSummary(s);
   CHECK(text.find(" Peak allocated by step: 3: 16000; 4: 12000\n") != std::string::npos);
-  CHECK(text.find("(no Python line: autograd's threads, C++)") != std::string::npos);
+  CHECK(text.find("aten::mm (no Python line)") != std::string::npos);
+  CHECK(text.find("Live at the peak, by module (allocated in the window)") != std::string::npos);
   // Without tensor memory there is no section, unless something kept it out.
   Summary plain = ComputeSummary(Measured());
   CHECK(RenderSummary(plain).find("Tensor memory") == std::string::npos);
