@@ -511,19 +511,16 @@ void WriteTensorMemory(JsonWriter& out, const Summary& s) {
         .U("frees", r.frees);
     Array(row.Key("step_peaks"), r.step_peaks,
           [&](const std::pair<uint64_t, uint64_t>& p) { Numbers(out, {p.first, p.second}); });
-    std::vector<std::pair<uint64_t, std::string>> lines{{r.held_from_before, kTensorHeldText}};
-    std::vector<uint64_t> blocks{0};
+    std::vector<TensorLineRow> lines{{kTensorHeldText, r.held_from_before, 0}};
     for (size_t i = 0; i < r.lines.size() && i < kTensorRowsShown; ++i) {
-      lines.emplace_back(r.lines[i].bytes, TensorSiteText(r.lines[i].site));
-      blocks.push_back(r.lines[i].blocks);
+      lines.push_back({TensorSiteText(r.lines[i].site), r.lines[i].bytes, r.lines[i].blocks});
     }
-    size_t at = 0;
-    Array(row.Key("lines"), lines, [&](const std::pair<uint64_t, std::string>& l) {
-      Object(out).U("bytes", l.first).U("blocks", blocks[at++]).S("site", l.second);
+    Array(row.Key("lines"), lines, [&](const TensorLineRow& l) {
+      Object(out).U("bytes", l.bytes).U("blocks", l.blocks).S("site", l.site);
     });
     std::vector<TensorLineRow> modules(r.modules.begin(), r.modules.begin() + std::min(r.modules.size(), kTensorRowsShown));
     Array(row.Key("modules"), modules, [&](const TensorLineRow& m) {
-      Object(out).U("bytes", m.bytes).U("blocks", m.blocks).S("path", m.site.empty() ? "(outside every module)" : m.site);
+      Object(out).U("bytes", m.bytes).U("blocks", m.blocks).S("path", TensorModuleText(m.site));
     });
     Array(row.Key("largest"), r.largest, [&](const TensorBlockRow& b) {
       Object(out).U("bytes", b.bytes).U("alloc_ns", b.alloc_ns).S("site", TensorSiteText(b.site));

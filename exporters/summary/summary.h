@@ -296,6 +296,7 @@ void RenderTensorMemory(const Summary& summary, std::string* out);
 // How the summary and the page name where a block was allocated
 // (TensorLineRow::site), and the row of what the window did not allocate.
 std::string TensorSiteText(const std::string& site);
+std::string TensorModuleText(const std::string& path);  // TensorMemoryRow::modules' site
 extern const char* const kTensorHeldText;
 std::string RenderSummary(const Window& window);
 std::string RenderSummary(const Window& window, const WindowIndex& index);

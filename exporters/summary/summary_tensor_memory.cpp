@@ -151,6 +151,8 @@ std::string TensorSiteText(const std::string& site) {
   return site;
 }
 
+std::string TensorModuleText(const std::string& path) { return path.empty() ? "(outside every module)" : path; }
+
 const char* const kTensorHeldText = "(allocated before the window: parameters, optimizer state, caches)";
 
 void ComputeTensorMemory(const Window& w, Summary* s) {
@@ -192,7 +194,7 @@ void RenderTensorMemory(const Summary& s, std::string* out) {
       for (size_t i = 0; i < r.modules.size() && i < kTensorRowsShown; ++i) {
         const TensorLineRow& m = r.modules[i];
         modules.AddRow({Grouped((unsigned long long)m.bytes), FormatBytes(double(m.bytes)),
-                        Grouped((unsigned long long)m.blocks), m.site.empty() ? "(outside every module)" : m.site});
+                        Grouped((unsigned long long)m.blocks), TensorModuleText(m.site)});
       }
       *out += modules.Render();
     }
