@@ -84,26 +84,62 @@ class Frames {
   std::vector<size_t> parent_;
 };
 
-// The rank's kernels as merged intervals by kind, and its host calls sorted
-// by start (all of them, and the main thread's).
+// Each thread's Frames, made when that thread is first asked about.
+class ThreadFrames {
+ public:
+  explicit ThreadFrames(const RankEvents& r) : r_(r) {}
+  uint32_t At(int64_t tid, int64_t t) {
+    auto it = frames_.find(tid);
+    if (it == frames_.end()) it = frames_.emplace(tid, Frames(r_, tid)).first;
+    return it->second.At(t);
+  }
+
+ private:
+  const RankEvents& r_;
+  std::unordered_map<int64_t, Frames> frames_;
+};
+
+// The rank's kernels as merged intervals by kind, all its GPU work merged,
+// where each piece of work starts (with its launching call's correlation),
+// its host calls sorted by start (all of them, and the main thread's), and
+// the first call of each correlation.
 struct Timeline {
-  Intervals compute, comm;
+  Intervals compute, comm, gpu;
+  std::vector<std::pair<int64_t, uint64_t>> work_starts;
   std::vector<const JobSlice*> calls, main_calls;
+  std::unordered_map<uint64_t, const JobSlice*> launches;
 };
 
 Timeline MakeTimeline(const RankEvents& r, int64_t main_tid) {
   Timeline t;
-  Intervals compute, comm;
-  for (const JobKernel& k : r.kernels) (k.comm ? comm : compute).push_back({k.start_ns, k.end_ns});
+  Intervals compute, comm, transfers;
+  for (const JobKernel& k : r.kernels) {
+    (k.comm ? comm : compute).push_back({k.start_ns, k.end_ns});
+    t.work_starts.emplace_back(k.start_ns, k.correlation);
+  }
+  for (const JobTransfer& x : r.transfers) {
+    transfers.push_back({x.start_ns, x.end_ns});
+    t.work_starts.emplace_back(x.start_ns, x.correlation);
+  }
+  Intervals all = compute;
+  all.insert(all.end(), comm.begin(), comm.end());
+  all.insert(all.end(), transfers.begin(), transfers.end());
+  t.gpu = MergeIntervals(std::move(all));
   t.compute = MergeIntervals(std::move(compute));
   t.comm = MergeIntervals(std::move(comm));
+  std::sort(t.work_starts.begin(), t.work_starts.end());
   for (const JobSlice& c : r.calls) {
     t.calls.push_back(&c);
     if (c.tid == main_tid) t.main_calls.push_back(&c);
   }
   auto by_start = [](const JobSlice* a, const JobSlice* b) { return a->start_ns < b->start_ns; };
-  std::sort(t.calls.begin(), t.calls.end(), by_start);
-  std::sort(t.main_calls.begin(), t.main_calls.end(), by_start);
+  // Stable: calls that start together keep the trace's order, the same
+  // whether read from the file or taken as it is written.
+  std::stable_sort(t.calls.begin(), t.calls.end(), by_start);
+  std::stable_sort(t.main_calls.begin(), t.main_calls.end(), by_start);
+  for (const JobSlice* c : t.calls) {
+    if (c->correlation != 0) t.launches.emplace(c->correlation, c);
+  }
   return t;
 }
 
@@ -137,8 +173,37 @@ class Names {
   std::unordered_map<uint32_t, uint32_t> ids_;
 };
 
-RankStepFacts StepFacts(const RankEvents& r, const Timeline& t, const Frames& frames, const JobStep& st,
-                        Names& names) {
+// The longest stretch of [lo, hi) that the merged `busy` leaves uncovered:
+// its length and end.
+std::pair<int64_t, int64_t> LongestUncovered(const Intervals& busy, int64_t lo, int64_t hi) {
+  auto it = std::lower_bound(busy.begin(), busy.end(), lo,
+                             [](const std::pair<int64_t, int64_t>& b, int64_t x) { return b.second <= x; });
+  int64_t cursor = lo, longest = 0, end = lo;
+  for (; it != busy.end() && it->first < hi; ++it) {
+    if (it->first - cursor > longest) longest = it->first - cursor, end = it->first;
+    cursor = std::max(cursor, it->second);
+  }
+  if (hi - cursor > longest) longest = hi - cursor, end = hi;
+  return {longest, end};
+}
+
+// The step's longest GPU idle stretch, and the call that launched the work
+// ending it (with that call's innermost Python frame).
+void IdleFacts(const Timeline& t, ThreadFrames& frames, const JobStep& st, Names& names, RankStepFacts* s) {
+  auto [idle, end] = LongestUncovered(t.gpu, st.start_ns, st.end_ns);
+  s->idle_ns = idle;
+  if (idle <= 0 || end >= st.end_ns) return;
+  auto work = std::lower_bound(t.work_starts.begin(), t.work_starts.end(), std::make_pair(end, uint64_t{0}));
+  if (work == t.work_starts.end() || work->first != end) return;
+  auto call = t.launches.find(work->second);
+  if (work->second == 0 || call == t.launches.end()) return;
+  s->idle_call_ns = call->second->start_ns;
+  s->idle_call = names(call->second->name);
+  s->idle_site = names(frames.At(call->second->tid, call->second->start_ns));
+}
+
+RankStepFacts StepFacts(const RankEvents& r, const Timeline& t, ThreadFrames& frames, int64_t main_tid,
+                        const JobStep& st, Names& names) {
   RankStepFacts s;
   s.step = st;
   int64_t lo = st.start_ns, hi = st.end_ns;
@@ -157,8 +222,9 @@ RankStepFacts StepFacts(const RankEvents& r, const Timeline& t, const Frames& fr
   }
   if (gap_call != 0) {
     s.gap_call = names(gap_call);
-    s.gap_site = names(frames.At(s.gap_call_ns));
+    s.gap_site = names(frames.At(main_tid, s.gap_call_ns));
   }
+  IdleFacts(t, frames, st, names, &s);
   for (auto it = FirstCallAt(t.calls, lo); it != t.calls.end() && (*it)->start_ns < hi; ++it) {
     if (IsSyncCall(r.names[(*it)->name])) ++s.syncs;
   }
@@ -221,10 +287,10 @@ RankFacts SummarizeRank(const RankEvents& r) {
   f.label = r.label;
   int64_t main_tid = MainThread(r);
   Timeline t = MakeTimeline(r, main_tid);
-  Frames frames(r, main_tid);
+  ThreadFrames frames(r);
   Names names(r, &f);
   f.comm_overlap_percent = CommOverlapPercent(t);
-  for (const JobStep& st : r.steps) f.steps.push_back(StepFacts(r, t, frames, st, names));
+  for (const JobStep& st : r.steps) f.steps.push_back(StepFacts(r, t, frames, main_tid, st, names));
   std::unordered_map<std::string, size_t> keys = MatchableKernels(r);
   std::vector<std::pair<std::string, size_t>> matchable(keys.begin(), keys.end());
   // In the rank's kernel order, whatever the hash map's.
@@ -247,7 +313,7 @@ std::string Quote(std::string_view text) {
 }  // namespace
 
 std::string RankFactsJson(const RankFacts& f) {
-  std::string out = "{\"libprof_job_facts\": 1, \"trace\": " + Quote(f.path) + ", \"rank\": " +
+  std::string out = "{\"libprof_job_facts\": 2, \"trace\": " + Quote(f.path) + ", \"rank\": " +
                     std::to_string(f.rank) + ", \"ranked\": " + (f.ranked ? "true" : "false") +
                     ", \"label\": " + Quote(f.label) + ", \"comm_overlap_percent\": ";
   if (f.comm_overlap_percent < 0) {
@@ -264,7 +330,8 @@ std::string RankFactsJson(const RankFacts& f) {
     const RankStepFacts& s = f.steps[i];
     out += i ? ",\n  [" : "\n  [";
     const int64_t fields[] = {static_cast<int64_t>(s.step.number), s.step.start_ns, s.step.end_ns, s.compute_ns,
-                              s.comm_ns, s.gap_ns, s.gap_call_ns, s.gap_call, s.gap_site, s.syncs};
+                              s.comm_ns, s.gap_ns, s.gap_call_ns, s.gap_call, s.gap_site, s.syncs,
+                              s.idle_ns, s.idle_call_ns, s.idle_call, s.idle_site};
     for (size_t k = 0; k < std::size(fields); ++k) out += (k ? ", " : "") + std::to_string(fields[k]);
     out += "]";
   }
@@ -278,7 +345,10 @@ std::string RankFactsJson(const RankFacts& f) {
 }
 
 void ShiftRankFacts(RankFacts* f, int64_t ns) {
-  for (RankStepFacts& s : f->steps) s.step.start_ns += ns, s.step.end_ns += ns, s.gap_call_ns += ns;
+  for (RankStepFacts& s : f->steps) {
+    s.step.start_ns += ns, s.step.end_ns += ns, s.gap_call_ns += ns;
+    if (s.idle_call != 0) s.idle_call_ns += ns;
+  }
   for (JobCollective& c : f->collectives) c.start_ns += ns, c.end_ns += ns;
 }
 

@@ -1,6 +1,8 @@
 // What the job analysis needs of one rank, computed from that rank's events
 // alone: per step its GPU time by kind, its host's longest gap (with the
-// call after it and the Python line of that call) and its synchronizations;
+// call after it and the Python line of that call), its GPU's longest wait
+// for work (with the call that ended it and that call's Python line) and
+// its synchronizations;
 // its collectives that can be matched across ranks; its communication
 // overlap. A few dozen bytes per step and per collective, so a job's ranks
 // are read one at a time and only their facts are held for all of them:
@@ -36,6 +38,14 @@ struct JobKernel {
   bool comm = false;        // a collective or point-to-point kernel
   std::string key;          // "<group>/<collective>/<seq>" when it can be matched across ranks, else ""
   std::string collective;   // "allreduce", ... (the kernel name when no "Collective name")
+  uint64_t correlation = 0; // its launching call's
+};
+
+// A copy or memset: GPU work that is neither compute nor communication.
+struct JobTransfer {
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  uint64_t correlation = 0;  // its launching call's
 };
 
 // A host call (CUDA runtime/driver, NCCL) or a Python frame, on one thread.
@@ -44,6 +54,7 @@ struct JobSlice {
   int64_t end_ns = 0;
   int64_t tid = 0;
   uint32_t name = 0;  // index into RankEvents::names
+  uint64_t correlation = 0;  // a CUDA call's (0: none, and for Python frames)
 };
 
 struct RankEvents {
@@ -53,6 +64,7 @@ struct RankEvents {
   std::string label;     // "rank R", or ProcessLabel() when it has no rank
   std::vector<JobStep> steps;      // ascending
   std::vector<JobKernel> kernels;  // in trace order
+  std::vector<JobTransfer> transfers;  // copies and memsets
   std::vector<JobSlice> calls;     // host calls
   std::vector<JobSlice> python;    // python_function slices ("<file>(<line>): <function>")
   std::vector<std::string> names;
@@ -89,6 +101,13 @@ struct RankStepFacts {
   uint32_t gap_call = 0;    // that call's name (index into RankFacts::names), 0 none
   uint32_t gap_site = 0;    // the Python frame it was made from (index into names), 0 none
   uint32_t syncs = 0;       // synchronizing calls
+  // The longest stretch of the step in which the GPU had no work at all (no
+  // kernel, copy or memset: its host gave it none), and the call that
+  // launched the work ending it, with that call's Python frame.
+  int64_t idle_ns = 0;
+  int64_t idle_call_ns = 0;  // that call's start
+  uint32_t idle_call = 0;    // index into names, 0 none (the stretch ends the step, or no call is known)
+  uint32_t idle_site = 0;    // index into names, 0 none
 };
 
 struct RankFacts {
@@ -109,10 +128,11 @@ struct RankFacts {
 RankFacts SummarizeRank(const RankEvents& r);
 // The facts as the file a rank writes beside its window's trace
 // (<stem>.job.json) for `prof merge` to summarize a job without its traces:
-// {"libprof_job_facts": 1, "trace", "rank", "ranked", "label",
+// {"libprof_job_facts": 2, "trace", "rank", "ranked", "label",
 //  "comm_overlap_percent" (null: no communication), "names",
 //  "steps": [[number, start, end, compute, comm, gap, gap call start,
-//             gap call name, gap site name, synchronizations], ...],
+//             gap call name, gap site name, synchronizations, GPU idle,
+//             idle call start, idle call name, idle site name], ...],
 //  "collectives": [[key, start, end], ...]}, times in ns as the trace's
 // (baseTimeNanoseconds + ts), names as indexes into "names".
 std::string RankFactsJson(const RankFacts& f);

@@ -148,10 +148,11 @@ class TraceWriter {
     int64_t start = static_cast<int64_t>(std::max(start_ns, events_.base_ns())) + w_.meta.epoch_offset_ns;
     return {start, start + static_cast<int64_t>(end_ns > start_ns ? end_ns - start_ns : 0)};
   }
-  void JobCall(std::string_view cat, std::string_view name, int64_t tid, uint64_t start_ns, uint64_t end_ns) {
+  void JobCall(std::string_view cat, std::string_view name, int64_t tid, uint64_t start_ns, uint64_t end_ns,
+               uint64_t correlation = 0) {
     if (job_ == nullptr || !IsJobCall(cat, name)) return;
     auto [start, end] = JobSpan(start_ns, end_ns);
-    job_->calls.push_back({start, end, tid, job_->Intern(name)});
+    job_->calls.push_back({start, end, tid, job_->Intern(name), correlation});
   }
 
   // `quoted_name`: the kernel's name as written (a JSON string); only
@@ -165,6 +166,11 @@ class TraceWriter {
       job_->kernels.push_back(MakeJobKernel(start, end, name, CollKinetoName(c->func),
                                             CommName(c->comm_id), std::to_string(c->seq)));
     }
+    job_->kernels.back().correlation = r.correlation_id;
+  }
+  void JobTransferOf(const DeviceRecord& r) {
+    auto [start, end] = JobSpan(r.start_ns, r.end_ns);
+    job_->transfers.push_back({start, end, r.correlation_id});
   }
 
   // --- time ---------------------------------------------------------------
@@ -534,7 +540,8 @@ class TraceWriter {
   void EmitCollective(const CollectiveCall& c) {
     std::string name = std::string("\"nccl") + CollFuncName(c.func) + "\"";
     SliceHead("cpu_op", name, false, w_.meta.pid, c.tid, c.start_ns, c.end_ns);
-    JobCall("cpu_op", std::string_view(name).substr(1, name.size() - 2), c.tid, c.start_ns, c.end_ns);
+    JobCall("cpu_op", std::string_view(name).substr(1, name.size() - 2), c.tid, c.start_ns, c.end_ns,
+            c.correlation_id);
     out_.Raw(",\"args\":{\"Rank\":"); out_.Int(collectives_.Rank());
     out_.Raw(collectives_.KernelArgs(c));
     if (c.correlation_id != 0) { out_.Raw(",\"correlation\":"); out_.UInt(c.correlation_id); }
@@ -552,7 +559,8 @@ class TraceWriter {
     bool driver = (e.flags & kHostEventDriver) != 0;
     SliceHead(driver ? "cuda_driver" : "cuda_runtime", quoted_apis_(e.api), false, w_.meta.pid,
               e.tid, e.start_ns, e.end_ns);
-    JobCall(driver ? "cuda_driver" : "cuda_runtime", ApiName(static_cast<ApiId>(e.api)), e.tid, e.start_ns, e.end_ns);
+    JobCall(driver ? "cuda_driver" : "cuda_runtime", ApiName(static_cast<ApiId>(e.api)), e.tid, e.start_ns, e.end_ns,
+            e.correlation_id);
     out_.Raw(",\"args\":{\"correlation\":"); out_.UInt(e.correlation_id);
     if (!operators_.empty()) ExternalId(operators_.Enclosing(e.tid, e.start_ns));
     if (e.bytes != 0) { out_.Raw(",\"bytes\":"); out_.UInt(e.bytes); }
@@ -573,7 +581,7 @@ class TraceWriter {
     const DeviceRecord& r = w_.device_records[index];
     const char* cat = KindOf(r) == DeviceKind::kDriverApi ? "cuda_driver" : "cuda_runtime";
     SliceHead(cat, quoted_strings_(r.name_id), false, w_.meta.pid, r.thread_id, r.start_ns, r.end_ns);
-    JobCall(cat, w_.strings[r.name_id], r.thread_id, r.start_ns, r.end_ns);
+    JobCall(cat, w_.strings[r.name_id], r.thread_id, r.start_ns, r.end_ns, r.correlation_id);
     out_.Raw(",\"args\":{\"cbid\":"); out_.UInt(r.cbid);
     out_.Raw(",\"correlation\":"); out_.UInt(r.correlation_id);
     if (!operators_.empty()) ExternalId(operators_.Enclosing(r.thread_id, r.start_ns));
@@ -642,6 +650,7 @@ class TraceWriter {
         out_.Raw(",\"memory bandwidth (GB/s)\":");  // bytes per ns = GB/s
         out_.Double(dur ? static_cast<double>(r.bytes) / static_cast<double>(dur) : 0.0);
         EndArgs();
+        if (job_ != nullptr) JobTransferOf(r);
         break;
       }
       case DeviceKind::kSync: {

@@ -140,7 +140,7 @@ class JobFacts(unittest.TestCase):
     def test_a_file_that_is_not_facts_is_named_in_one_line(self):
         tmp = harness.scratch_dir(self, "libprof-job-facts-bad-")
         bad = os.path.join(tmp, "x.job.json")
-        for text in ("{not json", '{"libprof_job_facts": 2}', '{"libprof_job_facts": 1, "rank": 0, "names": [""], '
+        for text in ("{not json", '{"libprof_job_facts": 3}', '{"libprof_job_facts": 1, "rank": 0, "names": [""], '
                      '"steps": [[1, 2, 3]], "collectives": []}'):
             with open(bad, "w") as f:
                 f.write(text)

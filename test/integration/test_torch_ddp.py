@@ -16,10 +16,10 @@ GPU-bound, see KERNEL_NS). Checked against the sim's truth log:
     the truth says it waited; and names none, or the one the truth shows
     holding the others back, when none is slowed;
   - the slowed rank's idle host is in its own window (its Python thread's
-    longest gap between CUDA calls in every step is the sleep); `prof
-    merge`'s evidence line does not say so yet (expected failure below:
-    it reads the gaps of the thread with the most CUDA calls, which in
-    PyTorch is autograd's backward thread, not the one that sleeps)."""
+    longest gap between CUDA calls in every step is the sleep), and `prof
+    merge`'s evidence line says so: its GPU has no work for about the
+    sleep in every step, and the work that ends the wait is the batch's
+    copy to the GPU, from the loop's line after the sleep."""
 import collections
 import glob
 import json
@@ -319,17 +319,29 @@ class TorchDdpUnderLibprof(unittest.TestCase):
                 gaps = [main_thread_gaps_ms(t) for t in j.traces]
                 self.assertTrue(all(g >= 0.9 * SLOW_MS for g in gaps[SLOW_RANK]), gaps)
 
-    @unittest.expectedFailure
     def test_merge_gives_the_slowed_ranks_idle_host_as_evidence(self):
-        # prof merge (tools/prof/job/job_analysis.cpp, MainThread) measures
-        # host gaps on the thread with the most CUDA calls; in PyTorch that
-        # is autograd's backward thread, which never sleeps, so the evidence
-        # line says "no longer host gap" although the window shows one.
-        j = self.slowed["LD_PRELOAD"]
-        summary = self.merge(j, "evidence")
-        line = next(l for l in summary.splitlines() if l.startswith("straggler:"))
-        evidence = summary.split(line, 1)[1].splitlines()[1]
-        self.assertIn("its host is idle longer", evidence, summary)
+        # No one thread's gaps show the sleep against the other ranks (in
+        # PyTorch autograd's thread makes the most calls, and the loop's
+        # thread waits in loss.backward() on every rank), but the slowed
+        # rank's GPU has no work while its host sleeps; the work that ends
+        # the wait is the batch's copy, made from the loop.
+        for mode, j in self.slowed.items():
+            with self.subTest(mode=mode):
+                summary = self.merge(j, "evidence-" + mode)
+                line = next(l for l in summary.splitlines() if l.startswith("straggler:"))
+                self.assertTrue(line.startswith(f"straggler: rank {SLOW_RANK}:"), summary)
+                evidence = summary.split(line, 1)[1].splitlines()[1]
+                self.assertIn("its host is idle longer", evidence, summary)
+                with open(WORKLOAD) as f:
+                    copy_line = next(i for i, l in enumerate(f, 1) if "tokens = tokens.cuda(" in l)
+                self.assertRegex(evidence, rf"before cudaMemcpyAsync at \S*torch_ddp\.py\({copy_line}\): main$",
+                                 summary)
+                # The facts each rank wrote beside its trace give the same.
+                facts = [p for r in range(WORLD) for p in glob.glob(os.path.join(j.out, f"*_rank{r}.*.job.json"))]
+                self.assertEqual(len(facts), WORLD, j.out)
+                r = prof("merge", "--summary-only", *facts)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertIn(line + "\n  " + evidence.strip(), r.stdout)
 
     def test_merge_names_no_rank_when_none_is_slowed(self):
         j = self.even

@@ -7,11 +7,16 @@
 // rank is slowed.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "tools/prof/job/clock_alignment.h"
+#include "tools/prof/job/facts_file.h"
 #include "tools/prof/job/job_analysis.h"
 #include "tools/prof/job/job_render.h"
 #include "tools/prof/job/rank_events.h"
@@ -34,6 +39,7 @@ struct JobSpec {
   std::vector<int64_t> clock_ns;    // per rank: its clock minus true time
   std::vector<int64_t> jitter_ns;   // per (step, rank): extra host time, for noise
   std::vector<int64_t> forward_extra_ns;  // per rank: its forward kernel runs this much longer
+  bool poller = false;  // a second thread polls an event every 50 us, making the most calls
   int64_t base_ns = 1'700'000'000'000'000'000;
 };
 
@@ -48,9 +54,9 @@ json X(const char* cat, const std::string& name, int64_t pid, int64_t tid, int64
             {"ts", double(start_ns + clock_ns) / 1000.0}, {"dur", double(dur_ns) / 1000.0}};
   (void)base_ns;  // times are relative to the trace's baseTimeNanoseconds
   if (std::string(cat) == "kernel") {
-    static int64_t correlation = 0;
+    static int64_t correlation = 1'000'000;
     args["stream"] = tid;
-    args["correlation"] = ++correlation;
+    if (!args.contains("correlation")) args["correlation"] = ++correlation;
   }
   if (!args.empty()) e["args"] = args;
   return e;
@@ -82,10 +88,11 @@ std::vector<json> BuildJob(const JobSpec& spec) {
       if (!spec.jitter_ns.empty()) h += spec.jitter_ns[static_cast<size_t>(step * spec.ranks + r)];
       // The forward pass, launched from train.py line 88 after the delay.
       ev.push_back(X("python_function", "train.py(88): train_step", 100, 100, h, 2 * kLaunchNs, c, b));
-      ev.push_back(X("cuda_runtime", "cudaLaunchKernel", 100, 100, h, kLaunchNs, c, b));
+      json launch = {{"correlation", 10 * (step * spec.ranks + r) + 1}};
+      ev.push_back(X("cuda_runtime", "cudaLaunchKernel", 100, 100, h, kLaunchNs, c, b, launch));
       int64_t g = std::max(t + kLaunchNs, h + kLaunchNs);
       int64_t forward = kForwardNs + (spec.forward_extra_ns.empty() ? 0 : spec.forward_extra_ns[r]);
-      ev.push_back(X("kernel", "forward_kernel", 0, 7, g, forward, c, b));
+      ev.push_back(X("kernel", "forward_kernel", 0, 7, g, forward, c, b, launch));
       g += forward;
       h += kLaunchNs;
       host[r] = h;
@@ -121,6 +128,9 @@ std::vector<json> BuildJob(const JobSpec& spec) {
     int64_t step_end = comm_free + 100'000;
     for (int r = 0; r < spec.ranks; ++r) {
       json& ev = traces[r]["traceEvents"];
+      for (int64_t p = t; spec.poller && p + 1'000 < step_end; p += 50'000) {
+        ev.push_back(X("cuda_runtime", "cudaEventQuery", 100, 300, p, 1'000, clock(r), spec.base_ns));
+      }
       ev.push_back(X("cuda_runtime", "cudaStreamSynchronize", 100, 100, host[r], comm_free - host[r], clock(r),
                      spec.base_ns));
       ev.push_back(X("user_annotation", "ProfilerStep#" + std::to_string(40 + step), 100, 100, t, step_end - t,
@@ -236,6 +246,32 @@ TEST_CASE("the slowed rank is named, with the others' wait per step and its host
   REQUIRE(!job.evidence.empty());
   CHECK(job.evidence[0].find("before cudaLaunchKernel at train.py(88): train_step") != std::string::npos);
   CHECK(text.find("Clocks: aligned to rank 0 on the end times of 15 collectives") != std::string::npos);
+}
+
+TEST_CASE("a slowed rank whose busiest thread never waits is named with its GPU's wait for work as evidence",
+          "[job]") {
+  // A thread that polls an event all along (as PyTorch's NCCL watchdog
+  // does) makes the most calls on every rank, so no rank's longest gap
+  // between that thread's calls stands out; the slowed rank's GPU does.
+  JobSpec spec;
+  spec.slow_rank = 1;
+  spec.delay_ns = 6'000'000;
+  spec.poller = true;
+  std::vector<tool::RankEvents> ranks = Read(BuildJob(spec));
+  tool::JobSummary job = tool::AnalyzeJob(ranks, tool::AlignClocks(ranks));
+  REQUIRE(job.straggler == 1);
+  for (int r = 0; r < 4; ++r) CHECK(job.totals[r].mean_gap_ns < 60'000);
+  CHECK(job.totals[1].mean_idle_ns == Approx(double(spec.delay_ns)).epsilon(0.05));
+  CHECK(job.totals[0].mean_idle_ns < 200'000);
+  REQUIRE(job.evidence.size() == 1);
+  CHECK(job.evidence[0].rfind("its host is idle longer: its GPU has no work for 6.0", 0) == 0);
+  CHECK(job.evidence[0].find("before cudaLaunchKernel at train.py(88): train_step") != std::string::npos);
+  // Without the slowed rank, nothing stands out and no evidence is given.
+  spec.slow_rank = -1;
+  ranks = Read(BuildJob(spec));
+  job = tool::AnalyzeJob(ranks, tool::AlignClocks(ranks));
+  CHECK(job.straggler == -1);
+  CHECK(job.evidence.empty());
 }
 
 TEST_CASE("with no slowed rank, noise in arrivals names no straggler", "[job]") {
@@ -492,6 +528,50 @@ TEST_CASE("a rank's facts name each step's longest host gap by its call and inne
   REQUIRE(f.collectives.size() == 1);
   CHECK(f.keys[f.collectives[0].key] == "0/allreduce/1");
   CHECK(f.comm_overlap_percent == Approx(100.0 * 3 / 28));
+}
+
+TEST_CASE("a rank's facts name each step's longest GPU idle stretch by the call that launched the work after it",
+          "[job]") {
+  tool::RankEvents r;
+  r.steps = {{1, 0, 100'000}, {2, 100'000, 200'000}};
+  uint32_t launch = r.Intern("cudaLaunchKernel"), copy = r.Intern("cudaMemcpyAsync"), query = r.Intern("cudaEventQuery");
+  // Thread 1 copies at 2 us and launches at 60 us from backward() (its
+  // work: a copy 5-20 us, a kernel 70-90 us: idle 20-70 us, the longest of
+  // step 1, and 0-5 us); thread 2 polls throughout, so its calls are the
+  // most and no thread is idle longer than 20 us. Step 2: a kernel
+  // 100-120 us, then nothing: the stretch ending the step has no call.
+  r.calls = {{2'000, 3'000, 1, copy, 7}, {60'000, 61'000, 1, launch, 8}, {95'000, 96'000, 1, launch, 9}};
+  for (int64_t t = 0; t < 200'000; t += 20'000) r.calls.push_back({t, t + 500, 2, query, 0});
+  r.python = {{0, 100'000, 1, r.Intern("train.py(10): main")}, {50'000, 65'000, 1, r.Intern("train.py(40): backward")}};
+  r.kernels = {{70'000, 90'000, false, "", "", 8}, {100'000, 120'000, false, "", "", 9}};
+  r.transfers = {{5'000, 20'000, 7}};
+  tool::RankFacts f = tool::SummarizeRank(r);
+  REQUIRE(f.steps.size() == 2);
+  CHECK(f.names[f.steps[0].gap_call] == "cudaEventQuery");  // the busiest thread's
+  CHECK(f.steps[0].gap_ns < 20'000);
+  CHECK(f.steps[0].idle_ns == 50'000);
+  CHECK(f.steps[0].idle_call_ns == 60'000);
+  CHECK(f.names[f.steps[0].idle_call] == "cudaLaunchKernel");
+  CHECK(f.names[f.steps[0].idle_site] == "train.py(40): backward");
+  CHECK(f.steps[1].idle_ns == 80'000);
+  CHECK(f.steps[1].idle_call == 0);
+  // The facts file carries them, and reads back the same.
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("job_test_" + std::to_string(::getpid()) + ".job.json")).string();
+  {
+    std::ofstream out(path);
+    out << prof::RankFactsJson(f);
+  }
+  tool::RankFacts back;
+  std::string error;
+  REQUIRE(tool::ReadFactsFile(path, &back, &error));
+  std::filesystem::remove(path);
+  REQUIRE(back.steps.size() == 2);
+  CHECK(back.steps[0].idle_ns == 50'000);
+  CHECK(back.steps[0].idle_call_ns == 60'000);
+  CHECK(back.names[back.steps[0].idle_call] == "cudaLaunchKernel");
+  CHECK(back.names[back.steps[0].idle_site] == "train.py(40): backward");
+  CHECK(back.steps[1].idle_ns == 80'000);
 }
 
 }  // namespace

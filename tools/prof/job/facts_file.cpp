@@ -12,10 +12,10 @@ namespace {
 
 constexpr uint64_t kMaxFactsBytes = uint64_t{1} << 30;  // a facts file of a million steps is ~100 MB
 
-// The array's members as integers into `out`; false when one is not.
-template <size_t N>
-bool Integers(const JsonValue& row, int64_t (&out)[N]) {
-  if (!row.is_array() || row.size() != N) return false;
+// The array's members as integers into `out`, which has room for `n`;
+// false when the array has another length or a member is not an integer.
+bool Integers(const JsonValue& row, int64_t* out, size_t n) {
+  if (!row.is_array() || row.size() != n) return false;
   size_t i = 0;
   for (JsonValue v = row.first(); v.valid(); v = row.next(v)) {
     if (!v.is_integer() || !v.ToInt64(&out[i++])) return false;
@@ -23,21 +23,26 @@ bool Integers(const JsonValue& row, int64_t (&out)[N]) {
   return true;
 }
 
-bool ReadSteps(const JsonValue& steps, size_t names, RankFacts* f) {
+// A step's row: 10 numbers in version 1, 14 in version 2 (the GPU's
+// longest idle stretch and the call after it added).
+bool ReadSteps(const JsonValue& steps, int64_t version, size_t names, RankFacts* f) {
   if (!steps.is_array()) return false;
+  size_t fields = version == 1 ? 10 : 14;
   f->steps.reserve(steps.size());
   for (JsonValue row = steps.first(); row.valid(); row = steps.next(row)) {
-    int64_t v[10];
-    if (!Integers(row, v) || v[0] < 0) return false;
-    for (int k : {7, 8}) {
+    int64_t v[14] = {};
+    if (!Integers(row, v, fields) || v[0] < 0) return false;
+    for (int k : {7, 8, 12, 13}) {
       if (v[k] < 0 || static_cast<uint64_t>(v[k]) >= names) return false;
     }
-    if (v[9] < 0 || v[9] > UINT32_MAX) return false;
+    if (v[9] < 0 || v[9] > UINT32_MAX || v[10] < 0) return false;
     RankStepFacts s;
     s.step = {static_cast<uint64_t>(v[0]), v[1], v[2]};
     s.compute_ns = v[3], s.comm_ns = v[4], s.gap_ns = v[5], s.gap_call_ns = v[6];
     s.gap_call = static_cast<uint32_t>(v[7]), s.gap_site = static_cast<uint32_t>(v[8]);
     s.syncs = static_cast<uint32_t>(v[9]);
+    s.idle_ns = v[10], s.idle_call_ns = v[11];
+    s.idle_call = static_cast<uint32_t>(v[12]), s.idle_site = static_cast<uint32_t>(v[13]);
     f->steps.push_back(s);
   }
   return true;
@@ -61,7 +66,9 @@ bool ReadCollectives(const JsonValue& collectives, RankFacts* f) {
 
 bool ReadFacts(const JsonValue& root, RankFacts* f) {
   int64_t version = 0, rank = 0;
-  if (!root.is_object() || !root.Get("libprof_job_facts").ToInt64(&version) || version != 1) return false;
+  if (!root.is_object() || !root.Get("libprof_job_facts").ToInt64(&version) || (version != 1 && version != 2)) {
+    return false;
+  }
   if (!root.Get("rank").ToInt64(&rank) || rank < INT32_MIN || rank > INT32_MAX) return false;
   f->rank = static_cast<int>(rank);
   JsonValue ranked = root.Get("ranked"), label = root.Get("label"), overlap = root.Get("comm_overlap_percent");
@@ -74,7 +81,7 @@ bool ReadFacts(const JsonValue& root, RankFacts* f) {
     if (!n.is_string()) return false;
     f->names.emplace_back(n.str());
   }
-  return ReadSteps(root.Get("steps"), f->names.size(), f) && ReadCollectives(root.Get("collectives"), f);
+  return ReadSteps(root.Get("steps"), version, f->names.size(), f) && ReadCollectives(root.Get("collectives"), f);
 }
 
 }  // namespace

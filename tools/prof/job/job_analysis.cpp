@@ -72,6 +72,7 @@ JobCell StepCell(const RankStepFacts& f) {
   cell.compute_ns = f.compute_ns;
   cell.comm_ns = f.comm_ns;
   cell.gap_ns = f.gap_ns;
+  cell.idle_ns = f.idle_ns;
   cell.syncs = f.syncs;
   return cell;
 }
@@ -115,11 +116,12 @@ void SumTotals(JobSummary* job) {
       ++steps;
       t.mean_step_ns += c.step_ns, t.mean_compute_ns += c.compute_ns, t.mean_comm_ns += c.comm_ns;
       t.mean_wait_ns += c.wait_ns, t.mean_gap_ns += c.gap_ns, t.mean_syncs += c.syncs;
+      t.mean_idle_ns += static_cast<double>(c.idle_ns);
     }
     if (steps) {
       double d = static_cast<double>(steps);
       t.mean_step_ns /= d, t.mean_compute_ns /= d, t.mean_comm_ns /= d;
-      t.mean_wait_ns /= d, t.mean_gap_ns /= d, t.mean_syncs /= d;
+      t.mean_wait_ns /= d, t.mean_gap_ns /= d, t.mean_syncs /= d, t.mean_idle_ns /= d;
     }
     double others = static_cast<double>(n > 1 ? n - 1 : 1);
     t.cost_per_rank_step_ns = static_cast<double>(t.cost_ns) / (static_cast<double>(std::max<size_t>(steps, 1)) * others);
@@ -131,39 +133,59 @@ void SumTotals(JobSummary* job) {
   }
 }
 
+// " before <call> at <frame>": the (call, frame) pair of `sr`'s steps that
+// `pick` gives most often; "" when no step has one.
+template <typename Pick>
+std::string MostOftenBefore(const RankFacts& sr, Pick pick) {
+  std::map<std::pair<uint32_t, uint32_t>, size_t> where;
+  for (const RankStepFacts& f : sr.steps) {
+    std::pair<uint32_t, uint32_t> k = pick(f);
+    if (k.first) ++where[k];
+  }
+  std::string at;
+  size_t most = 0;
+  for (const auto& [k, count] : where) {
+    if (count > most) {
+      most = count;
+      at = " before " + sr.names[k.first];
+      if (k.second) at += " at " + sr.names[k.second];
+    }
+  }
+  return at;
+}
+
 // The straggler's (input s's) own window against the other ranks' medians.
 std::vector<std::string> StragglerEvidence(const RankFacts& sr, size_t s, const JobSummary& job) {
   std::vector<std::string> evidence;
   const JobRankTotals& top = job.totals[s];
-  std::vector<double> gaps, computes, syncs;
+  std::vector<double> gaps, idles, computes, syncs;
   for (size_t i = 0; i < job.world; ++i) {
     if (i == s) continue;
     gaps.push_back(job.totals[i].mean_gap_ns);
+    idles.push_back(job.totals[i].mean_idle_ns);
     computes.push_back(job.totals[i].mean_compute_ns);
     syncs.push_back(job.totals[i].mean_syncs);
   }
-  double gap_others = Median(gaps), compute_others = Median(computes), syncs_others = Median(syncs);
+  double gap_others = Median(gaps), idle_others = Median(idles);
+  double compute_others = Median(computes), syncs_others = Median(syncs);
   double cost = top.cost_per_rank_step_ns;
   if (top.mean_gap_ns - gap_others >= 0.5 * cost) {
     // Where: the call that most often follows its longest gap, and the
     // Python line it was made from.
-    std::map<std::pair<uint32_t, uint32_t>, size_t> where;
-    for (const RankStepFacts& f : sr.steps) {
-      if (f.gap_call) ++where[{f.gap_call, f.gap_site}];
-    }
-    std::string at;
-    size_t most = 0;
-    for (const auto& [k, count] : where) {
-      if (count > most) {
-        most = count;
-        at = " before " + sr.names[k.first];
-        if (k.second) at += " at " + sr.names[k.second];
-      }
-    }
     evidence.push_back(Printf("its host is idle longer: longest gap between its CUDA calls %s ms per step (other "
                               "ranks %s ms)",
                               Ms(top.mean_gap_ns).c_str(), Ms(gap_others).c_str()) +
-                       at);
+                       MostOftenBefore(sr, [](const RankStepFacts& f) {
+                         return std::make_pair(f.gap_call, f.gap_site);
+                       }));
+  } else if (top.mean_idle_ns - idle_others >= 0.5 * cost) {
+    // Its threads' calls interleave (no one thread's gap stands out), but
+    // its GPU waited for work: the call that most often ended the wait.
+    evidence.push_back(Printf("its host is idle longer: its GPU has no work for %s ms per step (other ranks %s ms)",
+                              Ms(top.mean_idle_ns).c_str(), Ms(idle_others).c_str()) +
+                       MostOftenBefore(sr, [](const RankStepFacts& f) {
+                         return std::make_pair(f.idle_call, f.idle_site);
+                       }));
   }
   if (top.mean_compute_ns > 1.1 * compute_others && top.mean_compute_ns - compute_others >= 0.25 * cost) {
     evidence.push_back(Printf("its kernels run longer: compute %s ms per step (other ranks %s ms)",
@@ -174,8 +196,8 @@ std::vector<std::string> StragglerEvidence(const RankFacts& sr, size_t s, const 
                               top.mean_syncs, syncs_others));
   }
   if (evidence.empty()) {
-    evidence.push_back("its own window shows no longer host gap, slower kernels or extra synchronization than the "
-                       "other ranks'");
+    evidence.push_back("its own window shows no longer host gap, GPU idle, slower kernels or extra synchronization "
+                       "than the other ranks'");
   }
   return evidence;
 }

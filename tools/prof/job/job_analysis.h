@@ -14,8 +14,11 @@
 // step time in its median step (so that one long hiccup does not make a
 // straggler), and at least twice what the next rank costs in all. Its
 // evidence is compared with the other ranks' medians: its longest host gap
-// per step (and the call and Python line after it), its compute per step,
-// its synchronizations per step.
+// per step (and the call and Python line after it) or, where its threads
+// share the work so that no one thread's gap shows it (PyTorch's autograd
+// thread launches the backward pass and its all-reduces), its GPU's longest
+// stretch per step with no work (and the call that ended it); its compute
+// per step; its synchronizations per step.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@ struct JobCell {  // one rank in one step
   int64_t comm_ns = 0;      // union of communication kernels in the step
   int64_t wait_ns = 0;      // waiting in collectives for the last rank
   int64_t gap_ns = 0;       // longest gap between host calls on the main thread
+  int64_t idle_ns = 0;      // the GPU's longest stretch with no work at all
   int64_t cost_ns = 0;      // the others' waiting in the collectives it arrived last at
   uint32_t syncs = 0;       // synchronizing calls
   bool present = false;
@@ -46,6 +50,7 @@ struct JobRankTotals {
   double cost_per_rank_step_ns = 0;  // per other rank and step
   double median_cost_per_rank_step_ns = 0;  // the same in the median step
   double mean_step_ns = 0, mean_compute_ns = 0, mean_comm_ns = 0, mean_wait_ns = 0, mean_gap_ns = 0, mean_syncs = 0;
+  double mean_idle_ns = 0;
   // Over the whole trace, as HTA's get_comm_comp_overlap: the share of
   // communication kernel time during which a compute kernel also ran
   // (-1 without communication kernels).

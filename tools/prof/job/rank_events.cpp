@@ -23,6 +23,14 @@ std::string Text(const JsonValue& v) {
   return std::string();
 }
 
+// args.correlation, 0 when there is none.
+uint64_t Correlation(const JsonValue& e) {
+  JsonValue args = e.Get("args");
+  int64_t id = 0;
+  if (!args.is_object() || !args.Get("correlation").ToInt64(&id) || id < 0) return 0;
+  return static_cast<uint64_t>(id);
+}
+
 }  // namespace
 
 std::string ProcessLabel(const std::string& process, int64_t pid, const std::string& path) {
@@ -57,6 +65,9 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
     std::string group = coll.is_string() ? Text(args.Get("Process Group Name")) : std::string();
     std::string seq = coll.is_string() ? Text(args.Get("Seq")) : std::string();
     r->kernels.push_back(MakeJobKernel(start, start + dur, name, collective, group, seq));
+    r->kernels.back().correlation = Correlation(e);
+  } else if (cat == "gpu_memcpy" || cat == "gpu_memset") {
+    r->transfers.push_back({start, start + dur, Correlation(e)});
   } else if (cat == "user_annotation" && name.starts_with("ProfilerStep#")) {
     JobStep s;
     std::string digits(name.substr(13));
@@ -67,7 +78,7 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
     s.end_ns = start + dur;
     r->steps.push_back(s);
   } else if (IsJobCall(cat, name)) {
-    r->calls.push_back({start, start + dur, tid, r->Intern(name)});
+    r->calls.push_back({start, start + dur, tid, r->Intern(name), Correlation(e)});
   } else if (cat == "python_function") {
     r->python.push_back({start, start + dur, tid, r->Intern(name)});
   }
@@ -76,6 +87,7 @@ void ReadJobEvent(const JsonValue& e, RankEvents* r) {
 void ShiftRankEvents(RankEvents* r, int64_t ns) {
   for (JobStep& s : r->steps) s.start_ns += ns, s.end_ns += ns;
   for (JobKernel& k : r->kernels) k.start_ns += ns, k.end_ns += ns;
+  for (JobTransfer& x : r->transfers) x.start_ns += ns, x.end_ns += ns;
   for (JobSlice& c : r->calls) c.start_ns += ns, c.end_ns += ns;
   for (JobSlice& p : r->python) p.start_ns += ns, p.end_ns += ns;
   std::sort(r->steps.begin(), r->steps.end(), [](const JobStep& a, const JobStep& b) { return a.start_ns < b.start_ns; });
