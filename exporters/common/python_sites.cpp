@@ -101,13 +101,26 @@ uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& us
   return 0;
 }
 
+namespace {
+
+std::string FileBaseName(const std::string& file) {
+  size_t slash = file.rfind('/');
+  return slash == std::string::npos ? file : file.substr(slash + 1);
+}
+
+}  // namespace
+
 std::string CallSiteText(const Window& w, uint32_t frame_id, uint32_t via) {
   if (frame_id == 0 || frame_id >= w.python.frames.size()) return "";
   const PyFrame& f = w.python.frames[frame_id];
-  const std::string& file = w.String(f.file_id);
-  size_t slash = file.rfind('/');
-  std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
-  return base + ":" + std::to_string(f.line) + " in " + w.String(f.function_id) + ViaSuffix(via);
+  return FileBaseName(w.String(f.file_id)) + ":" + std::to_string(f.line) + " in " + w.String(f.function_id) +
+         ViaSuffix(via);
+}
+
+std::string CallSiteFunctionText(const Window& w, uint32_t frame_id) {
+  if (frame_id == 0 || frame_id >= w.python.frames.size()) return "";
+  const PyFrame& f = w.python.frames[frame_id];
+  return w.String(f.function_id) + " in " + FileBaseName(w.String(f.file_id));
 }
 
 std::string PythonUserPrefixes(const Window& w) {

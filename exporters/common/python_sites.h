@@ -55,6 +55,9 @@ uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& us
 // ViaSuffix(via).
 std::string CallSiteText(const Window& w, uint32_t frame_id, uint32_t via = 0);
 
+// "train_step in train.py": the frame's function and file, no line.
+std::string CallSiteFunctionText(const Window& w, uint32_t frame_id);
+
 // PROF_PYTHON_USER as the window's metadata recorded it.
 std::string PythonUserPrefixes(const Window& w);
 

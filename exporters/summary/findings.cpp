@@ -11,6 +11,7 @@
 #include "exporters/common/operators.h"
 #include "exporters/common/python_sites.h"
 #include "exporters/summary/loss_kinds.h"
+#include "exporters/summary/stats.h"
 #include "exporters/summary/summary.h"
 #include "exporters/summary/text_table.h"
 #include "exporters/common/window_index.h"
@@ -68,7 +69,8 @@ template <typename W>
 class FindingsBuilder {
  public:
   FindingsBuilder(const W& w, const Summary& s, const WindowIndex& index)
-      : w_(w), s_(s), index_(index), sites_(RestOf(w)), operators_(RestOf(w).nvtx_ranges) {}
+      : w_(w), s_(s), index_(index), sites_(RestOf(w)),
+        operators_(RestOf(w).nvtx_ranges, [&w](uint32_t id) { return !ModulePath(RestOf(w).String(id)).empty(); }) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();
@@ -82,6 +84,7 @@ class FindingsBuilder {
     AllocatorChurn();
     MemorySpike();
     AutogradOverhead();
+    SmallElementwise();
     LaunchLatency();
     IdleGaps();
     return std::move(out_);
@@ -565,6 +568,82 @@ class FindingsBuilder {
         "fewer, larger backward operations: torch.compile compiles the backward pass too (fused kernels, "
         "fewer autograd nodes), a CUDA graph replays it without the host, a larger batch gives each node more "
         "work");
+  }
+
+  // Where a kernel's work belongs for fusing: the module its operator ran in
+  // (module paths recorded), else the Python function that launched it
+  // (its call site's; a backward kernel, charged to the line that waits in
+  // backward(), belongs to no function it could be fused in). "" when
+  // neither is known.
+  std::string FusionUnit(uint32_t correlation) {
+    int64_t call = index_.HostCall(correlation);
+    if (operators_.has_modules()) {
+      int64_t module = operators_.ModuleOf(operators_.OfCorrelation(w_, index_, correlation));
+      if (module >= 0) {
+        std::string_view path = ModulePath(RestOf(w_).String(RestOf(w_).nvtx_ranges[static_cast<size_t>(module)].name_id));
+        if (!path.empty()) return "module " + std::string(path);
+      }
+    }
+    if (call == WindowIndex::kNone || correlation == 0) return "";
+    uint32_t stack = w_.host_events[static_cast<size_t>(call)].stack_id;
+    if (RestOf(w_).python.Via(stack) != 0) return "";
+    uint32_t frame = sites_.Of(stack);
+    return frame == 0 ? "" : CallSiteFunctionText(RestOf(w_), frame);
+  }
+
+  // Many short elementwise kernels (PyTorch's elementwise_kernel family)
+  // from one module or function: each is a launch and a trip through
+  // memory that one fused kernel would share.
+  void SmallElementwise() {
+    if (w_.steps.empty()) return;
+    struct Unit {
+      uint64_t kernels = 0, gpu_ns = 0;
+      std::vector<uint64_t> durations;
+      std::map<uint32_t, uint64_t> by_operator;
+    };
+    std::map<std::string, Unit> units;
+    uint64_t kernels = 0;
+    for (const auto& d : w_.device_records) {
+      if (KindOf(d) != DeviceKind::kKernel || StepOf(d.start_ns) < 0) continue;
+      ++kernels;
+      uint64_t ns = Duration(d.start_ns, d.end_ns);
+      if (static_cast<double>(ns) >= kShortKernelNs ||
+          RestOf(w_).String(d.name_id).find("elementwise_kernel") == std::string::npos) {
+        continue;
+      }
+      std::string unit = FusionUnit(d.correlation_id);
+      if (unit.empty()) continue;
+      Unit& u = units[unit];
+      ++u.kernels;
+      u.gpu_ns += ns;
+      u.durations.push_back(ns);
+      int64_t op = operators_.OfCorrelation(w_, index_, d.correlation_id);
+      if (op >= 0) ++u.by_operator[RestOf(w_).nvtx_ranges[static_cast<size_t>(op)].name_id];
+    }
+    const std::pair<const std::string, Unit>* top = nullptr;
+    for (const auto& entry : units) {
+      if (top == nullptr || entry.second.kernels > top->second.kernels) top = &entry;
+    }
+    double steps = static_cast<double>(w_.steps.size());
+    if (top == nullptr || static_cast<double>(top->second.kernels) < kElementwisePerStep * steps ||
+        static_cast<double>(top->second.kernels) < kElementwiseShareOfKernels * static_cast<double>(kernels)) {
+      return;
+    }
+    const Unit& u = top->second;
+    std::vector<uint64_t> durations = u.durations;
+    std::string operators = TopThree(u.by_operator, "; operators: ", [this](uint32_t name_id) {
+      return RestOf(w_).String(name_id);
+    });
+    Add("small-elementwise", "Many small elementwise kernels from one place: " + top->first,
+        Printf("%.1f elementwise kernels per step under %s each (threshold >= %.0f per step) from %s, %.0f%% of the "
+               "window's kernels (threshold >= %.0f%%), median %s, %s of GPU time in all%s",
+               static_cast<double>(u.kernels) / steps, FormatDuration(kShortKernelNs).c_str(), kElementwisePerStep,
+               top->first.c_str(), 100.0 * static_cast<double>(u.kernels) / static_cast<double>(kernels),
+               100.0 * kElementwiseShareOfKernels, FormatDuration(Describe(&durations).median).c_str(),
+               FormatDuration(static_cast<double>(u.gpu_ns)).c_str(), operators.c_str()),
+        "fuse them: torch.compile that " + std::string(top->first.starts_with("module ") ? "module" : "function") +
+            " (Inductor fuses chains of elementwise ops into one kernel), or write the chain with fewer, fused "
+            "ops; each launch costs host time and a trip through GPU memory");
   }
 
   // Collectives nothing overlaps: the GPU waits for peers or transfers.

@@ -33,6 +33,9 @@ inline constexpr double kMemorySpikeShareOfAdded = 0.5;    // ... half of what t
 inline constexpr double kMemorySpikeShareOfPeak = 0.25;    // ... and a quarter of the peak
 inline constexpr double kAutogradCpuOverGpu = 3.0;   // autograd's threads' operator time at least 3x their work's GPU time ...
 inline constexpr double kAutogradWindowShare = 0.1;  // ... and a tenth of the window
+inline constexpr double kElementwisePerStep = 20.0;  // short elementwise kernels (< kShortKernelNs) per step from one
+                                                     // module (or Python function) ...
+inline constexpr double kElementwiseShareOfKernels = 0.25;  // ... and a quarter of the window's kernels
 
 // WindowMeta::cupti_mode of a window read back from a trace libprof did not
 // write (torch.profiler's): what CUPTI did there is not known.

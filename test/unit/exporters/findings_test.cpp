@@ -116,6 +116,80 @@ TEST_CASE("autograd-overhead fires when autograd's threads spend far more in ope
   CHECK_FALSE(Fires(Backward(300'000), "autograd-overhead"));
 }
 
+namespace {
+
+constexpr const char* kElementwise = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>()";
+
+// Two steps; in each, `per_function` elementwise kernels of `kernel_ns`
+// launched from each of `functions` Python functions (forward0 in
+// model.py, ...; their stack: the function's line, under train.py's main)
+// and 10 GEMMs. With `modules`, each function's launches run in
+// aten::add inside the module call "nn.Module: blocks.<i>.mlp".
+Window Elementwise(int functions, int per_function, uint64_t kernel_ns, bool modules = false) {
+  WindowBuilder b;
+  Window& w = b.window();
+  w.python.frames.resize(1);
+  w.python.stacks.resize(2);
+  w.python.frames.push_back({b.Str("/job/train.py"), b.Str("main"), 80, 0});
+  uint32_t main_frame = static_cast<uint32_t>(w.python.frames.size() - 1);
+  std::vector<uint32_t> stacks;
+  for (int f = 0; f < functions; ++f) {
+    w.python.frames.push_back({b.Str("/job/model.py"), b.Str("forward" + std::to_string(f)), 10 + f, 0});
+    w.python.stacks.push_back({static_cast<uint32_t>(w.python.frames.size() - 1), main_frame});
+    stacks.push_back(static_cast<uint32_t>(w.python.stacks.size() - 1));
+  }
+  uint32_t correlation = 1, op_id = 1;
+  for (int s = 0; s < 2; ++s) {
+    uint64_t t = s * 10 * kStepNs;
+    b.Step(s, t, t + 10 * kStepNs);
+    uint64_t gpu = t + 5'000;
+    for (int f = 0; f < functions; ++f) {
+      uint64_t module_start = t;
+      for (int k = 0; k < per_function; ++k, t += 10'000) {
+        if (modules) {
+          NvtxRange op{t, t + 5'000, b.Str("aten::add"), testing::kPid, 0};
+          op.op_id = op_id++;
+          w.nvtx_ranges.push_back(op);
+        }
+        b.Call(ApiId::cudaLaunchKernel, t + 1'000, t + 2'000, correlation).stack_id = stacks[f];
+        gpu = std::max(gpu, t + 3'000);
+        b.Kernel(kElementwise, gpu, gpu + kernel_ns, correlation++);
+        gpu += kernel_ns;
+      }
+      if (modules) w.nvtx_ranges.push_back({module_start, t, b.Str("nn.Module: blocks." + std::to_string(f) + ".mlp"),
+                                            testing::kPid, 0});
+    }
+    for (int k = 0; k < 10; ++k, t += 10'000) {
+      b.Launch("sm90_xmma_gemm_bf16", t, 1'000, std::max(gpu, t + 3'000), std::max(gpu, t + 3'000) + 50'000,
+               correlation++);
+      gpu = std::max(gpu, t + 3'000) + 50'000;
+    }
+  }
+  return b.Build();
+}
+
+}  // namespace
+
+TEST_CASE("small-elementwise names the function, or the module, that launches many short elementwise kernels",
+          "[findings]") {
+  std::string evidence;
+  // 30 a step from forward0, against 10 GEMMs: 75 % of the kernels.
+  REQUIRE(Fires(Elementwise(1, 30, 4'000), "small-elementwise", &evidence));
+  CHECK(evidence.find("30.0 elementwise kernels per step under 20.0 µs each (threshold >= 20 per step) from "
+                      "forward0 in model.py, 75% of the window's kernels") != std::string::npos);
+  CHECK(evidence.find("median 4.0 µs, 240.0 µs of GPU time in all") != std::string::npos);
+  // With module paths, the module, and the operators that launched them.
+  REQUIRE(Fires(Elementwise(1, 30, 4'000, true), "small-elementwise", &evidence));
+  CHECK(evidence.find("from module blocks.0.mlp,") != std::string::npos);
+  CHECK(evidence.find("; operators: aten::add x60") != std::string::npos);
+  // Controls: long elementwise kernels; few per step; many per step, but
+  // spread over functions none of which launches enough of them.
+  CHECK_FALSE(Fires(Elementwise(1, 30, 40'000), "small-elementwise"));
+  CHECK_FALSE(Fires(Elementwise(1, 12, 4'000), "small-elementwise"));
+  CHECK_FALSE(Fires(Elementwise(3, 12, 4'000), "small-elementwise"));
+  CHECK(Fires(Elementwise(3, 24, 4'000), "small-elementwise", &evidence));
+}
+
 TEST_CASE("overhead-bound fires on short kernels that each wait for their launch", "[findings]") {
   std::string evidence;
   CHECK(Fires(LaunchBound().Build(), "overhead-bound", &evidence));  // 10% busy, 2 µs kernels
