@@ -119,6 +119,7 @@
           const text = c.cell(row);
           const td = el('td', { class: c.cls || '', text });
           if (c.cls === 'name') td.title = text;
+          if (c.indent) td.style.paddingLeft = (0.4 + 1.2 * c.indent(row)) + 'em';
           tr.append(td);
         }
         body.append(tr);
@@ -633,6 +634,44 @@
     return parts;
   }
 
+  // ---- PyTorch's operators and module tree (the summary's two tables)
+
+  function operators(w) {
+    const s = section('operators', 'GPU time by PyTorch operator and module',
+      'Each kernel, copy and memset belongs to the innermost operator (aten::mm, ...) around the call that launched it (self); total adds the operators it called. Modules (PROF_TORCH_OPS=names,modules): each nn.Module call by its attribute path, indented under the module that called it; backward work under its forward\u2019s module.');
+    if (!w.operators.length) {
+      s.append(el('p', { class: 'none', text: 'No PyTorch operators in this window (not a PyTorch process, PROF_TORCH_OPS=0, or a trace without cpu_op events).' }));
+      return s;
+    }
+    const total = w.operator_gpu_total;
+    const share = (ns) => D(total ? (100 * ns) / total : 0);
+    s.append(el('h3', { text: 'Operators (as key_averages(), by self GPU time)' }), dataTable('table-operators', [
+      { title: 'Self GPU (%)', key: (r) => r.self, cell: (r) => share(r.self) },
+      { title: 'Self GPU time (ns)', key: (r) => r.self, cell: (r) => String(r.self) },
+      { title: 'Total GPU time (ns)', key: (r) => r.total, cell: (r) => String(r.total) },
+      { title: 'Kernels', key: (r) => r.kernels, cell: (r) => String(r.kernels) },
+      { title: 'Calls', key: (r) => r.calls, cell: (r) => String(r.calls) },
+      { title: 'CPU time (ns)', key: (r) => r.cpu, cell: (r) => String(r.cpu) },
+      { title: 'Operator', key: (r) => r.name, cell: (r) => r.name, cls: 'name' },
+    ], w.operators));
+    if (w.operators_more) s.append(el('p', { class: 'note', text: w.operators_more + ' more operators, with less self GPU time' }));
+    s.append(el('h3', { text: 'Module tree' }));
+    if (!w.modules.length) {
+      s.append(el('p', { class: 'none', text: 'No module paths recorded (PROF_TORCH_OPS=names,modules records them).' }));
+      return s;
+    }
+    const depth = (r) => r.path.split('.').length - 1;
+    s.append(dataTable('table-modules', [
+      { title: 'Total GPU (%)', key: (r) => r.total, cell: (r) => share(r.total) },
+      { title: 'Total GPU time (ns)', key: (r) => r.total, cell: (r) => String(r.total) },
+      { title: 'Self GPU time (ns)', key: (r) => r.self, cell: (r) => String(r.self) },
+      { title: 'Kernels', key: (r) => r.kernels, cell: (r) => String(r.kernels) },
+      { title: 'Module', key: (r) => r.path, cell: (r) => r.path, cls: 'name', indent: depth },
+    ], w.modules));
+    if (w.modules_more) s.append(el('p', { class: 'note', text: w.modules_more + ' more modules' }));
+    return s;
+  }
+
   // ---- the flame graphs: an icicle of w.flame's trees, zoomed by clicks
 
   // [key in w.flame, button, value format, what the graph shows]. A tree is
@@ -913,7 +952,7 @@
   const header = el('header', { class: 'top' });
   header.append(el('h1', { text: DATA.title }));
   const nav = el('nav');
-  for (const [id, text] of [['job', 'Job'], ['overview', 'Overview'], ['steps', 'Step time'], ['idle', 'GPU idle'], ['timeline', 'Timeline'], ['tables', 'Kernels & API'], ['python', 'Call sites & flame graph'], ['memory', 'Memory']]) {
+  for (const [id, text] of [['job', 'Job'], ['overview', 'Overview'], ['steps', 'Step time'], ['idle', 'GPU idle'], ['timeline', 'Timeline'], ['tables', 'Kernels & API'], ['python', 'Call sites & flame graph'], ['operators', 'Operators'], ['memory', 'Memory']]) {
     if (id === 'job' && !DATA.job) continue;
     nav.append(el('a', { href: '#' + id, text }));
   }
@@ -927,7 +966,7 @@
     for (const [j, b] of Array.from(tabs.children).entries()) b.classList.toggle('on', j === i);
     const parts = [];
     if (DATA.job) parts.push(jobView(DATA.job));
-    parts.push(overview(w), stepBreakdown(w), idleBreakdown(w), timeline(w), tables(w), flameGraph(w), memory(w));
+    parts.push(overview(w), stepBreakdown(w), idleBreakdown(w), timeline(w), tables(w), flameGraph(w), operators(w), memory(w));
     main.replaceChildren(...parts);
   }
   DATA.windows.forEach((w, i) => tabs.append(el('button', { text: w.label, onclick: () => showWindow(i) })));

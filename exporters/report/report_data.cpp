@@ -528,6 +528,34 @@ void WriteTensorMemory(JsonWriter& out, const Summary& s) {
   });
 }
 
+// PyTorch's operators and module tree: the rows the summary shows, with
+// how many it leaves out and the GPU time the shares are of.
+void WriteOperators(JsonWriter& out, const Summary& s) {
+  out.Raw(",\"operator_gpu_total\":");
+  out.UInt(s.operator_total_gpu_ns);
+  out.Raw(",\"operators_more\":");
+  out.UInt(s.operators.size() > kOperatorRowsShown ? s.operators.size() - kOperatorRowsShown : 0);
+  out.Raw(",\"operators\":");
+  std::vector<OperatorRow> operators(s.operators.begin(),
+                                     s.operators.begin() + std::min(s.operators.size(), kOperatorRowsShown));
+  Array(out, operators, [&](const OperatorRow& r) {
+    Object(out)
+        .S("name", r.name)
+        .U("self", r.self_gpu_ns)
+        .U("total", r.total_gpu_ns)
+        .U("kernels", r.kernels)
+        .U("calls", r.calls)
+        .U("cpu", r.cpu_ns);
+  });
+  out.Raw(",\"modules_more\":");
+  out.UInt(s.modules.size() > kModuleRowsShown ? s.modules.size() - kModuleRowsShown : 0);
+  out.Raw(",\"modules\":");
+  std::vector<ModuleRow> modules(s.modules.begin(), s.modules.begin() + std::min(s.modules.size(), kModuleRowsShown));
+  Array(out, modules, [&](const ModuleRow& r) {
+    Object(out).S("path", r.path).U("self", r.self_gpu_ns).U("total", r.total_gpu_ns).U("kernels", r.kernels);
+  });
+}
+
 // Idle gaps, launch latency and what the window lost.
 void WriteGapsAndLosses(JsonWriter& out, const Summary& s) {
   out.Raw(",\"idle_gaps\":");
@@ -555,6 +583,7 @@ void WriteSummary(JsonWriter& out, const Summary& s) {
   WriteCallSites(out, s);
   WriteMemory(out, s);
   WriteTensorMemory(out, s);
+  WriteOperators(out, s);
   WriteGapsAndLosses(out, s);
 }
 

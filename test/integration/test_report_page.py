@@ -84,7 +84,7 @@ def text_table(lines):
     head = re.split(r"\s{2,}", lines[0].strip())
     rows = []
     for line in lines[2:]:
-        if not line.startswith(" ") or line.startswith(" ..."):
+        if not line.startswith(" ") or line.startswith(" ...") or line.startswith(" ("):  # " (12 more operators...)"
             break
         rows.append(re.split(r"\s{2,}", line.strip(), maxsplit=len(head) - 1))
     return head, rows
@@ -189,6 +189,15 @@ class ReportPages(unittest.TestCase):
             for head, rows in text_tables(tensor):
                 self.assertEqual(t[ids[head[-1]]]["head"], head)
                 self.assertEqual(t[ids[head[-1]]]["rows"], rows)
+        for table_id, prefix in (("table-operators", "GPU time by operator"), ("table-modules", "GPU time by module")):
+            lines = next((v for k, v in sections(summary).items() if k.startswith(prefix)), None)
+            if lines is None:
+                self.assertNotIn(table_id, t)
+                continue
+            head, rows = text_table(lines)
+            self.assertEqual(t[table_id]["head"], head, table_id)
+            self.assertEqual(t[table_id]["rows"], rows, table_id)
+            self.assertEqual(t[table_id]["clipped"], [], f"{table_id}: names not shown whole")
         head, rows = section_table(summary, "GPU idle between work on a stream")
         rows = [row for row in rows if row[0] != "all"]
         if rows:
