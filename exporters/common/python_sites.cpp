@@ -101,6 +101,20 @@ uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& us
   return 0;
 }
 
+uint32_t FunctionFrame(const Window& w, uint32_t stack_id, const std::string& user_prefixes) {
+  if (stack_id <= 1 || stack_id >= w.python.stacks.size()) return 0;
+  for (uint32_t frame_id : w.python.stacks[stack_id]) {
+    if (frame_id >= w.python.frames.size()) continue;
+    const PyFrame& f = w.python.frames[frame_id];
+    const std::string& function = w.String(f.function_id);
+    if ((function.starts_with("<") && function != "<module>") || !IsUserFile(w.String(f.file_id), user_prefixes)) {
+      continue;
+    }
+    return frame_id;
+  }
+  return 0;
+}
+
 namespace {
 
 std::string FileBaseName(const std::string& file) {

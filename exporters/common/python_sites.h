@@ -55,6 +55,12 @@ uint32_t CallSiteFrame(const Window& w, uint32_t stack_id, const std::string& us
 // ViaSuffix(via).
 std::string CallSiteText(const Window& w, uint32_t frame_id, uint32_t via = 0);
 
+// The innermost user frame of a stack that is a named function: lambdas
+// and comprehensions ("<lambda>", "<listcomp>", "<genexpr>") belong to the
+// function around them; a module's top level ("<module>") counts. 0 when
+// none.
+uint32_t FunctionFrame(const Window& w, uint32_t stack_id, const std::string& user_prefixes);
+
 // "train_step in train.py": the frame's function and file, no line.
 std::string CallSiteFunctionText(const Window& w, uint32_t frame_id);
 

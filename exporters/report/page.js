@@ -660,13 +660,12 @@
       s.append(el('p', { class: 'none', text: 'No module paths recorded (PROF_TORCH_OPS=names,modules records them).' }));
       return s;
     }
-    const depth = (r) => r.path.split('.').length - 1;
     s.append(dataTable('table-modules', [
       { title: 'Total GPU (%)', key: (r) => r.total, cell: (r) => share(r.total) },
       { title: 'Total GPU time (ns)', key: (r) => r.total, cell: (r) => String(r.total) },
       { title: 'Self GPU time (ns)', key: (r) => r.self, cell: (r) => String(r.self) },
       { title: 'Kernels', key: (r) => r.kernels, cell: (r) => String(r.kernels) },
-      { title: 'Module', key: (r) => r.path, cell: (r) => r.path, cls: 'name', indent: depth },
+      { title: 'Module', key: (r) => r.path, cell: (r) => r.path, cls: 'name', indent: (r) => r.depth },
     ], w.modules));
     if (w.modules_more) s.append(el('p', { class: 'note', text: w.modules_more + ' more modules' }));
     return s;

@@ -552,7 +552,8 @@ void WriteOperators(JsonWriter& out, const Summary& s) {
   out.Raw(",\"modules\":");
   std::vector<ModuleRow> modules(s.modules.begin(), s.modules.begin() + std::min(s.modules.size(), kModuleRowsShown));
   Array(out, modules, [&](const ModuleRow& r) {
-    Object(out).S("path", r.path).U("self", r.self_gpu_ns).U("total", r.total_gpu_ns).U("kernels", r.kernels);
+    Object(out).S("path", r.path).U("self", r.self_gpu_ns).U("total", r.total_gpu_ns).U("kernels", r.kernels).U(
+        "depth", r.depth);
   });
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 #include "exporters/common/collectives.h"
 #include "exporters/common/compact_window.h"
@@ -587,8 +588,9 @@ class FindingsBuilder {
     if (call == WindowIndex::kNone || correlation == 0) return "";
     uint32_t stack = w_.host_events[static_cast<size_t>(call)].stack_id;
     if (RestOf(w_).python.Via(stack) != 0) return "";
-    uint32_t frame = sites_.Of(stack);
-    return frame == 0 ? "" : CallSiteFunctionText(RestOf(w_), frame);
+    auto [it, fresh] = function_of_stack_.try_emplace(stack, 0);
+    if (fresh) it->second = FunctionFrame(RestOf(w_), stack, PythonUserPrefixes(RestOf(w_)));
+    return it->second == 0 ? "" : CallSiteFunctionText(RestOf(w_), it->second);
   }
 
   // Many short elementwise kernels (PyTorch's elementwise_kernel family)
@@ -739,6 +741,7 @@ class FindingsBuilder {
   const WindowIndex& index_;
   mutable CallSites sites_;  // caches per stack id
   OperatorIndex operators_;
+  std::unordered_map<uint32_t, uint32_t> function_of_stack_;  // FusionUnit's: stack id -> FunctionFrame
   std::vector<Finding> out_;
 };
 

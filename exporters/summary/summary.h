@@ -184,6 +184,7 @@ struct ModuleRow {
   uint64_t self_gpu_ns = 0;   // operators directly in it
   uint64_t total_gpu_ns = 0;  // ... and in the modules it called
   uint64_t kernels = 0;       // kernels of the operators directly in it
+  uint32_t depth = 0;         // in the tree of calls: 0 outermost
 };
 inline constexpr size_t kModuleRowsShown = 40;
 
@@ -252,7 +253,7 @@ struct Summary {
   std::vector<CompiledCodeRow> compiled_code;  // by GPU time, then launches, descending
   uint64_t compiled_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
   std::vector<OperatorRow> operators;          // by self GPU time, then total, descending
-  std::vector<ModuleRow> modules;              // by path (a tree: each module after the one that called it)
+  std::vector<ModuleRow> modules;              // a tree, depth first: each module after the one that called it
   uint64_t operator_total_gpu_ns = 0;          // GPU time of every kernel, copy and memset (the % base)
   std::vector<TensorMemoryRow> tensor_memory;  // by device
 

@@ -20,12 +20,47 @@
 namespace prof {
 namespace {
 
+// The modules as a tree, depth first: each after the module that called it
+// (first), callers' callees by total GPU time (then path), the outermost
+// ones the same way. A module only reachable through a cycle of callers
+// starts a tree of its own.
+void ModuleTree(std::map<std::string_view, ModuleRow> modules,
+                const std::map<std::string_view, std::string_view>& callers, std::vector<ModuleRow>* out) {
+  std::map<std::string_view, std::vector<std::string_view>> callees;  // "" -> the outermost
+  for (const auto& [path, row] : modules) {
+    auto it = callers.find(path);
+    std::string_view caller = it == callers.end() || !modules.count(it->second) ? std::string_view() : it->second;
+    callees[caller].push_back(path);
+  }
+  for (auto& [caller, list] : callees) {
+    std::sort(list.begin(), list.end(), [&](std::string_view a, std::string_view b) {
+      uint64_t x = modules.at(a).total_gpu_ns, y = modules.at(b).total_gpu_ns;
+      return x != y ? x > y : a < b;
+    });
+  }
+  std::map<std::string_view, bool> placed;
+  auto place = [&](auto&& self, std::string_view path, uint32_t depth) -> void {
+    if (placed[path]) return;
+    placed[path] = true;
+    ModuleRow row = modules.at(path);
+    row.path = std::string(path);
+    row.depth = depth;
+    out->push_back(std::move(row));
+    auto it = callees.find(path);
+    if (it == callees.end()) return;
+    for (std::string_view callee : it->second) self(self, callee, depth + 1);
+  };
+  for (std::string_view root : callees[std::string_view()]) place(place, root, 0);
+  for (const auto& [path, row] : modules) place(place, path, 0);
+}
+
 template <typename W>
 void Compute(const W& w, const WindowIndex& index, Summary* s) {
   const std::vector<NvtxRange>& ranges = w.nvtx_ranges;
   OperatorIndex ops(ranges, [&](uint32_t id) { return !ModulePath(RestOf(w).String(id)).empty(); });
   if (ops.empty()) return;
   std::map<std::string_view, ModuleRow> modules;  // by path
+  std::map<std::string_view, std::string_view> callers;  // path -> the path of the module that called it first
   std::unordered_map<uint32_t, size_t> row_of;  // name id -> row
   std::vector<size_t> row_of_range(ranges.size(), SIZE_MAX);
   for (size_t i = 0; i < ranges.size(); ++i) {
@@ -64,12 +99,12 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
       if (std::find(counted.begin(), counted.end(), p) != counted.end()) continue;
       counted.push_back(p);
       modules[p].total_gpu_ns += ns;
+      int64_t caller = ops.ModuleParent(m);
+      while (caller >= 0 && path(caller) == p) caller = ops.ModuleParent(caller);
+      callers.try_emplace(p, caller >= 0 ? path(caller) : std::string_view());
     }
   }
-  for (auto& [path, row] : modules) {
-    row.path = std::string(path);
-    s->modules.push_back(std::move(row));
-  }
+  ModuleTree(std::move(modules), callers, &s->modules);
   std::sort(s->operators.begin(), s->operators.end(), [](const OperatorRow& a, const OperatorRow& b) {
     return std::tie(b.self_gpu_ns, b.total_gpu_ns, a.name) < std::tie(a.self_gpu_ns, a.total_gpu_ns, b.name);
   });
@@ -82,7 +117,8 @@ void ComputeOperators(const CompactWindow& w, const WindowIndex& index, Summary*
 
 namespace {
 
-// The module tree: each path indented under the module that called it.
+// The module tree: each path indented under the module that called it
+// (ModuleTree's order).
 void RenderModules(const Summary& s, std::string* out) {
   if (s.modules.empty()) return;
   *out += "\n== GPU time by module (nn.Module calls by attribute path; backward work under its forward module) ==\n";
@@ -91,9 +127,8 @@ void RenderModules(const Summary& s, std::string* out) {
   size_t shown = 0;
   for (const ModuleRow& r : s.modules) {
     if (shown++ == kModuleRowsShown) break;
-    size_t depth = static_cast<size_t>(std::count(r.path.begin(), r.path.end(), '.'));
     t.AddRow({Grouped(total ? 100.0 * double(r.total_gpu_ns) / double(total) : 0.0, 1), std::to_string(r.total_gpu_ns),
-              std::to_string(r.self_gpu_ns), std::to_string(r.kernels), std::string(2 * depth, ' ') + r.path});
+              std::to_string(r.self_gpu_ns), std::to_string(r.kernels), std::string(2 * r.depth, ' ') + r.path});
   }
   *out += t.Render();
   if (s.modules.size() > kModuleRowsShown) {

@@ -58,10 +58,10 @@ void LiveAtPeak(const Window& w, const std::vector<const TensorMemoryEvent*>& ev
   // with module paths recorded, its module.
   OperatorIndex ops(w.nvtx_ranges, [&](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
   auto add = [](std::map<std::string, TensorLineRow>* rows, const std::string& key, uint64_t bytes) {
-    TensorLineRow& row = (*rows)[key];
-    row.site = key;
-    row.bytes += bytes;
-    ++row.blocks;
+    TensorLineRow& entry = (*rows)[key];
+    entry.site = key;
+    entry.bytes += bytes;
+    ++entry.blocks;
   };
   for (const auto& [addr, b] : live) {
     in_window += b.bytes;

@@ -122,7 +122,8 @@ constexpr const char* kElementwise = "void at::native::vectorized_elementwise_ke
 
 // Two steps; in each, `per_function` elementwise kernels of `kernel_ns`
 // launched from each of `functions` Python functions (forward0 in
-// model.py, ...; their stack: the function's line, under train.py's main)
+// model.py, ...; their stack: the function's line, or every other one a
+// lambda's inside it, under train.py's main)
 // and 10 GEMMs. With `modules`, each function's launches run in
 // aten::add inside the module call "nn.Module: blocks.<i>.mlp".
 Window Elementwise(int functions, int per_function, uint64_t kernel_ns, bool modules = false) {
@@ -133,10 +134,15 @@ Window Elementwise(int functions, int per_function, uint64_t kernel_ns, bool mod
   w.python.frames.push_back({b.Str("/job/train.py"), b.Str("main"), 80, 0});
   uint32_t main_frame = static_cast<uint32_t>(w.python.frames.size() - 1);
   std::vector<uint32_t> stacks;
+  w.python.frames.push_back({b.Str("/job/model.py"), b.Str("<lambda>"), 5, 0});
+  uint32_t lambda = static_cast<uint32_t>(w.python.frames.size() - 1);
   for (int f = 0; f < functions; ++f) {
     w.python.frames.push_back({b.Str("/job/model.py"), b.Str("forward" + std::to_string(f)), 10 + f, 0});
-    w.python.stacks.push_back({static_cast<uint32_t>(w.python.frames.size() - 1), main_frame});
-    stacks.push_back(static_cast<uint32_t>(w.python.stacks.size() - 1));
+    uint32_t function = static_cast<uint32_t>(w.python.frames.size() - 1);
+    // Every other launch from a lambda the function calls: the function's still.
+    w.python.stacks.push_back({function, main_frame});
+    w.python.stacks.push_back({lambda, function, main_frame});
+    stacks.push_back(static_cast<uint32_t>(w.python.stacks.size() - 2));
   }
   uint32_t correlation = 1, op_id = 1;
   for (int s = 0; s < 2; ++s) {
@@ -151,7 +157,7 @@ Window Elementwise(int functions, int per_function, uint64_t kernel_ns, bool mod
           op.op_id = op_id++;
           w.nvtx_ranges.push_back(op);
         }
-        b.Call(ApiId::cudaLaunchKernel, t + 1'000, t + 2'000, correlation).stack_id = stacks[f];
+        b.Call(ApiId::cudaLaunchKernel, t + 1'000, t + 2'000, correlation).stack_id = stacks[f] + k % 2;
         gpu = std::max(gpu, t + 3'000);
         b.Kernel(kElementwise, gpu, gpu + kernel_ns, correlation++);
         gpu += kernel_ns;

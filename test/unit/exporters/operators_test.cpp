@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "exporters/summary/summary.h"
 #include "exporters/trace/chrome_trace.h"
 #include "test/unit/exporters/window_builder.h"
 
@@ -146,6 +147,44 @@ TEST_CASE("an operator's module is the module call around it, a backward operato
   }
   REQUIRE(layer >= 0);
   CHECK(w.String(w.nvtx_ranges[static_cast<size_t>(ops.ModuleParent(layer))].name_id) == "nn.Module: Net");
+}
+
+TEST_CASE("the summary's module tree puts each module under its caller, the costlier callee first") {
+  // Net calls layers.0 (which calls layers.0.attn), then head; each
+  // operator launches one kernel: 300 ns in attn, 100 in layers.0 itself,
+  // 500 in head, 50 in Net itself.
+  WindowBuilder b;
+  b.Step(1, 1'000'000, 3'000'000);
+  auto module = [&](const char* path, uint64_t start, uint64_t end, uint32_t depth) {
+    b.window().nvtx_ranges.push_back({start, end, b.Str(std::string("nn.Module: ") + path), kPid, depth});
+  };
+  module("Net", 1'000'000, 2'000'000, 0);
+  module("layers.0", 1'100'000, 1'500'000, 1);
+  module("layers.0.attn", 1'200'000, 1'400'000, 2);
+  module("head", 1'600'000, 1'800'000, 1);
+  Op(b, "aten::mm", 1'250'000, 1'350'000, kPid, 3, 1, 1);
+  b.Launch("mm", 1'300'000, 1'000, 1'310'000, 1'310'300, 1);
+  Op(b, "aten::add", 1'420'000, 1'480'000, kPid, 2, 2, 2);
+  b.Launch("add", 1'450'000, 1'000, 1'460'000, 1'460'100, 2);
+  Op(b, "aten::addmm", 1'650'000, 1'750'000, kPid, 2, 3, 3);
+  b.Launch("addmm", 1'700'000, 1'000, 1'710'000, 1'710'500, 3);
+  Op(b, "aten::sum", 1'850'000, 1'900'000, kPid, 1, 4, 4);
+  b.Launch("sum", 1'870'000, 1'000, 1'880'000, 1'880'050, 4);
+  Summary s = ComputeSummary(b.Build());
+  REQUIRE(s.modules.size() == 4);
+  auto row = [&](size_t i) {
+    const ModuleRow& r = s.modules[i];
+    return r.path + " " + std::to_string(r.depth) + " " + std::to_string(r.total_gpu_ns) + " " +
+           std::to_string(r.self_gpu_ns);
+  };
+  CHECK(row(0) == "Net 0 950 50");
+  CHECK(row(1) == "head 1 500 500");
+  CHECK(row(2) == "layers.0 1 400 100");
+  CHECK(row(3) == "layers.0.attn 2 300 300");
+  std::string text = RenderSummary(s);
+  CHECK(text.find("  Net\n") != std::string::npos);
+  CHECK(text.find("    head\n") != std::string::npos);
+  CHECK(text.find("      layers.0.attn\n") != std::string::npos);
 }
 
 TEST_CASE("shapes that are not a list of integer lists are written as a string") {
