@@ -289,7 +289,7 @@ class Parser {
     }
   }
 
-  // names | shapes | 0, optionally followed by ",modules".
+  // names | shapes | 0, optionally followed by ",modules" (unset: names,modules).
   void TorchOps(const std::string& value) {
     std::string v = Lower(value);
     config_.torch_modules = false;
@@ -309,8 +309,9 @@ class Parser {
       config_.torch_ops = TorchOps::kOff;
     } else {
       config_.torch_ops = TorchOps::kNames;
-      config_.torch_modules = false;
-      Problem("PROF_TORCH_OPS", value, "names, shapes or 0, optionally followed by ,modules", "using names");
+      config_.torch_modules = true;
+      Problem("PROF_TORCH_OPS", value, "names, shapes or 0, optionally followed by ,modules",
+              "using names,modules");
     }
   }
 

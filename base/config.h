@@ -82,7 +82,7 @@ struct Config {
   int python_depth = 64;                  // PROF_PYTHON_DEPTH: frames kept per stack, 1..256
   std::string python_user;                // PROF_PYTHON_USER: comma list of path prefixes of user code
   TorchOps torch_ops = TorchOps::kNames;  // PROF_TORCH_OPS: PyTorch's operator ranges while recording
-  bool torch_modules = false;             // PROF_TORCH_OPS=...,modules: module paths (experimental)
+  bool torch_modules = true;              // PROF_TORCH_OPS=...,modules (the default): module paths
   bool torch_memory = true;               // PROF_TORCH_MEMORY: PyTorch's tensor allocations while recording
 
   // PROF_* keys as applied (after defaults and fixes), for the trace metadata.

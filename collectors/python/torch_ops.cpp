@@ -532,8 +532,8 @@ void ConfigureTorchOps(TorchOps mode, bool modules, TensorMemory* memory) {
   if (mode == TorchOps::kOff) return;
   g_modules.store(modules, std::memory_order_relaxed);
   if (modules) {
-    Log().warn("PROF_TORCH_OPS=...,modules is experimental: module hooks are installed in the program (not while "
-               "torch.compile has compiled code)");
+    Log().debug("module paths: global module hooks are installed in the program while a window warms up or "
+                "records (not while torch.compile has compiled code)");
   }
   const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
   std::string own = OwnPath();

@@ -60,6 +60,12 @@ OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges, const std::fu
     auto it = modules.find(r.tid);
     return it == modules.end() ? int64_t{-1} : Innermost(it->second, r.start_ns);
   };
+  // Per operator without a sequence number whose child autograd ran for a
+  // forward operator: that child's module (autograd's
+  // "evaluate_function: <Node>" wrapper, whose own work after the node, the
+  // sum that reduces a broadcast bias's gradient to its shape, belongs to
+  // the node's module).
+  std::unordered_map<int64_t, int64_t> node_module;
   for (size_t i = 0; i < ranges.size(); ++i) {
     if (ranges[i].op_id == 0) continue;
     int64_t m = own_module(static_cast<int64_t>(i));
@@ -68,9 +74,23 @@ OperatorIndex::OperatorIndex(const std::vector<NvtxRange>& ranges, const std::fu
       const NvtxRange& r = ranges[static_cast<size_t>(at)];
       if (r.seq < 0) continue;
       auto fwd = forward_op_.find(r.seq);
-      if (fwd != forward_op_.end() && ranges[static_cast<size_t>(fwd->second)].tid != r.tid) m = own_module(fwd->second);
+      if (fwd != forward_op_.end() && ranges[static_cast<size_t>(fwd->second)].tid != r.tid) {
+        m = own_module(fwd->second);
+        int64_t parent = parent_range_[static_cast<size_t>(at)];
+        if (m >= 0 && parent >= 0 && ranges[static_cast<size_t>(parent)].seq < 0) node_module.try_emplace(parent, m);
+      }
     }
     module_of_[i] = m;
+  }
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    if (ranges[i].op_id == 0 || module_of_[i] >= 0) continue;
+    for (int64_t at = static_cast<int64_t>(i); at >= 0; at = parent_range_[static_cast<size_t>(at)]) {
+      auto it = node_module.find(at);
+      if (it != node_module.end()) {
+        module_of_[i] = it->second;
+        break;
+      }
+    }
   }
 }
 

@@ -638,7 +638,7 @@
 
   function operators(w) {
     const s = section('operators', 'GPU time by PyTorch operator and module',
-      'Each kernel, copy and memset belongs to the innermost operator (aten::mm, ...) around the call that launched it (self); total adds the operators it called. Modules (PROF_TORCH_OPS=names,modules): each nn.Module call by its attribute path, indented under the module that called it; backward work under its forward\u2019s module.');
+      'Each kernel, copy and memset belongs to the innermost operator (aten::mm, ...) around the call that launched it (self); total adds the operators it called. Modules: each nn.Module call by its attribute path, indented under the module that called it; backward work under its forward\u2019s module.');
     if (!w.operators.length) {
       s.append(el('p', { class: 'none', text: 'No PyTorch operators in this window (not a PyTorch process, PROF_TORCH_OPS=0, or a trace without cpu_op events).' }));
       return s;
@@ -657,7 +657,7 @@
     if (w.operators_more) s.append(el('p', { class: 'note', text: w.operators_more + ' more operators, with less self GPU time' }));
     s.append(el('h3', { text: 'Module tree' }));
     if (!w.modules.length) {
-      s.append(el('p', { class: 'none', text: 'No module paths recorded (PROF_TORCH_OPS=names,modules records them).' }));
+      s.append(el('p', { class: 'none', text: 'No module paths recorded (PROF_TORCH_OPS=names, or a trace without nn.Module calls).' }));
       return s;
     }
     s.append(dataTable('table-modules', [

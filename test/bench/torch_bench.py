@@ -21,9 +21,12 @@ the last, each ending with torch.cuda.synchronize()) under these variants:
                         PROF_TORCH_MEMORY=0
   libprof no ops        the same with PROF_PYTHON left at its default (auto): a Python
                         stack on every recorded call; PROF_TORCH_OPS=0, PROF_TORCH_MEMORY=0
-  libprof no memory     stacks and PyTorch's operators (names); PROF_TORCH_MEMORY=0
-  libprof stacks        its defaults: stacks, operators and tensor memory
-  libprof shapes        the same with PROF_TORCH_OPS=shapes
+  libprof no modules    stacks and PyTorch's operators by name (PROF_TORCH_OPS=names: no
+                        module paths); PROF_TORCH_MEMORY=0
+  libprof no memory     stacks, operators by name and module paths (names,modules);
+                        PROF_TORCH_MEMORY=0
+  libprof stacks        its defaults: stacks, operators, module paths and tensor memory
+  libprof shapes        the same with PROF_TORCH_OPS=shapes (no module paths)
   torch CUDA            torch.profiler, ProfilerActivity.CUDA, schedule(wait, warmup,
                         active) on the same iterations, prof.step() after each synchronize
   torch CPU+CUDA        ProfilerActivity.CPU and CUDA
@@ -95,7 +98,8 @@ WORKLOADS = {
     "tiny-ops": (["--tiny-ops", "200"], 300, 10),
 }
 SMOKE_STEPS = {"transformer": (4, 3), "tiny-ops": (4, 3)}
-VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof no ops", "libprof no memory", "libprof stacks",
+VARIANTS = ["bare", "libprof waiting", "libprof no stacks", "libprof no ops", "libprof no modules", "libprof no memory",
+            "libprof stacks",
             "libprof shapes", "torch CUDA", "torch CPU+CUDA", "torch CPU+CUDA shapes", "torch CPU+CUDA memory",
             "torch CPU+CUDA stack"]
 FIGURES = [("cpu_s", "in-loop CPU"), ("thread_cpu_s", "loop thread"), ("wall_s", "wall"),
@@ -130,6 +134,8 @@ def variant_run(variant, libprof, first, timed, out_dir):
                 env.update(PROF_PYTHON="0", PROF_TORCH_OPS="0", PROF_TORCH_MEMORY="0")
             if variant == "libprof no ops":
                 env.update(PROF_TORCH_OPS="0", PROF_TORCH_MEMORY="0")
+            if variant == "libprof no modules":
+                env.update(PROF_TORCH_OPS="names", PROF_TORCH_MEMORY="0")
             if variant == "libprof no memory":
                 env["PROF_TORCH_MEMORY"] = "0"
             if variant == "libprof shapes":
@@ -178,7 +184,8 @@ def run_once(cmd, env, log_path):
 
 def check_outputs(variant, out_dir, first, timed, log):
     """What each recording variant must have written."""
-    if variant in ("libprof no stacks", "libprof no ops", "libprof no memory", "libprof stacks", "libprof shapes"):
+    if variant in ("libprof no stacks", "libprof no ops", "libprof no modules", "libprof no memory", "libprof stacks",
+                   "libprof shapes"):
         check_loop_window(out_dir, first, timed)
         _, losses = trace_losses(out_dir)
         if any(losses.values()):

@@ -4,13 +4,15 @@ torch: test/workloads/torch_mlp.py, a small MLP whose iterations each end in
 loss.item() and torch.cuda.synchronize(); libprof counts steps by the
 synchronize (PROF_WAIT=3, PROF_WARMUP=1, PROF_ACTIVE=4).
 
-  - default (names), both injection modes: every kernel, copy and memset of
-    the window carries the External id of an aten:: operator in the trace,
-    backward operators carry their forward's thread, no operator carries
-    Input Dims, no module path is recorded (they are opt-in), the summary
-    has its operator table, and the sync-in-step
+  - default (names,modules), both injection modes: every kernel, copy and
+    memset of the window carries the External id of an aten:: operator in
+    the trace, backward operators carry their forward's thread, no operator
+    carries Input Dims, the work of the model's layers (forward and
+    backward) carries their module path and the loss's and optimizer's none,
+    the summary has its operator table and module tree, and the sync-in-step
     finding (.item() copies into pinned memory and synchronizes the stream)
     names aten::_local_scalar_dense (.item());
+  - PROF_TORCH_OPS=names: operators, no module call or path;
   - PROF_TORCH_OPS=shapes: aten::addmm carries its input shapes;
   - PROF_TORCH_OPS=0: no operator at all, and no finding names one (control);
   - the script starts its own torch.profiler inside libprof's window: it
@@ -79,12 +81,34 @@ class OperatorsWithoutEditingTheScript(unittest.TestCase):
                     self.assertNotEqual(o["tid"], trace["libprof"]["pid"])  # autograd's thread
                     self.assertEqual(o["args"]["Fwd thread id"], trace["libprof"]["pid"])
                 self.assertIn("== GPU time by operator", summary)
-                # Module paths are opt-in (PROF_TORCH_OPS=...,modules): no hook, no path.
-                self.assertFalse([e for e in trace["traceEvents"] if str(e.get("name", "")).startswith("nn.Module")])
-                self.assertFalse([e for e in work if "Module" in e["args"]])
-                self.assertNotIn("== GPU time by module", summary)
+                # Module paths are on by default: the Sequential's layers by
+                # name ("0", "1", "2"), the outermost by its class; the work
+                # of their operators, forward and backward (the bias's
+                # gradient sum in autograd's wrapper too), carries them;
+                # the loss's and the optimizer's none.
+                modules = {e["name"] for e in trace["traceEvents"] if str(e.get("name", "")).startswith("nn.Module")}
+                self.assertEqual(modules, {"nn.Module: Sequential", "nn.Module: 0", "nn.Module: 1", "nn.Module: 2"})
+                by_op = collections.Counter((ops[e["args"]["External id"]]["name"], e["args"].get("Module"))
+                                            for e in work)
+                # Per step: each layer's forward; in backward, the weight's
+                # gradient (and the second layer's input's) and the bias's sum.
+                for op, module, per_step in (("aten::addmm", "0", 1), ("aten::addmm", "2", 1),
+                                             ("aten::clamp_min", "1", 1), ("aten::threshold_backward", "1", 1),
+                                             ("aten::mm", "0", 1), ("aten::mm", "2", 2), ("aten::sum", "0", 1),
+                                             ("aten::sum", "2", 1)):
+                    self.assertEqual(by_op[(op, module)], 4 * per_step, (op, module, by_op))
+                for op in ("aten::nll_loss_forward", "aten::_foreach_add_", "aten::_local_scalar_dense"):
+                    self.assertEqual({m for (o, m) in by_op if o == op}, {None}, op)
+                self.assertIn("== GPU time by module", summary)
                 sync = summary.split("[sync-in-step]", 1)[1].split("\n [", 1)[0]
                 self.assertIn("operators: aten::_local_scalar_dense (.item()) x4", sync)
+
+    def test_names_alone_record_no_module(self):
+        _, trace, summary = self.run_mlp("names", PROF_TORCH_OPS="names")
+        self.assertTrue(operators(trace))
+        self.assertFalse([e for e in trace["traceEvents"] if str(e.get("name", "")).startswith("nn.Module")])
+        self.assertFalse([e for e in trace["traceEvents"] if "Module" in e.get("args", {})])
+        self.assertNotIn("== GPU time by module", summary)
 
     def test_shapes_on_request(self):
         _, trace, _ = self.run_mlp("shapes", PROF_TORCH_OPS="shapes")

@@ -4,6 +4,7 @@ venv): test/workloads/torch_train.py, a small transformer (one block, width
 64, sequences of 32), seven iterations, each ending with torch.cuda.synchronize().
 
   - torch.profiler: --torch-profiler, ProfilerActivity.CPU and CUDA,
+    with_stack=True, profile_memory=True,
     schedule(wait=2, warmup=1, active=3), prof.step() right after each
     iteration's synchronize: it records iterations 3-5 as ProfilerStep#3-5.
   - libprof, under LD_PRELOAD and under CUDA_INJECTION64_PATH: --sync-each-step,
@@ -32,7 +33,15 @@ device op's duration is the truth log's, and the step's device ops are the
 truth's iteration (told apart by the batch's copies). Where the two traces'
 schemas differ in what HTA, Perfetto or TensorBoard read, the differences
 are the ones listed in KINETO_ONLY_CATS, LIBPROF_ONLY_CATS and
-KINETO_ONLY_ARGS (docs/real-programs.md says why)."""
+KINETO_ONLY_ARGS (docs/real-programs.md says why).
+
+Module paths (libprof's default): per step, the nn.Module calls on the main
+thread nest as with_stack's "nn.Module: <Class>_<n>" events do (the same
+calls, in the same order, at the same depths, the outermost named by the
+same class), and each kernel the main thread launched belongs to the same
+module call in both (the innermost around its launching call), its Module
+argument that call's path; every kernel an operator launched inside a module
+call, on autograd's thread too, carries a Module."""
 import collections
 import glob
 import json
@@ -104,7 +113,6 @@ KINETO_ONLY_CATS = {
 }
 LIBPROF_ONLY_CATS = {
     "cuda_sync": "CUPTI's synchronization records (Kineto's only with enable_cuda_sync_events)",
-    "python_function": "Python stacks at the recorded calls (Kineto's only with with_stack=True)",
 }
 # Args Kineto writes on every event of a category and ours lacks.
 _GRAPH_AND_CHANNEL = {"graph id", "graph node id", "channel", "channel_type"}
@@ -134,7 +142,7 @@ def run_torch_profiler(python, work):
     peaks_path = os.path.join(work, "torch.memory_peaks.json")
     proc = harness.run([SIMRUN, python, WORKLOAD, *WORKLOAD_ARGS, "--torch-profiler", trace_path, "--wait", str(WAIT),
                         "--warmup", str(WARMUP), "--active", str(ACTIVE), "--key-averages", averages_path,
-                        "--profile-memory", "--memory-peaks", peaks_path],
+                        "--profile-memory", "--memory-peaks", peaks_path, "--with-stack"],
                        env, timeout=300)
     trace = None
     if os.path.exists(trace_path):
@@ -177,6 +185,39 @@ def operator_rows(summary):
         pct, self_ns, total_ns, kernels, calls, cpu_ns, name = line.split(None, 6)
         rows[name] = (int(self_ns), int(total_ns), int(calls))
     return rows
+
+
+def module_calls(trace, step):
+    """The nn.Module calls on the main thread inside step `step` (their
+    events, in call order) and, for each, its depth among them."""
+    events = trace["traceEvents"]
+    span = next(e for e in events if e.get("name") == f"ProfilerStep#{step}")
+    calls = sorted((e for e in events if str(e.get("name", "")).startswith("nn.Module: ") and e.get("ph") == "X"
+                    and e["tid"] == span["tid"] and span["ts"] <= e["ts"] < span["ts"] + span["dur"]),
+                   key=lambda e: (e["ts"], -e["dur"]))
+    depths, open_ends = [], []
+    for e in calls:
+        while open_ends and open_ends[-1] <= e["ts"]:
+            open_ends.pop()
+        depths.append(len(open_ends))
+        open_ends.append(e["ts"] + e["dur"])
+    return calls, depths
+
+
+def kernels_by_module_call(trace, step, steps):
+    """Per kernel of step `step` launched from the main thread: (kernel name,
+    the index of the innermost module call around its launching call, or
+    None), counted."""
+    calls, _ = module_calls(trace, step)
+    main = calls[0]["tid"] if calls else None
+    out = collections.Counter()
+    for kind, e in steps.step_ops[step]:
+        launch = steps.calls[e["args"]["correlation"]]
+        if kind != "kernel" or launch["tid"] != main:
+            continue
+        inside = [i for i, m in enumerate(calls) if m["ts"] <= launch["ts"] < m["ts"] + m["dur"]]
+        out[(e["name"], max(inside, key=lambda i: calls[i]["ts"]) if inside else None)] += 1
+    return out
 
 
 class Steps:
@@ -289,6 +330,37 @@ class TorchProfilerAndLibprofRecordTheSameSteps(unittest.TestCase):
             self.assertEqual((w["first_step"], w["last_step"], w["partial"]), (ACTIVE_STEPS[0], ACTIVE_STEPS[-1], False))
             self.assertEqual(steps.numbers, ACTIVE_STEPS)
             step_ops_are_the_iteration(steps, lines, mode)
+        self.each_mode(check)
+
+    def test_module_calls_nest_as_with_stack_records_them(self):
+        _, kineto_trace, _, _ = self.torch
+
+        def check(mode, trace, steps, lines):
+            for k in ACTIVE_STEPS:
+                theirs, their_depths = module_calls(kineto_trace, k)
+                ours, our_depths = module_calls(trace, k)
+                self.assertGreater(len(theirs), 5, f"with_stack recorded no module calls in step {k}")
+                self.assertEqual(our_depths, their_depths, f"step {k}: the calls' nesting")
+                self.assertEqual(ours[0]["name"] + "_0", theirs[0]["name"], f"step {k}: the outermost module")
+                self.assertEqual(kernels_by_module_call(trace, k, steps), kernels_by_module_call(kineto_trace, k, self.kineto),
+                                 f"step {k}: the module call each kernel of the main thread belongs to")
+                # Each such kernel's Module is the path of that call.
+                for kind, e in steps.step_ops[k]:
+                    launch = steps.calls[e["args"]["correlation"]]
+                    inside = [m for m in ours if m["tid"] == launch["tid"] and m["ts"] <= launch["ts"] < m["ts"] + m["dur"]]
+                    if kind == "kernel" and inside:
+                        path = max(inside, key=lambda m: m["ts"])["name"][len("nn.Module: "):]
+                        self.assertEqual(e["args"].get("Module"), path, e["name"][:60])
+                # Every kernel of an operator inside a module call has its
+                # Module, autograd's (backward) kernels by their forward's.
+                in_module = {o["args"]["External id"] for o in trace["traceEvents"]
+                             if o.get("cat") in ("cpu_op", "user_annotation") and "Module" in o.get("args", {})}
+                missing = [e["name"][:60] for kind, e in steps.step_ops[k]
+                           if kind == "kernel" and e["args"].get("External id") in in_module and "Module" not in e["args"]]
+                self.assertEqual(missing, [], f"step {k}")
+                backward = [e for kind, e in steps.step_ops[k] if kind == "kernel" and "Module" in e["args"]
+                            and steps.calls[e["args"]["correlation"]]["tid"] != ours[0]["tid"]]
+                self.assertGreater(len(backward), 5, f"step {k}: autograd's kernels with their module")
         self.each_mode(check)
 
     def test_the_synchronize_ends_torch_profilers_step_and_opens_libprofs(self):

@@ -133,12 +133,14 @@ TEST_CASE("PROF_AUTO_TIMEOUT takes a duration, and a bad one keeps the 60 s defa
   }
 }
 
-TEST_CASE("PROF_TORCH_OPS takes names, shapes or 0, with modules as an option, and a bad value keeps names",
-          "[config]") {
+TEST_CASE("PROF_TORCH_OPS takes names, shapes or 0, with modules as an option (on by default), and a bad value "
+          "keeps the default", "[config]") {
   Config d = Parse({}).config;
   CHECK(d.torch_ops == TorchOps::kNames);
-  CHECK_FALSE(d.torch_modules);
+  CHECK(d.torch_modules);
   CHECK(Parse({{"PROF_TORCH_OPS", "shapes"}}).config.torch_ops == TorchOps::kShapes);
+  CHECK_FALSE(Parse({{"PROF_TORCH_OPS", "shapes"}}).config.torch_modules);
+  CHECK_FALSE(Parse({{"PROF_TORCH_OPS", "names"}}).config.torch_modules);
   CHECK(Parse({{"PROF_TORCH_OPS", "0"}}).config.torch_ops == TorchOps::kOff);
   Config m = Parse({{"PROF_TORCH_OPS", "shapes,modules"}}).config;
   CHECK(m.torch_ops == TorchOps::kShapes);
@@ -149,7 +151,7 @@ TEST_CASE("PROF_TORCH_OPS takes names, shapes or 0, with modules as an option, a
     RequireOneProblem(r, "PROF_TORCH_OPS", bad);
     CHECK(r.config.enabled);
     CHECK(r.config.torch_ops == TorchOps::kNames);
-    CHECK_FALSE(r.config.torch_modules);
+    CHECK(r.config.torch_modules);
   }
 }
 

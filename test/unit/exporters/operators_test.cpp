@@ -120,8 +120,12 @@ TEST_CASE("an operator's module is the module call around it, a backward operato
   Op(b, "aten::addmm", 1'150'000, 1'350'000, kPid, 3, 12, -1);
   Op(b, "aten::relu", 1'460'000, 1'480'000, kPid, 1, 13, 5);  // in Net only
   Op(b, "aten::sum", 1'600'000, 1'650'000, kPid, 0, 14, 6);   // in no module
-  Op(b, "AddmmBackward0", 2'000'000, 2'300'000, kAutogradTid, 0, 20, 4);
-  Op(b, "aten::mm", 2'050'000, 2'250'000, kAutogradTid, 1, 21, -1);
+  // Autograd's wrapper around the node; after the node, its reduction of
+  // the broadcast bias's gradient (aten::sum) in the wrapper alone.
+  Op(b, "autograd::engine::evaluate_function: AddmmBackward0", 1'990'000, 2'350'000, kAutogradTid, 0, 23, -1);
+  Op(b, "AddmmBackward0", 2'000'000, 2'300'000, kAutogradTid, 1, 20, 4);
+  Op(b, "aten::mm", 2'050'000, 2'250'000, kAutogradTid, 2, 21, -1);
+  Op(b, "aten::sum", 2'310'000, 2'340'000, kAutogradTid, 1, 24, -1);
   Op(b, "SumBackward0", 2'400'000, 2'450'000, kAutogradTid, 0, 22, 6);
   Window w = b.Build();
   OperatorIndex ops(w.nvtx_ranges, [&](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
@@ -140,6 +144,8 @@ TEST_CASE("an operator's module is the module call around it, a backward operato
   CHECK(module_of(14) == "-");
   CHECK(module_of(20) == "layers.0");  // by its sequence number
   CHECK(module_of(21) == "layers.0");  // by its enclosing backward operator's
+  CHECK(module_of(23) == "layers.0");  // autograd's wrapper: its node's
+  CHECK(module_of(24) == "layers.0");  // the wrapper's own work after the node
   CHECK(module_of(22) == "-");         // its forward ran in no module
   int64_t layer = -1;
   for (size_t i = 0; i < w.nvtx_ranges.size(); ++i) {
