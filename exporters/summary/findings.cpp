@@ -497,13 +497,22 @@ class FindingsBuilder {
         continue;
       }
       std::string step = r.peak_step >= 0 ? Printf(" in step %lld", static_cast<long long>(r.peak_step)) : "";
+      // With module paths: the module whose calls allocated the most of what is live then.
+      std::string module;
+      if (!r.modules.empty() && !r.modules.front().site.empty()) {
+        const TensorLineRow& m = r.modules.front();
+        module = Printf("; by module, %s allocated %s of it (%.0f%%)", m.site.c_str(),
+                        FormatBytes(static_cast<double>(m.bytes)).c_str(),
+                        100.0 * static_cast<double>(m.bytes) / static_cast<double>(r.peak_allocated));
+      }
       Add("memory-spike", Printf("One allocation site sets GPU %d's memory peak", r.device),
           Printf("PyTorch's tensors peak at %s%s (%s held from before the window); at the peak %s of it (%.0f%%) was "
-                 "allocated by %s, in %llu block%s",
+                 "allocated by %s, in %llu block%s%s",
                  FormatBytes(static_cast<double>(r.peak_allocated)).c_str(), step.c_str(),
                  FormatBytes(static_cast<double>(r.held_from_before)).c_str(), FormatBytes(static_cast<double>(top.bytes)).c_str(),
                  100.0 * static_cast<double>(top.bytes) / static_cast<double>(r.peak_allocated),
-                 TensorSiteText(top.site).c_str(), static_cast<unsigned long long>(top.blocks), top.blocks == 1 ? "" : "s"),
+                 TensorSiteText(top.site).c_str(), static_cast<unsigned long long>(top.blocks), top.blocks == 1 ? "" : "s",
+                 module.c_str()),
           "lower the peak where that site allocates: free or reuse its tensors sooner, shrink them (a smaller "
           "micro-batch; activation checkpointing, torch.utils.checkpoint, around the module that runs it), or move "
           "the work out of the step's peak; the summary's Tensor memory section lists what else is live then");

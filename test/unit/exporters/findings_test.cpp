@@ -56,9 +56,16 @@ namespace {
 // Tensor memory with `held` bytes from before the window and, in step 0,
 // blocks from two lines: 2 MiB from model.py:20, then `big` bytes from
 // model.py:10.
-Window TensorPeak(int64_t big, uint64_t held) {
+Window TensorPeak(int64_t big, uint64_t held, bool modules = false) {
   WindowBuilder b;
   b.Step(0, 0, 1'000'000);
+  if (modules) {  // the big block allocated in aten::mm inside blocks.0.mlp's call
+    b.window().nvtx_ranges.push_back({150'000, 250'000, b.Str("nn.Module: blocks.0.mlp"), testing::kPid, 0});
+    NvtxRange mm{190'000, 210'000, b.Str("aten::mm"), testing::kPid, 1};
+    mm.op_id = 1;
+    mm.seq = 1;
+    b.window().nvtx_ranges.push_back(mm);
+  }
   b.TensorsHeld(held);
   b.Tensor(100'000, 0x1000, 2 << 20, "model.py:20 in forward");
   b.Tensor(200'000, 0x9000000, big, "model.py:10 in forward");
@@ -75,6 +82,10 @@ TEST_CASE("memory-spike names the one line that holds most of the tensor peak, a
   REQUIRE(Fires(TensorPeak(24 << 20, 4 << 20), "memory-spike", &evidence));
   CHECK(evidence.find("peak at 30.0 MiB in step 0 (4.0 MiB held from before the window)") != std::string::npos);
   CHECK(evidence.find("24.0 MiB of it (80%) was allocated by model.py:10 in forward, in 1 block") != std::string::npos);
+  CHECK(evidence.find("by module") == std::string::npos);
+  // With module paths, the module whose call allocated it too.
+  REQUIRE(Fires(TensorPeak(24 << 20, 4 << 20, true), "memory-spike", &evidence));
+  CHECK(evidence.find("in 1 block; by module, blocks.0.mlp allocated 24.0 MiB of it (80%)") != std::string::npos);
   // Control: the peak is what the window started with (parameters,
   // optimizer state); no line holds a quarter of it.
   CHECK_FALSE(Fires(TensorPeak(2 << 20, 16 << 20), "memory-spike"));
