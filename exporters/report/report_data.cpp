@@ -492,6 +492,12 @@ void WriteMemory(JsonWriter& out, const Summary& s) {
   out.Char(']');
 }
 
+// The first `n` rows of a table (the ones the summary shows).
+template <typename Row>
+std::vector<Row> FirstRows(const std::vector<Row>& rows, size_t n) {
+  return std::vector<Row>(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(std::min(rows.size(), n)));
+}
+
 // PyTorch's tensor memory per device: the summary's section as data (the
 // rows it shows, the held row first).
 void WriteTensorMemory(JsonWriter& out, const Summary& s) {
@@ -518,8 +524,7 @@ void WriteTensorMemory(JsonWriter& out, const Summary& s) {
     Array(row.Key("lines"), lines, [&](const TensorLineRow& l) {
       Object(out).U("bytes", l.bytes).U("blocks", l.blocks).S("site", l.site);
     });
-    std::vector<TensorLineRow> modules(r.modules.begin(), r.modules.begin() + std::min(r.modules.size(), kTensorRowsShown));
-    Array(row.Key("modules"), modules, [&](const TensorLineRow& m) {
+    Array(row.Key("modules"), FirstRows(r.modules, kTensorRowsShown), [&](const TensorLineRow& m) {
       Object(out).U("bytes", m.bytes).U("blocks", m.blocks).S("path", TensorModuleText(m.site));
     });
     Array(row.Key("largest"), r.largest, [&](const TensorBlockRow& b) {
@@ -536,9 +541,7 @@ void WriteOperators(JsonWriter& out, const Summary& s) {
   out.Raw(",\"operators_more\":");
   out.UInt(s.operators.size() > kOperatorRowsShown ? s.operators.size() - kOperatorRowsShown : 0);
   out.Raw(",\"operators\":");
-  std::vector<OperatorRow> operators(s.operators.begin(),
-                                     s.operators.begin() + std::min(s.operators.size(), kOperatorRowsShown));
-  Array(out, operators, [&](const OperatorRow& r) {
+  Array(out, FirstRows(s.operators, kOperatorRowsShown), [&](const OperatorRow& r) {
     Object(out)
         .S("name", r.name)
         .U("self", r.self_gpu_ns)
@@ -550,8 +553,7 @@ void WriteOperators(JsonWriter& out, const Summary& s) {
   out.Raw(",\"modules_more\":");
   out.UInt(s.modules.size() > kModuleRowsShown ? s.modules.size() - kModuleRowsShown : 0);
   out.Raw(",\"modules\":");
-  std::vector<ModuleRow> modules(s.modules.begin(), s.modules.begin() + std::min(s.modules.size(), kModuleRowsShown));
-  Array(out, modules, [&](const ModuleRow& r) {
+  Array(out, FirstRows(s.modules, kModuleRowsShown), [&](const ModuleRow& r) {
     Object(out).S("path", r.path).U("self", r.self_gpu_ns).U("total", r.total_gpu_ns).U("kernels", r.kernels).U(
         "depth", r.depth);
   });
