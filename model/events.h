@@ -110,6 +110,7 @@ struct NvtxRange {
   uint32_t op_id = 0;      // PyTorch's op_id; 0: not an operator's range
   uint32_t shapes_id = 0;  // the input shapes' text ("[[16, 8], [8, 64]]"); 0: none
   int32_t seq = -1;        // the autograd sequence number; -1: none
+  bool module_call = false;  // libprof's own "nn.Module: <path>" range (collectors/python/torch_ops.h)
 };
 
 // NCCL operations (collectors/nccl), in the order of NCCL's own names.

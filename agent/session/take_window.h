@@ -77,13 +77,14 @@ class OpenWindows {
 };
 
 // The time that places an entry in a window: its start. A PyTorch
-// operator's range goes by its end instead: a step marker may be a call
-// inside an operator (PROF_STEP=auto's copy inside aten::copy_), and the
-// operator then belongs to the window that holds the work it launched.
+// operator's range, and a module call's, goes by its end instead: a step
+// marker may be a call inside an operator (PROF_STEP=auto's copy inside
+// aten::copy_) or a module call (its launch in the model's first layer), and
+// the range then belongs to the window that holds the work it launched.
 template <typename T>
 uint64_t WindowTime(const T& e) {
   if constexpr (requires { e.op_id; }) {
-    if (e.op_id != 0) return e.end_ns;
+    if (e.op_id != 0 || e.module_call) return e.end_ns;
   }
   return e.start_ns;
 }

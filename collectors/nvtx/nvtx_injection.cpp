@@ -156,6 +156,7 @@ void Finish(const OpenRange& r, uint32_t depth, uint32_t tid = 0, const OpenOp& 
   range.op_id = op.op_id;
   range.shapes_id = op.shapes_id;
   range.seq = op.seq;
+  range.module_call = op.own && op.op_id == 0;
   hooks::RecordNvtxRange(range);
 }
 

@@ -42,9 +42,52 @@ def _modules_on(torch):
     if module_api is None or nvtx is None:
         return
     names = weakref.WeakKeyDictionary()
+    roots = weakref.WeakSet()
     local = threading.local()
     push, pop = nvtx.rangePushA, nvtx.rangePop
     is_compiling = torch.compiler.is_compiling
+    # The module calls already under way on this thread (turned on inside a
+    # forward, as when a window's first step starts at a launch in it),
+    # outermost first: their hooks never run, but the modules they call are
+    # named under them, as they will be once the hooks see the whole call.
+    running = []
+    call_impl = getattr(getattr(module_api, "Module", None), "_call_impl", None)
+    frame, code = sys._getframe(1), getattr(call_impl, "__code__", None)
+    while frame is not None and code is not None:
+        if frame.f_code is code and isinstance(frame.f_locals.get("self"), module_api.Module):
+            running.append(frame.f_locals["self"])
+        frame = frame.f_back
+    running.reverse()
+
+    def attr_in(parent, module):
+        """Its name under `parent`, children of children included (a
+        ModuleList is never called itself); None when it is not under it."""
+        return next((n for n, m in parent.named_modules() if m is module and n), None)
+
+    def path_of(module, chain):
+        """Its path, called from the module calls `chain` (outermost first):
+        a module called from none is a root, named by its class; one a root
+        calls by its name there; any other by its caller's path and its name
+        under the caller."""
+        path = names.get(module)
+        if path is None:
+            if not chain:
+                path = type(module).__name__
+                roots.add(module)
+            else:
+                caller = chain[-1]
+                above = path_of(caller, chain[:-1])
+                attr = attr_in(caller, module) or type(module).__name__
+                path = attr if caller in roots else above + "." + attr
+            names[module] = path
+        return path
+
+    def outer_calls(module):
+        """The calls under way before the hooks came in that hold `module`."""
+        for i in range(len(running) - 1, -1, -1):
+            if attr_in(running[i], module) is not None:
+                return running[:i + 1]
+        return []
 
     def enter(module, args):
         if is_compiling():
@@ -65,16 +108,7 @@ def _modules_on(torch):
             stack = local.stack = []
         path = names.get(module)
         if path is None:
-            parent = stack[-1] if stack else None
-            if parent is None:
-                path = type(module).__name__
-            else:
-                # Its name under the module that called it, children of
-                # children included (a ModuleList is never called itself).
-                attr = next((n for n, m in parent.named_modules() if m is module and n), type(module).__name__)
-                above = names.get(parent, "")
-                path = attr if not stack[1:] else above + "." + attr
-            names[module] = path
+            path = path_of(module, stack if stack else outer_calls(module))
         stack.append(module)
         push("nn.Module: " + path)
 

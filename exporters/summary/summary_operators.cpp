@@ -101,7 +101,10 @@ void Compute(const W& w, const WindowIndex& index, Summary* s) {
       modules[p].total_gpu_ns += ns;
       int64_t caller = ops.ModuleParent(m);
       while (caller >= 0 && path(caller) == p) caller = ops.ModuleParent(caller);
-      callers.try_emplace(p, caller >= 0 ? path(caller) : std::string_view());
+      // The first caller seen, but a call with a caller over one without
+      // (a window that starts inside a module's call lacks that call).
+      auto [it, fresh] = callers.try_emplace(p, caller >= 0 ? path(caller) : std::string_view());
+      if (!fresh && it->second.empty() && caller >= 0) it->second = path(caller);
     }
   }
   ModuleTree(std::move(modules), callers, &s->modules);

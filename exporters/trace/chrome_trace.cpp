@@ -295,13 +295,14 @@ class TraceWriter {
     for (uint32_t i = 0; i < steps_.size(); ++i) {
       host_extra.push_back({steps_[i].start_ns, steps_[i].end_ns, i, Source::kStep});
     }
-    // An operator running across the first step's start (the step marker a
-    // call inside it) is drawn from that start: steps enclose everything on
-    // the main thread.
+    // An operator or module call running across the first step's start (the
+    // step marker a call inside it) is drawn from that start: steps enclose
+    // everything on the main thread.
     uint64_t first_step_ns = steps_.empty() ? 0 : steps_.front().start_ns;
     for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
       const NvtxRange& r = w_.nvtx_ranges[i];
-      bool across = r.op_id != 0 && r.tid == static_cast<uint32_t>(w_.meta.pid) && r.start_ns < first_step_ns &&
+      bool own = r.op_id != 0 || !ModulePath(w_.String(r.name_id)).empty();
+      bool across = own && r.tid == static_cast<uint32_t>(w_.meta.pid) && r.start_ns < first_step_ns &&
                     r.end_ns > first_step_ns;
       uint64_t start = across ? first_step_ns : r.start_ns;
       host_extra.push_back({start, r.end_ns, i, Source::kNvtx});
@@ -476,8 +477,8 @@ class TraceWriter {
 
   void EmitNvtx(const NvtxRange& n, uint64_t start_ns) {
     if (n.op_id != 0) return EmitOperator(n, start_ns);
-    SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns);
-    JobCall("user_annotation", w_.strings[n.name_id], n.tid, n.start_ns, n.end_ns);
+    SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, start_ns, n.end_ns);
+    JobCall("user_annotation", w_.strings[n.name_id], n.tid, start_ns, n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
   }
 

@@ -56,6 +56,19 @@ BATCH, SEQ_LEN = 8, 128
 KINETO_NAMES = {"AllReduce": "allreduce", "Broadcast": "broadcast"}
 
 
+def module_tree(summary):
+    """The summary's "GPU time by module" rows: (depth, path, total GPU ns)."""
+    lines = summary.split("== GPU time by module", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    column = lines[0].index("Module")
+    rows = []
+    for line in lines[2:]:
+        if not line.startswith(" ") or line.startswith(" ("):
+            break
+        cell = line[column:]
+        rows.append(((len(cell) - len(cell.lstrip(" "))) // 2, cell.strip(), int(line.split()[1])))
+    return rows
+
+
 class Job:
     """One torchrun job: its process, the ranks' traces (rank order), their
     paths, the launcher's own windows, the truth's lines."""
@@ -246,6 +259,25 @@ class TorchDdpUnderLibprof(unittest.TestCase):
                     other = json.load(f)
                 self.assertFalse(other["libprof"]["rank_known"], path)
                 self.assertEqual(sum(1 for e in other["traceEvents"] if e.get("cat") == "kernel"), 0, path)
+        self.each_job(check)
+
+    def test_every_ranks_module_tree_is_the_models(self):
+        # The window's first step starts at a launch inside the model's
+        # forward (the embedding's gather), so libprof's module hooks come in
+        # during a forward: the modules already under way are still the
+        # callers of the ones they call, and their calls belong to the window
+        # that holds their end.
+        def check(j):
+            for r, paths in enumerate(j.paths):
+                with open(paths[0].replace(".pt.trace.json", ".summary.txt")) as f:
+                    rows = module_tree(f.read())
+                roots = [path for depth, path, _ in rows if depth == 0]
+                self.assertEqual(roots, ["DistributedDataParallel"], f"rank {r}: {rows}")
+                self.assertIn((1, "module", rows[1][2]), rows, f"rank {r}")
+                self.assertIn("module.blocks.0.attn", [path for _, path, _ in rows], f"rank {r}")
+                for i, (depth, path, total) in enumerate(rows[1:], 1):
+                    caller = next(row for row in reversed(rows[:i]) if row[0] == depth - 1)
+                    self.assertLessEqual(total, caller[2], f"rank {r}: {path} under {caller[1]}")
         self.each_job(check)
 
     def test_every_rank_holds_the_same_collectives_with_kinetos_arguments(self):

@@ -40,6 +40,25 @@ TEST_CASE("each window takes its ranges in order, later windows keep theirs", "[
   CHECK(dropped == 0);
 }
 
+TEST_CASE("PyTorch's operator and module call ranges go to the window their end is in", "[nvtx]") {
+  // A window that starts inside a module call (its first step at a launch
+  // in the model's first layer) holds that call, and its operators; the
+  // call that starts in its last step and ends after it is the next one's.
+  NvtxStore store;
+  NvtxRange model = Range(8, 15, 1), next_model = Range(18, 25, 2), op = Range(9, 11, 3), plain = Range(9, 12, 4);
+  model.module_call = next_model.module_call = true;
+  op.op_id = 7;
+  for (const NvtxRange& r : {op, plain, model, next_model}) store.Add(r);
+  uint64_t dropped = 0;
+  auto names = [](const std::vector<NvtxRange>& v) {
+    std::vector<uint32_t> out;
+    for (const NvtxRange& r : v) out.push_back(r.name_id);
+    return out;
+  };
+  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{3, 1});
+  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{2});
+}
+
 TEST_CASE("ranges past the capacity are counted once at the next take", "[nvtx]") {
   NvtxStore store(/*max_ranges=*/2);
   for (uint64_t i = 0; i < 4; ++i) store.Add(Range(10 + i, 11 + i, static_cast<uint32_t>(i)));

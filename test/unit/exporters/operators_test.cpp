@@ -193,6 +193,36 @@ TEST_CASE("the summary's module tree puts each module under its caller, the cost
   CHECK(text.find("      layers.0.attn\n") != std::string::npos);
 }
 
+TEST_CASE("a module call and an operator running across the first step's start are drawn from it, inside the step") {
+  // The window's first step starts at a launch inside the model's forward:
+  // the model's call and the operator began before it.
+  WindowBuilder b;
+  b.Step(1, 1'000'000, 3'000'000);
+  b.Step(2, 3'000'000, 5'000'000);
+  b.window().nvtx_ranges.push_back({900'000, 2'000'000, b.Str("nn.Module: Net"), kPid, 0});
+  Op(b, "aten::embedding", 950'000, 1'100'000, kPid, 1, 1, 1);
+  b.Launch("gather", 1'000'000, 1'000, 1'010'000, 1'020'000, 1);
+  json t = TraceJson(b.Build());
+  auto one = [](const std::vector<json>& events, const std::string& name) {
+    json found;
+    for (const json& e : events) {
+      if (e["name"] == name) {
+        REQUIRE(found.is_null());
+        found = e;
+      }
+    }
+    REQUIRE_FALSE(found.is_null());
+    return found;
+  };
+  json step = one(Events(t, "X", "user_annotation"), "ProfilerStep#1");
+  CHECK(step["dur"].get<double>() == Approx(2'000.0));  // not cut short by the call that began before it
+  json net = one(Events(t, "X", "user_annotation"), "nn.Module: Net");
+  CHECK(net["ts"].get<double>() == Approx(step["ts"].get<double>()));
+  CHECK(net["dur"].get<double>() == Approx(1'000.0));
+  json op = one(Events(t, "X", "cpu_op"), "aten::embedding");
+  CHECK(op["ts"].get<double>() == Approx(step["ts"].get<double>()));
+}
+
 TEST_CASE("shapes that are not a list of integer lists are written as a string") {
   CHECK(IsShapeList("[[16, 64], [64, 64], []]"));
   CHECK(IsShapeList("[[]]"));
