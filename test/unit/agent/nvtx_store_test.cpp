@@ -8,6 +8,13 @@
 namespace prof {
 namespace {
 
+// The ranges' names, in order.
+std::vector<uint32_t> Names(const std::vector<NvtxRange>& v) {
+  std::vector<uint32_t> out;
+  for (const NvtxRange& r : v) out.push_back(r.name_id);
+  return out;
+}
+
 NvtxRange Range(uint64_t start_ns, uint64_t end_ns, uint32_t name_id) {
   NvtxRange r{};
   r.start_ns = start_ns;
@@ -28,14 +35,9 @@ TEST_CASE("each window takes its ranges in order, later windows keep theirs", "[
   store.Add(Range(23, 34, 6));
   store.Add(Range(35, 36, 7));
   uint64_t dropped = 0;
-  auto names = [](const std::vector<NvtxRange>& v) {
-    std::vector<uint32_t> out;
-    for (const NvtxRange& r : v) out.push_back(r.name_id);
-    return out;
-  };
-  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{2, 5});
-  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{3, 6});
-  CHECK(names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{4, 7});
+  CHECK(Names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{2, 5});
+  CHECK(Names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{3, 6});
+  CHECK(Names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{4, 7});
   CHECK(store.Take(0, 100, &dropped).empty());
   CHECK(dropped == 0);
 }
@@ -50,13 +52,8 @@ TEST_CASE("PyTorch's operator and module call ranges go to the window their end 
   op.op_id = 7;
   for (const NvtxRange& r : {op, plain, model, next_model}) store.Add(r);
   uint64_t dropped = 0;
-  auto names = [](const std::vector<NvtxRange>& v) {
-    std::vector<uint32_t> out;
-    for (const NvtxRange& r : v) out.push_back(r.name_id);
-    return out;
-  };
-  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{3, 1});
-  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{2});
+  CHECK(Names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{3, 1});
+  CHECK(Names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{2});
 }
 
 TEST_CASE("ranges past the capacity are counted once at the next take", "[nvtx]") {
@@ -72,29 +69,24 @@ TEST_CASE("ranges past the capacity are counted once at the next take", "[nvtx]"
 TEST_CASE("a full store keeps the ranges of a window the writer has not taken, though a later one opened",
           "[nvtx]") {
   NvtxStore store(/*max_ranges=*/2);
-  auto names = [](const std::vector<NvtxRange>& v) {
-    std::vector<uint32_t> out;
-    for (const NvtxRange& r : v) out.push_back(r.name_id);
-    return out;
-  };
   store.WindowOpens(10);
   store.Add(Range(11, 12, 1));
   store.Add(Range(12, 13, 2));  // full
   store.WindowOpens(20);        // the writer still seals [10, 20)
   store.Add(Range(21, 22, 3));  // no room: dropped, not window 10's ranges
   uint64_t dropped = 0;
-  CHECK(names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{1, 2});
+  CHECK(Names(store.Take(10, 20, &dropped)) == std::vector<uint32_t>{1, 2});
   CHECK(dropped == 0);  // dropped while [20, 30) was the latest opened: that window's
   store.Add(Range(22, 23, 4));
   store.Add(Range(23, 24, 5));
   store.WindowOpens(30);        // [20, 30) taken next; then the ranges before 30 may go
   store.Add(Range(31, 32, 6));  // full: dropped while [20, 30) waits
-  CHECK(names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{4, 5});
+  CHECK(Names(store.Take(20, 30, &dropped)) == std::vector<uint32_t>{4, 5});
   CHECK(dropped == 1);
   store.Add(Range(32, 33, 7));
   store.Add(Range(33, 34, 8));
   store.Add(Range(34, 35, 9));  // full again; every window taken but 30: nothing before 30 to free
-  CHECK(names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{7, 8});
+  CHECK(Names(store.Take(30, 40, &dropped)) == std::vector<uint32_t>{7, 8});
   CHECK(dropped == 3);
 }
 
