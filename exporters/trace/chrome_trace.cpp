@@ -295,16 +295,22 @@ class TraceWriter {
     for (uint32_t i = 0; i < steps_.size(); ++i) {
       host_extra.push_back({steps_[i].start_ns, steps_[i].end_ns, i, Source::kStep});
     }
-    // An operator or module call running across the first step's start (the
-    // step marker a call inside it) is drawn from that start: steps enclose
-    // everything on the main thread.
-    uint64_t first_step_ns = steps_.empty() ? 0 : steps_.front().start_ns;
+    // An operator or module call running across a step's start (the step
+    // marker a call inside it: a launch in the model's first layer) is drawn
+    // from the last step start it crosses, where the work it belongs to is
+    // (it belongs to the window its end is in): steps enclose everything on
+    // the main thread. Its args keep its true start.
+    std::vector<uint64_t> step_starts;
+    for (const StepSpan& st : steps_) step_starts.push_back(st.start_ns);
     for (uint32_t i = 0; i < w_.nvtx_ranges.size(); ++i) {
       const NvtxRange& r = w_.nvtx_ranges[i];
       bool own = r.op_id != 0 || !ModulePath(w_.String(r.name_id)).empty();
-      bool across = own && r.tid == static_cast<uint32_t>(w_.meta.pid) && r.start_ns < first_step_ns &&
-                    r.end_ns > first_step_ns;
-      uint64_t start = across ? first_step_ns : r.start_ns;
+      uint64_t start = r.start_ns;
+      auto crossed = std::lower_bound(step_starts.begin(), step_starts.end(), r.end_ns);
+      if (own && r.tid == static_cast<uint32_t>(w_.meta.pid) && crossed != step_starts.begin() &&
+          *(crossed - 1) > r.start_ns) {
+        start = *(crossed - 1);
+      }
       host_extra.push_back({start, r.end_ns, i, Source::kNvtx});
     }
     for (uint32_t i = 0; i < w_.collectives.size(); ++i) {
@@ -379,10 +385,12 @@ class TraceWriter {
 
   // `"ph":"X","cat":"<cat>","name":<name>,"pid":..,"tid":..,"ts":..,"dur":..`;
   // `quoted_name` is already a JSON string (Quoted(), or one of the caches).
+  // `drawn_from_ns`: where to draw it from when later than its start (the
+  // args keep its true span).
   void SliceHead(const char* cat, std::string_view quoted_name, bool device, int64_t pid, int64_t tid,
-                 uint64_t start_ns, uint64_t end_ns, bool stream_op = false) {
-    auto [drawn_start_ns, drawn_end_ns] =
-        Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)), stream_op, start_ns, end_ns);
+                 uint64_t start_ns, uint64_t end_ns, bool stream_op = false, uint64_t drawn_from_ns = 0) {
+    auto [drawn_start_ns, drawn_end_ns] = Nest(TrackKey(device, static_cast<uint64_t>(pid), static_cast<uint64_t>(tid)),
+                                               stream_op, std::max(start_ns, drawn_from_ns), end_ns);
     bool clipped = drawn_start_ns != start_ns || drawn_end_ns < end_ns;
     unclipped_dur_ns_ = clipped ? end_ns - start_ns : 0;
     start_clipped_ns_ = drawn_start_ns - start_ns;
@@ -475,20 +483,22 @@ class TraceWriter {
     EndArgs();
   }
 
-  void EmitNvtx(const NvtxRange& n, uint64_t start_ns) {
-    if (n.op_id != 0) return EmitOperator(n, start_ns);
-    SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, start_ns, n.end_ns);
-    JobCall("user_annotation", w_.strings[n.name_id], n.tid, start_ns, n.end_ns);
+  // drawn_from_ns: where WriteSlices draws it from (its start, or a step's).
+  void EmitNvtx(const NvtxRange& n, uint64_t drawn_from_ns) {
+    if (n.op_id != 0) return EmitOperator(n, drawn_from_ns);
+    SliceHead("user_annotation", quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns, false,
+              drawn_from_ns);
+    JobCall("user_annotation", w_.strings[n.name_id], n.tid, std::max(n.start_ns, drawn_from_ns), n.end_ns);
     out_.Raw(",\"args\":{\"source\":\"nvtx\",\"depth\":"); out_.UInt(n.depth); EndArgs();
   }
 
   // A PyTorch operator (exporters/common/operators.h), with Kineto's args:
   // "Fwd thread id" is 0 on the forward thread, as in Kineto, and elsewhere
   // the forward thread's OS id (Kineto numbers threads its own way).
-  void EmitOperator(const NvtxRange& n, uint64_t start_ns) {
+  void EmitOperator(const NvtxRange& n, uint64_t drawn_from_ns) {
     const char* cat = OperatorCategory(w_.String(n.name_id), n.seq);
-    SliceHead(cat, quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, start_ns, n.end_ns);
-    JobCall(cat, w_.String(n.name_id), n.tid, start_ns, n.end_ns);
+    SliceHead(cat, quoted_strings_(n.name_id), false, w_.meta.pid, n.tid, n.start_ns, n.end_ns, false, drawn_from_ns);
+    JobCall(cat, w_.String(n.name_id), n.tid, std::max(n.start_ns, drawn_from_ns), n.end_ns);
     out_.Raw(",\"args\":{\"External id\":"); out_.UInt(n.op_id);
     if (n.seq >= 0) {
       out_.Raw(",\"Sequence number\":"); out_.Int(n.seq);

@@ -193,15 +193,19 @@ TEST_CASE("the summary's module tree puts each module under its caller, the cost
   CHECK(text.find("      layers.0.attn\n") != std::string::npos);
 }
 
-TEST_CASE("a module call and an operator running across the first step's start are drawn from it, inside the step") {
-  // The window's first step starts at a launch inside the model's forward:
-  // the model's call and the operator began before it.
+TEST_CASE("a module call and an operator running across a step's start are drawn from it, inside the step") {
+  // Each step starts at a launch inside the model's forward: the model's
+  // call and the operator began before it (the first step's, before the
+  // window; the second's, at the end of the first step).
   WindowBuilder b;
   b.Step(1, 1'000'000, 3'000'000);
   b.Step(2, 3'000'000, 5'000'000);
   b.window().nvtx_ranges.push_back({900'000, 2'000'000, b.Str("nn.Module: Net"), kPid, 0});
   Op(b, "aten::embedding", 950'000, 1'100'000, kPid, 1, 1, 1);
   b.Launch("gather", 1'000'000, 1'000, 1'010'000, 1'020'000, 1);
+  b.window().nvtx_ranges.push_back({2'900'000, 3'500'000, b.Str("nn.Module: Net"), kPid, 0});
+  Op(b, "aten::embedding", 2'950'000, 3'100'000, kPid, 1, 2, 2);
+  b.Launch("gather", 3'000'000, 1'000, 3'010'000, 3'020'000, 2);
   json t = TraceJson(b.Build());
   auto one = [](const std::vector<json>& events, const std::string& name) {
     json found;
@@ -214,13 +218,26 @@ TEST_CASE("a module call and an operator running across the first step's start a
     REQUIRE_FALSE(found.is_null());
     return found;
   };
-  json step = one(Events(t, "X", "user_annotation"), "ProfilerStep#1");
-  CHECK(step["dur"].get<double>() == Approx(2'000.0));  // not cut short by the call that began before it
-  json net = one(Events(t, "X", "user_annotation"), "nn.Module: Net");
-  CHECK(net["ts"].get<double>() == Approx(step["ts"].get<double>()));
-  CHECK(net["dur"].get<double>() == Approx(1'000.0));
-  json op = one(Events(t, "X", "cpu_op"), "aten::embedding");
-  CHECK(op["ts"].get<double>() == Approx(step["ts"].get<double>()));
+  for (int k : {1, 2}) {
+    INFO("step " << k);
+    json step = one(Events(t, "X", "user_annotation"), "ProfilerStep#" + std::to_string(k));
+    CHECK(step["dur"].get<double>() == Approx(2'000.0));  // not cut short by the calls that began before it
+    std::vector<json> nets, ops;
+    for (const json& e : Events(t, "X", "user_annotation")) {
+      if (e["name"] == "nn.Module: Net" && e["ts"] == step["ts"]) nets.push_back(e);
+    }
+    for (const json& e : Events(t, "X", "cpu_op")) {
+      if (e["ts"] == step["ts"]) ops.push_back(e);
+    }
+    REQUIRE(nets.size() == 1);
+    REQUIRE(ops.size() == 1);
+    // Drawn from the step's start; the args keep the true start (100 µs
+    // earlier; 50 µs for the operator) and duration.
+    CHECK(nets[0]["args"]["clipped start"].get<double>() == Approx(100.0));
+    CHECK(nets[0]["dur"].get<double>() == Approx(k == 1 ? 1'000.0 : 500.0));
+    CHECK(nets[0]["args"]["unclipped dur"].get<double>() == Approx(k == 1 ? 1'100.0 : 600.0));
+    CHECK(ops[0]["args"]["clipped start"].get<double>() == Approx(50.0));
+  }
 }
 
 TEST_CASE("shapes that are not a list of integer lists are written as a string") {
