@@ -217,6 +217,18 @@ uint64_t AutoStep::CountMarkers() {
   return at.size() + (IterationBefore(tape, at[0], at[1]) ? 1 : 0);
 }
 
+uint32_t AutoStep::TapesLastCore() const {
+  uint64_t n = count_.load(std::memory_order_acquire);
+  if (n > capacity_) n = capacity_;
+  // A few hundred events back at most: the pair's first event is the one
+  // right before its second.
+  for (uint64_t i = n, looked = 0; i > 0 && looked < 256; --i, ++looked) {
+    uint32_t token = tokens_[i - 1].load(std::memory_order_acquire);
+    if (token != 0 && IsCore(token)) return token;
+  }
+  return 0;
+}
+
 bool AutoStep::IterationBefore(const std::vector<uint32_t>& tape, size_t first, size_t second) {
   const size_t len = second - first;
   if (first == 0 || len == 0) return false;

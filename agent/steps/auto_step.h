@@ -63,7 +63,7 @@ class AutoStep {
       return false;
     }
     if (s != State::kDecided) return false;
-    bool fire = token == marker_.token && (marker_.prev == 0 || last_.load(std::memory_order_relaxed) == marker_.prev);
+    bool fire = token == marker_.token && (marker_.prev == 0 || PreviousCore() == marker_.prev);
     if (marker_.prev != 0 && IsCore(token)) last_.store(token, std::memory_order_relaxed);
     return fire;
   }
@@ -128,6 +128,14 @@ class AutoStep {
   void Append(uint32_t token);
   // Whether token is one of the iteration's core tokens (Detection::core);
   // every token is when there were too many to keep. Decided only.
+  // The core event before this one, for a pair marker: the last one
+  // observed since the decision or, before any (the decision fell between
+  // the pair's two events), the tape's last.
+  uint32_t PreviousCore() const {
+    uint32_t last = last_.load(std::memory_order_relaxed);
+    return last != 0 ? last : TapesLastCore();
+  }
+  uint32_t TapesLastCore() const;
   bool IsCore(uint32_t token) const {
     if (!core_filter_) return true;
     for (uint32_t i = (token * 2654435761u) >> 24;; i = (i + 1) & (kCoreSlots - 1)) {

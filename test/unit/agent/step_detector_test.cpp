@@ -231,6 +231,38 @@ TEST_CASE("a pair marker still fires when occasional work comes between its two 
   for (size_t i = 0; i + 1 < truth.size(); ++i) CHECK((fired[i] >= truth[i] && fired[i] < truth[i + 1]));
 }
 
+TEST_CASE("a pair marker fires at the first event after the decision when the decision fell between its two events",
+          "[auto]") {
+  // The tape the decision counts ends with the pair's first event (the
+  // optimizer's kernel); the batch's copy right after it is the decided
+  // path's first event, whose previous one is on the tape. Missed, every
+  // step would be numbered one iteration short.
+  // Every event occurs twice an iteration, so only a pair is unique: the
+  // batch's first copy after the last kernel.
+  Stream s;
+  for (int i = 0; i < 200; ++i) {
+    s.Begin();
+    s.Add({kH2D, kH2D});
+    for (int k = 0; k < 3; ++k) s.Add({K(40), K(41)});
+  }
+  AutoStep probe(1 << 14, nullptr, nullptr);
+  size_t decided_at = 0;
+  for (size_t i = 0; i < s.tokens.size() && probe.state() == AutoStep::State::kDetecting; ++i) {
+    probe.Observe(s.tokens[i]);
+    if (probe.Analyze()) decided_at = i;
+  }
+  REQUIRE(probe.state() == AutoStep::State::kDecided);
+  REQUIRE(probe.marker().prev != 0);  // a pair marker
+  // The same stream, the analysis run right after a pair's first event.
+  size_t cut = decided_at;
+  while (!(s.tokens[cut] == probe.marker().prev && s.tokens[cut + 1] == probe.marker().token)) ++cut;
+  AutoStep a(1 << 14, nullptr, nullptr);
+  for (size_t i = 0; i <= cut; ++i) a.Observe(s.tokens[i]);
+  REQUIRE(a.Analyze());
+  REQUIRE(a.marker().token == probe.marker().token);
+  CHECK(a.Observe(s.tokens[cut + 1]));
+}
+
 TEST_CASE("a plain training loop is cut after its synchronize, at its NVTX range, within 50 iterations", "[auto]") {
   Stream s;
   for (int i = 0; i < 200; ++i) TrainIteration(s, 6);
