@@ -126,8 +126,6 @@ class AutoStep {
 
  private:
   void Append(uint32_t token);
-  // Whether token is one of the iteration's core tokens (Detection::core);
-  // every token is when there were too many to keep. Decided only.
   // The core event before this one, for a pair marker: the last one
   // observed since the decision or, before any (the decision fell between
   // the pair's two events), the tape's last.
@@ -136,6 +134,8 @@ class AutoStep {
     return last != 0 ? last : TapesLastCore();
   }
   uint32_t TapesLastCore() const;
+  // Whether token is one of the iteration's core tokens (Detection::core);
+  // every token is when there were too many to keep. Decided only.
   bool IsCore(uint32_t token) const {
     if (!core_filter_) return true;
     for (uint32_t i = (token * 2654435761u) >> 24;; i = (i + 1) & (kCoreSlots - 1)) {

@@ -88,6 +88,12 @@ inline std::string_view ModulePath(std::string_view name) {
   return name.starts_with(kModuleRangePrefix) ? name.substr(kModuleRangePrefix.size()) : std::string_view();
 }
 
+// The operators of a window's ranges, its module calls told by their names
+// (a CompactWindow's: RestOf() it). The index reads `w`'s ranges for its life.
+inline OperatorIndex WindowOperators(const Window& w) {
+  return OperatorIndex(w.nvtx_ranges, [&w](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
+}
+
 // Kineto's category for an operator range: "user_annotation" for a
 // record_function label (no namespace, no sequence number, not a backward
 // function: "Optimizer.step#AdamW.step"), "cpu_op" for the rest.

@@ -71,7 +71,7 @@ class FindingsBuilder {
  public:
   FindingsBuilder(const W& w, const Summary& s, const WindowIndex& index)
       : w_(w), s_(s), index_(index), sites_(RestOf(w)),
-        operators_(RestOf(w).nvtx_ranges, [&w](uint32_t id) { return !ModulePath(RestOf(w).String(id)).empty(); }) {}
+        operators_(WindowOperators(RestOf(w))) {}
 
   std::vector<Finding> Build() {
     InterceptionOnly();

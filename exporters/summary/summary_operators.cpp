@@ -57,7 +57,7 @@ void ModuleTree(std::map<std::string_view, ModuleRow> modules,
 template <typename W>
 void Compute(const W& w, const WindowIndex& index, Summary* s) {
   const std::vector<NvtxRange>& ranges = w.nvtx_ranges;
-  OperatorIndex ops(ranges, [&](uint32_t id) { return !ModulePath(RestOf(w).String(id)).empty(); });
+  OperatorIndex ops = WindowOperators(RestOf(w));
   if (ops.empty()) return;
   std::map<std::string_view, ModuleRow> modules;  // by path
   std::map<std::string_view, std::string_view> callers;  // path -> the path of the module that called it first

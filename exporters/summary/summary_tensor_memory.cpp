@@ -56,7 +56,7 @@ void LiveAtPeak(const Window& w, const std::vector<const TensorMemoryEvent*>& ev
   // The operator a block was allocated in (any thread's, entered last):
   // names a block without a Python line (autograd's threads run none), and
   // with module paths recorded, its module.
-  OperatorIndex ops(w.nvtx_ranges, [&](uint32_t id) { return !ModulePath(w.String(id)).empty(); });
+  OperatorIndex ops = WindowOperators(w);
   auto add = [](std::map<std::string, TensorLineRow>* rows, const std::string& key, uint64_t bytes) {
     TensorLineRow& entry = (*rows)[key];
     entry.site = key;
